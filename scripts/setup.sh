@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Installs what vgpu needs into ./.venv. With --test, also what the test suite needs:
+# Debian packages (Go + govmomi for the vSphere simulator, OpenSSH server, Chromium),
+# the Triton server in its own environment, and the simulator binary.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+PY=${PYTHON:-python3}
+WITH_TEST=0
+[[ "${1:-}" == "--test" ]] && WITH_TEST=1
+
+log() { printf '\033[1m[setup]\033[0m %s\n' "$*" >&2; }
+as_root() { if [[ $(id -u) -eq 0 ]]; then "$@"; else sudo "$@"; fi; }
+
+install_apt() {
+    local missing=()
+    for pkg in "$@"; do
+        dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" \
+            || missing+=("$pkg")
+    done
+    [[ ${#missing[@]} -eq 0 ]] && return 0
+    log "apt-get install ${missing[*]}"
+    as_root apt-get update -q >/dev/null
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+        "${missing[@]}" >/dev/null
+}
+
+setup_venv() {
+    local extras=$1
+    if [[ ! -x .venv/bin/python ]]; then
+        log "creating .venv"
+        "$PY" -m venv .venv
+    fi
+    log "pip install -e .[$extras]"
+    .venv/bin/pip install -q -e ".[$extras]" 2>&1 | grep -v '^WARNING: Location' || true
+    .venv/bin/python -c "import vgpu, loadgen" >/dev/null
+}
+
+# ---- Triton server (nvidia-pytriton wheel pins numpy<2, so it lives in .venv-triton)
+setup_triton() {
+    if [[ ! -x .venv-triton/bin/python ]]; then
+        log "creating .venv-triton"
+        "$PY" -m venv .venv-triton
+    fi
+    if ! .venv-triton/bin/python -c "import pytriton, onnxruntime" >/dev/null 2>&1; then
+        log "pip install nvidia-pytriton onnxruntime into .venv-triton"
+        .venv-triton/bin/pip install -q "nvidia-pytriton==0.7.0" onnxruntime 2>&1 \
+            | grep -v '^WARNING: Location' || true
+    fi
+}
+
+# ---- vSphere simulator (govmomi's simulator, our lab model in tests/vcsim/main.go)
+setup_vcsim() {
+    if [[ -f vgpu/sim/vcsim/main.go ]]; then
+        .venv/bin/python -m vgpu.sim.build >/dev/null
+    fi
+}
+
+if [[ $WITH_TEST -eq 1 ]]; then
+    install_apt golang-go golang-github-vmware-govmomi-dev openssh-server chromium
+    setup_venv "dev,train"
+    setup_triton
+    setup_vcsim
+else
+    setup_venv "train"
+fi
+log "ready: $ROOT/.venv/bin/vgpu"

@@ -1,0 +1,44 @@
+"""The ``vgpu`` command line. Each area registers its commands from its own module, so
+this file only assembles the app and maps errors to exit codes."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from vgpu.errors import VgpuError
+
+app = typer.Typer(
+    name="vgpu",
+    help="Declarative vGPU/MIG labs on vSphere, benchmarked with MLPerf LoadGen and "
+    "judged against bare metal.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+err_console = Console(stderr=True)
+
+
+def _register() -> None:
+    # Imported for their side effect of adding commands to ``app``.
+    from vgpu.cli import core  # noqa: F401
+
+
+@app.callback()
+def _root() -> None:
+    """Declarative vGPU/MIG labs on vSphere, benchmarked and judged against bare metal."""
+
+
+def main() -> None:
+    _register()
+    try:
+        app()  # click's standalone mode: usage errors exit 2 with a message
+    except VgpuError as exc:
+        err_console.print(Text("error: ", style="bold red") + Text(str(exc)))
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        err_console.print("interrupted")
+        sys.exit(130)

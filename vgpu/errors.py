@@ -1,0 +1,65 @@
+"""Every error vgpu raises on purpose. The CLI maps each class to an exit code and prints
+its message; anything else is a bug and shows a traceback."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+class VgpuError(Exception):
+    """Base class. ``exit_code`` is what the CLI exits with."""
+
+    exit_code = 1
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with one input file: where, which field, what is wrong, how to fix."""
+
+    file: str
+    field: str
+    message: str
+    line: int | None = None
+    fix: str | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        text = f"{where} {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
+        return f"{text} (fix: {self.fix})" if self.fix else text
+
+
+@dataclass
+class InputError(VgpuError):
+    """Bad user input (a scenario, an inventory, a flag). Nothing was changed anywhere."""
+
+    problems: list[Problem] = field(default_factory=list)
+    exit_code = 2
+
+    def __post_init__(self) -> None:
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        return "\n".join(str(p) for p in self.problems)
+
+    @classmethod
+    def single(
+        cls, file: str, field_path: str, message: str, fix: str | None = None,
+        line: int | None = None,
+    ) -> InputError:
+        return cls([Problem(file=file, field=field_path, message=message, fix=fix, line=line)])
+
+
+class PlanError(InputError):
+    """The scenario is well-formed but cannot be placed on the inventory."""
+
+
+class RemoteError(VgpuError):
+    """A remote system (vCenter, an SSH host, a GPU) failed or refused an action."""
+
+    exit_code = 1
+
+
+class VerdictFailed(VgpuError):
+    """A comparison was judged FAIL."""
+
+    exit_code = 3
