@@ -57,7 +57,7 @@ setup_vcsim() {
 }
 
 if [[ $WITH_TEST -eq 1 ]]; then
-    install_apt golang-go golang-github-vmware-govmomi-dev openssh-server chromium
+    install_apt golang-go golang-github-vmware-govmomi-dev openssh-server chromium sudo
     setup_venv "dev,train"
     setup_triton
     setup_vcsim

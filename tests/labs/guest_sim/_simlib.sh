@@ -1,0 +1,22 @@
+# SIMULATOR library sourced by the guest stand-ins in this directory. It is NOT part of vgpu:
+# the SSH test lab copies these files onto a lab user's PATH so that provisioning steps that
+# need a GPU, an NVIDIA driver or a package mirror have something to talk to. All state lives
+# under the lab user's home (found from the script's own location, so it works under sudo).
+SIM_HOME=$(cd "$(dirname "$0")/.." && pwd)
+SIM_STATE="$SIM_HOME/.gpu-sim"
+SIM_ROOT="$SIM_HOME/sysroot"
+mkdir -p "$SIM_STATE/packages" "$SIM_STATE/services" 2>/dev/null || true
+
+sim_get() {  # sim_get KEY -> value from the hardware file, empty when unset
+    sed -n "s/^$1=//p" "$SIM_STATE/hardware" 2>/dev/null | head -n 1
+}
+sim_write() {  # sim_write FILE VALUE, atomically
+    printf '%s\n' "$2" > "$1.tmp.$$" && mv -f "$1.tmp.$$" "$1"
+}
+sim_installed() { [ -e "$SIM_STATE/packages/$1" ]; }
+sim_delay() {  # sleeps for the seconds written in .gpu-sim/delay-NAME, if any
+    if [ -f "$SIM_STATE/delay-$1" ]; then
+        touch "$SIM_STATE/started-$1"
+        sleep "$(cat "$SIM_STATE/delay-$1")"
+    fi
+}

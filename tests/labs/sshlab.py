@@ -1,0 +1,388 @@
+"""A loopback SSH lab: one real OpenSSH server per simulated VM.
+
+``SshLab(n)`` starts ``n`` sshd processes (``/usr/sbin/sshd -D -e -f cfg``), each with its
+own host key and config, listening on its own loopback address (127.0.0.11, .12, ...). Every
+host gets its own unix user and home directory so hosts share no state, and a sudoers rule
+for that user. With ``guest_sim=True`` the GPU guest stand-ins from ``guest_sim/`` (nvidia-smi,
+apt-get, systemctl, ... all SIMULATORS) go first on that user's PATH, for SSH sessions and for
+sudo, and system paths are written under ``host.system_root`` instead of ``/``.
+
+Everything is created by the lab and removed on exit: users, homes, the sudoers file, the
+server processes and the temp directory. Needs root and ``/usr/sbin/sshd``.
+
+    with SshLab(3) as lab:
+        host = lab.hosts[0]
+        host.address, host.port, host.user, host.key_path, host.known_hosts_path
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+SSHD = Path("/usr/sbin/sshd")
+GUEST_SIM_DIR = Path(__file__).with_name("guest_sim")
+FIRST_OCTET = 11
+SIM_BIN = ".sim-bin"
+SUDOERS_DIR = Path("/etc/sudoers.d")
+_lab_ids = itertools.count()
+
+
+def lab_available() -> str | None:
+    """None when this machine can run the lab, else the reason (for pytest.skip)."""
+    if os.geteuid() != 0:
+        return "the SSH lab needs root (it creates users and runs sshd)"
+    for tool in (SSHD, Path("/usr/bin/ssh-keygen"), Path("/usr/bin/sudo")):
+        if not tool.exists():
+            return f"{tool} is missing: run `bash scripts/setup.sh --test`"
+    return None
+
+
+def _run(*argv: str, input_text: str | None = None) -> str:
+    done = subprocess.run(argv, input=input_text, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr.strip()}")
+    return done.stdout
+
+
+def _free_port(address: str) -> int:
+    with socket.socket() as sock:
+        sock.bind((address, 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_listening(address: str, port: int, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"sshd on {address}:{port} exited: {log.read_text()}")
+        try:
+            with socket.create_connection((address, port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"sshd on {address}:{port} did not start listening: {log.read_text()}")
+
+
+def _keygen(path: Path, comment: str) -> None:
+    _run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path))
+
+
+@dataclass
+class LabHost:
+    """One simulated VM: an sshd on its own loopback address, with its own user and home."""
+
+    name: str
+    address: str
+    port: int
+    user: str
+    home: Path
+    key_path: Path
+    known_hosts_path: Path
+    host_key_path: Path
+    sshd_dir: Path
+    uid: int = 0
+    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def bin_dir(self) -> Path:
+        """Directory first on PATH for this host's SSH sessions and for sudo."""
+        return self.home / SIM_BIN
+
+    @property
+    def system_root(self) -> Path:
+        """Stands for ``/`` on this simulated VM (all lab hosts share one real filesystem)."""
+        return self.home / "sysroot"
+
+    @property
+    def sim_state(self) -> Path:
+        return self.home / ".gpu-sim"
+
+    @property
+    def known_hosts_entry(self) -> str:
+        public = Path(f"{self.host_key_path}.pub").read_text().split()
+        return f"[{self.address}]:{self.port} {public[0]} {public[1]}"
+
+    @property
+    def log_path(self) -> Path:
+        return self.sshd_dir / "sshd.log"
+
+    # ---- files on the host ---------------------------------------------------------------
+    def put_executable(self, name: str, text: str) -> Path:
+        """Put an executable on this host's PATH (SSH sessions and sudo)."""
+        path = self.bin_dir / name
+        path.write_text(text)
+        path.chmod(0o755)
+        os.chown(path, self.uid, self.uid)
+        return path
+
+    def write_file(self, relative: str, text: str, mode: int = 0o644) -> Path:
+        """Write a file under the host's home, owned by the host's user."""
+        path = self.home / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        path.chmod(mode)
+        os.chown(path, self.uid, self.uid)
+        return path
+
+    def set_sim(self, key: str, value: str | None) -> None:
+        """Set (or with None, clear) a simulator control file, e.g. ``delay-driver``."""
+        path = self.sim_state / key
+        if value is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(value)
+
+    def set_hardware(self, vgpu_type: str, mig_profile: str | None, gpu_count: int = 1) -> None:
+        """What the simulated ``nvidia-smi`` reports once a driver is installed."""
+        seed = zlib.crc32(self.name.encode())
+        lines = [
+            f"vgpu_type={vgpu_type}",
+            f"mig_profile={mig_profile or ''}",
+            f"gpu_count={gpu_count}",
+            f"gpu_uuid={uuid.UUID(int=seed)}",
+            f"mig_uuid={uuid.UUID(int=seed + 1)}",
+        ]
+        self.set_sim("hardware", "\n".join(lines) + "\n")
+
+    def serve_url(self, url: str, content: bytes) -> None:
+        """Make the simulated ``curl`` on this host answer ``url`` with ``content``."""
+        # The simulator files URLs under their POSIX cksum, so compute it the same way.
+        key = _run("sh", "-c", 'printf "%s" "$1" | cksum | cut -d" " -f1', "sh", url).strip()
+        target = self.sim_state / "urls" / key
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(content)
+
+    def installed_packages(self) -> set[str]:
+        packages = self.sim_state / "packages"
+        return {p.name for p in packages.iterdir()} if packages.exists() else set()
+
+    # ---- the server ----------------------------------------------------------------------
+    def session_pids(self) -> list[int]:
+        """Per-connection sshd processes (children of this host's listener)."""
+        if self.process is None:
+            return []
+        parent = self.process.pid
+        pids = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            if ppid == parent:
+                pids.append(int(entry.name))
+        return pids
+
+    def drop_sessions(self) -> int:
+        """Kill every open SSH connection to this host (the listener stays up)."""
+        pids = self.session_pids()
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        return len(pids)
+
+    def start(self) -> None:
+        log = self.log_path.open("ab")
+        self.process = subprocess.Popen(
+            [str(SSHD), "-D", "-e", "-f", str(self.sshd_dir / "sshd_config")],
+            stdout=log, stderr=log, stdin=subprocess.DEVNULL,
+        )
+        log.close()
+        _wait_listening(self.address, self.port, self.process, self.log_path)
+
+    def stop(self) -> None:
+        if self.process is None:
+            return
+        self.drop_sessions()
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.process = None
+
+    def rotate_host_key(self) -> None:
+        """Give the host a new host key (as a reinstalled VM would) and restart its sshd."""
+        self.stop()
+        self.host_key_path.unlink()
+        Path(f"{self.host_key_path}.pub").unlink()
+        _keygen(self.host_key_path, self.name)
+        self.start()
+
+
+class SshLab:
+    """Context manager: ``n_hosts`` loopback sshd hosts with users, keys and sudo."""
+
+    def __init__(
+        self,
+        n_hosts: int,
+        *,
+        sudo_password: str | None = None,
+        guest_sim: bool = True,
+        trust_host_keys: bool = True,
+        vgpu_type: str = "A100D-1-10C",
+        mig_profile: str | None = "1g.10gb",
+    ) -> None:
+        if not 1 <= n_hosts <= 200:
+            raise ValueError("n_hosts must be between 1 and 200")
+        self.n_hosts = n_hosts
+        self.sudo_password = sudo_password
+        self.guest_sim = guest_sim
+        self.trust_host_keys = trust_host_keys
+        self.vgpu_type = vgpu_type
+        self.mig_profile = mig_profile
+        self.lab_id = f"{os.getpid() % 100000}x{next(_lab_ids)}"
+        self.hosts: list[LabHost] = []
+        self.dir = Path()
+        self.sudoers_path = SUDOERS_DIR / f"vgpu-lab-{self.lab_id}"
+        self._users: list[str] = []
+
+    # ---- lifecycle -----------------------------------------------------------------------
+    def __enter__(self) -> SshLab:
+        reason = lab_available()
+        if reason:
+            raise RuntimeError(reason)
+        self.dir = Path(tempfile.mkdtemp(prefix=f"vgpu-sshlab-{self.lab_id}-"))
+        self.dir.chmod(0o755)
+        try:
+            self._build()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @property
+    def key_path(self) -> Path:
+        return self.dir / "client_key"
+
+    @property
+    def known_hosts_path(self) -> Path:
+        return self.dir / "known_hosts"
+
+    def _build(self) -> None:
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation dir
+        _keygen(self.key_path, f"vgpu-lab-{self.lab_id}")
+        public_key = Path(f"{self.key_path}.pub").read_text()
+        sudo_lines = []
+        for index in range(self.n_hosts):
+            host = self._make_host(index, public_key)
+            self.hosts.append(host)
+            sudo_lines.extend(self._sudoers_lines(host))
+        sudoers = "\n".join(sudo_lines) + "\n"
+        candidate = self.dir / "sudoers"
+        candidate.write_text(sudoers)
+        _run("visudo", "-c", "-q", "-f", str(candidate))
+        self.sudoers_path.write_text(sudoers)
+        self.sudoers_path.chmod(0o440)
+        entries = [h.known_hosts_entry for h in self.hosts] if self.trust_host_keys else []
+        self.known_hosts_path.write_text("".join(f"{e}\n" for e in entries))
+        for host in self.hosts:
+            host.start()
+
+    def _make_host(self, index: int, public_key: str) -> LabHost:
+        user = f"vgl{self.lab_id}h{index + 1}"
+        _run("useradd", "--create-home", "--shell", "/bin/bash", user)
+        self._users.append(user)
+        if self.sudo_password is not None:
+            _run("chpasswd", input_text=f"{user}:{self.sudo_password}\n")
+        else:
+            _run("usermod", "-p", "*", user)  # no password, but not locked for sshd
+        home = Path(_run("getent", "passwd", user).split(":")[5])
+        uid = int(_run("id", "-u", user))
+        sshd_dir = self.dir / f"host{index + 1}"
+        sshd_dir.mkdir()
+        address = f"127.0.0.{FIRST_OCTET + index}"
+        host = LabHost(
+            name=f"vm-{index + 1}", address=address, port=_free_port(address), user=user,
+            home=home, key_path=self.key_path, known_hosts_path=self.known_hosts_path,
+            host_key_path=sshd_dir / "ssh_host_ed25519_key", sshd_dir=sshd_dir, uid=uid,
+        )
+        _keygen(host.host_key_path, host.name)
+        ssh_dir = home / ".ssh"
+        ssh_dir.mkdir(mode=0o700, exist_ok=True)
+        (ssh_dir / "authorized_keys").write_text(public_key)
+        (ssh_dir / "authorized_keys").chmod(0o600)
+        host.bin_dir.mkdir(exist_ok=True)
+        host.system_root.mkdir(exist_ok=True)
+        if self.guest_sim:
+            for source in GUEST_SIM_DIR.iterdir():
+                if source.is_file():
+                    shutil.copy2(source, host.bin_dir / source.name)
+            host.set_hardware(self.vgpu_type, self.mig_profile)
+        _run("chown", "-R", f"{user}:{user}", str(home))
+        path = f"{host.bin_dir}:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
+        (sshd_dir / "sshd_config").write_text(
+            f"ListenAddress {address}:{host.port}\n"
+            f"HostKey {host.host_key_path}\n"
+            "PidFile none\n"
+            "UsePAM no\n"
+            "PasswordAuthentication no\n"
+            "KbdInteractiveAuthentication no\n"
+            "PubkeyAuthentication yes\n"
+            f"AllowUsers {user}\n"
+            "PermitRootLogin no\n"
+            "MaxStartups 200\n"
+            "MaxSessions 50\n"
+            "LogLevel ERROR\n"
+            f"SetEnv PATH={path}\n"
+            "Subsystem sftp internal-sftp\n"
+        )
+        return host
+
+    def _sudoers_lines(self, host: LabHost) -> list[str]:
+        secure_path = f"{host.bin_dir}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+        tag = "" if self.sudo_password is not None else "NOPASSWD: "
+        return [
+            f'Defaults:{host.user} secure_path="{secure_path}"',
+            f"{host.user} ALL=(root) {tag}ALL",
+        ]
+
+    def close(self) -> None:
+        for host in self.hosts:
+            with contextlib.suppress(Exception):
+                host.stop()
+        self.sudoers_path.unlink(missing_ok=True)
+        for user in self._users:
+            self._kill_user_processes(user)
+            subprocess.run(["userdel", "--remove", user], capture_output=True, check=False)
+        self._users.clear()
+        if self.dir != Path() and self.dir.exists():
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    @staticmethod
+    def _kill_user_processes(user: str) -> None:
+        """Stop processes the lab's commands left running as ``user`` (by pid)."""
+        try:
+            uid = int(_run("id", "-u", user))
+        except RuntimeError:
+            return
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    if entry.stat().st_uid == uid:
+                        os.kill(int(entry.name), signal.SIGKILL)
+                except (OSError, ProcessLookupError):
+                    continue
