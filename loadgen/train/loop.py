@@ -1,0 +1,155 @@
+"""One rank's synthetic-data DDP training run: warm-up steps, measured steps, an optional
+no_sync probe of communication cost, and a digest of the trained parameters."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+
+import torch
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+from loadgen.train.distributed import RankContext, synchronize
+from loadgen.train.models import build_model, num_classes
+from loadgen.train.spec import TrainSpec
+
+AUTOCAST_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
+
+
+@dataclass
+class RankTimings:
+    """What one rank measured; gathered to rank 0 as a plain dict."""
+
+    rank: int
+    local_rank: int
+    host: str
+    device: str
+    batch_size: int
+    step_times_s: list[float]
+    timed_start_unix: float
+    timed_end_unix: float
+    synced_fb_s: list[float]
+    unsynced_fb_s: list[float]
+    param_digest: str
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def parameter_digest(model: nn.Module) -> str:
+    digest = hashlib.sha256()
+    for parameter in model.parameters():
+        digest.update(parameter.detach().float().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()
+
+
+@dataclass
+class _Trainer:
+    ddp: DistributedDataParallel
+    optimizer: torch.optim.Optimizer
+    scaler: torch.amp.GradScaler
+    images: torch.Tensor
+    labels: torch.Tensor
+    autocast: Callable[[], contextlib.AbstractContextManager[object]]
+    loss_fn: nn.Module
+
+    def forward_backward(self) -> None:
+        self.optimizer.zero_grad(set_to_none=True)
+        with self.autocast():
+            loss = self.loss_fn(self.ddp(self.images), self.labels)
+        self.scaler.scale(loss).backward()
+
+    def step(self) -> None:
+        self.forward_backward()
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+
+
+def _build_trainer(spec: TrainSpec, ctx: RankContext) -> _Trainer:
+    torch.manual_seed(spec.seed)  # identical initial weights on every rank
+    model = build_model(spec.model).to(ctx.device)
+    device_ids = [ctx.device.index] if ctx.device.type == "cuda" else None
+    ddp = DistributedDataParallel(model, device_ids=device_ids)
+    optimizer = torch.optim.SGD(ddp.parameters(), lr=spec.learning_rate, momentum=0.9)
+    # Each rank trains on its own synthetic batch, as real data-parallel ranks would.
+    generator = torch.Generator(device=ctx.device).manual_seed(spec.seed * 7919 + ctx.rank + 1)
+    shape = (spec.batch_size, 3, spec.image_size, spec.image_size)
+    images = torch.randn(shape, generator=generator, device=ctx.device)
+    labels = torch.randint(
+        num_classes(spec.model), (spec.batch_size,), generator=generator, device=ctx.device
+    )
+    dtype = AUTOCAST_DTYPES.get(spec.precision)
+
+    def autocast() -> contextlib.AbstractContextManager[object]:
+        if dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(device_type=ctx.device.type, dtype=dtype)
+
+    scaler = torch.amp.GradScaler(ctx.device.type, enabled=spec.precision == "fp16")
+    return _Trainer(ddp, optimizer, scaler, images, labels, autocast, nn.CrossEntropyLoss())
+
+
+def _timed(device: torch.device, action: Callable[[], None]) -> float:
+    start = time.perf_counter()
+    action()
+    synchronize(device)
+    return time.perf_counter() - start
+
+
+def _comm_probe(trainer: _Trainer, ctx: RankContext, steps: int) -> tuple[list[float], list[float]]:
+    """Forward+backward with and without DDP's gradient allreduce, interleaved so drift
+    hits both alike. No optimizer step: the trained parameters stay as they are."""
+    synced: list[float] = []
+    unsynced: list[float] = []
+    for _ in range(steps):
+        synced.append(_timed(ctx.device, trainer.forward_backward))
+        with trainer.ddp.no_sync():
+            unsynced.append(_timed(ctx.device, trainer.forward_backward))
+    trainer.optimizer.zero_grad(set_to_none=True)
+    return synced, unsynced
+
+
+def _barrier() -> None:
+    torch.distributed.barrier()
+
+
+@contextlib.contextmanager
+def _threads(count: int | None) -> Iterator[None]:
+    previous = torch.get_num_threads()
+    if count is not None:
+        torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+def train_rank(spec: TrainSpec, ctx: RankContext) -> RankTimings:
+    with _threads(spec.threads):
+        trainer = _build_trainer(spec, ctx)
+        for _ in range(spec.warmup_steps):
+            trainer.step()
+        synchronize(ctx.device)
+        _barrier()  # every rank starts the measured window together
+        timed_start = time.time()
+        step_times = [_timed(ctx.device, trainer.step) for _ in range(spec.measured_steps)]
+        timed_end = time.time()
+        digest = parameter_digest(trainer.ddp.module)
+        synced, unsynced = _comm_probe(trainer, ctx, spec.comm_probe_steps)
+    return RankTimings(
+        rank=ctx.rank,
+        local_rank=ctx.local_rank,
+        host=ctx.host,
+        device=str(ctx.device),
+        batch_size=spec.batch_size,
+        step_times_s=step_times,
+        timed_start_unix=timed_start,
+        timed_end_unix=timed_end,
+        synced_fb_s=synced,
+        unsynced_fb_s=unsynced,
+        param_digest=digest,
+    )

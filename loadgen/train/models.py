@@ -1,0 +1,125 @@
+"""ResNet definitions for synthetic-data training (no torchvision on the nodes).
+
+ResNet50 follows torchvision's v1.5 layout (stride on the 3x3 convolution of each
+bottleneck, blocks 3-4-6-3), so its parameter count matches the reference 25,557,032.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+
+@dataclass(frozen=True)
+class ResNetShape:
+    blocks: tuple[int, int, int, int]
+    base_width: int
+    num_classes: int
+
+
+RESNET_SHAPES: dict[str, ResNetShape] = {
+    "resnet50": ResNetShape(blocks=(3, 4, 6, 3), base_width=64, num_classes=1000),
+    # Small enough that four ranks train a few steps on two CPU cores in seconds.
+    "resnet-tiny": ResNetShape(blocks=(1, 1, 1, 1), base_width=8, num_classes=10),
+}
+
+
+class Bottleneck(nn.Module):
+    expansion = 4
+
+    def __init__(self, in_channels: int, width: int, stride: int) -> None:
+        super().__init__()
+        out_channels = width * self.expansion
+        self.conv1 = nn.Conv2d(in_channels, width, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(width)
+        self.conv2 = nn.Conv2d(width, width, 3, stride=stride, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(width)
+        self.conv3 = nn.Conv2d(width, out_channels, 1, bias=False)
+        self.bn3 = nn.BatchNorm2d(out_channels)
+        self.relu = nn.ReLU(inplace=True)
+        self.downsample: nn.Module | None = None
+        if stride != 1 or in_channels != out_channels:
+            self.downsample = nn.Sequential(
+                nn.Conv2d(in_channels, out_channels, 1, stride=stride, bias=False),
+                nn.BatchNorm2d(out_channels),
+            )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        identity = x if self.downsample is None else self.downsample(x)
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.relu(self.bn2(self.conv2(out)))
+        out = self.bn3(self.conv3(out))
+        return self.relu(out + identity)
+
+
+class ResNet(nn.Module):
+    def __init__(self, shape: ResNetShape) -> None:
+        super().__init__()
+        width = shape.base_width
+        self.stem = nn.Sequential(
+            nn.Conv2d(3, width, 7, stride=2, padding=3, bias=False),
+            nn.BatchNorm2d(width),
+            nn.ReLU(inplace=True),
+            nn.MaxPool2d(3, stride=2, padding=1),
+        )
+        stages: list[nn.Module] = []
+        in_channels = width
+        for index, count in enumerate(shape.blocks):
+            stage_width = width * 2**index
+            stride = 1 if index == 0 else 2
+            blocks: list[nn.Module] = []
+            for block_index in range(count):
+                block_stride = stride if block_index == 0 else 1
+                blocks.append(Bottleneck(in_channels, stage_width, block_stride))
+                in_channels = stage_width * Bottleneck.expansion
+            stages.append(nn.Sequential(*blocks))
+        self.stages = nn.Sequential(*stages)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(in_channels, shape.num_classes)
+        for module in self.modules():
+            if isinstance(module, nn.Conv2d):
+                nn.init.kaiming_normal_(module.weight, mode="fan_out", nonlinearity="relu")
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.stages(self.stem(x))
+        return self.fc(torch.flatten(self.pool(x), 1))
+
+
+def build_model(name: str) -> ResNet:
+    """A freshly initialised model; seed torch before calling for identical weights."""
+    return ResNet(RESNET_SHAPES[name])
+
+
+def num_classes(name: str) -> int:
+    return RESNET_SHAPES[name].num_classes
+
+
+def activation_bytes_per_sample(name: str, image_size: int, bytes_per_element: float) -> float:
+    """Bytes kept for backward per input sample, counted on the meta device (no memory used):
+    the outputs of every leaf module, which is what autograd saves for a ResNet. In-place
+    ReLUs overwrite their input, so they add nothing."""
+    model = build_model(name).to("meta")
+    total = 0
+
+    def count(_module: nn.Module, _inputs: object, output: torch.Tensor) -> None:
+        nonlocal total
+        total += output.numel()
+
+    hooks = [
+        module.register_forward_hook(count)
+        for module in model.modules()
+        if not list(module.children()) and not isinstance(module, nn.ReLU)
+    ]
+    try:
+        with torch.no_grad():
+            model(torch.empty(1, 3, image_size, image_size, device="meta"))
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return total * bytes_per_element
+
+
+def parameter_count(name: str) -> int:
+    return sum(p.numel() for p in build_model(name).to("meta").parameters())
