@@ -1,14 +1,86 @@
-"""Core commands: version."""
+"""Core commands: scenarios, plan, schema, version. All pure: nothing touches a network."""
 
 from __future__ import annotations
 
-import typer
+import json
+from pathlib import Path
+from typing import Annotated, Literal
 
-from vgpu import __version__
+import typer
+from rich.table import Table
+
+from vgpu import __version__, catalog
 from vgpu.cli import app
+from vgpu.cli.common import console, inventory_from_args, scenario_from_args
+from vgpu.cli.plan_view import render_plan
+from vgpu.model.inventory import Inventory
+from vgpu.model.scenario import Scenario
+from vgpu.plan import build_plan
+
+ScenarioFile = Annotated[Path | None, typer.Argument(help="scenario YAML file",
+                                                     show_default=False)]
+ScenarioRef = Annotated[str | None, typer.Option("--scenario", "-s",
+                                                 help="catalogue scenario id, e.g. 6")]
+InventoryOpt = Annotated[Path | None, typer.Option("--inventory", "-i",
+                                                   help="inventory YAML (or name in inventory/)")]
 
 
 @app.command()
 def version() -> None:
     """Print the vgpu version."""
     typer.echo(__version__)
+
+
+@app.command()
+def scenarios(
+    as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
+) -> None:
+    """List the scenario catalogue (ids usable with --scenario)."""
+    rows = []
+    for entry in catalog.catalogue():
+        sc = catalog.load(entry.id)
+        profiles = ", ".join(f"{' + '.join(vm.vgpus) or '-'} x{vm.count}" for vm in sc.vms)
+        rows.append({"id": sc.id, "name": sc.name, "platform": sc.platform,
+                     "vms": len(sc.vm_names()), "profiles": profiles,
+                     "workloads": [w.label for w in sc.workloads], "file": str(entry.path)})
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    table = Table(title="vgpu scenarios")
+    for col in ("id", "name", "platform", "VMs", "vGPUs", "workloads"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r["id"], r["name"], r["platform"], str(r["vms"]), r["profiles"],
+                      ", ".join(r["workloads"]))
+    console.print(table)
+
+
+@app.command()
+def plan(
+    file: ScenarioFile = None,
+    scenario: ScenarioRef = None,
+    inventory: InventoryOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the plan as JSON")] = False,
+) -> None:
+    """Expand a scenario into the concrete plan: VMs, GPU/MIG placement, VM settings,
+    guest steps and bench matrix. Pure: touches no network."""
+    sc = scenario_from_args(file, scenario)
+    inv = inventory_from_args(inventory)
+    result = build_plan(sc, inv, inventory_name=str(inventory) if inventory else None)
+    if as_json:
+        typer.echo(result.model_dump_json(indent=2))
+        return
+    render_plan(result, console)
+
+
+@app.command()
+def schema(
+    kind: Annotated[str, typer.Argument(help="scenario or inventory")],
+) -> None:
+    """Print the JSON Schema of scenario or inventory files."""
+    models: dict[str, type[Scenario] | type[Inventory]] = {"scenario": Scenario,
+                                                           "inventory": Inventory}
+    if kind not in models:
+        raise typer.BadParameter(f"'{kind}' is not a schema; use scenario or inventory")
+    mode: Literal["validation"] = "validation"
+    typer.echo(json.dumps(models[kind].model_json_schema(mode=mode), indent=2))

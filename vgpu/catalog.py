@@ -1,0 +1,85 @@
+"""The scenario catalogue: scenario files found by id (`--scenario 6`) or by file name."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from vgpu.errors import InputError
+from vgpu.model.load import load_scenario
+from vgpu.model.scenario import Scenario
+
+_PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+
+
+def scenario_dirs() -> list[Path]:
+    """Where catalogue scenarios are looked for: $VGPU_SCENARIOS (colon-separated), then
+    ./scenarios, then the scenarios/ folder shipped beside the vgpu package."""
+    dirs: list[Path] = []
+    env = os.environ.get("VGPU_SCENARIOS")
+    if env:
+        dirs += [Path(p) for p in env.split(os.pathsep) if p]
+    dirs += [Path.cwd() / "scenarios", _PACKAGE_ROOT / "scenarios"]
+    seen: list[Path] = []
+    for d in dirs:
+        if d.is_dir() and d.resolve() not in [s.resolve() for s in seen]:
+            seen.append(d)
+    return seen
+
+
+def default_inventory_dir() -> Path:
+    return _PACKAGE_ROOT / "inventory"
+
+
+@dataclass(frozen=True)
+class CatalogueEntry:
+    id: str
+    name: str
+    path: Path
+    platform: str
+    description: str
+
+
+def catalogue() -> list[CatalogueEntry]:
+    entries: dict[str, CatalogueEntry] = {}
+    for d in scenario_dirs():
+        for path in sorted(d.glob("*.yaml")):
+            try:
+                data = yaml.safe_load(path.read_text(encoding="utf-8"))
+            except (OSError, yaml.YAMLError):
+                continue
+            if not isinstance(data, dict) or "id" not in data:
+                continue
+            sid = str(data["id"])
+            entries.setdefault(sid, CatalogueEntry(
+                sid, str(data.get("name", path.stem)), path,
+                str(data.get("platform", "vsphere")), str(data.get("description", ""))))
+    return sorted(entries.values(), key=_sort_key)
+
+
+def _sort_key(entry: CatalogueEntry) -> tuple[int, int, str]:
+    if entry.id.isdigit():
+        return (0, int(entry.id), "")
+    return (1, 0, entry.id)
+
+
+def resolve(ref: str) -> Path:
+    """A scenario id ('6', 'bm6', 'train_multinode_4'), a catalogue file stem
+    ('mig_7x1g') or a path."""
+    path = Path(ref)
+    if path.suffix in {".yaml", ".yml"} or path.exists():
+        return path
+    entries = catalogue()
+    for e in entries:
+        if e.id == ref or e.path.stem == ref:
+            return e.path
+    ids = ", ".join(e.id for e in entries) or "none found"
+    raise InputError.single("--scenario", "", f"no scenario with id '{ref}'",
+                            fix=f"use one of: {ids} (see `vgpu scenarios`), or a file path")
+
+
+def load(ref: str) -> Scenario:
+    return load_scenario(resolve(ref))

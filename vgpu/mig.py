@@ -1,0 +1,501 @@
+"""MIG catalogue and placement solver. Pure: no I/O, no NVML.
+
+One table per GPU geometry is the single source of truth: profile names (``1g.10gb``),
+vGPU type names (``A100D-1-10C``, ``grid_a100d-1-10c``) and NVML ids all derive from it.
+Geometry follows NVIDIA's MIG User Guide: a GPU has memory slices (8 on 7-slice GPUs) and
+compute slices; an instance occupies ``memory_slices`` consecutive memory slices from one
+of its allowed start positions, and instances may not overlap.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+# NVML GPU-instance profile *index* constants (pynvml NVML_GPU_INSTANCE_PROFILE_*). The
+# profile *id* that later NVML calls take is a different number; both live in the table.
+_IDX_1_SLICE, _IDX_2_SLICE, _IDX_3_SLICE, _IDX_4_SLICE, _IDX_7_SLICE = 0, 1, 2, 3, 4
+_IDX_1_SLICE_REV1, _IDX_2_SLICE_REV1, _IDX_1_SLICE_REV2 = 7, 8, 9
+
+
+@dataclass(frozen=True)
+class ProfileShape:
+    """Geometry of one MIG profile kind on one GPU family."""
+
+    compute_slices: int
+    memory_slices: int
+    max_count: int
+    starts: tuple[int, ...]
+    nvml_index: int
+    nvml_id: int
+    media_extensions: bool = False
+
+
+@dataclass(frozen=True)
+class MigProfile:
+    """One MIG profile of one GPU model, e.g. ``1g.10gb`` on an A100 80GB."""
+
+    gpu: str
+    shape: ProfileShape
+    memory_gb: int
+
+    @property
+    def compute_slices(self) -> int:
+        return self.shape.compute_slices
+
+    @property
+    def memory_slices(self) -> int:
+        return self.shape.memory_slices
+
+    @property
+    def name(self) -> str:
+        suffix = "+me" if self.shape.media_extensions else ""
+        return f"{self.shape.compute_slices}g.{self.memory_gb}gb{suffix}"
+
+    def vgpu_type(self, board: str) -> str:
+        """NVIDIA's vGPU type name, e.g. ``A100D-1-10C`` (``...CME`` with media engines)."""
+        suffix = "CME" if self.shape.media_extensions else "C"
+        return f"{board}-{self.shape.compute_slices}-{self.memory_gb}{suffix}"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class GpuModel:
+    """A MIG-capable GPU model and everything vgpu derives from it."""
+
+    key: str
+    display_name: str
+    memory_gb: int
+    memory_slices: int
+    compute_slices: int
+    board_codes: tuple[str, ...]
+    pci_device_ids: tuple[int, ...]
+    mmio_size_gb: int
+    profiles: tuple[MigProfile, ...]
+    timesliced_sizes_gb: tuple[int, ...]
+    placements_assumed: bool = False
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def board(self) -> str:
+        return self.board_codes[0]
+
+    def profile(self, name: str) -> MigProfile:
+        for p in self.profiles:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    def profile_names(self) -> list[str]:
+        return [p.name for p in self.profiles]
+
+    def by_nvml_id(self, nvml_id: int) -> MigProfile:
+        for p in self.profiles:
+            if p.shape.nvml_id == nvml_id:
+                return p
+        raise KeyError(nvml_id)
+
+    def timesliced_types(self, board: str | None = None) -> list[str]:
+        return [f"{board or self.board}-{gb}C" for gb in self.timesliced_sizes_gb]
+
+    def host_type_candidates(self, vgpu_type: str) -> list[str]:
+        """Lowercase names an ESXi host may list for a vGPU type. The prefix differs by
+        GPU generation and is not documented, so callers match against what the host offers."""
+        low = vgpu_type.lower()
+        return [f"grid_{low}", f"nvidia_{low}"]
+
+
+def _seven_slice_shapes() -> dict[str, ProfileShape]:
+    return {
+        "1g": ProfileShape(1, 1, 7, (0, 1, 2, 3, 4, 5, 6), _IDX_1_SLICE, 19),
+        "1g+me": ProfileShape(1, 1, 1, (0, 1, 2, 3, 4, 5, 6), _IDX_1_SLICE_REV1, 20, True),
+        "1g.2x": ProfileShape(1, 2, 4, (0, 2, 4, 6), _IDX_1_SLICE_REV2, 15),
+        "2g": ProfileShape(2, 2, 3, (0, 2, 4), _IDX_2_SLICE, 14),
+        "3g": ProfileShape(3, 4, 2, (0, 4), _IDX_3_SLICE, 9),
+        "4g": ProfileShape(4, 4, 1, (0,), _IDX_4_SLICE, 5),
+        "7g": ProfileShape(7, 8, 1, (0,), _IDX_7_SLICE, 0),
+    }
+
+
+def _seven_slice_gpu(
+    key: str, display: str, sizes: dict[str, int], boards: tuple[str, ...],
+    pci: tuple[int, ...], mmio: int, timesliced: tuple[int, ...], *,
+    assumed: bool = False, aliases: tuple[str, ...] = (),
+) -> GpuModel:
+    shapes = _seven_slice_shapes()
+    profiles = tuple(MigProfile(key, shapes[k], gb) for k, gb in sizes.items())
+    return GpuModel(
+        key=key, display_name=display, memory_gb=sizes["7g"], memory_slices=8,
+        compute_slices=7, board_codes=boards, pci_device_ids=pci, mmio_size_gb=mmio,
+        profiles=profiles, timesliced_sizes_gb=timesliced, placements_assumed=assumed,
+        aliases=aliases,
+    )
+
+
+def _sizes(one: int, two: int, half: int, full: int) -> dict[str, int]:
+    return {"1g": one, "1g+me": one, "1g.2x": two, "2g": two, "3g": half, "4g": half,
+            "7g": full}
+
+
+_A30 = GpuModel(
+    key="A30", display_name="NVIDIA A30 24GB", memory_gb=24, memory_slices=4,
+    compute_slices=4, board_codes=("A30",), pci_device_ids=(0x20B7,), mmio_size_gb=64,
+    profiles=(
+        MigProfile("A30", ProfileShape(1, 1, 4, (0, 1, 2, 3), _IDX_1_SLICE, 14), 6),
+        MigProfile("A30", ProfileShape(1, 1, 1, (0, 1, 2, 3), _IDX_1_SLICE_REV1, 21, True), 6),
+        MigProfile("A30", ProfileShape(2, 2, 2, (0, 2), _IDX_2_SLICE, 5), 12),
+        MigProfile("A30", ProfileShape(2, 2, 1, (0, 2), _IDX_2_SLICE_REV1, 6, True), 12),
+        MigProfile("A30", ProfileShape(4, 4, 1, (0,), _IDX_4_SLICE, 0), 24),
+    ),
+    timesliced_sizes_gb=(24, 12, 8, 6, 4),
+    aliases=("A30-24GB",),
+)
+
+GPU_MODELS: dict[str, GpuModel] = {
+    m.key: m
+    for m in (
+        _seven_slice_gpu("A100-40GB", "NVIDIA A100 40GB", _sizes(5, 10, 20, 40), ("A100",),
+                         (0x20B0, 0x20B1, 0x20F1, 0x20F6), 128, (40, 20, 10, 8, 5, 4),
+                         aliases=("A100",)),
+        _seven_slice_gpu("A100-80GB", "NVIDIA A100 80GB", _sizes(10, 20, 40, 80),
+                         ("A100D", "A100DX"), (0x20B2, 0x20B5, 0x20F3, 0x20F5), 256,
+                         (80, 40, 20, 16, 10, 8, 4), aliases=("A100D", "A100DX")),
+        _A30,
+        _seven_slice_gpu("H100-80GB", "NVIDIA H100 80GB", _sizes(10, 20, 40, 80),
+                         ("H100", "H100XM"), (0x2330, 0x2331, 0x2322, 0x2324), 256,
+                         (80, 40, 20, 16, 10, 8, 4), aliases=("H100", "H100XM")),
+        _seven_slice_gpu("H100-94GB", "NVIDIA H100 NVL 94GB", _sizes(12, 24, 47, 94),
+                         ("H100L",), (0x2321, 0x233A), 256, (94, 47, 23, 15, 11, 6, 4),
+                         aliases=("H100-NVL", "H100L")),
+        _seven_slice_gpu("H200-141GB", "NVIDIA H200 141GB", _sizes(18, 35, 71, 141),
+                         ("H200", "H200X"), (0x2335, 0x233B), 512, (141, 70, 35, 28, 17, 8),
+                         assumed=True, aliases=("H200",)),
+    )
+}
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"[\s_]", "-", text.strip().upper())
+
+
+def gpu_model(name: str) -> GpuModel:
+    """Look up a GPU model by key, alias or board code (case-insensitive)."""
+    wanted = _norm(name)
+    for model in GPU_MODELS.values():
+        if wanted in {_norm(model.key), *(_norm(a) for a in model.aliases),
+                      *(_norm(b) for b in model.board_codes)}:
+            return model
+    raise KeyError(name)
+
+
+def gpu_model_names() -> list[str]:
+    return list(GPU_MODELS)
+
+
+def gpu_model_for_pci(device_id: int) -> GpuModel | None:
+    for model in GPU_MODELS.values():
+        if device_id in model.pci_device_ids:
+            return model
+    return None
+
+
+# --- parsing the many spellings of a profile --------------------------------------------
+
+_MIG_NAME = re.compile(r"^(?:MIG[\s-]+)?(\d)g\.(\d+)gb(\+me)?$", re.IGNORECASE)
+_VGPU_TYPE = re.compile(
+    r"^(?:(?:grid|nvidia)[_-])?(?:(?P<board>[a-z0-9]+)-)?(?P<g>\d)-(?P<gb>\d+)c(?P<me>me)?$",
+    re.IGNORECASE,
+)
+_TIMESLICED = re.compile(r"^(?:(?:grid|nvidia)[_-])?(?:(?P<board>[a-z0-9]+)-)?(?P<gb>\d+)c$",
+                         re.IGNORECASE)
+
+
+class ProfileParseError(ValueError):
+    """A profile string names no profile of the given GPU."""
+
+
+def parse_mig_profile(text: str, gpu: GpuModel) -> MigProfile:
+    """Accepts ``1g.10gb``, ``MIG 1g.10gb``, ``A100D-1-10C``, ``grid_a100d-1-10c`` and the
+    lab studies' ``nvidia-1-10c``; the board, when named, must be this GPU's."""
+    raw = text.strip()
+    m = _MIG_NAME.match(raw)
+    if m:
+        name = f"{m.group(1)}g.{m.group(2)}gb{'+me' if m.group(3) else ''}"
+    else:
+        v = _VGPU_TYPE.match(raw)
+        if not v:
+            raise ProfileParseError(_not_a_profile(raw, gpu))
+        board = v.group("board")
+        if board and board.upper() not in gpu.board_codes and board.lower() != "nvidia":
+            raise ProfileParseError(
+                f"'{raw}' names board {board.upper()}, but the GPU is {gpu.key} "
+                f"(boards {', '.join(gpu.board_codes)}); valid: {', '.join(gpu.profile_names())}"
+            )
+        name = f"{v.group('g')}g.{v.group('gb')}gb{'+me' if v.group('me') else ''}"
+    try:
+        return gpu.profile(name)
+    except KeyError:
+        raise ProfileParseError(_not_a_profile(raw, gpu)) from None
+
+
+def _not_a_profile(raw: str, gpu: GpuModel) -> str:
+    return f"'{raw}' is not a MIG profile of {gpu.key}; valid: {', '.join(gpu.profile_names())}"
+
+
+def parse_timesliced_type(text: str, gpu: GpuModel) -> str:
+    """Normalise a time-sliced vGPU type (``A100D-20C``, ``grid_a100d-20c``, ``20c``) to
+    NVIDIA's spelling with this GPU's board code."""
+    m = _TIMESLICED.match(text.strip())
+    valid = ", ".join(gpu.timesliced_types())
+    if not m:
+        raise ProfileParseError(f"'{text}' is not a time-sliced vGPU type of {gpu.key}; "
+                                f"valid: {valid}")
+    board = (m.group("board") or gpu.board).upper()
+    gb = int(m.group("gb"))
+    if board not in gpu.board_codes or gb not in gpu.timesliced_sizes_gb:
+        raise ProfileParseError(f"'{text}' is not a time-sliced vGPU type of {gpu.key}; "
+                                f"valid: {valid}")
+    return f"{board}-{gb}C"
+
+
+# --- placement --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Placement:
+    """One instance placed on one GPU: occupies memory slices [start, start+size)."""
+
+    profile: MigProfile
+    start: int
+    gpu: int = 0
+    owner: str | None = None
+
+    @property
+    def end(self) -> int:
+        return self.start + self.profile.memory_slices
+
+    def overlaps(self, other: Placement) -> bool:
+        return self.gpu == other.gpu and self.start < other.end and other.start < self.end
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    description: str
+    profiles: tuple[str, ...]
+
+
+@dataclass
+class PlacementResult:
+    """Either ``placements`` (one per requested instance, in request order) or ``reason``."""
+
+    gpu: GpuModel
+    requested: list[MigProfile]
+    placements: list[Placement] | None = None
+    reason: str | None = None
+    suggestions: list[Suggestion] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.placements is not None
+
+
+def _fits(profile: MigProfile, start: int, taken: Sequence[Placement], gpu_index: int) -> bool:
+    candidate = Placement(profile, start, gpu_index)
+    return not any(candidate.overlaps(t) for t in taken)
+
+
+def _counts_ok(profiles: Iterable[MigProfile]) -> bool:
+    counts = Counter(p.name for p in profiles)
+    by_name = {p.name: p for p in profiles}
+    return all(counts[n] <= by_name[n].shape.max_count for n in counts)
+
+
+def _search(
+    order: list[int], profiles: list[MigProfile], taken: list[Placement],
+    num_gpus: int, assigned: dict[int, Placement],
+) -> dict[int, Placement] | None:
+    if not order:
+        return assigned
+    idx, rest = order[0], order[1:]
+    profile = profiles[idx]
+    tried_empty_gpu = False
+    for gpu_index in range(num_gpus):
+        on_gpu = [t for t in taken if t.gpu == gpu_index]
+        if not on_gpu:
+            # Identical empty GPUs are interchangeable: trying one is enough.
+            if tried_empty_gpu:
+                continue
+            tried_empty_gpu = True
+        if sum(t.profile.compute_slices for t in on_gpu) + profile.compute_slices > \
+                _compute_capacity(profile):
+            continue
+        if not _counts_ok([*(t.profile for t in on_gpu), profile]):
+            continue
+        for start in profile.shape.starts:
+            if _fits(profile, start, taken, gpu_index):
+                placement = Placement(profile, start, gpu_index)
+                found = _search(rest, profiles, [*taken, placement], num_gpus,
+                                {**assigned, idx: placement})
+                if found is not None:
+                    return found
+    return None
+
+
+def _compute_capacity(profile: MigProfile) -> int:
+    return GPU_MODELS[profile.gpu].compute_slices
+
+
+def solve(
+    gpu: GpuModel, profiles: Sequence[MigProfile], *, num_gpus: int = 1,
+    occupied: Sequence[Placement] = (),
+) -> PlacementResult:
+    """Place ``profiles`` on ``num_gpus`` GPUs of model ``gpu`` around ``occupied``
+    instances (held by others). Largest instances are placed first, at the lowest free
+    start, so layouts fill the GPU left to right; the search backtracks, so it is
+    exhaustive: if any valid placement exists it is found."""
+    requested = list(profiles)
+    order = sorted(range(len(requested)),
+                   key=lambda i: (-requested[i].memory_slices, -requested[i].compute_slices, i))
+    found = _search(order, requested, list(occupied), num_gpus, {})
+    if found is not None:
+        return PlacementResult(gpu, requested, placements=[found[i] for i in
+                                                           range(len(requested))])
+    reason = explain_failure(gpu, requested, num_gpus=num_gpus, occupied=occupied)
+    return PlacementResult(gpu, requested, reason=reason,
+                           suggestions=suggest(gpu, requested, num_gpus=num_gpus,
+                                               occupied=occupied))
+
+
+def is_placeable(gpu: GpuModel, profiles: Sequence[MigProfile], *, num_gpus: int = 1,
+                 occupied: Sequence[Placement] = ()) -> bool:
+    order = sorted(range(len(profiles)), key=lambda i: -profiles[i].memory_slices)
+    return _search(order, list(profiles), list(occupied), num_gpus, {}) is not None
+
+
+def explain_failure(gpu: GpuModel, profiles: Sequence[MigProfile], *, num_gpus: int = 1,
+                    occupied: Sequence[Placement] = ()) -> str:
+    """The most basic rule the request breaks, in words a lab engineer can act on."""
+    names = " + ".join(p.name for p in profiles)
+    held = list(occupied)
+    counts = Counter(p.name for p in [*profiles, *(o.profile for o in held)])
+    for name, count in counts.items():
+        limit = gpu.profile(name).shape.max_count * num_gpus
+        if count > limit:
+            return (f"{count} x {name} exceeds the profile's maximum of {limit} "
+                    f"on {_gpus(num_gpus, gpu)}")
+    compute = sum(p.compute_slices for p in profiles) + sum(o.profile.compute_slices
+                                                            for o in held)
+    if compute > gpu.compute_slices * num_gpus:
+        extra = f" (of which {sum(o.profile.compute_slices for o in held)} already held)" \
+            if held else ""
+        return (f"{names} needs {compute} compute slices{extra}; "
+                f"{_gpus(num_gpus, gpu)} {'has' if num_gpus == 1 else 'have'} "
+                f"{gpu.compute_slices * num_gpus}")
+    memory = sum(p.memory_slices for p in profiles) + sum(o.profile.memory_slices for o in held)
+    if memory > gpu.memory_slices * num_gpus:
+        return (f"{names} needs {memory} memory slices; {_gpus(num_gpus, gpu)} "
+                f"{'has' if num_gpus == 1 else 'have'} {gpu.memory_slices * num_gpus}")
+    # Totals fit: the failure is fragmentation. Name the first instance that finds no start.
+    order = sorted(profiles, key=lambda p: -p.memory_slices)
+    for k in range(1, len(order) + 1):
+        if not is_placeable(gpu, order[:k], num_gpus=num_gpus, occupied=occupied):
+            before = " + ".join(p.name for p in order[: k - 1]) or "nothing"
+            where = ", ".join(f"{o.profile.name}@{o.start}" for o in held)
+            held_txt = f" beside the held instances {where}" if held else ""
+            return (f"no start position left for {order[k - 1].name} (allowed starts "
+                    f"{list(order[k - 1].shape.starts)}) after placing {before}{held_txt}")
+    return f"{names} cannot be placed on {_gpus(num_gpus, gpu)}"  # pragma: no cover
+
+
+def _gpus(n: int, gpu: GpuModel) -> str:
+    return f"one {gpu.key}" if n == 1 else f"{n} x {gpu.key}"
+
+
+def _smaller(gpu: GpuModel, profile: MigProfile) -> MigProfile | None:
+    candidates = [p for p in gpu.profiles
+                  if not p.shape.media_extensions
+                  and (p.compute_slices, p.memory_slices) < (profile.compute_slices,
+                                                              profile.memory_slices)
+                  and p.compute_slices <= profile.compute_slices
+                  and p.memory_slices <= profile.memory_slices]
+    return max(candidates, key=lambda p: (p.compute_slices, p.memory_slices), default=None)
+
+
+def suggest(gpu: GpuModel, profiles: Sequence[MigProfile], *, num_gpus: int = 1,
+            occupied: Sequence[Placement] = (), limit: int = 4) -> list[Suggestion]:
+    """Nearest valid layouts: drop one instance, or shrink one to the next smaller profile."""
+    out: list[Suggestion] = []
+    seen: set[tuple[str, ...]] = set()
+    for i, p in enumerate(profiles):
+        dropped = [q for j, q in enumerate(profiles) if j != i]
+        key = tuple(sorted(q.name for q in dropped))
+        if dropped and key not in seen and is_placeable(gpu, dropped, num_gpus=num_gpus,
+                                                        occupied=occupied):
+            seen.add(key)
+            out.append(Suggestion(f"drop {p.name}", tuple(q.name for q in dropped)))
+    for i, p in enumerate(profiles):
+        small = _smaller(gpu, p)
+        if small is None:
+            continue
+        shrunk = [small if j == i else q for j, q in enumerate(profiles)]
+        key = tuple(sorted(q.name for q in shrunk))
+        if key not in seen and is_placeable(gpu, shrunk, num_gpus=num_gpus, occupied=occupied):
+            seen.add(key)
+            out.append(Suggestion(f"shrink {p.name} to {small.name}",
+                                  tuple(q.name for q in shrunk)))
+    out.sort(key=lambda s: (-sum(gpu.profile(n).compute_slices for n in s.profiles),
+                            s.description))
+    return out[:limit]
+
+
+def enumerate_layouts(gpu: GpuModel) -> list[tuple[str, ...]]:
+    """Every distinct multiset of profiles that fits on one GPU (used by docs and tests)."""
+    result: set[tuple[str, ...]] = set()
+    plain = list(gpu.profiles)
+
+    def grow(current: list[MigProfile], start_at: int) -> None:
+        result.add(tuple(sorted(p.name for p in current)))
+        for k in range(start_at, len(plain)):
+            cand = [*current, plain[k]]
+            if is_placeable(gpu, cand):
+                grow(cand, k)
+
+    grow([], 0)
+    result.discard(())
+    return sorted(result)
+
+
+def all_start_combinations(profiles: Sequence[MigProfile]) -> Iterable[tuple[int, ...]]:
+    return itertools.product(*(p.shape.starts for p in profiles))
+
+
+# --- rendering ----------------------------------------------------------------------------
+
+
+def slot_diagram(gpu: GpuModel, placements: Sequence[Placement], *, label: str = "GPU",
+                 cell: int = 7) -> list[str]:
+    """Text rows showing which memory slice each instance occupies, e.g.
+
+        GPU 0  |0      |1      |2      |3      |4      |5      |6      |7      |
+               |4g.40gb vm-a                   |2g.20gb vm-b   |1g.10gb|free   |
+    """
+    header = f"{label:<8}|" + "".join(f"{i:<{cell}}|" for i in range(gpu.memory_slices))
+    by_start = {p.start: p for p in placements}
+    row = " " * 8 + "|"
+    slot = 0
+    while slot < gpu.memory_slices:
+        p = by_start.get(slot)
+        if p is None:
+            row += f"{'free':<{cell}}|"
+            slot += 1
+            continue
+        width = p.profile.memory_slices * (cell + 1) - 1
+        text = p.profile.name + (f" {p.owner}" if p.owner else "")
+        row += f"{text[:width]:<{width}}|"
+        slot += p.profile.memory_slices
+    return [header, row]

@@ -1,0 +1,88 @@
+"""The pydantic base every vgpu model shares, and the translation of pydantic's errors
+into problems that name file, line, field and fix."""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from vgpu.errors import InputError, Problem
+from vgpu.model.yamlsource import Loc, SourceDoc, format_loc
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class StrictModel(BaseModel):
+    """Unknown keys are errors: a typo in a lab file must never pass silently."""
+
+    model_config = ConfigDict(extra="forbid", frozen=False, populate_by_name=True)
+
+
+def _model_at(model: type[BaseModel], loc: Loc) -> type[BaseModel] | None:
+    """Follow ``loc`` through nested model fields to the model that owns its last key."""
+    current: Any = model
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        if not (isinstance(current, type) and issubclass(current, BaseModel)):
+            return None
+        field = current.model_fields.get(str(part))
+        if field is None:
+            return None
+        current = _inner_model(field.annotation)
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _inner_model(annotation: Any) -> Any:
+    for arg in getattr(annotation, "__args__", ()) or ():
+        found = _inner_model(arg)
+        if isinstance(found, type) and issubclass(found, BaseModel):
+            return found
+    return annotation
+
+
+def _clean_loc(loc: tuple[Any, ...]) -> Loc:
+    # pydantic inserts union tags and validator names (e.g. 'function-after[...]').
+    return tuple(p for p in loc if isinstance(p, int) or ("[" not in str(p) and
+                                                          "-" not in str(p)[:1]))
+
+
+def problems_from_validation(
+    exc: ValidationError, doc: SourceDoc, model: type[BaseModel], prefix: Loc = ()
+) -> list[Problem]:
+    problems: list[Problem] = []
+    seen: set[tuple[Loc, str]] = set()
+    for err in exc.errors(include_url=False):
+        loc = (*prefix, *_clean_loc(err["loc"]))
+        kind = err["type"]
+        message, fix = err["msg"], None
+        if message.startswith("Value error, "):
+            message = message[len("Value error, "):]
+        if kind == "extra_forbidden":
+            owner = _model_at(model, loc[len(prefix):-1])
+            valid = sorted(owner.model_fields) if owner else []
+            key = str(loc[-1])
+            close = difflib.get_close_matches(key, valid, n=1)
+            message = f"unknown key '{key}'"
+            fix = (f"did you mean '{close[0]}'? " if close else "") + (
+                f"valid keys here: {', '.join(valid)}" if valid else "remove it")
+        elif kind == "missing":
+            fix = f"add '{loc[-1]}'"
+            message = "required field is missing"
+        elif kind == "literal_error":
+            fix = "use one of the listed values"
+        if (loc, message) in seen:
+            continue
+        seen.add((loc, message))
+        problems.append(Problem(doc.path, format_loc(loc), message, line=doc.line_of(loc),
+                                fix=fix))
+    return problems
+
+
+def validate_doc(model: type[M], doc: SourceDoc) -> M:
+    try:
+        return model.model_validate(doc.data)
+    except ValidationError as exc:
+        raise InputError(problems_from_validation(exc, doc, model)) from None

@@ -1,0 +1,225 @@
+"""Inventory: where scenarios run. A vCenter with ESXi hosts and their GPUs, IP addresses
+for the VMs, SSH defaults, and bare-metal hosts. Secrets are never inline: the inventory
+names an environment variable or a file that holds them."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from vgpu import mig
+from vgpu.model.base import StrictModel
+
+
+class Secret(StrictModel):
+    """A secret read at run time from an environment variable or a file."""
+
+    env: str | None = Field(None, description="environment variable holding the secret")
+    file: str | None = Field(None, description="file whose first line is the secret")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Secret:
+        if bool(self.env) == bool(self.file):
+            raise ValueError("give exactly one of 'env' or 'file' (secrets are never inline)")
+        return self
+
+    def reveal(self, base_dir: Path | None = None) -> str:
+        """Read the secret. Raises KeyError/FileNotFoundError with the source named."""
+        if self.env:
+            value = os.environ.get(self.env)
+            if value is None:
+                raise KeyError(f"environment variable {self.env} is not set")
+            return value
+        assert self.file is not None
+        path = Path(os.path.expanduser(self.file))
+        if not path.is_absolute() and base_dir is not None:
+            path = base_dir / path
+        return path.read_text(encoding="utf-8").splitlines()[0].strip()
+
+    def describe(self) -> str:
+        return f"env {self.env}" if self.env else f"file {self.file}"
+
+
+class VCenter(StrictModel):
+    host: str = Field(description="vCenter (or ESXi) address")
+    port: int = Field(443, ge=1, le=65535)
+    user: str
+    password: Secret = Field(description="where the password is read from: {env: VAR} or "
+                                         "{file: path}")
+    verify_tls: bool = Field(True, description="verify the server certificate; turn off only "
+                                              "for a lab with self-signed certificates")
+    ca_bundle: str | None = Field(None, description="PEM file with the CA that signed vCenter")
+    protocol: Literal["https", "http"] = "https"
+
+
+class Placement(StrictModel):
+    """Where new VMs go in vCenter."""
+
+    datacenter: str
+    cluster: str | None = None
+    datastore: str
+    network: str
+    folder: str | None = None
+    resource_pool: str | None = None
+    template: str | None = Field(None, description="VM template to clone (EFI firmware)")
+    ovf: str | None = Field(None, description="OVF/OVA file to deploy instead of a template")
+    iso: str | None = Field(None, description="ISO to attach to newly created VMs")
+    guest_id: str = Field("ubuntu64Guest", description="guest OS id for created VMs")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Placement:
+        if sum(x is not None for x in (self.template, self.ovf, self.iso)) != 1:
+            raise ValueError("give exactly one VM source: 'template', 'ovf' or 'iso'")
+        return self
+
+
+class GpuInventory(StrictModel):
+    """The GPUs of one model in one host."""
+
+    model: str = Field(description=f"one of {', '.join(mig.gpu_model_names())}")
+    count: int = Field(1, ge=1, le=16)
+    pci_ids: list[str] = Field(default_factory=list,
+                               description="PCI addresses in GPU index order, e.g. 0000:17:00.0")
+    nvlink_pairs: list[tuple[int, int]] = Field(default_factory=list,
+                                                description="GPU index pairs bridged by NVLink")
+    form_factor: Literal["pcie", "sxm", "nvl"] = "pcie"
+
+    @field_validator("model")
+    @classmethod
+    def _known_model(cls, value: str) -> str:
+        try:
+            return mig.gpu_model(value).key
+        except KeyError:
+            raise ValueError(f"'{value}' is not a known GPU model; valid: "
+                             f"{', '.join(mig.gpu_model_names())}") from None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> GpuInventory:
+        if self.pci_ids and len(self.pci_ids) != self.count:
+            raise ValueError(f"pci_ids lists {len(self.pci_ids)} addresses for count "
+                             f"{self.count}; list one per GPU or none")
+        for a, b in self.nvlink_pairs:
+            if not (0 <= a < self.count and 0 <= b < self.count) or a == b:
+                raise ValueError(f"nvlink pair ({a}, {b}) must name two GPU indexes "
+                                 f"in 0..{self.count - 1}")
+        return self
+
+    @property
+    def gpu(self) -> mig.GpuModel:
+        return mig.gpu_model(self.model)
+
+
+class EsxiHost(StrictModel):
+    name: str = Field(description="host name as vCenter shows it")
+    gpus: list[GpuInventory] = Field(default_factory=list)
+    max_vms: int | None = Field(None, ge=1)
+
+
+class IpPool(StrictModel):
+    start: str
+    end: str
+    netmask: str = "255.255.255.0"
+    gateway: str | None = None
+    dns: list[str] = Field(default_factory=list)
+    domain: str = "lab.local"
+
+    @field_validator("start", "end", "gateway")
+    @classmethod
+    def _ip(cls, value: str | None) -> str | None:
+        if value is not None:
+            ipaddress.IPv4Address(value)
+        return value
+
+    @model_validator(mode="after")
+    def _ordered(self) -> IpPool:
+        if ipaddress.IPv4Address(self.start) > ipaddress.IPv4Address(self.end):
+            raise ValueError(f"pool start {self.start} is after its end {self.end}")
+        return self
+
+    def addresses(self) -> list[str]:
+        first, last = ipaddress.IPv4Address(self.start), ipaddress.IPv4Address(self.end)
+        return [str(ipaddress.IPv4Address(i)) for i in range(int(first), int(last) + 1)]
+
+
+class Network(StrictModel):
+    ip_pool: IpPool | None = None
+    static: dict[str, str] = Field(default_factory=dict,
+                                   description="VM name -> fixed IP, before the pool")
+
+    @field_validator("static")
+    @classmethod
+    def _ips(cls, value: dict[str, str]) -> dict[str, str]:
+        for ip in value.values():
+            ipaddress.IPv4Address(ip)
+        return value
+
+
+class JumpHost(StrictModel):
+    host: str
+    port: int = 22
+    user: str | None = None
+
+
+class SshDefaults(StrictModel):
+    user: str = "vgpu"
+    port: int = Field(22, ge=1, le=65535)
+    key_file: str | None = Field(None, description="private key; the SSH agent is used if unset")
+    known_hosts: str = Field("~/.ssh/known_hosts",
+                             description="host keys are checked against this file")
+    jump_host: JumpHost | None = None
+    sudo_password: Secret | None = None
+    connect_timeout_s: float = Field(15, gt=0)
+    command_timeout_s: float = Field(3600, gt=0)
+
+
+class BareMetalHost(StrictModel):
+    name: str
+    address: str = Field(description="IP or host name; 'local' for this machine")
+    gpus: list[GpuInventory] = Field(default_factory=list)
+    ssh: SshDefaults | None = Field(None, description="overrides the inventory's ssh defaults")
+
+    @property
+    def is_local(self) -> bool:
+        return self.address in {"local", "localhost"}
+
+
+class Drivers(StrictModel):
+    """Where guest software comes from. Files are uploaded; URLs are fetched on the guest."""
+
+    guest_driver: str | None = Field(None, description="NVIDIA vGPU guest driver .run file or URL")
+    host_driver_version: str | None = Field(None, description="expected host (VIB) driver")
+    licence_token: str | None = Field(None, description="client configuration token file "
+                                                         "(.tok) for nvidia-gridd")
+
+
+class Inventory(StrictModel):
+    name: str
+    description: str = ""
+    vcenter: VCenter | None = None
+    placement: Placement | None = None
+    hosts: list[EsxiHost] = Field(default_factory=list)
+    network: Network = Field(default_factory=Network)
+    ssh: SshDefaults = Field(default_factory=SshDefaults)
+    bare_metal: list[BareMetalHost] = Field(default_factory=list)
+    drivers: Drivers = Field(default_factory=Drivers)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Inventory:
+        if self.vcenter and not self.placement:
+            raise ValueError("a vcenter needs 'placement' (datacenter, datastore, network, "
+                             "template)")
+        if self.hosts and not self.vcenter:
+            raise ValueError("ESXi 'hosts' need a 'vcenter' to reach them")
+        names = [h.name for h in self.hosts] + [b.name for b in self.bare_metal]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"host names must be unique; repeated: {', '.join(dupes)}")
+        return self
+
+    @property
+    def is_local(self) -> bool:
+        return not self.vcenter and all(b.is_local for b in self.bare_metal)

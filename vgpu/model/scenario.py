@@ -1,0 +1,221 @@
+"""Scenario: what to build and what to measure. The VMs (or bare-metal MIG tenants) with
+their vGPUs, the VM settings, the guest stack, the workloads, how often to repeat them and
+what to judge them against."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Discriminator, Field, PrivateAttr, Tag, field_validator, model_validator
+
+from vgpu import mig
+from vgpu.model.base import StrictModel
+
+LoadgenScenario = Literal["Offline", "Server", "SingleStream", "MultiStream"]
+Precision = Literal["fp32", "fp16"]
+
+
+class VmSpec(StrictModel):
+    """One group of identical VMs (or, on bare metal, harness instances)."""
+
+    name: str = Field(description="name, or pattern with {n} (1-based) when count > 1")
+    count: int = Field(1, ge=1, le=64)
+    vcpu: int = Field(32, ge=1, le=768)
+    memory_gb: int = Field(64, ge=1, le=24576)
+    vgpus: list[str] = Field(
+        default_factory=list,
+        description="vGPUs of each VM: a MIG profile ('1g.10gb', 'A100D-1-10C', "
+                    "'nvidia-1-10c'), a time-sliced type ('A100D-20C') or 'passthrough'",
+    )
+    host: str | None = Field(None, description="pin these VMs to one inventory host")
+    spread: bool = Field(False, description="put each VM of this group on a different host "
+                         "(one VM per node, as multinode studies do)")
+
+    def names(self) -> list[str]:
+        if self.count == 1 and "{n" not in self.name:
+            return [self.name]
+        pattern = self.name if "{n" in self.name else self.name + "-{n}"
+        return [pattern.format(n=i) for i in range(1, self.count + 1)]
+
+
+class AtsSetting(StrictModel):
+    """Address Translation Services as a named setting. No public source names the exact
+    keys, so the key/value (VM extraConfig) or the host command comes from the lab."""
+
+    name: str
+    vm_extra_config: dict[str, str] = Field(default_factory=dict)
+    host_command: str | None = Field(None, description="esxcli command run on each host")
+
+
+class VmSettings(StrictModel):
+    firmware: Literal["efi"] = Field("efi", description="vGPU/passthrough VMs need EFI")
+    mmio_size_gb: int | None = Field(None, ge=1, description="64-bit MMIO window; derived "
+                                     "from the VM's GPUs when unset")
+    p2p: bool = Field(False, description="pciPassthru.allowP2P + RelaxACSforP2P")
+    ats: list[AtsSetting] = Field(default_factory=list)
+    memory_reservation: Literal["full"] = Field(
+        "full", description="vGPU VMs must reserve all guest memory")
+    enable_uvm: bool = Field(False, description="pciPassthru<N>.cfg.enable_uvm = 1")
+    extra_config: dict[str, str] = Field(default_factory=dict,
+                                         description="further VM advanced settings")
+
+
+class GuestStack(StrictModel):
+    driver: Literal["vgpu-guest", "datacenter", "none"] = Field(
+        "vgpu-guest", description="NVIDIA guest driver kind; the file comes from the inventory")
+    container_runtime: Literal["docker", "apptainer", "none"] = "docker"
+    images: list[str] = Field(default_factory=list)
+    base_packages: list[str] = Field(default_factory=lambda: ["build-essential", "cmake",
+                                                              "curl"])
+    licensing: bool = Field(True, description="configure and check nvidia-gridd")
+    feature_type: int = Field(4, description="gridd FeatureType (4 = NVIDIA Virtual Compute "
+                                             "Server / AI Enterprise)")
+    passwordless_ssh: bool = Field(False, description="SSH between the scenario's VMs "
+                                                      "(multinode training)")
+
+
+class InferenceWorkload(StrictModel):
+    kind: Literal["inference"] = "inference"
+    name: str | None = None
+    model: str = Field(description="resnet50, bert, or a path to an .onnx file")
+    variant: str | None = Field(None, description="resnet50: full|tiny; bert: large|base|tiny")
+    backend: Literal["onnxruntime", "triton"] = "onnxruntime"
+    scenario: LoadgenScenario = "Offline"
+    batch: int = Field(1, ge=1, le=4096)
+    precision: Precision = "fp32"
+    target_qps: float | None = Field(None, gt=0)
+    target_latency_ms: float | None = Field(None, gt=0)
+    duration_s: float = Field(600, gt=0, description="LoadGen min_duration on a GPU lab")
+    cpu_duration_s: float = Field(10, gt=0, description="min_duration used when only a CPU "
+                                  "is there (a CPU run is a functional check, not a figure)")
+    accuracy_target: float | None = Field(None, gt=0, le=1,
+                                          description="e.g. 0.999 for BERT 99.9%")
+
+    @field_validator("model")
+    @classmethod
+    def _model(cls, value: str) -> str:
+        if value in {"resnet50", "bert"} or value.endswith(".onnx"):
+            return value
+        raise ValueError(f"'{value}' is not a model; valid: resnet50, bert, or a path "
+                         "ending in .onnx")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> InferenceWorkload:
+        variants = {"resnet50": {"full", "tiny"}, "bert": {"large", "base", "tiny"}}
+        allowed = variants.get(self.model)
+        if self.variant is not None and allowed is not None and self.variant not in allowed:
+            raise ValueError(f"variant '{self.variant}' is not one of {self.model}'s: "
+                             f"{', '.join(sorted(allowed))}")
+        if self.scenario == "Server" and self.target_qps is None:
+            raise ValueError("a Server workload needs target_qps")
+        return self
+
+    @property
+    def label(self) -> str:
+        return self.name or f"{self.model}-{self.scenario.lower()}"
+
+
+class TrainingNetwork(StrictModel):
+    interface: str | None = Field(None, description="NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME")
+    rdma: bool | None = Field(None, description="GPUDirect RDMA on (NCCL_IB_DISABLE=0) or off")
+    port_mapping: bool | None = Field(None, description="the study's ibdev2netdev mapping")
+    env: dict[str, str] = Field(default_factory=dict)
+    master_port: int = Field(29500, ge=1024, le=65535)
+
+
+class TrainingWorkload(StrictModel):
+    kind: Literal["training"] = "training"
+    name: str | None = None
+    model: Literal["resnet50", "resnet-tiny", "bert"] = "resnet50"
+    nodes: int = Field(1, ge=1, le=1024)
+    gpus_per_node: int = Field(1, ge=1, le=16)
+    batch_per_gpu: int = Field(256, ge=1)
+    precision: Literal["fp32", "fp16", "bf16"] = "fp32"
+    comm_backend: Literal["nccl", "gloo"] = "nccl"
+    warmup_steps: int = Field(10, ge=0)
+    steps: int = Field(100, ge=1)
+    cpu_steps: int = Field(5, ge=1, description="measured steps when only a CPU is there")
+    image_size: int = Field(224, ge=8)
+    network: TrainingNetwork = Field(default_factory=TrainingNetwork)
+
+    @property
+    def label(self) -> str:
+        return self.name or f"train-{self.model}-{self.nodes}n"
+
+
+def _workload_kind(value: object) -> str:
+    if isinstance(value, dict):
+        return str(value.get("kind", "inference"))
+    return str(getattr(value, "kind", "inference"))
+
+
+Workload = Annotated[
+    Annotated[InferenceWorkload, Tag("inference")] | Annotated[TrainingWorkload, Tag("training")],
+    Discriminator(_workload_kind),
+]
+
+
+class Baseline(StrictModel):
+    scenario: str | None = Field(None, description="scenario id to compare against "
+                                 "(e.g. its bare-metal counterpart)")
+    reference_run: str | None = Field(None, description="name given with `vgpu baseline set`")
+
+    @model_validator(mode="after")
+    def _one(self) -> Baseline:
+        if bool(self.scenario) == bool(self.reference_run):
+            raise ValueError("give exactly one of 'scenario' or 'reference_run'")
+        return self
+
+
+class Tolerances(StrictModel):
+    throughput_pct: float = Field(2.0, ge=0, le=100,
+                                  description="allowed throughput loss vs the baseline")
+    latency_pct: float = Field(5.0, ge=0, le=1000,
+                               description="allowed latency increase vs the baseline")
+
+
+class Scenario(StrictModel):
+    id: str = Field(description="short id used with --scenario")
+    name: str
+    description: str = ""
+    study: str | None = Field(None, description="the lab study this reproduces")
+    platform: Literal["vsphere", "bare-metal"] = "vsphere"
+    gpu: str = Field(description=f"GPU model: {', '.join(mig.gpu_model_names())}")
+    vms: list[VmSpec] = Field(min_length=1)
+    vm_settings: VmSettings = Field(default_factory=VmSettings)
+    guest: GuestStack = Field(default_factory=GuestStack)
+    workloads: list[Workload] = Field(min_length=1)
+    repeats: int = Field(3, ge=1, le=100)
+    baseline: Baseline | None = None
+    tolerances: Tolerances = Field(default_factory=Tolerances)
+    _source: str | None = PrivateAttr(None)
+
+    @property
+    def source(self) -> str | None:
+        """The file this scenario was loaded from, if any."""
+        return self._source
+
+    @source.setter
+    def source(self, path: str) -> None:
+        self._source = path
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id_text(cls, value: object) -> object:
+        return str(value) if isinstance(value, int) else value
+
+    @field_validator("gpu")
+    @classmethod
+    def _gpu(cls, value: str) -> str:
+        try:
+            return mig.gpu_model(value).key
+        except KeyError:
+            raise ValueError(f"'{value}' is not a known GPU model; valid: "
+                             f"{', '.join(mig.gpu_model_names())}") from None
+
+    @property
+    def gpu_model(self) -> mig.GpuModel:
+        return mig.gpu_model(self.gpu)
+
+    def vm_names(self) -> list[str]:
+        return [n for spec in self.vms for n in spec.names()]

@@ -1,0 +1,436 @@
+"""Scenario + inventory -> Plan. Pure: no network, no files.
+
+Placement rules (from NVIDIA's vGPU and MIG documentation):
+- a whole-GPU passthrough VM owns its GPU;
+- a GPU in time-sliced mode hosts vGPUs of one type only, up to framebuffer / type size;
+- a GPU in MIG mode hosts MIG-backed vGPUs placed by the MIG solver (vgpu.mig);
+- all vGPUs of one VM are on one host; VMs marked ``spread`` go to distinct hosts.
+Hosts are filled in inventory order, so plans are deterministic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from vgpu import mig
+from vgpu.errors import PlanError, Problem
+from vgpu.model.inventory import BareMetalHost, EsxiHost, GpuInventory, Inventory
+from vgpu.model.load import vgpu_requests
+from vgpu.model.plan import (
+    BenchItem,
+    Plan,
+    PlannedGpu,
+    PlannedSlice,
+    PlannedVgpu,
+    PlannedVM,
+)
+from vgpu.model.scenario import InferenceWorkload, Scenario
+from vgpu.model.vgpu_request import VgpuRequest
+
+
+@dataclass(frozen=True)
+class HeldVgpu:
+    """A vGPU already held on a host GPU by a VM vgpu does not own (read by preflight)."""
+
+    host: str
+    gpu_index: int
+    vm: str
+    kind: str  # mig | timesliced | passthrough
+    label: str  # MIG profile name or time-sliced type
+
+
+@dataclass
+class _GpuState:
+    host: str
+    index: int
+    model: mig.GpuModel
+    pci_id: str | None
+    mode: str = "unused"
+    timesliced_type: str | None = None
+    tenants: list[str] = field(default_factory=list)
+    held: list[HeldVgpu] = field(default_factory=list)
+
+    @property
+    def free(self) -> bool:
+        return self.mode == "unused" and not self.held
+
+
+@dataclass
+class _HostState:
+    name: str
+    gpus: list[_GpuState]
+    mig_requests: list[tuple[str, int, mig.MigProfile]] = field(default_factory=list)
+    vms: list[str] = field(default_factory=list)
+    groups: set[str] = field(default_factory=set)
+
+
+def _pow2_at_least(value: int) -> int:
+    out = 1
+    while out < value:
+        out *= 2
+    return out
+
+
+def mmio_size_gb(requests: list[VgpuRequest]) -> int:
+    """64-bit MMIO window for a VM. Passthrough: NVIDIA's size per GPU model. vGPU: the next
+    power of two at or above twice the framebuffer, at least 64 (the lab study used 64 with
+    one 1g.10gb slice; a 7g.80gb gives 256, the full A100 80GB value)."""
+    total = 0
+    for r in requests:
+        if r.kind == "passthrough":
+            total += r.gpu.mmio_size_gb
+        else:
+            total += max(64, _pow2_at_least(2 * r.framebuffer_gb))
+    return _pow2_at_least(total) if total else 0
+
+
+def vm_extra_config(scenario: Scenario, requests: list[VgpuRequest]) -> dict[str, str]:
+    settings = scenario.vm_settings
+    cfg: dict[str, str] = {}
+    if requests:
+        cfg["pciPassthru.use64bitMMIO"] = "TRUE"
+        cfg["pciPassthru.64bitMMIOSizeGB"] = str(settings.mmio_size_gb or mmio_size_gb(requests))
+    if settings.p2p:
+        cfg["pciPassthru.allowP2P"] = "TRUE"
+        cfg["pciPassthru.RelaxACSforP2P"] = "TRUE"
+    if settings.enable_uvm:
+        for n, r in enumerate(requests):
+            if r.kind != "passthrough":
+                cfg[f"pciPassthru{n}.cfg.enable_uvm"] = "1"
+    for ats in settings.ats:
+        cfg.update(ats.vm_extra_config)
+    cfg.update(settings.extra_config)
+    return cfg
+
+
+def guest_steps(scenario: Scenario) -> list[str]:
+    g = scenario.guest
+    steps = ["os-facts"]
+    if g.base_packages:
+        steps.append("base-packages")
+    if g.container_runtime != "none":
+        steps.append(f"container-runtime:{g.container_runtime}")
+    if g.driver != "none":
+        steps.append("nvidia-driver")
+        if g.container_runtime == "docker":
+            steps.append("nvidia-container-toolkit")
+    if g.licensing and g.driver == "vgpu-guest" and scenario.platform == "vsphere":
+        steps.append("vgpu-licensing")
+    if g.passwordless_ssh:
+        steps.append("passwordless-ssh")
+    steps += ["node-harness", "verify-gpu"]
+    return steps
+
+
+def _host_states(scenario: Scenario, inventory: Inventory | None,
+                 held: list[HeldVgpu], notes: list[str]) -> list[_HostState]:
+    model = scenario.gpu_model
+    sources: list[EsxiHost | BareMetalHost]
+    if inventory is None:
+        needed = _gpus_needed(scenario)
+        n_hosts = max([spec.count for spec in scenario.vms if spec.spread] or [1])
+        if n_hosts == 1:
+            notes.append(f"no inventory: assuming one host with {needed} x {model.key}")
+        else:
+            needed = max(1, -(-needed // n_hosts))
+            notes.append(f"no inventory: assuming {n_hosts} hosts with {needed} x "
+                         f"{model.key} each")
+        names = [f"host-{k}" for k in range(1, n_hosts + 1)]
+        return [_HostState(n, [_GpuState(n, i, model, None) for i in range(needed)])
+                for n in names]
+    sources = list(inventory.bare_metal if scenario.platform == "bare-metal"
+                   else inventory.hosts)
+    hosts: list[_HostState] = []
+    for src in sources:
+        gpus = _gpu_list(src.name, src.gpus, model)
+        for h in held:
+            if h.host == src.name and h.gpu_index < len(gpus):
+                gpus[h.gpu_index].held.append(h)
+        hosts.append(_HostState(src.name, gpus))
+    return hosts
+
+
+def _gpu_list(host: str, gpus: list[GpuInventory], model: mig.GpuModel) -> list[_GpuState]:
+    out: list[_GpuState] = []
+    index = 0
+    for g in gpus:
+        for k in range(g.count):
+            if g.gpu.key == model.key:
+                pci = g.pci_ids[k] if g.pci_ids else None
+                out.append(_GpuState(host, index, model, pci))
+            index += 1
+    return out
+
+
+def _gpus_needed(scenario: Scenario) -> int:
+    reqs = [r for rs in vgpu_requests(scenario).values() for r in rs]
+    whole = sum(r.kind == "passthrough" for r in reqs)
+    sliced: dict[str, int] = {}
+    for r in reqs:
+        if r.kind == "timesliced" and r.timesliced_type:
+            sliced[r.timesliced_type] = sliced.get(r.timesliced_type, 0) + 1
+    ts_gpus = sum(-(-n // (scenario.gpu_model.memory_gb // int(t.rsplit("-", 1)[1][:-1])))
+                  for t, n in sliced.items())
+    profiles = [r.profile for r in reqs if r.kind == "mig" and r.profile]
+    mig_gpus = 0
+    if profiles:
+        mig_gpus = 1
+        while not mig.is_placeable(scenario.gpu_model, profiles, num_gpus=mig_gpus):
+            mig_gpus += 1
+            if mig_gpus > 64:
+                break
+    return max(1, whole + ts_gpus + mig_gpus)
+
+
+def _held_profiles(gpu: _GpuState) -> list[mig.MigProfile]:
+    return [gpu.model.profile(h.label) for h in gpu.held if h.kind == "mig"]
+
+
+def _mig_gpus(host: _HostState) -> list[_GpuState]:
+    return [g for g in host.gpus if g.mode in {"unused", "mig"}
+            and all(h.kind == "mig" for h in g.held)]
+
+
+def _try_place_mig(host: _HostState, vm: str, profiles: list[mig.MigProfile]) -> bool:
+    gpus = _mig_gpus(host)
+    if not gpus:
+        return False
+    wanted = [p for _, _, p in host.mig_requests] + profiles
+    return _solve_host(host, gpus, wanted) is not None
+
+
+def _solve_host(host: _HostState, gpus: list[_GpuState],
+                wanted: list[mig.MigProfile]) -> list[mig.Placement] | None:
+    """Place held instances (pinned to their GPU) and wanted ones together."""
+    model = gpus[0].model
+    held_sets = [_held_profiles(g) for g in gpus]
+    occupied: list[mig.Placement] = []
+    for k, profiles in enumerate(held_sets):
+        if not profiles:
+            continue
+        r = mig.solve(model, profiles)
+        if not r.ok or r.placements is None:
+            return None
+        occupied += [mig.Placement(p.profile, p.start, k, owner="held") for p in r.placements]
+    result = mig.solve(model, wanted, num_gpus=len(gpus), occupied=occupied)
+    if not result.ok or result.placements is None:
+        return None
+    return [*result.placements, *occupied]
+
+
+def _fits_timesliced(gpu: _GpuState, vgpu_type: str) -> bool:
+    size = int(vgpu_type.rsplit("-", 1)[1][:-1])
+    capacity = gpu.model.memory_gb // size
+    held_types = {h.label for h in gpu.held}
+    if gpu.held and (any(h.kind != "timesliced" for h in gpu.held) or held_types != {vgpu_type}):
+        return False
+    if gpu.mode == "unused":
+        return len(gpu.held) < capacity
+    return (gpu.mode == "timesliced" and gpu.timesliced_type == vgpu_type
+            and len(gpu.tenants) + len(gpu.held) < capacity)
+
+
+def _assign_vm(host: _HostState, vm: str, reqs: list[VgpuRequest]) -> bool:
+    """Try to put one VM on one host; on success the host state is updated."""
+    whole = [r for r in reqs if r.kind == "passthrough"]
+    sliced = [r for r in reqs if r.kind == "timesliced"]
+    profiles = [r.profile for r in reqs if r.kind == "mig" and r.profile]
+    free = [g for g in host.gpus if g.free]
+    if len(whole) > len(free):
+        return False
+    taken = free[: len(whole)]
+    ts_gpus: list[_GpuState] = []
+    for r in sliced:
+        assert r.timesliced_type
+        candidates = [g for g in host.gpus if g not in taken and g not in ts_gpus
+                      and _fits_timesliced(g, r.timesliced_type)]
+        if not candidates:
+            return False
+        ts_gpus.append(candidates[0])
+    if profiles:
+        saved = [(g.mode) for g in host.gpus]
+        for g in taken:
+            g.mode = "passthrough"
+        ok = _try_place_mig(host, vm, profiles)
+        for g, mode in zip(host.gpus, saved, strict=True):
+            g.mode = mode
+        if not ok:
+            return False
+    for g in taken:
+        g.mode = "passthrough"
+        g.tenants.append(vm)
+    for g, r in zip(ts_gpus, sliced, strict=True):
+        g.mode = "timesliced"
+        g.timesliced_type = r.timesliced_type
+        g.tenants.append(vm)
+    for k, p in enumerate(profiles):
+        host.mig_requests.append((vm, k, p))
+    host.vms.append(vm)
+    return True
+
+
+def build_plan(scenario: Scenario, inventory: Inventory | None = None, *,
+               held: list[HeldVgpu] | None = None, inventory_name: str | None = None) -> Plan:
+    notes: list[str] = []
+    model = scenario.gpu_model
+    if model.placements_assumed:
+        notes.append(f"{model.key}: MIG placements assumed equal to H100's (no published "
+                     "capture); check with `vgpu mig verify-catalogue` on the host")
+    hosts = _host_states(scenario, inventory, held or [], notes)
+    if not hosts or not any(h.gpus for h in hosts):
+        where = "bare_metal" if scenario.platform == "bare-metal" else "hosts"
+        raise PlanError([Problem(inventory_name or "inventory", where,
+                                 f"no host has a {model.key} GPU",
+                                 fix=f"add a host with gpus: [{{model: {model.key}}}]")])
+    requests = vgpu_requests(scenario)
+    problems: list[Problem] = []
+    placed: dict[str, _HostState] = {}
+    for spec in scenario.vms:
+        used_by_group: set[str] = set()
+        for name in spec.names():
+            candidates = [h for h in hosts if spec.host in (None, h.name)
+                          and not (spec.spread and h.name in used_by_group)]
+            host = next((h for h in candidates if _assign_vm(h, name, requests[name])), None)
+            if host is None:
+                problems.append(_capacity_problem(scenario, name, requests[name], hosts,
+                                                  spec.host, spec.spread))
+                continue
+            placed[name] = host
+            used_by_group.add(host.name)
+    if problems:
+        raise PlanError(problems)
+    gpus_out, vgpus_by_vm = _finalise_gpus(hosts)
+    vms = _planned_vms(scenario, inventory, placed, requests, vgpus_by_vm)
+    plan = Plan(
+        scenario_id=scenario.id, scenario_name=scenario.name, scenario_file=scenario.source,
+        platform=scenario.platform, gpu_model=model.key,
+        inventory=inventory_name or (inventory.name if inventory else None),
+        hosts=[h.name for h in hosts], vms=vms, gpus=gpus_out,
+        guest_steps=guest_steps(scenario),
+        bench=[BenchItem(workload=w.label, kind=w.kind,
+                         instances=[vm.name for vm in vms][: _instances_for(w, len(vms))],
+                         repeats=scenario.repeats) for w in scenario.workloads],
+        notes=notes,
+    )
+    plan.plan_hash = plan.compute_hash()
+    return plan
+
+
+def _instances_for(workload: object, n_vms: int) -> int:
+    if isinstance(workload, InferenceWorkload):
+        return n_vms
+    nodes = getattr(workload, "nodes", n_vms)
+    return min(int(nodes), n_vms)
+
+
+def _capacity_problem(scenario: Scenario, vm: str, reqs: list[VgpuRequest],
+                      hosts: list[_HostState], pinned: str | None, spread: bool) -> Problem:
+    labels = " + ".join(r.label for r in reqs) or "no vGPU"
+    where = f"host {pinned}" if pinned else f"{len(hosts)} host(s)"
+    detail = ""
+    profiles = [r.profile for r in reqs if r.profile]
+    if profiles:
+        for h in hosts:
+            gpus = _mig_gpus(h)
+            if not gpus:
+                continue
+            wanted = [p for _, _, p in h.mig_requests] + profiles
+            held: list[mig.Placement] = []
+            for k, g in enumerate(gpus):
+                r = mig.solve(h.gpus[0].model, _held_profiles(g)) if g.held else None
+                if r and r.placements:
+                    held += [mig.Placement(p.profile, p.start, k, owner="held")
+                             for p in r.placements]
+            result = mig.solve(gpus[0].model, wanted, num_gpus=len(gpus), occupied=held)
+            if not result.ok:
+                detail = f"; on {h.name}: {result.reason}"
+                if result.suggestions:
+                    detail += "; nearest valid: " + "; ".join(
+                        f"{s.description} ({' + '.join(s.profiles)})"
+                        for s in result.suggestions)
+                break
+    if spread:
+        detail += "; the group is spread one VM per host"
+    held_on = sorted({f"{h.vm} ({h.label} on {h.host} GPU {h.gpu_index})"
+                      for host in hosts for g in host.gpus for h in g.held})
+    if held_on:
+        detail += "; already held by other VMs: " + ", ".join(held_on)
+    return Problem(scenario.source or f"scenario {scenario.id}", "vms",
+                   f"no room for VM {vm} ({labels}) on {where}{detail}",
+                   fix="free GPUs, add hosts to the inventory, or pick smaller profiles")
+
+
+def _finalise_gpus(hosts: list[_HostState]) -> tuple[list[PlannedGpu],
+                                                      dict[str, list[PlannedVgpu]]]:
+    gpus_out: list[PlannedGpu] = []
+    by_vm: dict[str, list[PlannedVgpu]] = {}
+    for host in hosts:
+        mig_slices: dict[int, list[PlannedSlice]] = {}
+        if host.mig_requests:
+            gpus = _mig_gpus(host)
+            placements = _solve_host(host, gpus, [p for _, _, p in host.mig_requests])
+            assert placements is not None  # every request was checked when assigned
+            wanted = placements[: len(host.mig_requests)]
+            for (vm, _, profile), pl in zip(host.mig_requests, wanted, strict=True):
+                gpu = gpus[pl.gpu]
+                gpu.mode = "mig"
+                if vm not in gpu.tenants:
+                    gpu.tenants.append(vm)
+                mig_slices.setdefault(gpu.index, []).append(PlannedSlice(
+                    owner=vm, profile=profile.name, start=pl.start,
+                    memory_slices=profile.memory_slices, compute_slices=profile.compute_slices))
+                by_vm.setdefault(vm, []).append(PlannedVgpu(
+                    kind="mig", label=profile.name, vgpu_type=profile.vgpu_type(gpu.model.board),
+                    gpu_index=gpu.index, pci_id=gpu.pci_id, start=pl.start,
+                    compute_slices=profile.compute_slices, memory_slices=profile.memory_slices))
+            for pl in placements[len(host.mig_requests):]:
+                gpu = gpus[pl.gpu]
+                owner = next((h.vm for h in gpu.held if h.label == pl.profile.name), "other")
+                mig_slices.setdefault(gpu.index, []).append(PlannedSlice(
+                    owner=f"held by {owner}", profile=pl.profile.name, start=pl.start,
+                    memory_slices=pl.profile.memory_slices,
+                    compute_slices=pl.profile.compute_slices, foreign=True))
+        for g in host.gpus:
+            for vm in g.tenants:
+                if g.mode == "passthrough":
+                    by_vm.setdefault(vm, []).append(PlannedVgpu(
+                        kind="passthrough", label="passthrough", gpu_index=g.index,
+                        pci_id=g.pci_id))
+                elif g.mode == "timesliced":
+                    by_vm.setdefault(vm, []).append(PlannedVgpu(
+                        kind="timesliced", label=g.timesliced_type or "",
+                        vgpu_type=g.timesliced_type, gpu_index=g.index, pci_id=g.pci_id))
+            gpus_out.append(PlannedGpu(
+                host=host.name, index=g.index, model=g.model.key, pci_id=g.pci_id,
+                mode=g.mode if g.mode != "unused" or not g.held else "mig",  # type: ignore[arg-type]
+                slices=sorted(mig_slices.get(g.index, []), key=lambda s: s.start),
+                timesliced_type=g.timesliced_type, tenants=list(g.tenants)))
+    return gpus_out, by_vm
+
+
+def _planned_vms(scenario: Scenario, inventory: Inventory | None,
+                 placed: dict[str, _HostState], requests: dict[str, list[VgpuRequest]],
+                 vgpus_by_vm: dict[str, list[PlannedVgpu]]) -> list[PlannedVM]:
+    static = inventory.network.static if inventory else {}
+    pool = inventory.network.ip_pool.addresses() if inventory and inventory.network.ip_pool \
+        else []
+    free_pool = [ip for ip in pool if ip not in static.values()]
+    vms: list[PlannedVM] = []
+    for spec in scenario.vms:
+        for name in spec.names():
+            ip = static.get(name)
+            if ip is None and free_pool and scenario.platform == "vsphere":
+                ip = free_pool.pop(0)
+            vms.append(PlannedVM(
+                name=name, group=spec.name, host=placed[name].name, vcpu=spec.vcpu,
+                memory_mb=spec.memory_gb * 1024,
+                vgpus=vgpus_by_vm.get(name, []),
+                extra_config=vm_extra_config(scenario, requests[name])
+                if scenario.platform == "vsphere" else {},
+                ip=ip))
+    if scenario.platform == "vsphere" and pool and any(vm.ip is None for vm in vms):
+        missing = [vm.name for vm in vms if vm.ip is None]
+        raise PlanError([Problem("inventory", "network.ip_pool",
+                                 f"the pool has too few addresses for {', '.join(missing)}",
+                                 fix="widen ip_pool or add static addresses")])
+    return vms
