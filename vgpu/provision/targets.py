@@ -1,0 +1,55 @@
+"""Who to provision and how to reach them: small value types the provisioning layer owns,
+filled from the inventory/plan by ``vgpu.provision.adapter``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from vgpu.provision.transport import SudoSettings
+
+DEFAULT_KNOWN_HOSTS = Path("~/.ssh/known_hosts")
+
+
+@dataclass(frozen=True)
+class JumpHost:
+    address: str
+    user: str
+    port: int = 22
+    key_file: Path | None = None
+
+
+@dataclass(frozen=True)
+class HostTarget:
+    """One guest (VM or bare-metal host) reachable over SSH."""
+
+    name: str
+    address: str
+    user: str
+    port: int = 22
+    key_file: Path | None = None  # None: use the SSH agent
+    known_hosts: Path = DEFAULT_KNOWN_HOSTS
+    jump: JumpHost | None = None
+    sudo: SudoSettings = field(default_factory=SudoSettings)
+    # Prefix for system paths (/etc, /usr/share): "/" on a real guest. The loopback test
+    # lab points it at a per-host directory because its "VMs" share one filesystem.
+    system_root: str = "/"
+
+    def system_path(self, path: str) -> str:
+        if self.system_root in ("", "/"):
+            return path
+        return self.system_root.rstrip("/") + path
+
+    @property
+    def known_hosts_file(self) -> Path:
+        return self.known_hosts.expanduser()
+
+
+@dataclass(frozen=True)
+class ConnectOptions:
+    connect_timeout: float = 10.0
+    command_timeout: float = 1800.0  # a driver build can take minutes
+    keepalive_interval: int = 15
+    retries: int = 3  # connection attempts after the first
+    backoff: float = 1.0  # seconds; doubled after each failed attempt
+    accept_new_host_keys: bool = False
