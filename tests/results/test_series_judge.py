@@ -1,0 +1,104 @@
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from vgpu.errors import InputError
+from vgpu.results.compare import Reference
+from vgpu.results.judge import compare_series, compare_with_references, default_kind
+from vgpu.results.records import Metric, RunStart
+from vgpu.results.series import SYSTEM_THROUGHPUT, WORST_P99, load_series, series_of_run
+from vgpu.results.store import ResultStore
+
+AddSeries = Callable[..., list[int]]
+
+SIX = [{"4g": 500.0, "2g": 300.0, "1g": 200.0},
+       {"4g": 501.0, "2g": 301.0, "1g": 199.0},
+       {"4g": 499.0, "2g": 299.0, "1g": 201.0}]
+
+
+def test_series_samples_sum_instances_per_repeat(
+    store: ResultStore, add_series: AddSeries
+) -> None:
+    ids = add_series(SIX, loadgen_scenario="Server", p99_ms=4.0)
+    data = load_series(store, series_of_run(store, ids[0]))
+    assert data.run_ids == ids
+    assert data.per_instance_throughput["2g"] == [300.0, 301.0, 299.0]
+    assert data.samples[SYSTEM_THROUGHPUT].values == [1000.0, 1001.0, 999.0]
+    assert data.samples[WORST_P99].values == pytest.approx([4.0, 4.0, 4.0])
+    assert data.latency_matters
+    assert data.latency_percentiles_ms()["4g"]["p50"] == pytest.approx(2.0)
+
+
+def test_failed_repeats_are_left_out(store: ResultStore, add_series: AddSeries) -> None:
+    ids = add_series(SIX[:2])
+    run = store.run(ids[0])
+    assert run is not None
+    store.record_run(
+        RunStart(series_id=run.series_id, scenario_id="6", scenario_name="s6",
+                 workload=run.workload, target_kind="vm", repeat_index=2),
+        "failed", reason="instance 1g died",
+    )
+    data = load_series(store, run.series_id)
+    assert data.samples[SYSTEM_THROUGHPUT].values == [1000.0, 1001.0]
+
+
+def test_vm_vs_bare_metal_from_the_store(store: ResultStore, add_series: AddSeries) -> None:
+    vm = load_series(store, series_of_run(store, add_series(SIX)[0]))
+    near = [{k: v * 1.004 for k, v in r.items()} for r in SIX]
+    far = [{k: v * 1.10 for k, v in r.items()} for r in SIX]
+    bm_near = load_series(store, series_of_run(
+        store, add_series(near, target_kind="bare-metal")[0]))
+    bm_far = load_series(store, series_of_run(store, add_series(far, target_kind="bare-metal")[0]))
+    assert default_kind(vm, bm_near) == "vm-vs-bare-metal"
+    passed = compare_series("vm-vs-bare-metal", vm, bm_near, tolerance=0.02)
+    failed = compare_series("vm-vs-bare-metal", vm, bm_far, tolerance=0.02)
+    assert [c.metric for c in passed.checks] == [SYSTEM_THROUGHPUT]  # Offline: no latency
+    assert passed.verdict == "PASS"
+    assert failed.verdict == "FAIL"
+    assert failed.checks[0].difference_pct == pytest.approx((1 / 1.10 - 1) * 100)
+
+
+def test_scenario_vs_scenario_gain(store: ResultStore, add_series: AddSeries) -> None:
+    six = load_series(store, series_of_run(store, add_series(SIX)[0]))
+    one = load_series(store, series_of_run(store, add_series(
+        [{"7g": 945.0}, {"7g": 946.0}, {"7g": 944.0}], scenario_id="1")[0]))
+    assert default_kind(six, one) == "scenario-vs-scenario"
+    comparison = compare_series("scenario-vs-scenario", six, one, tolerance=0.02,
+                                min_gain=0.05)
+    assert comparison.checks[0].difference_pct == pytest.approx((1000 / 945 - 1) * 100)
+    assert comparison.verdict == "PASS"
+
+
+def test_baseline_latency_and_training_metrics(store: ResultStore, add_series: AddSeries) -> None:
+    base = load_series(store, series_of_run(store, add_series(
+        SIX, loadgen_scenario="Server", p99_ms=4.0,
+        metrics=[[Metric("step_time", 0.10, "s")]] * 3)[0]))
+    slower = load_series(store, series_of_run(store, add_series(
+        SIX, loadgen_scenario="Server", p99_ms=4.4,
+        metrics=[[Metric("step_time", 0.10, "s")]] * 3)[0]))
+    comparison = compare_series("run-vs-baseline", slower, base, tolerance=0.02,
+                                tolerances={WORST_P99: 0.05})
+    verdicts = {c.metric: c.verdict for c in comparison.checks}
+    assert verdicts == {SYSTEM_THROUGHPUT: "PASS", WORST_P99: "FAIL", "step_time": "PASS"}
+    assert comparison.verdict == "FAIL"
+    assert not slower.samples["step_time"].higher_is_better
+
+
+def test_reference_data_comparison(store: ResultStore, add_series: AddSeries) -> None:
+    data = load_series(store, series_of_run(store, add_series(SIX)[0]))
+    ok = compare_with_references(
+        data, {SYSTEM_THROUGHPUT: Reference(1005.0, lower=-0.02, unit="samples/s")}, "lab")
+    bad = compare_with_references(
+        data, {SYSTEM_THROUGHPUT: Reference(1200.0, lower=-0.02, unit="samples/s")}, "lab")
+    assert (ok.verdict, bad.verdict) == ("PASS", "FAIL")
+    with pytest.raises(KeyError, match="no metric nonsense"):
+        compare_with_references(data, {"nonsense": Reference(1.0)}, "lab")
+
+
+def test_unknown_or_failed_series_is_an_input_error(store: ResultStore) -> None:
+    with pytest.raises(InputError, match="no run 42"):
+        series_of_run(store, 42)
+    with pytest.raises(InputError, match="no run that finished ok"):
+        load_series(store, "nope")

@@ -1,0 +1,64 @@
+"""Runs as CSV (one row per instance of each run, or per run when it has none) or JSON
+(every run with its instances, metrics and platform)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import asdict
+from typing import Any
+
+from vgpu.results.records import LATENCY_PERCENTILES, Run
+from vgpu.results.store import ResultStore
+
+CSV_COLUMNS = (
+    "run_id", "series_id", "scenario_id", "scenario_name", "workload", "kind", "target_kind",
+    "status", "reason", "repeat_index", "started_at", "ended_at", "sync_skew_s", "instance",
+    "device", "mig_profile", "mig_uuid", "validity", "throughput",
+    *(f"latency_{p}_ns" for p in LATENCY_PERCENTILES),
+)
+
+
+def run_as_dict(store: ResultStore, run: Run) -> dict[str, Any]:
+    data = asdict(run)
+    data["instances"] = [
+        {key: value for key, value in asdict(i.result).items()}
+        for i in store.instances(run.id)
+    ]
+    data["metrics"] = [asdict(m) for m in store.metrics(run.id)]
+    return data
+
+
+def export_json(store: ResultStore, runs: list[Run]) -> str:
+    return json.dumps([run_as_dict(store, run) for run in runs], indent=2, default=str)
+
+
+def export_csv(store: ResultStore, runs: list[Run]) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for run in runs:
+        base = {
+            "run_id": run.id, "series_id": run.series_id, "scenario_id": run.scenario_id,
+            "scenario_name": run.scenario_name, "workload": run.workload, "kind": run.kind,
+            "target_kind": run.target_kind, "status": run.status, "reason": run.reason or "",
+            "repeat_index": run.repeat_index, "started_at": run.started_at,
+            "ended_at": run.ended_at, "sync_skew_s": run.sync_skew_s,
+        }
+        instances = store.instances(run.id)
+        if not instances:
+            writer.writerow(base)
+        for stored in instances:
+            inst = stored.result
+            row = dict(base)
+            row.update({
+                "instance": inst.name,
+                "device": inst.device_note or inst.device_name or inst.device_kind,
+                "mig_profile": inst.mig_profile, "mig_uuid": inst.mig_uuid,
+                "validity": inst.validity, "throughput": inst.throughput,
+            })
+            for p in LATENCY_PERCENTILES:
+                row[f"latency_{p}_ns"] = inst.latency_ns.get(p)
+            writer.writerow(row)
+    return buffer.getvalue()

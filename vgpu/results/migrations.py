@@ -1,0 +1,76 @@
+"""Schema migrations of the results database, applied in order. The database's
+``PRAGMA user_version`` is the number of migrations already applied. Never edit a
+released migration: append a new one."""
+
+from __future__ import annotations
+
+MIGRATIONS: tuple[str, ...] = (
+    # 1: initial schema
+    """
+    CREATE TABLE platforms (
+        id INTEGER PRIMARY KEY,
+        host TEXT, esxi_version TEXT, esxi_build TEXT, host_driver TEXT, guest_driver TEXT,
+        gpu TEXT, vgpu_profile TEXT, mig_profile TEXT, attachment TEXT,
+        vcpus INTEGER, memory_gb REAL, harness_version TEXT
+    );
+    CREATE TABLE runs (
+        id INTEGER PRIMARY KEY,
+        series_id TEXT NOT NULL,
+        scenario_id TEXT NOT NULL,
+        scenario_name TEXT NOT NULL,
+        scenario_file TEXT,
+        scenario_revision TEXT,
+        workload TEXT NOT NULL,
+        workload_detail TEXT NOT NULL DEFAULT '{}',
+        kind TEXT NOT NULL DEFAULT 'inference',
+        target_kind TEXT NOT NULL CHECK (target_kind IN ('local', 'vm', 'bare-metal')),
+        status TEXT NOT NULL CHECK (status IN ('running', 'ok', 'failed', 'aborted')),
+        reason TEXT,
+        started_at REAL NOT NULL,
+        ended_at REAL,
+        repeat_index INTEGER NOT NULL DEFAULT 0,
+        sync_skew_s REAL,
+        host TEXT,
+        pid INTEGER,
+        pid_started_at REAL,
+        platform_id INTEGER REFERENCES platforms(id)
+    );
+    CREATE INDEX runs_series ON runs(series_id);
+    CREATE INDEX runs_scenario ON runs(scenario_id, workload, target_kind);
+    CREATE TABLE instances (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        status TEXT NOT NULL,
+        device_kind TEXT, device_name TEXT, device_note TEXT,
+        mig_profile TEXT, mig_uuid TEXT,
+        validity TEXT, validity_reasons TEXT NOT NULL DEFAULT '[]',
+        throughput REAL,
+        latency_p50_ns REAL, latency_p90_ns REAL, latency_p95_ns REAL, latency_p97_ns REAL,
+        latency_p99_ns REAL, latency_p99_9_ns REAL,
+        latency_min_ns REAL, latency_max_ns REAL, latency_mean_ns REAL,
+        timed_start_unix REAL, timed_end_unix REAL,
+        log_dir TEXT,
+        result_json TEXT NOT NULL DEFAULT '{}',
+        platform_id INTEGER REFERENCES platforms(id),
+        UNIQUE (run_id, name)
+    );
+    CREATE TABLE metrics (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        instance TEXT,
+        name TEXT NOT NULL,
+        value REAL NOT NULL,
+        unit TEXT NOT NULL DEFAULT ''
+    );
+    CREATE INDEX metrics_run ON metrics(run_id, name);
+    CREATE TABLE baselines (
+        name TEXT PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        series_id TEXT NOT NULL,
+        created_at REAL NOT NULL
+    );
+    """,
+)
+
+SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,0 +1,125 @@
+"""Plain data records the store reads and writes. Kept free of SQL so that compare,
+report and other engineers' code (training) can build and read them directly."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+TargetKind = Literal["local", "vm", "bare-metal"]
+RunStatus = Literal["running", "ok", "failed", "aborted"]
+TARGET_KINDS: tuple[str, ...] = ("local", "vm", "bare-metal")
+RUN_STATUSES: tuple[str, ...] = ("running", "ok", "failed", "aborted")
+LATENCY_PERCENTILES: tuple[str, ...] = ("p50", "p90", "p95", "p97", "p99", "p99_9")
+CPU_DEVICE_NOTE = "CPU, no MIG slice"
+
+
+@dataclass(frozen=True)
+class Platform:
+    """What a result was measured on. Every field is optional: a local CPU run knows its
+    host name and harness version, a VM run also the ESXi build and the vGPU profile."""
+
+    host: str | None = None
+    esxi_version: str | None = None
+    esxi_build: str | None = None
+    host_driver: str | None = None
+    guest_driver: str | None = None
+    gpu: str | None = None
+    vgpu_profile: str | None = None
+    mig_profile: str | None = None
+    attachment: str | None = None  # passthrough | vgpu | none
+    vcpus: int | None = None
+    memory_gb: float | None = None
+    harness_version: str | None = None
+
+
+@dataclass(frozen=True)
+class RunStart:
+    """What is known when a run (one repeat of one workload) begins."""
+
+    series_id: str
+    scenario_id: str
+    scenario_name: str
+    workload: str
+    target_kind: TargetKind
+    repeat_index: int = 0
+    kind: str = "inference"
+    scenario_file: str | None = None
+    scenario_revision: str | None = None
+    workload_detail: dict[str, Any] = field(default_factory=dict)
+    platform: Platform | None = None
+
+
+@dataclass(frozen=True)
+class InstanceResult:
+    """One harness instance's result in one run."""
+
+    name: str
+    status: str  # ok | failed
+    device_kind: str | None = None
+    device_name: str | None = None
+    device_note: str | None = None
+    mig_profile: str | None = None
+    mig_uuid: str | None = None
+    validity: str | None = None
+    validity_reasons: list[str] = field(default_factory=list)
+    throughput: float | None = None
+    latency_ns: dict[str, float] = field(default_factory=dict)
+    timed_start_unix: float | None = None
+    timed_end_unix: float | None = None
+    log_dir: str | None = None
+    result: dict[str, Any] = field(default_factory=dict)
+    platform: Platform | None = None
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A named value of a run, optionally of one instance. Training and any other
+    producer store their numbers as metrics (e.g. ``throughput`` samples/s, ``workers``)."""
+
+    name: str
+    value: float
+    unit: str = ""
+    instance: str | None = None
+
+
+@dataclass(frozen=True)
+class Run:
+    """A stored run as read back."""
+
+    id: int
+    series_id: str
+    scenario_id: str
+    scenario_name: str
+    scenario_file: str | None
+    scenario_revision: str | None
+    workload: str
+    workload_detail: dict[str, Any]
+    kind: str
+    target_kind: str
+    status: str
+    reason: str | None
+    started_at: float
+    ended_at: float | None
+    repeat_index: int
+    sync_skew_s: float | None
+    host: str | None
+    pid: int | None
+    platform: Platform | None
+
+
+@dataclass(frozen=True)
+class StoredInstance:
+    """An instance row as read back."""
+
+    id: int
+    run_id: int
+    result: InstanceResult
+
+
+@dataclass(frozen=True)
+class Baseline:
+    name: str
+    run_id: int
+    series_id: str
+    created_at: float

@@ -1,0 +1,141 @@
+"""A series is the set of repeats of one workload from one `vgpu bench` invocation (or
+one producer's batch of runs). This module turns stored runs into per-repeat samples:
+the numbers that statistics, compare and report work on."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from vgpu.errors import InputError
+from vgpu.results.records import LATENCY_PERCENTILES, Run, StoredInstance
+from vgpu.results.stats import system_totals
+from vgpu.results.store import ResultStore
+
+SYSTEM_THROUGHPUT = "system_throughput"
+WORST_P99 = "latency_p99_worst"
+_LOWER_IS_BETTER_WORDS = ("latency", "time", "duration", "seconds")
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One metric over the repeats of a series."""
+
+    name: str
+    values: list[float]
+    unit: str
+    higher_is_better: bool
+
+
+@dataclass
+class SeriesData:
+    series_id: str
+    scenario_id: str
+    scenario_name: str
+    workload: str
+    target_kind: str
+    kind: str
+    loadgen_scenario: str | None
+    runs: list[Run]
+    instances: dict[int, list[StoredInstance]]
+    per_instance_throughput: dict[str, list[float]] = field(default_factory=dict)
+    samples: dict[str, Sample] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return f"scenario {self.scenario_id} {self.workload} [{self.target_kind}]"
+
+    @property
+    def run_ids(self) -> list[int]:
+        return [run.id for run in self.runs]
+
+    @property
+    def latency_matters(self) -> bool:
+        return self.loadgen_scenario not in (None, "Offline")
+
+    def latency_percentiles_ms(self) -> dict[str, dict[str, float]]:
+        """Per instance, each latency percentile averaged over the repeats, in ms."""
+        sums: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+        for stored in self.instances.values():
+            for inst in stored:
+                for key in LATENCY_PERCENTILES:
+                    if key in inst.result.latency_ns:
+                        sums[inst.result.name][key].append(inst.result.latency_ns[key] / 1e6)
+        return {
+            name: {key: sum(v) / len(v) for key, v in per_key.items()}
+            for name, per_key in sums.items()
+        }
+
+
+def _higher_is_better(metric_name: str) -> bool:
+    return not any(word in metric_name.lower() for word in _LOWER_IS_BETTER_WORDS)
+
+
+def load_series(store: ResultStore, series_id: str) -> SeriesData:
+    """Samples from the ok runs of ``series_id`` (failed/aborted repeats are skipped)."""
+    runs = store.runs(series_id=series_id, status="ok")
+    if not runs:
+        raise InputError.single(
+            str(store.path), "series", f"series {series_id} has no run that finished ok",
+            fix="pick a run id from `vgpu results` whose status is ok",
+        )
+    first = runs[0]
+    data = SeriesData(
+        series_id=series_id, scenario_id=first.scenario_id,
+        scenario_name=first.scenario_name, workload=first.workload,
+        target_kind=first.target_kind, kind=first.kind,
+        loadgen_scenario=first.workload_detail.get("loadgen_scenario"),
+        runs=runs, instances={run.id: store.instances(run.id) for run in runs},
+    )
+    per_instance: dict[str, list[float]] = defaultdict(list)
+    worst_p99: list[float] = []
+    for run in runs:
+        stored = data.instances[run.id]
+        for inst in stored:
+            if inst.result.throughput is not None:
+                per_instance[inst.result.name].append(inst.result.throughput)
+        p99s = [i.result.latency_ns["p99"] for i in stored if "p99" in i.result.latency_ns]
+        if p99s:
+            worst_p99.append(max(p99s) / 1e6)
+    data.per_instance_throughput = dict(per_instance)
+    if per_instance and len({len(v) for v in per_instance.values()}) == 1:
+        data.samples[SYSTEM_THROUGHPUT] = Sample(
+            SYSTEM_THROUGHPUT, system_totals(per_instance), "samples/s", True
+        )
+    if len(worst_p99) == len(runs) and worst_p99:
+        data.samples[WORST_P99] = Sample(WORST_P99, worst_p99, "ms", False)
+    _add_metric_samples(store, data)
+    return data
+
+
+def _add_metric_samples(store: ResultStore, data: SeriesData) -> None:
+    """Run-level metrics (instance None) present in every repeat become samples too."""
+    per_name: dict[str, list[float]] = defaultdict(list)
+    units: dict[str, str] = {}
+    for run in data.runs:
+        for metric in store.metrics(run.id):
+            if metric.instance is None:
+                per_name[metric.name].append(metric.value)
+                units[metric.name] = metric.unit
+    for name, values in per_name.items():
+        if len(values) == len(data.runs) and name not in data.samples:
+            data.samples[name] = Sample(name, values, units[name], _higher_is_better(name))
+
+
+def series_of_run(store: ResultStore, run_id: int) -> str:
+    run = store.run(run_id)
+    if run is None:
+        raise InputError.single(
+            str(store.path), "RUN_ID", f"no run {run_id} in this database",
+            fix="pick an id from `vgpu results`",
+        )
+    return run.series_id
+
+
+def all_series(store: ResultStore) -> list[SeriesData]:
+    """Every series with at least one ok run, in order of first run."""
+    seen: list[str] = []
+    for run in store.runs(status="ok"):
+        if run.series_id not in seen:
+            seen.append(run.series_id)
+    return [load_series(store, series_id) for series_id in seen]

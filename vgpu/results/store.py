@@ -1,0 +1,414 @@
+"""The results store: one embedded SQLite file (default ./vgpu-results.db) plus raw
+LoadGen logs on disk next to it (./vgpu-results/<run id>/<instance>/...).
+
+A run (one repeat of one workload) is inserted as ``running`` in its own transaction
+when it begins; its instances and metrics are written together with its final status in
+one transaction. A process that dies in between leaves one ``running`` row, which the
+next open marks ``aborted`` once its process is gone. Earlier runs are never touched."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, fields
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from vgpu.errors import InputError
+from vgpu.results.migrations import MIGRATIONS, SCHEMA_VERSION
+from vgpu.results.records import (
+    LATENCY_PERCENTILES,
+    RUN_STATUSES,
+    Baseline,
+    InstanceResult,
+    Metric,
+    Platform,
+    Run,
+    RunStart,
+    StoredInstance,
+)
+
+DEFAULT_DB = Path("vgpu-results.db")
+LOGS_DIRNAME = "vgpu-results"
+_LATENCY_COLUMNS = (*LATENCY_PERCENTILES, "min", "max", "mean")
+_PLATFORM_FIELDS = tuple(f.name for f in fields(Platform))
+
+
+def _process_started_at(pid: int) -> float | None:
+    try:
+        return psutil.Process(pid).create_time()
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return None
+
+
+class ResultStore:
+    """Open with ``ResultStore.open(path)`` (or as a context manager)."""
+
+    def __init__(self, path: Path, connection: sqlite3.Connection) -> None:
+        self.path = path
+        self.logs_root = path.resolve().parent / LOGS_DIRNAME
+        self._db = connection
+
+    # ---- opening, migrations, recovery
+    @classmethod
+    def open(cls, path: Path | str = DEFAULT_DB) -> ResultStore:
+        db_path = Path(path)
+        if db_path.exists() and db_path.is_dir():
+            raise InputError.single(
+                str(db_path), "--db", "is a directory, not a database file",
+                fix="name a file, e.g. --db results.db",
+            )
+        if not db_path.parent.exists():
+            raise InputError.single(
+                str(db_path), "--db", f"folder {db_path.parent} does not exist",
+                fix="create the folder or choose another --db path",
+            )
+        # Autocommit mode: every transaction is opened explicitly by _transaction().
+        connection = sqlite3.connect(db_path, timeout=30.0, isolation_level=None)
+        connection.row_factory = sqlite3.Row
+        store = cls(db_path, connection)
+        try:
+            connection.execute("PRAGMA foreign_keys = ON")
+            connection.execute("PRAGMA journal_mode = WAL")
+            store._migrate()
+        except sqlite3.DatabaseError as exc:
+            connection.close()
+            raise InputError.single(
+                str(db_path), "--db", f"is not a usable vgpu results database ({exc})",
+                fix="point --db at a vgpu results file or a new path",
+            ) from exc
+        except InputError:
+            connection.close()
+            raise
+        store.recover_orphaned_runs()
+        return store
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> ResultStore:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._db
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    @property
+    def schema_version(self) -> int:
+        return int(self._db.execute("PRAGMA user_version").fetchone()[0])
+
+    def _migrate(self) -> None:
+        current = self.schema_version
+        if current > SCHEMA_VERSION:
+            raise InputError.single(
+                str(self.path), "PRAGMA user_version",
+                f"database schema {current} is newer than this vgpu knows ({SCHEMA_VERSION})",
+                fix="upgrade vgpu or use another --db",
+            )
+        for number, script in enumerate(MIGRATIONS[current:], start=current + 1):
+            with self._transaction() as db:
+                for statement in script.split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+                # PRAGMA takes no bound parameters; number is our own int.
+                db.execute(f"PRAGMA user_version = {int(number)}")
+
+    def recover_orphaned_runs(self) -> list[int]:
+        """Mark ``running`` runs of this host whose process is gone as aborted."""
+        host = socket.gethostname()
+        orphans: list[int] = []
+        for row in self._db.execute(
+            "SELECT id, pid, pid_started_at FROM runs WHERE status = 'running' AND host = ?",
+            (host,),
+        ).fetchall():
+            started = _process_started_at(row["pid"]) if row["pid"] else None
+            alive = started is not None and (
+                row["pid_started_at"] is None or abs(started - row["pid_started_at"]) < 1.0
+            )
+            if not alive:
+                orphans.append(int(row["id"]))
+        for run_id in orphans:
+            with self._transaction() as db:
+                db.execute(
+                    "UPDATE runs SET status = 'aborted', ended_at = ?, reason = ? "
+                    "WHERE id = ? AND status = 'running'",
+                    (time.time(), "the process running it ended before the run finished",
+                     run_id),
+                )
+        return orphans
+
+    def integrity_check(self) -> str:
+        return str(self._db.execute("PRAGMA integrity_check").fetchone()[0])
+
+    # ---- writing
+    def _insert_platform(self, db: sqlite3.Connection, platform: Platform | None) -> int | None:
+        if platform is None:
+            return None
+        values = asdict(platform)
+        columns = ", ".join(_PLATFORM_FIELDS)
+        marks = ", ".join("?" for _ in _PLATFORM_FIELDS)
+        cursor = db.execute(
+            f"INSERT INTO platforms ({columns}) VALUES ({marks})",
+            tuple(values[name] for name in _PLATFORM_FIELDS),
+        )
+        return cursor.lastrowid
+
+    def begin_run(self, start: RunStart) -> int:
+        """Insert the run as ``running``; returns its id."""
+        pid = os.getpid()
+        with self._transaction() as db:
+            platform_id = self._insert_platform(db, start.platform)
+            cursor = db.execute(
+                "INSERT INTO runs (series_id, scenario_id, scenario_name, scenario_file, "
+                "scenario_revision, workload, workload_detail, kind, target_kind, status, "
+                "started_at, repeat_index, host, pid, pid_started_at, platform_id) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?)",
+                (
+                    start.series_id, start.scenario_id, start.scenario_name,
+                    start.scenario_file, start.scenario_revision, start.workload,
+                    json.dumps(start.workload_detail, sort_keys=True), start.kind,
+                    start.target_kind, time.time(), start.repeat_index,
+                    socket.gethostname(), pid, _process_started_at(pid), platform_id,
+                ),
+            )
+            assert cursor.lastrowid is not None
+            return cursor.lastrowid
+
+    def finish_run(
+        self,
+        run_id: int,
+        status: str,
+        *,
+        reason: str | None = None,
+        instances: Sequence[InstanceResult] = (),
+        metrics: Sequence[Metric] = (),
+        sync_skew_s: float | None = None,
+    ) -> None:
+        """Write the run's instances, metrics and final status in one transaction."""
+        if status not in RUN_STATUSES or status == "running":
+            raise ValueError(f"final status must be ok, failed or aborted, not {status!r}")
+        with self._transaction() as db:
+            row = db.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
+            if row is None:
+                raise KeyError(f"no run {run_id}")
+            if row["status"] != "running":
+                raise ValueError(f"run {run_id} is already {row['status']}")
+            for instance in instances:
+                self._insert_instance(db, run_id, instance)
+            self._insert_metrics(db, run_id, metrics)
+            db.execute(
+                "UPDATE runs SET status = ?, reason = ?, ended_at = ?, sync_skew_s = ? "
+                "WHERE id = ?",
+                (status, reason, time.time(), sync_skew_s, run_id),
+            )
+
+    def _insert_instance(
+        self, db: sqlite3.Connection, run_id: int, instance: InstanceResult
+    ) -> None:
+        platform_id = self._insert_platform(db, instance.platform)
+        latency = [instance.latency_ns.get(key) for key in _LATENCY_COLUMNS]
+        latency_columns = ", ".join(f"latency_{key}_ns" for key in _LATENCY_COLUMNS)
+        values = (
+            run_id, instance.name, instance.status, instance.device_kind,
+            instance.device_name, instance.device_note, instance.mig_profile,
+            instance.mig_uuid, instance.validity, json.dumps(instance.validity_reasons),
+            instance.throughput, *latency, instance.timed_start_unix,
+            instance.timed_end_unix, instance.log_dir,
+            json.dumps(instance.result, sort_keys=True, default=str), platform_id,
+        )
+        db.execute(
+            "INSERT INTO instances (run_id, name, status, device_kind, device_name, "
+            "device_note, mig_profile, mig_uuid, validity, validity_reasons, throughput, "
+            f"{latency_columns}, timed_start_unix, timed_end_unix, log_dir, result_json, "
+            "platform_id) VALUES (" + ", ".join("?" for _ in values) + ")",
+            values,
+        )
+
+    @staticmethod
+    def _insert_metrics(db: sqlite3.Connection, run_id: int, metrics: Iterable[Metric]) -> None:
+        db.executemany(
+            "INSERT INTO metrics (run_id, instance, name, value, unit) VALUES (?, ?, ?, ?, ?)",
+            [(run_id, m.instance, m.name, float(m.value), m.unit) for m in metrics],
+        )
+
+    def add_metrics(self, run_id: int, metrics: Sequence[Metric]) -> None:
+        """Add metrics to an existing run (one transaction)."""
+        with self._transaction() as db:
+            if db.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
+                raise KeyError(f"no run {run_id}")
+            self._insert_metrics(db, run_id, metrics)
+
+    def record_run(
+        self,
+        start: RunStart,
+        status: str,
+        *,
+        reason: str | None = None,
+        instances: Sequence[InstanceResult] = (),
+        metrics: Sequence[Metric] = (),
+        sync_skew_s: float | None = None,
+    ) -> int:
+        """Begin and finish a run in one call, for producers that measured it already."""
+        run_id = self.begin_run(start)
+        self.finish_run(
+            run_id, status, reason=reason, instances=instances, metrics=metrics,
+            sync_skew_s=sync_skew_s,
+        )
+        return run_id
+
+    def log_dir(self, run_id: int, instance: str | None = None) -> Path:
+        """Folder for a run's raw logs (created)."""
+        folder = self.logs_root / str(run_id)
+        if instance is not None:
+            folder = folder / instance
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
+
+    def set_baseline(self, run_id: int, name: str | None = None) -> Baseline:
+        """Name the series of ``run_id`` as a baseline (default name: its scenario id and
+        workload). Replaces a baseline of the same name."""
+        run = self.run(run_id)
+        if run is None:
+            raise InputError.single(
+                str(self.path), "RUN_ID", f"no run {run_id} in this database",
+                fix="pick an id from `vgpu results`",
+            )
+        if run.status != "ok":
+            raise InputError.single(
+                str(self.path), "RUN_ID", f"run {run_id} is {run.status}, not ok",
+                fix="choose a run that finished ok",
+            )
+        baseline_name = name or f"{run.scenario_id}:{run.workload}"
+        created = time.time()
+        with self._transaction() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO baselines (name, run_id, series_id, created_at) "
+                "VALUES (?, ?, ?, ?)",
+                (baseline_name, run_id, run.series_id, created),
+            )
+        return Baseline(name=baseline_name, run_id=run_id, series_id=run.series_id,
+                        created_at=created)
+
+    # ---- reading
+    def _platform(self, platform_id: int | None) -> Platform | None:
+        if platform_id is None:
+            return None
+        row = self._db.execute("SELECT * FROM platforms WHERE id = ?", (platform_id,)).fetchone()
+        return Platform(**{name: row[name] for name in _PLATFORM_FIELDS})
+
+    def _run_from_row(self, row: sqlite3.Row) -> Run:
+        return Run(
+            id=row["id"], series_id=row["series_id"], scenario_id=row["scenario_id"],
+            scenario_name=row["scenario_name"], scenario_file=row["scenario_file"],
+            scenario_revision=row["scenario_revision"], workload=row["workload"],
+            workload_detail=json.loads(row["workload_detail"]), kind=row["kind"],
+            target_kind=row["target_kind"], status=row["status"], reason=row["reason"],
+            started_at=row["started_at"], ended_at=row["ended_at"],
+            repeat_index=row["repeat_index"], sync_skew_s=row["sync_skew_s"],
+            host=row["host"], pid=row["pid"], platform=self._platform(row["platform_id"]),
+        )
+
+    def run(self, run_id: int) -> Run | None:
+        row = self._db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+        return None if row is None else self._run_from_row(row)
+
+    def runs(
+        self,
+        *,
+        scenario_id: str | None = None,
+        workload: str | None = None,
+        target_kind: str | None = None,
+        status: str | None = None,
+        series_id: str | None = None,
+        kind: str | None = None,
+    ) -> list[Run]:
+        """Runs matching every given filter, oldest first."""
+        filters: dict[str, Any] = {
+            "scenario_id": scenario_id, "workload": workload, "target_kind": target_kind,
+            "status": status, "series_id": series_id, "kind": kind,
+        }
+        where = [f"{column} = ?" for column, value in filters.items() if value is not None]
+        params = [value for value in filters.values() if value is not None]
+        sql = "SELECT * FROM runs" + (f" WHERE {' AND '.join(where)}" if where else "")
+        rows = self._db.execute(sql + " ORDER BY id", params).fetchall()
+        return [self._run_from_row(row) for row in rows]
+
+    def instances(self, run_id: int) -> list[StoredInstance]:
+        rows = self._db.execute(
+            "SELECT * FROM instances WHERE run_id = ? ORDER BY id", (run_id,)
+        ).fetchall()
+        return [self._instance_from_row(row) for row in rows]
+
+    def _instance_from_row(self, row: sqlite3.Row) -> StoredInstance:
+        latency = {
+            key: row[f"latency_{key}_ns"]
+            for key in _LATENCY_COLUMNS
+            if row[f"latency_{key}_ns"] is not None
+        }
+        result = InstanceResult(
+            name=row["name"], status=row["status"], device_kind=row["device_kind"],
+            device_name=row["device_name"], device_note=row["device_note"],
+            mig_profile=row["mig_profile"], mig_uuid=row["mig_uuid"],
+            validity=row["validity"], validity_reasons=json.loads(row["validity_reasons"]),
+            throughput=row["throughput"], latency_ns=latency,
+            timed_start_unix=row["timed_start_unix"], timed_end_unix=row["timed_end_unix"],
+            log_dir=row["log_dir"], result=json.loads(row["result_json"]),
+            platform=self._platform(row["platform_id"]),
+        )
+        return StoredInstance(id=row["id"], run_id=row["run_id"], result=result)
+
+    def metrics(self, run_id: int) -> list[Metric]:
+        rows = self._db.execute(
+            "SELECT instance, name, value, unit FROM metrics WHERE run_id = ? ORDER BY id",
+            (run_id,),
+        ).fetchall()
+        return [
+            Metric(name=r["name"], value=r["value"], unit=r["unit"], instance=r["instance"])
+            for r in rows
+        ]
+
+    def baselines(self) -> list[Baseline]:
+        rows = self._db.execute("SELECT * FROM baselines ORDER BY name").fetchall()
+        return [
+            Baseline(name=r["name"], run_id=r["run_id"], series_id=r["series_id"],
+                     created_at=r["created_at"])
+            for r in rows
+        ]
+
+    def baseline(self, name: str) -> Baseline | None:
+        return next((b for b in self.baselines() if b.name == name), None)
+
+    def latest_series(
+        self, *, scenario_id: str, workload: str, target_kind: str | None = None,
+        exclude_series: str | None = None,
+    ) -> str | None:
+        """The newest series with at least one ok run matching the filters."""
+        sql = (
+            "SELECT series_id FROM runs WHERE status = 'ok' AND scenario_id = ? "
+            "AND workload = ?"
+        )
+        params: list[Any] = [scenario_id, workload]
+        if target_kind is not None:
+            sql += " AND target_kind = ?"
+            params.append(target_kind)
+        if exclude_series is not None:
+            sql += " AND series_id != ?"
+            params.append(exclude_series)
+        row = self._db.execute(sql + " ORDER BY id DESC LIMIT 1", params).fetchone()
+        return None if row is None else str(row["series_id"])
