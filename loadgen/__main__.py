@@ -1,0 +1,35 @@
+"""``python -m loadgen <command> ...`` and the ``vgpu-harness`` console script.
+
+Commands are looked up in COMMANDS as "module:function" and imported only when chosen;
+each function takes the remaining argv and returns the exit code. Adding a command is one
+line, e.g. ``"train": "loadgen.train.cli:train_main",``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+
+COMMANDS: dict[str, str] = {
+    "run": "loadgen.cli:run_main",
+    "model": "loadgen.cli:model_main",
+    "triton-repo": "loadgen.cli:triton_repo_main",
+}
+
+
+def resolve(command: str) -> Callable[[Sequence[str]], int]:
+    module_name, function_name = COMMANDS[command].split(":")
+    return getattr(importlib.import_module(module_name), function_name)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] not in COMMANDS:
+        print(f"usage: vgpu-harness {{{','.join(COMMANDS)}}} ...", file=sys.stderr)
+        return 2
+    return resolve(args[0])(args[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

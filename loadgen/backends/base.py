@@ -1,0 +1,36 @@
+"""What every inference backend offers the LoadGen SUT."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import numpy as np
+
+Feeds = dict[str, np.ndarray]
+# Called once per submitted batch: (outputs in model output order, None) or (None, error).
+Done = Callable[[list[np.ndarray] | None, BaseException | None], None]
+
+
+class Backend(Protocol):
+    name: str
+    # How many batches may be in flight at once (1 for an in-process session).
+    concurrency: int
+
+    def infer(self, feeds: Feeds) -> list[np.ndarray]:
+        """Run one batch and wait for it (warm-up and raw-loop baselines)."""
+        ...
+
+    def submit(self, feeds: Feeds, done: Done) -> None:
+        """Start one batch; ``done`` is called when it finishes or fails."""
+        ...
+
+    def describe(self) -> dict[str, Any]:
+        """What was actually used: provider, server, protocol."""
+        ...
+
+    def statistics(self) -> dict[str, Any] | None:
+        """Server-side statistics where the backend has a server; None otherwise."""
+        ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,97 @@
+"""The query sample library: seeded synthetic inputs shaped after the model's inputs, or a
+user's .npz dataset (one array per input plus labels). Samples are produced in LoadGen's
+load callback and dropped in its unload callback."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from loadgen.errors import RunFailed
+from loadgen.models import ModelIO, TensorInfo
+
+DEFAULT_VOCAB_SIZE = 1000
+VOCAB_METADATA_KEY = "vgpu.vocab_size"
+
+
+def _fixed_shape(tensor: TensorInfo) -> tuple[int, ...]:
+    if any(d is None for d in tensor.sample_shape):
+        raise RunFailed(
+            f"model input {tensor.name!r} has a dynamic dimension besides the batch "
+            f"({tensor.shape}); synthetic data needs fixed sizes: export the model with them"
+        )
+    return tuple(int(d) for d in tensor.sample_shape if d is not None)
+
+
+def synthetic_sample(
+    tensor: TensorInfo, rng: np.random.Generator, vocab_size: int
+) -> np.ndarray:
+    """One sample for one input. Float inputs are normalised images (mean 0, std 1); int
+    inputs follow BERT's conventions, picked by name: masks, segment ids, token ids."""
+    shape = _fixed_shape(tensor)
+    if tensor.dtype.kind == "f":
+        return rng.standard_normal(shape, dtype=np.float32).astype(tensor.dtype)
+    name = tensor.name.lower()
+    length = shape[-1] if shape else 1
+    valid = int(rng.integers(max(1, length // 2), length + 1))
+    positions = np.broadcast_to(np.arange(length), shape)
+    if "mask" in name:
+        return (positions < valid).astype(tensor.dtype)
+    if "segment" in name or "token_type" in name:
+        return ((positions >= valid // 2) & (positions < valid)).astype(tensor.dtype)
+    return rng.integers(0, vocab_size, size=shape).astype(tensor.dtype)
+
+
+class SampleLibrary:
+    """Holds the loaded samples; ``batch(indices)`` gathers them into model feeds."""
+
+    def __init__(
+        self,
+        model_io: ModelIO,
+        seed: int,
+        performance_count: int,
+        dataset: dict[str, np.ndarray] | None = None,
+    ) -> None:
+        self.inputs = model_io.inputs
+        self.seed = seed
+        self.vocab_size = int(model_io.metadata.get(VOCAB_METADATA_KEY, DEFAULT_VOCAB_SIZE))
+        self.dataset = dataset
+        self.labels = dataset["labels"] if dataset is not None else None
+        self.total_count = len(self.labels) if self.labels is not None else performance_count
+        self.performance_count = min(performance_count, self.total_count)
+        self._loaded: dict[str, np.ndarray] = {}
+        self._rows = np.full(self.total_count, -1, dtype=np.int64)
+        self.load_seconds = 0.0
+        self.first_load_end: float | None = None
+
+    def _make(self, index: int) -> dict[str, np.ndarray]:
+        if self.dataset is not None:
+            return {t.name: np.asarray(self.dataset[t.name][index], dtype=t.dtype)
+                    for t in self.inputs}
+        rng = np.random.default_rng([self.seed, index])
+        return {t.name: synthetic_sample(t, rng, self.vocab_size) for t in self.inputs}
+
+    def load(self, indices: list[int]) -> None:
+        started = time.perf_counter()
+        samples = [self._make(i) for i in indices]
+        self._loaded = {t.name: np.stack([s[t.name] for s in samples]) for t in self.inputs}
+        self._rows[:] = -1
+        self._rows[np.asarray(indices, dtype=np.int64)] = np.arange(len(indices))
+        self.load_seconds += time.perf_counter() - started
+        if self.first_load_end is None:
+            self.first_load_end = time.time()
+
+    def unload(self, indices: list[int]) -> None:
+        self._loaded = {}
+        self._rows[np.asarray(indices, dtype=np.int64)] = -1
+
+    def batch(self, indices: np.ndarray) -> dict[str, np.ndarray]:
+        rows = self._rows[indices]
+        return {name: array[rows] for name, array in self._loaded.items()}
+
+    def warmup_feeds(self, batch_size: int) -> dict[str, np.ndarray]:
+        """Feeds for warm-up queries, drawn apart from the measured samples."""
+        rng = np.random.default_rng([self.seed, -1 % 2**32])
+        return {t.name: np.stack([synthetic_sample(t, rng, self.vocab_size)
+                                  for _ in range(batch_size)]) for t in self.inputs}

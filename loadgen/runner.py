@@ -1,0 +1,264 @@
+"""One harness run: bind the device, build or read the model, open the backend, warm up,
+wait for the synchronised start, run LoadGen, and write result.json whatever happens."""
+
+from __future__ import annotations
+
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+import mlperf_loadgen as lg
+import numpy as np
+
+from loadgen import HARNESS_VERSION, SCHEMA_VERSION
+from loadgen.backends import Backend
+from loadgen.device import CPU_NOTE, DeviceBinding, bind_device
+from loadgen.errors import HarnessError
+from loadgen.mllog import summarize
+from loadgen.models import ModelIO, build_model, read_model_io
+from loadgen.qsl import SampleLibrary
+from loadgen.result import write_result
+from loadgen.spec import LoadgenSpec, Spec
+from loadgen.sut import SampleDispatcher
+from loadgen.sync import StdinSync
+from loadgen.telemetry import Telemetry
+
+SUMMARY_LOG = "mlperf_log_summary.txt"
+DETAIL_LOG = "mlperf_log_detail.txt"
+MS_TO_NS = 1_000_000
+
+
+def loadgen_settings(spec: LoadgenSpec, performance_count: int) -> Any:
+    """LoadGen TestSettings from the spec; the scenario decides what each target means."""
+    settings = lg.TestSettings()
+    settings.scenario = getattr(lg.TestScenario, spec.scenario)
+    settings.mode = getattr(lg.TestMode, spec.mode)
+    settings.min_duration_ms = spec.min_duration_ms
+    if spec.max_duration_ms is not None:
+        settings.max_duration_ms = spec.max_duration_ms
+    settings.min_query_count = spec.min_query_count
+    settings.performance_sample_count_override = performance_count
+    if spec.target_qps is not None:
+        settings.offline_expected_qps = spec.target_qps
+        settings.server_target_qps = spec.target_qps
+    if spec.target_latency_ms is not None:
+        latency_ns = round(spec.target_latency_ms * MS_TO_NS)
+        settings.server_target_latency_ns = latency_ns
+        settings.single_stream_expected_latency_ns = latency_ns
+        settings.multi_stream_expected_latency_ns = latency_ns
+    if spec.samples_per_query is not None:
+        settings.multi_stream_samples_per_query = spec.samples_per_query
+    return settings
+
+
+def _log_settings(out_dir: Path) -> Any:
+    output = lg.LogOutputSettings()
+    output.outdir = str(out_dir)
+    output.copy_summary_to_stdout = False
+    output.copy_detail_to_stdout = False
+    settings = lg.LogSettings()
+    settings.log_output = output
+    settings.enable_trace = False
+    return settings
+
+
+def _model_path(spec: Spec) -> Path:
+    m = spec.model
+    if m.path is not None:
+        return Path(m.path)
+    assert m.variant is not None
+    return build_model(m.name, m.variant, m.precision, spec.cache_dir)
+
+
+def _open_backend(spec: Spec, model_path: Path, model_io: ModelIO) -> Backend:
+    b = spec.backend
+    if b.name == "triton":
+        from loadgen.backends.triton import TritonBackend
+
+        assert b.url and b.protocol and b.model_name
+        return TritonBackend(b.url, b.protocol, b.model_name, b.in_flight, model_io)
+    from loadgen.backends.ort import OrtBackend
+
+    return OrtBackend(str(model_path), b.threads, spec.device.kind)
+
+
+def _load_dataset(path: str | None) -> dict[str, np.ndarray] | None:
+    if path is None:
+        return None
+    with np.load(path) as archive:
+        return {key: archive[key] for key in archive.files}
+
+
+def _tensor_dicts(tensors: Any) -> list[dict[str, Any]]:
+    return [{"name": t.name, "dtype": str(t.dtype), "shape": list(t.shape)} for t in tensors]
+
+
+def _device_record(binding: DeviceBinding, backend: dict[str, Any] | None,
+                   telemetry: dict[str, Any] | None) -> dict[str, Any]:
+    record: dict[str, Any] = {**binding.as_dict(), "execution_provider": None,
+                              "gpu_name": None, "mig_profile": None, "mig_uuid": None}
+    if backend:
+        record["execution_provider"] = backend.get("execution_provider")
+    gpu = (telemetry or {}).get("gpu")
+    if gpu:
+        record.update(gpu_name=gpu["name"], mig_profile=gpu["mig_profile"],
+                      mig_uuid=gpu["mig_uuid"])
+    if binding.kind == "cpu":
+        record["note"] = CPU_NOTE
+    elif gpu:
+        what = f"MIG slice {gpu['mig_profile']} {gpu['mig_uuid']}" if gpu["is_mig"] else "GPU"
+        record["note"] = f"{what} on {gpu['parent_name']}"
+    else:
+        record["note"] = f"{binding.kind} requested; NVML could not describe the device"
+    return record
+
+
+def _accuracy(dispatcher: SampleDispatcher, library: SampleLibrary) -> dict[str, Any] | None:
+    if library.labels is None or not dispatcher.predictions:
+        return None
+    indices = np.fromiter(dispatcher.predictions, dtype=np.int64)
+    predicted = np.fromiter(dispatcher.predictions.values(), dtype=np.int64)
+    labels = np.asarray(library.labels).reshape(len(library.labels), -1)[:, 0][indices]
+    return {"top1": float(np.mean(predicted == labels)), "count": len(indices),
+            "metric": "top-1 of the first model output against 'labels'"}
+
+
+class _Run:
+    """Collects the record's parts as the run goes; ``record()`` assembles them."""
+
+    def __init__(self, spec: Spec, out_dir: Path) -> None:
+        self.spec, self.out_dir = spec, out_dir
+        self.reason: str | None = None
+        self.model: dict[str, Any] | None = None
+        self.backend: dict[str, Any] | None = None
+        self.telemetry: dict[str, Any] | None = None
+        self.sync: dict[str, Any] = {"mode": "none"}
+        self.timed: tuple[float | None, float | None] = (None, None)
+        self.sut: dict[str, Any] | None = None
+        self.accuracy: dict[str, Any] | None = None
+        self.qsl_load_s: float | None = None
+
+    def fail(self, exc: BaseException) -> None:
+        if self.reason is None:
+            self.reason = str(exc) if isinstance(exc, HarnessError) else \
+                f"{type(exc).__name__}: {exc}"
+
+    def record(self, binding: DeviceBinding) -> dict[str, Any]:
+        detail = self.out_dir / DETAIL_LOG
+        log = summarize(detail) if detail.exists() else {}
+        host = socket.gethostname()
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "harness_version": HARNESS_VERSION,
+            "status": "failed" if self.reason else "ok",
+            "reason": self.reason,
+            "instance_name": self.spec.instance_name or host,
+            "host": host,
+            "spec_source": self.spec.source,
+            "spec": self.spec.as_dict(),
+            "model": self.model,
+            "loadgen_version": log.get("loadgen_version"),
+            "scenario": log.get("scenario"),
+            "mode": log.get("mode"),
+            "settings": log.get("settings"),
+            "requested_settings": log.get("requested_settings"),
+            "throughput": log.get("throughput"),
+            "latency_ns": log.get("latency_ns"),
+            "query_latency_ns": log.get("query_latency_ns"),
+            "query_count": log.get("query_count"),
+            "samples_per_query": log.get("samples_per_query"),
+            "sample_count": log.get("sample_count"),
+            "overlatency_query_count": log.get("overlatency_query_count"),
+            "validity": log.get("validity"),
+            "early_stopping": log.get("early_stopping"),
+            "loadgen_errors": log.get("loadgen_errors", []),
+            "loadgen_warnings": log.get("loadgen_warnings", []),
+            "accuracy": self.accuracy,
+            "sut": self.sut,
+            "device": _device_record(binding, self.backend, self.telemetry),
+            "backend": self.backend,
+            "telemetry": self.telemetry,
+            "sync": self.sync,
+            "timed_start_unix": self.timed[0],
+            "timed_end_unix": self.timed[1],
+            "qsl_load_s": self.qsl_load_s,
+            "logs": {name: name for name in (SUMMARY_LOG, DETAIL_LOG)
+                     if (self.out_dir / name).exists()},
+        }
+
+
+def _run_loadgen(state: _Run, backend: Backend, library: SampleLibrary,
+                 telemetry: Telemetry) -> None:
+    spec = state.spec
+    dispatcher = SampleDispatcher(backend, library, spec.batch_size,
+                                  keep_predictions=spec.loadgen.mode == "AccuracyOnly")
+    sut = lg.ConstructSUT(dispatcher.issue_queries, dispatcher.flush_queries)
+    qsl = lg.ConstructQSL(library.total_count, library.performance_count,
+                          library.load, library.unload)
+    telemetry.start()
+    called = time.time()
+    try:
+        lg.StartTestWithLogSettings(sut, qsl, loadgen_settings(spec.loadgen,
+                                                            library.performance_count),
+                                    _log_settings(state.out_dir))
+    finally:
+        ended = time.time()
+        dispatcher.stop()
+        lg.DestroyQSL(qsl)
+        lg.DestroySUT(sut)
+    # LoadGen's timed part begins once the samples are loaded.
+    state.timed = (library.first_load_end or called, ended)
+    state.qsl_load_s = library.load_seconds
+    state.sut = {"batch_size": spec.batch_size, "batches": dispatcher.batches,
+                 "completed_samples": dispatcher.completed_samples,
+                 "failed_samples": dispatcher.failed_samples}
+    state.accuracy = _accuracy(dispatcher, library)
+    if dispatcher.error:
+        state.reason = dispatcher.error
+
+
+def run(spec: Spec, out_dir: str | Path, sync: StdinSync | None = None) -> dict[str, Any]:
+    """Run the spec and write ``out_dir/result.json``; returns the record (status ok or
+    failed). Only a broken record (a bug) raises."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for stale in (SUMMARY_LOG, DETAIL_LOG):
+        (out / stale).unlink(missing_ok=True)
+    binding = bind_device(spec.device)
+    state = _Run(spec, out)
+    backend: Backend | None = None
+    telemetry: Telemetry | None = None
+    try:
+        model_path = _model_path(spec)
+        model_io = read_model_io(model_path)
+        state.model = {"path": str(model_path), "builtin": spec.model.builtin,
+                       "inputs": _tensor_dicts(model_io.inputs),
+                       "outputs": _tensor_dicts(model_io.outputs)}
+        library = SampleLibrary(model_io, spec.seed, spec.loadgen.performance_sample_count,
+                                _load_dataset(spec.dataset))
+        backend = _open_backend(spec, model_path, model_io)
+        state.backend = backend.describe()
+        warm = library.warmup_feeds(spec.batch_size)
+        for _ in range(spec.warmup_queries):
+            backend.infer(warm)
+        telemetry = Telemetry(spec.device)
+        if hasattr(backend, "mark_statistics_start"):
+            backend.mark_statistics_start()
+        if sync is not None:
+            sync.ready()
+            state.sync = sync.wait_for_go()
+        _run_loadgen(state, backend, library, telemetry)
+    except Exception as exc:
+        state.fail(exc)
+    finally:
+        if telemetry is not None:
+            state.telemetry = telemetry.stop()
+        if backend is not None:
+            stats = backend.statistics()
+            if stats is not None and state.backend is not None:
+                state.backend["server_statistics"] = stats
+            backend.close()
+    record = state.record(binding)
+    write_result(out, record)
+    return record

@@ -1,0 +1,371 @@
+"""The run spec (JSON, schema_version 1): parsed and validated in full before any work.
+
+Every problem names the field and the fix; all problems are reported together.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import zipfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from loadgen import SCHEMA_VERSION
+from loadgen.errors import SpecError, SpecProblem
+from loadgen.models import (
+    DEFAULT_VARIANT,
+    INPUT_NAMES,
+    PRECISIONS,
+    VARIANTS,
+    is_builtin,
+    read_model_io,
+)
+
+SCENARIOS = ("Offline", "Server", "SingleStream", "MultiStream")
+MODES = ("PerformanceOnly", "AccuracyOnly")
+BACKENDS = ("onnxruntime", "triton")
+PROTOCOLS = ("grpc", "http")
+DEVICE_KINDS = ("cpu", "gpu", "mig")
+DEFAULT_TRITON_PORT = {"grpc": 8001, "http": 8000}
+LABELS_KEY = "labels"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    variant: str | None
+    precision: str
+    path: str | None
+    input_names: tuple[str, ...]
+
+    @property
+    def builtin(self) -> bool:
+        return self.path is None
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    name: str
+    threads: int | None
+    url: str | None
+    protocol: str | None
+    model_name: str | None
+    in_flight: int
+
+
+@dataclass(frozen=True)
+class DeviceSpec:
+    kind: str
+    index: int | None
+    uuid: str | None
+
+
+@dataclass(frozen=True)
+class LoadgenSpec:
+    scenario: str
+    mode: str
+    min_duration_ms: int
+    max_duration_ms: int | None
+    min_query_count: int
+    target_qps: float | None
+    target_latency_ms: float | None
+    samples_per_query: int | None
+    performance_sample_count: int
+
+
+@dataclass(frozen=True)
+class Spec:
+    schema_version: int
+    model: ModelSpec
+    backend: BackendSpec
+    device: DeviceSpec
+    loadgen: LoadgenSpec
+    batch_size: int
+    seed: int
+    warmup_queries: int
+    instance_name: str | None
+    cache_dir: str | None
+    dataset: str | None
+    source: str
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["model"]["input_names"] = list(self.model.input_names)
+        return data
+
+
+class _Reader:
+    """Walks the JSON document, collecting problems instead of stopping at the first."""
+
+    def __init__(self) -> None:
+        self.problems: list[SpecProblem] = []
+
+    def problem(self, field: str, message: str, fix: str | None = None) -> None:
+        self.problems.append(SpecProblem(field, message, fix))
+
+    def section(self, doc: dict[str, Any], key: str, allowed: set[str]) -> dict[str, Any]:
+        value = doc.get(key, {})
+        if not isinstance(value, dict):
+            self.problem(key, f"must be an object, got {type(value).__name__}",
+                         f"write {key} as {{...}}")
+            return {}
+        self.unknown_keys(value, allowed, f"{key}.")
+        return value
+
+    def unknown_keys(self, doc: dict[str, Any], allowed: set[str], prefix: str = "") -> None:
+        for key in doc:
+            if key not in allowed:
+                close = difflib.get_close_matches(key, sorted(allowed), n=1)
+                fix = f"did you mean {prefix}{close[0]}?" if close else \
+                    f"remove it; allowed: {', '.join(sorted(allowed))}"
+                self.problem(f"{prefix}{key}", "unknown field", fix)
+
+    def choice(self, doc: dict[str, Any], key: str, field: str, options: tuple[str, ...],
+               default: str) -> str:
+        value = doc.get(key, default)
+        if value not in options:
+            self.problem(field, f"{value!r} is not one of {', '.join(options)}",
+                         f"set {field} to one of: {', '.join(options)}")
+            return default
+        return str(value)
+
+    def integer(self, doc: dict[str, Any], key: str, field: str, default: int | None,
+                minimum: int) -> int | None:
+        value = doc.get(key, default)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.problem(field, f"must be an integer, got {value!r}",
+                         f"set {field} to a whole number >= {minimum}")
+            return default
+        if value < minimum:
+            self.problem(field, f"must be >= {minimum}, got {value}",
+                         f"set {field} to a whole number >= {minimum}")
+            return default
+        return value
+
+    def positive(self, doc: dict[str, Any], key: str, field: str) -> float | None:
+        value = doc.get(key)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+            self.problem(field, f"must be a number > 0, got {value!r}",
+                         f"set {field} to a positive number")
+            return None
+        return float(value)
+
+    def text(self, doc: dict[str, Any], key: str, field: str) -> str | None:
+        value = doc.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, str) or not value.strip():
+            self.problem(field, f"must be a non-empty string, got {value!r}",
+                         f"set {field} to a non-empty string or remove it")
+            return None
+        return value
+
+
+def _resolve(path_text: str, base: Path) -> Path:
+    path = Path(path_text).expanduser()
+    return path if path.is_absolute() else base / path
+
+
+def _read_model(r: _Reader, doc: dict[str, Any], base: Path) -> ModelSpec:
+    m = r.section(doc, "model", {"name", "variant", "precision", "input_names"})
+    name = m.get("name")
+    if not isinstance(name, str) or not name:
+        r.problem("model.name", f"is required, got {name!r}",
+                  "set model.name to resnet50, bert or the path of a .onnx file")
+        return ModelSpec("resnet50", "full", "fp32", None, INPUT_NAMES["resnet50"])
+    if is_builtin(name):
+        variant = r.choice(m, "variant", "model.variant", VARIANTS[name], DEFAULT_VARIANT[name])
+        precision = r.choice(m, "precision", "model.precision", tuple(PRECISIONS), "fp32")
+        spec = ModelSpec(name, variant, precision, None, INPUT_NAMES[name])
+    elif name.endswith(".onnx"):
+        for key in ("variant", "precision"):
+            if key in m:
+                r.problem(f"model.{key}", "applies only to the built-in models resnet50 and bert",
+                          f"remove model.{key}: the ONNX file fixes it")
+        path = _resolve(name, base)
+        if not path.is_file():
+            r.problem("model.name", f"model file {path} does not exist",
+                      "give the path of an existing .onnx file (relative paths start at the "
+                      "spec file's folder)")
+            return ModelSpec(name, None, "fp32", str(path), ())
+        try:
+            names = read_model_io(path).input_names
+        except Exception as exc:
+            r.problem("model.name", f"{path} is not a readable ONNX model: {exc}",
+                      "export the model to ONNX again")
+            return ModelSpec(name, None, "fp32", str(path), ())
+        spec = ModelSpec(name, None, "as-exported", str(path), names)
+    else:
+        r.problem("model.name", f"unknown model {name!r}",
+                  "set model.name to resnet50, bert or the path of a .onnx file")
+        return ModelSpec("resnet50", "full", "fp32", None, INPUT_NAMES["resnet50"])
+    expected = m.get("input_names")
+    if expected is not None:
+        if not isinstance(expected, list) or not all(isinstance(x, str) for x in expected):
+            r.problem("model.input_names", "must be a list of strings",
+                      f"set it to {list(spec.input_names)} or remove it")
+        else:
+            for wrong in sorted(set(expected) - set(spec.input_names)):
+                r.problem("model.input_names", f"{wrong!r} is not an input of the model "
+                          f"(its inputs: {', '.join(spec.input_names)})",
+                          f"use the model's input names {list(spec.input_names)}")
+    return spec
+
+
+def _read_backend(r: _Reader, doc: dict[str, Any], model: ModelSpec) -> BackendSpec:
+    b = r.section(doc, "backend", {"name", "threads", "url", "protocol", "model_name",
+                                   "in_flight"})
+    name = r.choice(b, "name", "backend.name", BACKENDS, "onnxruntime")
+    threads = r.integer(b, "threads", "backend.threads", None, 1)
+    if name == "onnxruntime":
+        for key in ("url", "protocol", "model_name", "in_flight"):
+            if key in b:
+                r.problem(f"backend.{key}", "applies only to backend.name triton",
+                          f"remove backend.{key} or set backend.name to triton")
+        return BackendSpec(name, threads, None, None, None, 1)
+    protocol = r.choice(b, "protocol", "backend.protocol", PROTOCOLS, "grpc")
+    url = r.text(b, "url", "backend.url") or f"localhost:{DEFAULT_TRITON_PORT[protocol]}"
+    host, _, port = url.rpartition(":")
+    if "://" in url or not host or not port.isdigit():
+        r.problem("backend.url", f"{url!r} is not host:port",
+                  f"write it as host:port, e.g. localhost:{DEFAULT_TRITON_PORT[protocol]}")
+    default_name = model.name if model.builtin else Path(model.name).stem
+    model_name = r.text(b, "model_name", "backend.model_name") or default_name
+    in_flight = r.integer(b, "in_flight", "backend.in_flight", 2, 1) or 2
+    return BackendSpec(name, threads, url, protocol, model_name, in_flight)
+
+
+def _read_device(r: _Reader, doc: dict[str, Any]) -> DeviceSpec:
+    d = r.section(doc, "device", {"kind", "index", "uuid"})
+    kind = r.choice(d, "kind", "device.kind", DEVICE_KINDS, "cpu")
+    index = r.integer(d, "index", "device.index", None, 0)
+    uuid = r.text(d, "uuid", "device.uuid")
+    if kind == "cpu" and (index is not None or uuid is not None):
+        r.problem("device", "index and uuid apply only to kind gpu or mig",
+                  "remove device.index/device.uuid or set device.kind to gpu or mig")
+    if kind == "mig" and not (uuid or "").startswith("MIG-"):
+        r.problem("device.uuid", f"kind mig needs the MIG device UUID, got {uuid!r}",
+                  "set device.uuid to the MIG-... UUID shown by nvidia-smi -L")
+    if kind == "mig" and index is not None:
+        r.problem("device.index", "a MIG slice is chosen by uuid, not index",
+                  "remove device.index")
+    if kind == "gpu" and index is not None and uuid is not None:
+        r.problem("device", "give either index or uuid, not both", "remove one of them")
+    return DeviceSpec(kind, index, uuid)
+
+
+def _read_loadgen(r: _Reader, doc: dict[str, Any], has_dataset: bool) -> LoadgenSpec:
+    lg = r.section(doc, "loadgen", {
+        "scenario", "mode", "min_duration_ms", "max_duration_ms", "min_query_count",
+        "target_qps", "target_latency_ms", "samples_per_query", "performance_sample_count"})
+    scenario = r.choice(lg, "scenario", "loadgen.scenario", SCENARIOS, "Offline")
+    mode = r.choice(lg, "mode", "loadgen.mode", MODES, "PerformanceOnly")
+    if mode == "AccuracyOnly" and not has_dataset:
+        r.problem("loadgen.mode", "AccuracyOnly needs a dataset with labels",
+                  "set dataset to an .npz file with the model's inputs and 'labels', "
+                  "or use PerformanceOnly")
+    min_duration = r.integer(lg, "min_duration_ms", "loadgen.min_duration_ms", 60000, 1)
+    max_duration = r.integer(lg, "max_duration_ms", "loadgen.max_duration_ms", None, 1)
+    if max_duration is not None and min_duration is not None and max_duration < min_duration:
+        r.problem("loadgen.max_duration_ms", f"{max_duration} is below min_duration_ms",
+                  "make max_duration_ms >= min_duration_ms or remove it")
+    samples_per_query = r.integer(lg, "samples_per_query", "loadgen.samples_per_query", None, 1)
+    if samples_per_query is not None and scenario != "MultiStream":
+        r.problem("loadgen.samples_per_query", "applies only to the MultiStream scenario",
+                  "remove it or set loadgen.scenario to MultiStream")
+    return LoadgenSpec(
+        scenario=scenario,
+        mode=mode,
+        min_duration_ms=min_duration or 60000,
+        max_duration_ms=max_duration,
+        min_query_count=r.integer(lg, "min_query_count", "loadgen.min_query_count", 1, 1) or 1,
+        target_qps=r.positive(lg, "target_qps", "loadgen.target_qps"),
+        target_latency_ms=r.positive(lg, "target_latency_ms", "loadgen.target_latency_ms"),
+        samples_per_query=samples_per_query,
+        performance_sample_count=r.integer(
+            lg, "performance_sample_count", "loadgen.performance_sample_count", 256, 1) or 256,
+    )
+
+
+def _read_dataset(r: _Reader, doc: dict[str, Any], base: Path, model: ModelSpec) -> str | None:
+    text = r.text(doc, "dataset", "dataset")
+    if text is None:
+        return None
+    path = _resolve(text, base)
+    if not path.is_file() or path.suffix != ".npz":
+        r.problem("dataset", f"{path} is not an existing .npz file",
+                  "give the path of an .npz with one array per model input and 'labels'")
+        return None
+    try:
+        with zipfile.ZipFile(path) as archive:
+            keys = {n.removesuffix(".npy") for n in archive.namelist()}
+    except zipfile.BadZipFile as exc:
+        r.problem("dataset", f"{path} is not a readable .npz: {exc}", "save it with numpy.savez")
+        return None
+    for missing in sorted(set(model.input_names) - keys):
+        r.problem("dataset", f"{path} has no array named {missing!r} "
+                  f"(it has: {', '.join(sorted(keys))})",
+                  f"name the arrays after the model inputs {list(model.input_names)}")
+    if LABELS_KEY not in keys:
+        r.problem("dataset", f"{path} has no 'labels' array", "add labels=... to the .npz")
+    return str(path)
+
+
+def parse_spec(doc: Any, source: str = "<spec>", base: Path | None = None) -> Spec:
+    """Validate a decoded JSON document; raise SpecError listing every problem."""
+    r = _Reader()
+    if not isinstance(doc, dict):
+        raise SpecError(source, [SpecProblem("(top level)", "must be a JSON object",
+                                             "write the spec as {...}")])
+    base = base or Path.cwd()
+    r.unknown_keys(doc, {"schema_version", "model", "backend", "device", "loadgen",
+                         "batch_size", "seed", "warmup_queries", "instance_name", "cache_dir",
+                         "dataset"})
+    if doc.get("schema_version") != SCHEMA_VERSION:
+        r.problem("schema_version", f"must be {SCHEMA_VERSION}, got "
+                  f"{doc.get('schema_version')!r}", f"set \"schema_version\": {SCHEMA_VERSION}")
+    model = _read_model(r, doc, base)
+    backend = _read_backend(r, doc, model)
+    device = _read_device(r, doc)
+    dataset = _read_dataset(r, doc, base, model)
+    loadgen = _read_loadgen(r, doc, dataset is not None or "dataset" in doc)
+    cache_dir = r.text(doc, "cache_dir", "cache_dir")
+    spec = Spec(
+        schema_version=SCHEMA_VERSION,
+        model=model,
+        backend=backend,
+        device=device,
+        loadgen=loadgen,
+        batch_size=r.integer(doc, "batch_size", "batch_size", 1, 1) or 1,
+        seed=r.integer(doc, "seed", "seed", 0, 0) or 0,
+        warmup_queries=r.integer(doc, "warmup_queries", "warmup_queries", 4, 0) or 0,
+        instance_name=r.text(doc, "instance_name", "instance_name"),
+        cache_dir=str(_resolve(cache_dir, base)) if cache_dir else None,
+        dataset=dataset,
+        source=source,
+    )
+    if r.problems:
+        raise SpecError(source, r.problems)
+    return spec
+
+
+def load_spec(path: str | Path) -> Spec:
+    """Read and validate a spec file. Relative paths inside it start at its folder."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise SpecError(str(path), [SpecProblem("(file)", f"cannot read the spec: "
+                                                f"{exc.strerror}", "check the path")]) from exc
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SpecError(str(path), [SpecProblem(
+            f"(line {exc.lineno})", f"not valid JSON: {exc.msg}", "fix the JSON syntax")]) from exc
+    return parse_spec(doc, str(path), path.resolve().parent)

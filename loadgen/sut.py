@@ -1,0 +1,102 @@
+"""The LoadGen system under test: queues issued samples, groups them into batches of at
+most ``batch_size`` (an Offline query becomes full batches; Server takes what is waiting)
+and hands each batch to the backend. A backend failure is recorded and the remaining
+samples are completed without inference, so LoadGen can finish and write its logs."""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from typing import Any
+
+import mlperf_loadgen as lg
+import numpy as np
+
+from loadgen.backends import Backend
+from loadgen.qsl import SampleLibrary
+
+
+class SampleDispatcher:
+    def __init__(
+        self, backend: Backend, library: SampleLibrary, batch_size: int, keep_predictions: bool
+    ) -> None:
+        self.backend = backend
+        self.library = library
+        self.batch_size = batch_size
+        self.keep_predictions = keep_predictions
+        self.predictions: dict[int, int] = {}
+        self.error: str | None = None
+        self.completed_samples = 0
+        self.failed_samples = 0
+        self.batches = 0
+        self._pending: deque[tuple[int, int]] = deque()
+        self._cond = threading.Condition()
+        self._count_lock = threading.Lock()
+        self._stopping = False
+        self._worker = threading.Thread(target=self._run, daemon=True, name="sut-dispatch")
+        self._worker.start()
+
+    # LoadGen callbacks -------------------------------------------------------------
+    def issue_queries(self, samples: list[Any]) -> None:
+        with self._cond:
+            self._pending.extend((s.id, s.index) for s in samples)
+            self._cond.notify()
+
+    def flush_queries(self) -> None:
+        return None
+
+    # ------------------------------------------------------------------------------
+    def _next_batch(self) -> list[tuple[int, int]] | None:
+        with self._cond:
+            while not self._pending and not self._stopping:
+                self._cond.wait()
+            if not self._pending:
+                return None
+            count = min(self.batch_size, len(self._pending))
+            return [self._pending.popleft() for _ in range(count)]
+
+    def _run(self) -> None:
+        while (batch := self._next_batch()) is not None:
+            ids = [sample_id for sample_id, _ in batch]
+            indices = np.fromiter((index for _, index in batch), dtype=np.int64, count=len(batch))
+            if self.error is not None:
+                self._complete(ids, indices, None)
+                continue
+            self.batches += 1
+            self.backend.submit(
+                self.library.batch(indices),
+                lambda outputs, error, ids=ids, indices=indices: self._done(
+                    ids, indices, outputs, error),
+            )
+
+    def _done(self, ids: list[int], indices: np.ndarray, outputs: list[np.ndarray] | None,
+              error: BaseException | None) -> None:
+        if error is not None and self.error is None:
+            self.error = f"{self.backend.name} inference failed: {type(error).__name__}: {error}"
+        self._complete(ids, indices, outputs if error is None else None)
+
+    def _complete(self, ids: list[int], indices: np.ndarray,
+                  outputs: list[np.ndarray] | None) -> None:
+        if outputs is None or not self.keep_predictions:
+            responses = [lg.QuerySampleResponse(sample_id, 0, 0) for sample_id in ids]
+            lg.QuerySamplesComplete(responses)
+        else:
+            # Top-1 class per sample; LoadGen copies each response during the call.
+            top1 = np.asarray(outputs[0]).reshape(len(ids), -1).argmax(axis=1).astype(np.int64)
+            responses = []
+            for row, (sample_id, index) in enumerate(zip(ids, indices, strict=True)):
+                self.predictions[int(index)] = int(top1[row])
+                responses.append(lg.QuerySampleResponse(
+                    sample_id, top1[row:].ctypes.data, top1.itemsize))
+            lg.QuerySamplesComplete(responses)
+        with self._count_lock:
+            if outputs is None:
+                self.failed_samples += len(ids)
+            else:
+                self.completed_samples += len(ids)
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopping = True
+            self._cond.notify()
+        self._worker.join(timeout=60)

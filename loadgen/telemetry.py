@@ -1,0 +1,216 @@
+"""Telemetry sampled in a background thread during the timed run.
+
+Always: CPU model and count, this process's CPU % and RSS (psutil if present, else /proc).
+Where NVML works (``pynvml.nvmlInit`` succeeds): device name, MIG profile and UUID, driver
+and CUDA versions, and sampled memory, power, clocks and utilisation. A metric NVML refuses
+(utilisation on a MIG slice is NOT_SUPPORTED) is sampled no further and listed with the
+reason under ``unsupported``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from loadgen.spec import DeviceSpec
+
+SAMPLE_INTERVAL_S = 0.5
+MAX_KEPT_SAMPLES = 2000
+MIG_PROFILE = re.compile(r"MIG (\d+g\.\d+gb(?:\+me)?)", re.IGNORECASE)
+
+
+def cpu_model() -> str | None:
+    try:
+        text = Path("/proc/cpuinfo").read_text(errors="replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return None
+
+
+class ProcessSampler:
+    """CPU % (of one core) and RSS of this process, via psutil or /proc/self."""
+
+    def __init__(self) -> None:
+        try:
+            import psutil
+
+            self._process: Any = psutil.Process()
+            self._process.cpu_percent(None)
+            self.source = "psutil"
+        except ImportError:
+            self._process = None
+            self.source = "/proc"
+            self._last = (time.monotonic(), self._proc_cpu_seconds())
+
+    @staticmethod
+    def _proc_cpu_seconds() -> float:
+        fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def sample(self) -> tuple[float, int]:
+        if self._process is not None:
+            return self._process.cpu_percent(None), self._process.memory_info().rss
+        now, cpu = time.monotonic(), self._proc_cpu_seconds()
+        last_t, last_cpu = self._last
+        self._last = (now, cpu)
+        percent = 100.0 * (cpu - last_cpu) / (now - last_t) if now > last_t else 0.0
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+        return percent, pages * os.sysconf("SC_PAGE_SIZE")
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+class NvmlDevice:
+    """Static facts and metric readers for the GPU or MIG slice the run is bound to."""
+
+    def __init__(self, nvml: ModuleType, device: DeviceSpec) -> None:
+        self.nvml = nvml
+        if device.uuid is not None:
+            handle = nvml.nvmlDeviceGetHandleByUUID(device.uuid)
+        else:
+            handle = nvml.nvmlDeviceGetHandleByIndex(device.index or 0)
+        self.handle = handle
+        self.is_mig = bool(nvml.nvmlDeviceIsMigDeviceHandle(handle))
+        self.parent = (nvml.nvmlDeviceGetDeviceHandleFromMigDeviceHandle(handle)
+                       if self.is_mig else handle)
+        name = _text(nvml.nvmlDeviceGetName(handle))
+        profile = MIG_PROFILE.search(name) if self.is_mig else None
+        cuda = nvml.nvmlSystemGetCudaDriverVersion()
+        self.info: dict[str, Any] = {
+            "name": name,
+            "parent_name": _text(nvml.nvmlDeviceGetName(self.parent)),
+            "uuid": _text(nvml.nvmlDeviceGetUUID(handle)),
+            "is_mig": self.is_mig,
+            "mig_profile": profile.group(1) if profile else None,
+            "mig_uuid": _text(nvml.nvmlDeviceGetUUID(handle)) if self.is_mig else None,
+            "driver_version": _text(nvml.nvmlSystemGetDriverVersion()),
+            "cuda_driver_version": f"{cuda // 1000}.{cuda % 1000 // 10}",
+        }
+
+    def readers(self) -> dict[str, Callable[[], float]]:
+        n, h, parent = self.nvml, self.handle, self.parent
+        return {
+            "memory_used_bytes": lambda: float(n.nvmlDeviceGetMemoryInfo(h).used),
+            # Power and clocks belong to the physical GPU, shared by all of its MIG slices.
+            "power_w": lambda: n.nvmlDeviceGetPowerUsage(parent) / 1000.0,
+            "sm_clock_mhz": lambda: float(n.nvmlDeviceGetClockInfo(parent, n.NVML_CLOCK_SM)),
+            "memory_clock_mhz": lambda: float(n.nvmlDeviceGetClockInfo(parent, n.NVML_CLOCK_MEM)),
+            "gpu_utilization_percent": lambda: float(n.nvmlDeviceGetUtilizationRates(h).gpu),
+            "memory_utilization_percent": lambda: float(
+                n.nvmlDeviceGetUtilizationRates(h).memory),
+        }
+
+
+def _load_nvml() -> tuple[ModuleType | None, str | None]:
+    try:
+        import pynvml
+    except ImportError:
+        return None, "nvidia-ml-py (pynvml) is not installed"
+    try:
+        pynvml.nvmlInit()
+    except Exception as exc:
+        return None, f"nvmlInit failed: {exc}"
+    return pynvml, None
+
+
+def _summary(samples: list[tuple[float, float]]) -> dict[str, Any]:
+    values = [v for _, v in samples]
+    return {
+        "count": len(values),
+        "mean": sum(values) / len(values) if values else None,
+        "min": min(values) if values else None,
+        "max": max(values) if values else None,
+        "samples": [[round(t, 3), v] for t, v in samples[:MAX_KEPT_SAMPLES]],
+    }
+
+
+class Telemetry:
+    def __init__(self, device: DeviceSpec, nvml: ModuleType | None = None,
+                 interval_s: float = SAMPLE_INTERVAL_S) -> None:
+        self.device = device
+        self.interval_s = interval_s
+        self.process = ProcessSampler()
+        self._process_samples: list[tuple[float, float, int]] = []
+        self._gpu_samples: dict[str, list[tuple[float, float]]] = {}
+        self.unsupported: dict[str, str] = {}
+        self.gpu: NvmlDevice | None = None
+        self.nvml_status: dict[str, Any] = {"available": False}
+        if device.kind != "cpu":
+            self._open_nvml(nvml)
+        self._readers = self.gpu.readers() if self.gpu else {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True, name="telemetry")
+        self._started = 0.0
+
+    def _open_nvml(self, nvml: ModuleType | None) -> None:
+        reason = None
+        if nvml is None:
+            nvml, reason = _load_nvml()
+        if nvml is None:
+            self.nvml_status = {"available": False, "reason": reason}
+            return
+        try:
+            self.gpu = NvmlDevice(nvml, self.device)
+            self.nvml_status = {"available": True}
+        except Exception as exc:
+            self.nvml_status = {"available": False, "reason": f"NVML device lookup: {exc}"}
+
+    def start(self) -> None:
+        self._started = time.time()
+        self._thread.start()
+
+    def _sample_once(self) -> None:
+        now = time.time() - self._started
+        cpu, rss = self.process.sample()
+        self._process_samples.append((now, cpu, rss))
+        for name, read in list(self._readers.items()):
+            try:
+                self._gpu_samples.setdefault(name, []).append((now, read()))
+            except Exception as exc:
+                self.unsupported[name] = str(exc) or type(exc).__name__
+                self._readers.pop(name)
+                self._gpu_samples.pop(name, None)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self._sample_once()
+
+    def stop(self) -> dict[str, Any]:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+        self._sample_once()
+        cpu = [c for _, c, _ in self._process_samples]
+        rss = [r for _, _, r in self._process_samples]
+        record: dict[str, Any] = {
+            "interval_s": self.interval_s,
+            "host": {
+                "cpu_model": cpu_model(),
+                "cpu_count": os.cpu_count(),
+                "process_source": self.process.source,
+                "process_cpu_percent_mean": sum(cpu) / len(cpu),
+                "process_cpu_percent_max": max(cpu),
+                "process_rss_bytes_max": max(rss),
+                "samples": len(cpu),
+            },
+            "nvml": self.nvml_status,
+            "gpu": None,
+        }
+        if self.gpu is not None:
+            record["gpu"] = {
+                **self.gpu.info,
+                "metrics": {name: _summary(s) for name, s in self._gpu_samples.items()},
+                "unsupported": dict(self.unsupported),
+            }
+        return record
