@@ -14,6 +14,11 @@ from vgpu.model.yamlsource import Loc, SourceDoc, format_loc
 M = TypeVar("M", bound=BaseModel)
 
 
+# Tags of discriminated unions: pydantic puts them into error locations, where a lab
+# engineer would not recognise them, so they are dropped there and used to find the model.
+UNION_TAGS: dict[str, type[BaseModel]] = {}
+
+
 class StrictModel(BaseModel):
     """Unknown keys are errors: a typo in a lab file must never pass silently."""
 
@@ -32,6 +37,8 @@ def _model_at(model: type[BaseModel], loc: Loc) -> type[BaseModel] | None:
         if field is None:
             return None
         current = _inner_model(field.annotation)
+        if str(part) in UNION_TAGS:
+            current = UNION_TAGS[str(part)]
     return current if isinstance(current, type) and issubclass(current, BaseModel) else None
 
 
@@ -45,8 +52,18 @@ def _inner_model(annotation: Any) -> Any:
 
 def _clean_loc(loc: tuple[Any, ...]) -> Loc:
     # pydantic inserts union tags and validator names (e.g. 'function-after[...]').
-    return tuple(p for p in loc if isinstance(p, int) or ("[" not in str(p) and
-                                                          "-" not in str(p)[:1]))
+    return tuple(p for p in loc if isinstance(p, int) or (
+        "[" not in str(p) and not str(p).startswith("-") and str(p) not in UNION_TAGS))
+
+
+def _with_tags(loc: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The raw location with tags kept (they pick the union member) but validator names
+    dropped; tags are resolved by _model_at, so a tag stands in for the field it follows."""
+    out: list[Any] = []
+    for p in loc:
+        if isinstance(p, int) or ("[" not in str(p) and not str(p).startswith("-")):
+            out.append(p)
+    return tuple(out)
 
 
 def problems_from_validation(
@@ -61,7 +78,7 @@ def problems_from_validation(
         if message.startswith("Value error, "):
             message = message[len("Value error, "):]
         if kind == "extra_forbidden":
-            owner = _model_at(model, loc[len(prefix):-1])
+            owner = _model_at(model, _with_tags(err["loc"])[:-1])
             valid = sorted(owner.model_fields) if owner else []
             key = str(loc[-1])
             close = difflib.get_close_matches(key, valid, n=1)

@@ -21,6 +21,13 @@ class Secret(StrictModel):
     env: str | None = Field(None, description="environment variable holding the secret")
     file: str | None = Field(None, description="file whose first line is the secret")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _not_inline(cls, value: object) -> object:
+        if isinstance(value, str | int | float):
+            raise ValueError("a secret is never written inline; use {env: VAR} or {file: path}")
+        return value
+
     @model_validator(mode="after")
     def _one_source(self) -> Secret:
         if bool(self.env) == bool(self.file):

@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 from pydantic import Discriminator, Field, PrivateAttr, Tag, field_validator, model_validator
 
 from vgpu import mig
-from vgpu.model.base import StrictModel
+from vgpu.model.base import UNION_TAGS, StrictModel
 
 LoadgenScenario = Literal["Offline", "Server", "SingleStream", "MultiStream"]
 Precision = Literal["fp32", "fp16"]
@@ -148,6 +148,8 @@ def _workload_kind(value: object) -> str:
         return str(value.get("kind", "inference"))
     return str(getattr(value, "kind", "inference"))
 
+
+UNION_TAGS.update({"inference": InferenceWorkload, "training": TrainingWorkload})
 
 Workload = Annotated[
     Annotated[InferenceWorkload, Tag("inference")] | Annotated[TrainingWorkload, Tag("training")],

@@ -90,7 +90,7 @@ def parse_yaml(text: str, shown: str) -> SourceDoc:
         raise InputError(problems)
     if not isinstance(doc.data, dict):
         raise InputError.single(shown, "", "the top level must be a mapping of keys to values",
-                                line=1)
+                                line=doc.lines.get(()))
     return doc
 
 

@@ -1,0 +1,3 @@
+from vgpu.cli import main
+
+main()
