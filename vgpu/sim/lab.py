@@ -1,0 +1,222 @@
+"""Start and stop the simulator lab (the binary from vgpu.sim.build) as a child process.
+
+The lab's inventory names are fixed by govmomi's VPX model: datacenter DC0, cluster DC0_C0,
+hosts DC0_C0_H0.., datastore LocalDS_0, network "VM Network".
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from vgpu.errors import RemoteError
+from vgpu.sim.build import build
+
+DATACENTER = "DC0"
+CLUSTER = "DC0_C0"
+DATASTORE = "LocalDS_0"
+NETWORK = "VM Network"
+TEMPLATE = "vgpu-template"
+USERNAME = "user"
+ESXI_VERSION = "8.0.2"
+ESXI_BUILD = "22380479"
+GPU_PCI_DEVICE_ID = 0x20B5  # A100 PCIe 80GB
+GPU_MODEL = "A100-80GB"
+DEFAULT_PORT = 8989
+START_TIMEOUT_S = 60.0
+
+
+def host_name(index: int) -> str:
+    return f"{CLUSTER}_H{index}"
+
+
+def gpu_pci_ids(count: int) -> list[str]:
+    """The PCI addresses main.go gives a host's GPUs, in index order."""
+    return [f"0000:{0x17 + 0x20 * i:02x}:00.0" for i in range(count)]
+
+
+@dataclass(frozen=True)
+class LabShape:
+    """What the lab looks like. Hosts with no vGPU types or no GPUs are taken from the end."""
+
+    hosts: int = 2
+    gpus_per_host: int = 4
+    no_vgpu_hosts: int = 0
+    no_gpu_hosts: int = 0
+    tls: bool = True
+    listen: str = "127.0.0.1:0"
+    username: str = USERNAME
+    esxi_version: str = ESXI_VERSION
+    esxi_build: str = ESXI_BUILD
+    template: str = TEMPLATE
+    method_delays_ms: dict[str, int] = field(default_factory=dict)
+
+    def host_names(self) -> list[str]:
+        return [host_name(i) for i in range(self.hosts)]
+
+    def gpu_host_names(self) -> list[str]:
+        """Hosts with GPUs and vGPU types."""
+        return self.host_names()[: self.hosts - self.no_vgpu_hosts - self.no_gpu_hosts]
+
+    def args(self, ca_out: Path | None) -> list[str]:
+        args = [
+            f"-listen={self.listen}", f"-hosts={self.hosts}", f"-gpus={self.gpus_per_host}",
+            f"-no-vgpu-hosts={self.no_vgpu_hosts}", f"-no-gpu-hosts={self.no_gpu_hosts}",
+            f"-tls={'true' if self.tls else 'false'}", f"-username={self.username}",
+            f"-esxi-version={self.esxi_version}", f"-esxi-build={self.esxi_build}",
+            f"-template={self.template}",
+        ]
+        if self.method_delays_ms:
+            delays = ",".join(f"{k}={v}" for k, v in sorted(self.method_delays_ms.items()))
+            args.append(f"-method-delay={delays}")
+        if ca_out is not None and self.tls:
+            args.append(f"-ca-out={ca_out}")
+        return args
+
+
+@dataclass
+class RunningLab:
+    """A started lab: where it listens, how to log in, and how to stop it."""
+
+    url: str
+    shape: LabShape
+    password: str
+    pid: int
+    workdir: Path
+    ca_file: Path | None
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def host(self) -> str:
+        return urlsplit(self.url).hostname or "127.0.0.1"
+
+    @property
+    def port(self) -> int:
+        parts = urlsplit(self.url)
+        return parts.port or (443 if parts.scheme == "https" else 80)
+
+    @property
+    def protocol(self) -> str:
+        return urlsplit(self.url).scheme
+
+    @property
+    def log_file(self) -> Path:
+        return self.workdir / "vcsim.log"
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """SIGTERM, then SIGKILL if it has not gone within ``timeout_s``."""
+        if self.process is not None:
+            if self.process.poll() is None:
+                self.process.terminate()
+                try:
+                    self.process.wait(timeout=timeout_s)
+                except subprocess.TimeoutExpired:
+                    self.process.kill()
+                    self.process.wait()
+            return
+        stop_pid(self.pid, timeout_s)
+
+
+def stop_pid(pid: int, timeout_s: float = 10.0) -> bool:
+    """Stop a lab started by another process. Returns False when it was not running."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return False
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not pid_alive(pid):
+            return True
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    return True
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        waited, _ = os.waitpid(pid, os.WNOHANG)
+        if waited == pid:
+            return False
+    except ChildProcessError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def start_lab(
+    shape: LabShape, workdir: Path, *, password: str | None = None, detach: bool = False,
+) -> RunningLab:
+    """Start the lab and wait until it prints its URL. ``detach`` keeps it running after this
+    process exits (for ``vgpu sim up``); otherwise the caller must ``stop()`` it."""
+    binary = build()
+    workdir.mkdir(parents=True, exist_ok=True)
+    password = password or secrets.token_urlsafe(16)
+    ca_file = workdir / "ca.pem" if shape.tls else None
+    url_file = workdir / "url"
+    url_file.unlink(missing_ok=True)
+    log_file = workdir / "vcsim.log"
+    with url_file.open("wb") as out, log_file.open("wb") as log:
+        process = subprocess.Popen(
+            [str(binary), *shape.args(ca_file)],
+            stdout=out, stderr=log, stdin=subprocess.DEVNULL,
+            env={**os.environ, "VGPU_SIM_PASSWORD": password},
+            start_new_session=detach,
+        )
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        text = url_file.read_text(encoding="utf-8").strip() if url_file.exists() else ""
+        if text:
+            return RunningLab(
+                url=text.splitlines()[0], shape=shape, password=password, pid=process.pid,
+                workdir=workdir, ca_file=ca_file, process=None if detach else process,
+            )
+        if process.poll() is not None:
+            raise RemoteError(
+                f"the vSphere simulator exited with code {process.returncode}: "
+                f"{log_file.read_text(encoding='utf-8', errors='replace').strip()}"
+            )
+        time.sleep(0.05)
+    process.kill()
+    process.wait()
+    raise RemoteError(f"the vSphere simulator did not start within {START_TIMEOUT_S:.0f} s "
+                      f"(log: {log_file})")
+
+
+def inventory_data(
+    lab: RunningLab, *, password_file: str, hosts: list[str] | None = None,
+    gpus_per_host: int | None = None, ip_pool: tuple[str, str] = ("127.0.0.11", "127.0.0.40"),
+) -> dict[str, object]:
+    """An inventory (vgpu's YAML format) for a running lab. TLS stays verified, against the
+    lab's own certificate; the password is read from ``password_file``."""
+    count = lab.shape.gpus_per_host if gpus_per_host is None else gpus_per_host
+    vcenter: dict[str, object] = {
+        "host": lab.host, "port": lab.port, "user": lab.shape.username,
+        "password": {"file": password_file}, "protocol": lab.protocol,
+    }
+    if lab.ca_file is not None:
+        vcenter["ca_bundle"] = str(lab.ca_file)
+    return {
+        "name": "vcsim-lab",
+        "description": f"vSphere simulator lab at {lab.url}: {lab.shape.hosts} ESXi "
+                       f"{lab.shape.esxi_version} hosts, {lab.shape.gpus_per_host} x "
+                       f"{GPU_MODEL} each",
+        "vcenter": vcenter,
+        "placement": {"datacenter": DATACENTER, "cluster": CLUSTER, "datastore": DATASTORE,
+                      "network": NETWORK, "template": lab.shape.template},
+        "hosts": [
+            {"name": name, "gpus": [{"model": GPU_MODEL, "count": count,
+                                      "pci_ids": gpu_pci_ids(count)}] if count else []}
+            for name in (hosts if hosts is not None else lab.shape.gpu_host_names())
+        ],
+        "network": {"ip_pool": {"start": ip_pool[0], "end": ip_pool[1],
+                                "netmask": "255.0.0.0", "gateway": "127.0.0.1"}},
+    }

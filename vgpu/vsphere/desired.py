@@ -1,0 +1,68 @@
+"""What a VM should look like: the vSphere layer's own input, independent of scenario files.
+
+``desired_from_plan`` (vgpu.vsphere.from_plan) builds these from a Plan; tests build them
+directly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+OWNER_KEY = "vgpu.owner"
+OWNER_VALUE = "vgpu"
+SCENARIO_KEY = "vgpu.scenario"
+PLAN_HASH_KEY = "vgpu.plan_hash"
+
+
+@dataclass(frozen=True)
+class PassthroughDevice:
+    """A whole GPU given to the VM (DirectPath I/O), named by its host PCI address."""
+
+    pci_id: str
+    vendor_id: int
+    device_id: int
+
+
+@dataclass(frozen=True)
+class GuestNetwork:
+    """The static address guest customization gives the VM's first NIC."""
+
+    ip: str
+    netmask: str = "255.255.255.0"
+    gateway: str | None = None
+    dns: tuple[str, ...] = ()
+    domain: str = "lab.local"
+
+
+@dataclass(frozen=True)
+class OwnerMarks:
+    """extraConfig keys that mark a VM as created by vgpu for one scenario and plan."""
+
+    scenario: str
+    plan_hash: str
+
+    def as_extra_config(self) -> dict[str, str]:
+        return {OWNER_KEY: OWNER_VALUE, SCENARIO_KEY: self.scenario,
+                PLAN_HASH_KEY: self.plan_hash}
+
+
+@dataclass(frozen=True)
+class VmDesired:
+    """One VM as it should be after ``apply``."""
+
+    name: str
+    host: str
+    num_cpus: int
+    memory_mb: int
+    owner: OwnerMarks
+    vgpus: tuple[str, ...] = ()  # exact host vGPU type names, e.g. grid_a100d-1-10c
+    passthrough: tuple[PassthroughDevice, ...] = ()
+    extra_config: dict[str, str] = field(default_factory=dict)
+    network: GuestNetwork | None = None
+    firmware: str = "efi"
+    memory_reservation_locked: bool = True
+    guest_id: str | None = None
+
+    def all_extra_config(self) -> dict[str, str]:
+        """The VM's own settings plus the owner marks (marks win on a clash)."""
+        return {**self.extra_config, **self.owner.as_extra_config()}

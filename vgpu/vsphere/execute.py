@@ -1,0 +1,203 @@
+"""Run a change set against vCenter: one worker per VM, bounded concurrency, each VM's
+steps in order. A failing step stops that VM only; the others finish."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyVmomi import vim
+
+from vgpu.errors import RemoteError
+from vgpu.vsphere import specs
+from vgpu.vsphere.connection import Placement
+from vgpu.vsphere.diff import Action, ChangeSet, Step, VmChange
+from vgpu.vsphere.facts import HostFacts, VmActual
+from vgpu.vsphere.tasks import call
+
+DEFAULT_CONCURRENCY = 8
+DEFAULT_IP_TIMEOUT_S = 600.0
+
+StepCallback = Callable[[str, Step], None]
+DoneCallback = Callable[[str, "VmOutcome"], None]
+
+
+@dataclass
+class VmOutcome:
+    name: str
+    action: Action
+    ok: bool
+    error: str | None = None
+    tasks: int = 0
+    seconds: float = 0.0
+    steps_done: list[Step] = field(default_factory=list)
+
+
+@dataclass
+class ExecutionReport:
+    outcomes: list[VmOutcome]
+    seconds: float
+
+    @property
+    def failed(self) -> list[VmOutcome]:
+        return [o for o in self.outcomes if not o.ok]
+
+    @property
+    def tasks(self) -> int:
+        return sum(o.tasks for o in self.outcomes)
+
+
+@dataclass
+class _VmRun:
+    """State of one VM's work; counts the tasks it starts."""
+
+    change: VmChange
+    outcome: VmOutcome
+    vm: Any = None
+
+    def task(self, what: str, method: Any, *args: Any, **kwargs: Any) -> Any:
+        self.outcome.tasks += 1
+        return call(f"{what} of VM {self.change.name}", method, *args, **kwargs)
+
+
+class Executor:
+    def __init__(
+        self, placement: Placement, hosts: dict[str, HostFacts], *,
+        concurrency: int = DEFAULT_CONCURRENCY, ip_timeout_s: float = DEFAULT_IP_TIMEOUT_S,
+        on_step: StepCallback | None = None, on_done: DoneCallback | None = None,
+    ) -> None:
+        self.placement = placement
+        self.hosts = hosts
+        self.concurrency = max(1, concurrency)
+        self.ip_timeout_s = ip_timeout_s
+        self.on_step = on_step
+        self.on_done = on_done
+
+    def run(self, changes: ChangeSet) -> ExecutionReport:
+        """Deletions first (they free vGPU capacity), then creates and changes."""
+        start = time.monotonic()
+        pending = changes.pending
+        deletes = [c for c in pending if c.action is Action.DELETE]
+        others = [c for c in pending if c.action is not Action.DELETE]
+        outcomes: list[VmOutcome] = []
+        with ThreadPoolExecutor(max_workers=self.concurrency,
+                                thread_name_prefix="vgpu-apply") as pool:
+            for batch in (deletes, others):
+                outcomes += list(pool.map(self._run_one, batch))
+        return ExecutionReport(outcomes=outcomes, seconds=time.monotonic() - start)
+
+    def _run_one(self, change: VmChange) -> VmOutcome:
+        run = _VmRun(change, VmOutcome(change.name, change.action, ok=True))
+        run.vm = change.actual.ref if change.actual else None
+        started = time.monotonic()
+        try:
+            self._check_host(change)
+            for step in change.steps:
+                if self.on_step:
+                    self.on_step(change.name, step)
+                self._do(run, step)
+                run.outcome.steps_done.append(step)
+        except RemoteError as exc:
+            run.outcome.ok, run.outcome.error = False, str(exc)
+        except Exception as exc:  # one VM's failure must not stop the others
+            run.outcome.ok = False
+            run.outcome.error = f"{change.name}: unexpected {type(exc).__name__}: {exc}"
+        run.outcome.seconds = time.monotonic() - started
+        if self.on_done:
+            self.on_done(change.name, run.outcome)
+        return run.outcome
+
+    def _check_host(self, change: VmChange) -> None:
+        if change.desired is None:
+            return
+        host = self.hosts.get(change.desired.host)
+        if host is None:
+            raise RemoteError(f"VM {change.name}: host {change.desired.host} is not in the "
+                              f"cluster (hosts: {', '.join(sorted(self.hosts)) or 'none'})")
+        problem = host.state_problem()
+        if problem:
+            raise RemoteError(f"VM {change.name} not touched: {problem}")
+
+    def _host_ref(self, name: str) -> Any:
+        return self.hosts[name].ref
+
+    def _do(self, run: _VmRun, step: Step) -> None:
+        handler = {
+            Step.POWER_OFF: self._power_off,
+            Step.CLONE: self._clone,
+            Step.RELOCATE: self._relocate,
+            Step.RECONFIGURE: self._reconfigure,
+            Step.CUSTOMIZE: self._customize,
+            Step.POWER_ON: self._power_on,
+            Step.WAIT_IP: self._wait_ip,
+            Step.DESTROY: self._destroy,
+        }[step]
+        handler(run)
+
+    def _power_off(self, run: _VmRun) -> None:
+        if run.vm.runtime.powerState == vim.VirtualMachinePowerState.poweredOn:
+            run.task("power off", run.vm.PowerOffVM_Task)
+
+    def _clone(self, run: _VmRun) -> None:
+        want = run.change.desired
+        assert want is not None
+        if self.placement.template is None:
+            raise RemoteError(f"VM {want.name}: the inventory names no template to clone")
+        spec = specs.clone_spec(want, self.placement.resource_pool, self.placement.datastore,
+                                self._host_ref(want.host))
+        run.vm = run.task("clone", self.placement.template.CloneVM_Task,
+                          folder=self.placement.folder, name=want.name, spec=spec)
+        # vCenter places the clone on the requested host; a clone that landed elsewhere
+        # (as the simulator's does) is moved before its hardware is set.
+        if run.vm.runtime.host._moId != self._host_ref(want.host)._moId:
+            self._relocate(run)
+
+    def _relocate(self, run: _VmRun) -> None:
+        want = run.change.desired
+        assert want is not None
+        run.task("relocate", run.vm.RelocateVM_Task,
+                 spec=vim.vm.RelocateSpec(host=self._host_ref(want.host)))
+
+    def _reconfigure(self, run: _VmRun) -> None:
+        want = run.change.desired
+        assert want is not None
+        have: VmActual | None = run.change.actual
+        system_id = ""
+        if want.passthrough:
+            system_id = self._host_ref(want.host).hardware.systemInfo.uuid
+        spec = specs.reconfigure_spec(want, have, system_id)
+        if spec is not None:
+            run.task("reconfigure", run.vm.ReconfigVM_Task, spec=spec)
+
+    def _customize(self, run: _VmRun) -> None:
+        want = run.change.desired
+        assert want is not None and want.network is not None
+        run.task("guest customization", run.vm.CustomizeVM_Task,
+                 spec=specs.customization_spec(want.name, want.network))
+
+    def _power_on(self, run: _VmRun) -> None:
+        if run.vm.runtime.powerState != vim.VirtualMachinePowerState.poweredOn:
+            run.task("power on", run.vm.PowerOnVM_Task)
+
+    def _wait_ip(self, run: _VmRun) -> None:
+        want = run.change.desired
+        assert want is not None and want.network is not None
+        deadline = time.monotonic() + self.ip_timeout_s
+        delay = 0.05
+        while True:
+            ip = run.vm.guest.ipAddress
+            if ip == want.network.ip:
+                return
+            if time.monotonic() > deadline:
+                raise RemoteError(
+                    f"VM {want.name} did not report IP {want.network.ip} within "
+                    f"{self.ip_timeout_s:.0f} s (it reports {ip or 'none'}); check that "
+                    "VMware Tools runs in the template and the customization applied")
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
+
+    def _destroy(self, run: _VmRun) -> None:
+        run.task("destroy", run.vm.Destroy_Task)

@@ -1,0 +1,81 @@
+"""Desired VMs + what vCenter has -> a checked change set. Everything here reads; nothing
+changes until the change set is handed to the Executor."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vgpu.errors import InputError, Problem
+from vgpu.vsphere.connection import Placement, PlacementNames, Session, resolve_placement
+from vgpu.vsphere.desired import VmDesired
+from vgpu.vsphere.diff import ChangeSet, plan_changes, plan_destroy
+from vgpu.vsphere.facts import HostFacts, VmActual, read_hosts, read_vms
+
+
+@dataclass
+class ClusterState:
+    """One consistent read of the placement objects, every VM and every host."""
+
+    placement: Placement
+    vms: dict[str, VmActual]
+    hosts: dict[str, HostFacts]
+
+
+def read_state(session: Session, names: PlacementNames) -> ClusterState:
+    placement = resolve_placement(session, names)
+    vms = read_vms(session, placement.datacenter)
+    root = placement.cluster if placement.cluster is not None \
+        else placement.datacenter.hostFolder
+    return ClusterState(placement=placement, vms=vms, hosts=read_hosts(session, root, vms))
+
+
+def check_desired(desired: list[VmDesired], state: ClusterState, source: str) -> None:
+    """Every VM's host exists and offers every vGPU type it asks for (exact names)."""
+    problems: list[Problem] = []
+    for vm in desired:
+        host = state.hosts.get(vm.host)
+        if host is None:
+            problems.append(Problem(
+                source, f"VM {vm.name} host",
+                f"host {vm.host} is not in the cluster; it has: "
+                f"{', '.join(sorted(state.hosts)) or 'none'}",
+                fix="fix the host name in the inventory"))
+            continue
+        for vgpu_type in vm.vgpus:
+            if vgpu_type not in host.vgpu_types:
+                offered = ", ".join(host.vgpu_types) or "none (is the NVIDIA host driver in?)"
+                problems.append(Problem(
+                    source, f"VM {vm.name} vgpus",
+                    f"host {vm.host} does not offer vGPU type {vgpu_type}; it offers: {offered}",
+                    fix="pick a profile the host offers, or enable MIG / install the host driver"))
+        present = {g.pci_id for g in host.gpus}
+        for device in vm.passthrough:
+            if device.pci_id not in present:
+                problems.append(Problem(
+                    source, f"VM {vm.name} passthrough",
+                    f"host {vm.host} has no NVIDIA GPU at {device.pci_id}; it has: "
+                    f"{', '.join(sorted(present)) or 'none'}",
+                    fix="fix pci_ids in the inventory"))
+    if problems:
+        raise InputError(problems)
+
+
+def plan_apply(
+    state: ClusterState, desired: list[VmDesired], scenario: str, source: str,
+) -> ChangeSet:
+    """The change set for apply, or InputError (nothing changed) for name clashes and
+    requests the hosts cannot serve."""
+    check_desired(desired, state, source)
+    changes = plan_changes(desired, state.vms, scenario)
+    if changes.conflicts:
+        raise InputError([
+            Problem(source, f"VM {c.name}", c.reason,
+                    fix="rename the scenario's VMs, or rename/remove the existing VM in vCenter "
+                        "(vgpu never adopts a VM it did not create)")
+            for c in changes.conflicts
+        ])
+    return changes
+
+
+def plan_teardown(state: ClusterState, scenario: str) -> ChangeSet:
+    return plan_destroy(state.vms, scenario)

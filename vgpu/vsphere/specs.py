@@ -1,0 +1,123 @@
+"""Build the pyvmomi specs apply sends: clone, reconfigure and guest customization."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any
+
+from pyVmomi import vim
+
+from vgpu.vsphere.desired import GuestNetwork, PassthroughDevice, VmDesired
+from vgpu.vsphere.facts import VmActual
+
+# Temporary negative keys tell vSphere "new device"; it assigns the real ones.
+NEW_DEVICE_KEY_BASE = -1000
+
+
+def option_values(settings: dict[str, str]) -> list[Any]:
+    return [vim.option.OptionValue(key=k, value=v) for k, v in sorted(settings.items())]
+
+
+def clone_spec(want: VmDesired, pool: Any, datastore: Any, host: Any) -> Any:
+    """Clone powered off onto the planned host, carrying the owner marks from the start so a
+    VM whose later steps fail is still recognised (and finished) by the next run."""
+    return vim.vm.CloneSpec(
+        location=vim.vm.RelocateSpec(pool=pool, datastore=datastore, host=host),
+        powerOn=False,
+        template=False,
+        config=vim.vm.ConfigSpec(extraConfig=option_values(want.owner.as_extra_config())),
+    )
+
+
+def _vgpu_device_changes(want: VmDesired, have: VmActual | None) -> list[Any]:
+    changes: list[Any] = []
+    missing = Counter(want.vgpus)
+    for device in have.vgpu_devices if have else ():
+        if missing[device.backing.vgpu] > 0:
+            missing[device.backing.vgpu] -= 1
+        else:
+            changes.append(vim.vm.device.VirtualDeviceSpec(
+                operation=vim.vm.device.VirtualDeviceSpec.Operation.remove, device=device))
+    for vgpu_type in sorted(missing.elements()):
+        backing = vim.vm.device.VirtualPCIPassthrough.VmiopBackingInfo(vgpu=vgpu_type)
+        changes.append(vim.vm.device.VirtualDeviceSpec(
+            operation=vim.vm.device.VirtualDeviceSpec.Operation.add,
+            device=vim.vm.device.VirtualPCIPassthrough(
+                key=NEW_DEVICE_KEY_BASE - len(changes), backing=backing)))
+    return changes
+
+
+def _passthrough_backing(device: PassthroughDevice, system_id: str) -> Any:
+    return vim.vm.device.VirtualPCIPassthrough.DeviceBackingInfo(
+        id=device.pci_id, deviceId=format(device.device_id, "x"), systemId=system_id,
+        vendorId=device.vendor_id, deviceName="")
+
+
+def _passthrough_changes(want: VmDesired, have: VmActual | None, system_id: str) -> list[Any]:
+    wanted = {d.pci_id: d for d in want.passthrough}
+    changes: list[Any] = []
+    present: set[str] = set()
+    for device in have.passthrough_devices if have else ():
+        if device.backing.id in wanted:
+            present.add(device.backing.id)
+        else:
+            changes.append(vim.vm.device.VirtualDeviceSpec(
+                operation=vim.vm.device.VirtualDeviceSpec.Operation.remove, device=device))
+    for pci_id in sorted(set(wanted) - present):
+        changes.append(vim.vm.device.VirtualDeviceSpec(
+            operation=vim.vm.device.VirtualDeviceSpec.Operation.add,
+            device=vim.vm.device.VirtualPCIPassthrough(
+                key=NEW_DEVICE_KEY_BASE - 100 - len(changes),
+                backing=_passthrough_backing(wanted[pci_id], system_id))))
+    return changes
+
+
+def reconfigure_spec(want: VmDesired, have: VmActual | None, system_id: str = "") -> Any | None:
+    """Only what differs from ``have`` (everything for a fresh clone, ``have=None``);
+    None when nothing differs."""
+    spec = vim.vm.ConfigSpec()
+    changed = False
+    if have is None or have.num_cpus != want.num_cpus:
+        spec.numCPUs, changed = want.num_cpus, True
+    if have is None or have.memory_mb != want.memory_mb:
+        spec.memoryMB, changed = want.memory_mb, True
+    if have is None or have.firmware != want.firmware:
+        spec.firmware, changed = want.firmware, True
+    if have is None or have.memory_reservation_locked != want.memory_reservation_locked:
+        spec.memoryReservationLockedToMax, changed = want.memory_reservation_locked, True
+    if want.guest_id is not None and (have is None or have.guest_id != want.guest_id):
+        spec.guestId, changed = want.guest_id, True
+    current = have.extra_config if have else {}
+    extra = {k: v for k, v in want.all_extra_config().items() if current.get(k) != v}
+    if extra:
+        spec.extraConfig, changed = option_values(extra), True
+    devices = _vgpu_device_changes(want, have) + _passthrough_changes(want, have, system_id)
+    if devices:
+        spec.deviceChange, changed = devices, True
+    return spec if changed else None
+
+
+def guest_hostname(vm_name: str) -> str:
+    """A valid DNS label from a VM name."""
+    label = re.sub(r"[^A-Za-z0-9-]", "-", vm_name).strip("-")[:63]
+    return label or "vgpu-vm"
+
+
+def customization_spec(vm_name: str, network: GuestNetwork) -> Any:
+    adapter = vim.vm.customization.IPSettings(
+        ip=vim.vm.customization.FixedIp(ipAddress=network.ip),
+        subnetMask=network.netmask,
+        gateway=[network.gateway] if network.gateway else [],
+        dnsServerList=list(network.dns),
+        dnsDomain=network.domain,
+    )
+    return vim.vm.customization.Specification(
+        identity=vim.vm.customization.LinuxPrep(
+            hostName=vim.vm.customization.FixedName(name=guest_hostname(vm_name)),
+            domain=network.domain,
+        ),
+        globalIPSettings=vim.vm.customization.GlobalIPSettings(
+            dnsServerList=list(network.dns), dnsSuffixList=[network.domain]),
+        nicSettingMap=[vim.vm.customization.AdapterMapping(adapter=adapter)],
+    )

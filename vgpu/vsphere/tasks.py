@@ -1,0 +1,59 @@
+"""Wait for vCenter tasks and turn their faults into messages a person can act on."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from pyVmomi import vim, vmodl
+
+from vgpu.errors import RemoteError
+
+FIRST_POLL_S = 0.02
+MAX_POLL_S = 1.0
+
+
+def describe_fault(fault: Any) -> str:
+    """``InvalidArgument (configSpec.guestId)``-style text for a vim/vmodl fault."""
+    if fault is None:
+        return "unknown fault"
+    name = type(fault).__name__.rsplit(".", 1)[-1]
+    details = [
+        str(getattr(fault, attr)) for attr in ("invalidProperty", "property", "msg", "name")
+        if getattr(fault, attr, None)
+    ]
+    messages = [m.message for m in getattr(fault, "faultMessage", None) or [] if m.message]
+    text = name + (f" ({'; '.join(details)})" if details else "")
+    return text + (f": {'; '.join(messages)}" if messages else "")
+
+
+def wait_for_task(task: Any, what: str, timeout_s: float = 3600.0) -> Any:
+    """Poll ``task`` until it ends; return its result or raise RemoteError naming ``what``."""
+    deadline = time.monotonic() + timeout_s
+    delay = FIRST_POLL_S
+    while True:
+        info = task.info
+        if info.state == vim.TaskInfo.State.success:
+            return info.result
+        if info.state == vim.TaskInfo.State.error:
+            error = info.error
+            fault = describe_fault(error)
+            detail = getattr(error, "localizedMessage", None) or ""
+            if detail and detail not in fault and not detail.startswith("*types."):
+                fault = f"{fault}: {detail}"
+            raise RemoteError(f"{what} failed: {fault}")
+        if time.monotonic() > deadline:
+            raise RemoteError(f"{what} did not finish within {timeout_s:.0f} s "
+                              f"(task {task._moId} is {info.state})")
+        time.sleep(delay)
+        delay = min(delay * 2, MAX_POLL_S)
+
+
+def call(what: str, method: Any, *args: Any, **kwargs: Any) -> Any:
+    """Run a task-returning method and wait for it; a fault raised at call time is reported
+    the same way as one raised by the task."""
+    try:
+        task = method(*args, **kwargs)
+    except (vim.fault.VimFault, vmodl.MethodFault) as exc:
+        raise RemoteError(f"{what} was refused: {describe_fault(exc)}") from None
+    return wait_for_task(task, what)
