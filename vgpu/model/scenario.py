@@ -178,18 +178,24 @@ class Tolerances(StrictModel):
 
 class Scenario(StrictModel):
     id: str = Field(description="short id used with --scenario")
-    name: str
+    name: str = Field(description="human-readable name")
     description: str = ""
     study: str | None = Field(None, description="the lab study this reproduces")
-    platform: Literal["vsphere", "bare-metal"] = "vsphere"
+    platform: Literal["vsphere", "bare-metal"] = Field(
+        "vsphere", description="VMs on vSphere, or MIG instances on a bare-metal host")
     gpu: str = Field(description=f"GPU model: {', '.join(mig.gpu_model_names())}")
-    vms: list[VmSpec] = Field(min_length=1)
-    vm_settings: VmSettings = Field(default_factory=VmSettings)
-    guest: GuestStack = Field(default_factory=GuestStack)
-    workloads: list[Workload] = Field(min_length=1)
-    repeats: int = Field(3, ge=1, le=100)
-    baseline: Baseline | None = None
-    tolerances: Tolerances = Field(default_factory=Tolerances)
+    vms: list[VmSpec] = Field(min_length=1, description="VM groups (bare metal: instances)")
+    vm_settings: VmSettings = Field(default_factory=VmSettings,
+                                    description="VM advanced settings apply sets")
+    guest: GuestStack = Field(default_factory=GuestStack,
+                              description="what provisioning installs in each guest")
+    workloads: list[Workload] = Field(min_length=1, description="inference (kind inference, "
+                                      "the default) and training workloads")
+    repeats: int = Field(3, ge=1, le=100, description="runs per workload; results are the "
+                         "mean with a 95% confidence interval")
+    baseline: Baseline | None = Field(None, description="what results are judged against")
+    tolerances: Tolerances = Field(default_factory=Tolerances,
+                                   description="allowed differences from the baseline")
     _source: str | None = PrivateAttr(None)
 
     @property
