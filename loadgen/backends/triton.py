@@ -1,5 +1,8 @@
 """Triton Inference Server backend over tritonclient gRPC or HTTP: asynchronous requests,
-at most ``in_flight`` at once, and the server's own per-model statistics."""
+at most ``in_flight`` at once, and the server's own per-model statistics.
+
+gRPC uses the client's ``async_infer`` with a completion callback; HTTP uses ``in_flight``
+worker threads, each with its own client."""
 
 from __future__ import annotations
 
@@ -72,8 +75,7 @@ class TritonBackend:
         self._module = client_module
         self._triton_dtype = np_to_triton_dtype
         try:
-            self.client = (client_module.InferenceServerClient(url) if protocol == "grpc" else
-                           client_module.InferenceServerClient(url, concurrency=in_flight))
+            self.client = client_module.InferenceServerClient(url)
             ready = self.client.is_model_ready(model_name)
             metadata = self.client.get_model_metadata(model_name) if ready else None
         except Exception as exc:
@@ -87,12 +89,15 @@ class TritonBackend:
             raise RunFailed(f"Triton model {model_name!r} has inputs {self.server_inputs}, not "
                             f"{sorted(missing)}: serve the same model the spec names")
         self.output_names = [t.name for t in model_io.outputs]
-        self._completions: queue.Queue[tuple[Any, Done] | None] = queue.Queue()
-        self._completer: threading.Thread | None = None
-        if protocol == "http":
-            self._completer = threading.Thread(target=self._complete_http, daemon=True,
-                                               name="triton-http-completions")
-            self._completer.start()
+        # tritonclient.http runs on gevent, whose connections belong to the thread that made
+        # them: each HTTP worker thread owns a client, and ``in_flight`` workers run at once.
+        self._http_jobs: queue.Queue[tuple[Feeds, Done] | None] = queue.Queue()
+        self._http_workers = [
+            threading.Thread(target=self._http_worker, daemon=True, name=f"triton-http-{i}")
+            for i in range(in_flight if protocol == "http" else 0)
+        ]
+        for worker in self._http_workers:
+            worker.start()
         self._statistics_before: dict[str, Any] | None = None
 
     @staticmethod
@@ -121,14 +126,13 @@ class TritonBackend:
     def submit(self, feeds: Feeds, done: Done) -> None:
         self._slots.acquire()
         try:
-            inputs, outputs = self._request(feeds)
             if self.protocol == "grpc":
+                inputs, outputs = self._request(feeds)
                 self.client.async_infer(self.model_name, inputs, outputs=outputs,
                                         callback=lambda result, error: self._finish_grpc(
                                             result, error, done))
             else:
-                handle = self.client.async_infer(self.model_name, inputs, outputs=outputs)
-                self._completions.put((handle, done))
+                self._http_jobs.put((feeds, done))
         except Exception as exc:
             self._slots.release()
             done(None, exc)
@@ -145,17 +149,23 @@ class TritonBackend:
             return
         done(outputs, None)
 
-    def _complete_http(self) -> None:
-        while (item := self._completions.get()) is not None:
-            handle, done = item
+    def _http_worker(self) -> None:
+        client = None
+        while (job := self._http_jobs.get()) is not None:
+            feeds, done = job
             try:
-                outputs = self._outputs(handle.get_result())
+                client = client or self._module.InferenceServerClient(self.url)
+                inputs, outputs = self._request(feeds)
+                result = self._outputs(client.infer(self.model_name, inputs, outputs=outputs))
             except Exception as exc:
                 self._slots.release()
                 done(None, exc)
                 continue
             self._slots.release()
-            done(outputs, None)
+            done(result, None)
+        if client is not None:
+            with contextlib.suppress(Exception):
+                client.close()
 
     def _raw_statistics(self) -> dict[str, Any]:
         if self.protocol == "grpc":
@@ -187,8 +197,9 @@ class TritonBackend:
         }
 
     def close(self) -> None:
-        if self._completer is not None:
-            self._completions.put(None)
-            self._completer.join(timeout=10)
+        for _ in self._http_workers:
+            self._http_jobs.put(None)
+        for worker in self._http_workers:
+            worker.join(timeout=10)
         with contextlib.suppress(Exception):
             self.client.close()
