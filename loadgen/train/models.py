@@ -100,7 +100,8 @@ def activation_bytes_per_sample(name: str, image_size: int, bytes_per_element: f
     """Bytes kept for backward per input sample, counted on the meta device (no memory used):
     the outputs of every leaf module, which is what autograd saves for a ResNet. In-place
     ReLUs overwrite their input, so they add nothing."""
-    model = build_model(name).to("meta")
+    # eval(): batch-norm in training mode refuses one sample when a stage shrinks to 1x1.
+    model = build_model(name).to("meta").eval()
     total = 0
 
     def count(_module: nn.Module, _inputs: object, output: torch.Tensor) -> None:

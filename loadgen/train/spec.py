@@ -130,13 +130,16 @@ def _read_json(path: Path) -> dict[str, Any]:
         ) from exc
     if not isinstance(data, dict):
         raise TrainSpecError(source, "(file)", "must hold a JSON object", "wrap the fields in {}")
+    return data
+
+
+def _check_version(source: str, data: dict[str, Any]) -> None:
     version = data.get("schema_version")
     if version != SCHEMA_VERSION:
         raise TrainSpecError(
             source, "schema_version", f"must be {SCHEMA_VERSION}, got {version!r}",
-            f'add "schema_version": {SCHEMA_VERSION}',
+            f'write "schema_version": {SCHEMA_VERSION}',
         )
-    return data
 
 
 def _check_device_backend(reader: _Reader, device: str, backend: str) -> None:
@@ -145,6 +148,7 @@ def _check_device_backend(reader: _Reader, device: str, backend: str) -> None:
 
 
 def parse_train_spec(data: dict[str, Any], source: str = "<spec>") -> TrainSpec:
+    _check_version(source, data)
     defaults = TrainSpec()
     reader = _Reader(source, data, set(defaults.to_dict()))
     model = reader.choice("model", defaults.model, tuple(RESNET_SHAPES))
@@ -178,6 +182,7 @@ def parse_train_spec(data: dict[str, Any], source: str = "<spec>") -> TrainSpec:
 
 
 def parse_allreduce_spec(data: dict[str, Any], source: str = "<spec>") -> AllreduceSpec:
+    _check_version(source, data)
     defaults = AllreduceSpec()
     reader = _Reader(source, data, set(defaults.to_dict()))
     device = reader.choice("device", defaults.device, DEVICE_KINDS)

@@ -1,0 +1,235 @@
+"""Run a scenario's training workloads: pick device and backend, build the harness spec,
+check everything before launch, run torchrun on every node and store the result.
+
+``vgpu bench`` calls :func:`run_training_scenario`. Without targets the workload runs on
+this machine as ``nodes x gpus_per_node`` ranks of one torchrun (on its GPUs when there are
+enough, else on the CPU with Gloo, which every record says)."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from vgpu.errors import InputError, RemoteError
+from vgpu.model.scenario import Scenario, TrainingWorkload
+from vgpu.results.records import RunStart, TargetKind
+from vgpu.results.store import ResultStore
+from vgpu.train import preflight
+from vgpu.train.launch import Launch, TrainNode, run_launch
+from vgpu.train.netenv import NetworkOptions, comm_environment, port_mapping_environment
+from vgpu.train.portmap import hca_ports
+from vgpu.train.records import store_training_record
+from vgpu.train.shell import LocalShell
+
+HARNESS_MODELS = ("resnet50", "resnet-tiny")
+
+
+@dataclass(frozen=True)
+class Overrides:
+    """Smaller settings for a CPU functional run (a CPU run is a check, not a figure)."""
+
+    batch_per_gpu: int | None = None
+    image_size: int | None = None
+    model: str | None = None
+    steps: int | None = None
+    warmup_steps: int | None = None
+
+
+@dataclass(frozen=True)
+class TrainingRun:
+    workload: str
+    record: dict[str, Any]
+    out_dir: Path
+    run_id: int | None
+    notes: list[str] = field(default_factory=list)
+
+
+def _local_gpu_count() -> int:
+    try:
+        import torch
+    except ImportError:
+        return 0
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def _host_memory_bytes() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return None
+
+
+def local_node(workdir: Path, python: str = sys.executable) -> TrainNode:
+    gpus = _local_gpu_count()
+    memory: int | None
+    if gpus:
+        import torch
+
+        memory = min(torch.cuda.get_device_properties(i).total_memory for i in range(gpus))
+    else:
+        memory = _host_memory_bytes()
+    return TrainNode(
+        name="localhost", shell=LocalShell(), address="127.0.0.1", workdir=str(workdir),
+        python=python, gpus=gpus, memory_bytes=memory,
+    )
+
+
+def _harness_spec(
+    workload: TrainingWorkload, device: str, backend: str, precision: str, over: Overrides,
+    source: str, where: str,
+) -> dict[str, Any]:
+    model = over.model or workload.model
+    if model not in HARNESS_MODELS:
+        raise InputError.single(
+            source, f"{where}.model", f"training model '{model}' is not available",
+            fix=f"use one of {', '.join(HARNESS_MODELS)}",
+        )
+    on_gpu = device == "gpu"
+    steps = workload.steps if on_gpu else workload.cpu_steps
+    return {
+        "schema_version": 1,
+        "model": model,
+        "image_size": over.image_size or workload.image_size,
+        "batch_size": over.batch_per_gpu or workload.batch_per_gpu,
+        "precision": precision,
+        "backend": backend,
+        "device": device,
+        "warmup_steps": workload.warmup_steps if over.warmup_steps is None else over.warmup_steps,
+        "measured_steps": over.steps or steps,
+        "instance_name": workload.label,
+    }
+
+
+def _device_plan(
+    workload: TrainingWorkload, nodes: Sequence[TrainNode], notes: list[str]
+) -> tuple[str, str, str]:
+    """device, backend, precision actually used, with a note for every change."""
+    if all(node.gpus >= workload.gpus_per_node for node in nodes):
+        return "gpu", workload.comm_backend, workload.precision
+    device, backend, precision = "cpu", workload.comm_backend, workload.precision
+    notes.append("CPU: no GPU/MIG slice used (not enough GPUs on the nodes)")
+    if backend == "nccl":
+        backend = "gloo"
+        notes.append("comm_backend nccl needs GPUs: gloo used on CPU")
+    if precision == "fp16":
+        precision = "bf16"
+        notes.append("fp16 autocast needs a GPU: bf16 autocast used on CPU")
+    return device, backend, precision
+
+
+def _port_mapped(nodes: list[TrainNode], network: NetworkOptions) -> list[TrainNode]:
+    """Each node's HCA ports from its own ibdev2netdev, pinned for NCCL on that node."""
+    wanted = network.interface or "any interface with its link up"
+    mapped: list[TrainNode] = []
+    for node in nodes:
+        done = node.shell.run("ibdev2netdev", timeout=60)
+        ports = hca_ports(done.stdout, network.interface) if done.exit_code == 0 else []
+        if not ports:
+            raise RemoteError(
+                f"{node.name}: ibdev2netdev shows no HCA port for {wanted} "
+                f"(exit {done.exit_code}: {(done.stderr or done.stdout).strip()[:300]})"
+            )
+        mapped.append(replace(node, env={**node.env, **port_mapping_environment(ports)}))
+    return mapped
+
+
+def prepare_launch(
+    scenario: Scenario, index: int, workload: TrainingWorkload,
+    targets: Sequence[TrainNode] | None, workdir: Path, over: Overrides, notes: list[str],
+) -> Launch:
+    """Everything checked, nothing started: the Launch for one training workload."""
+    source = scenario.source or f"scenario {scenario.id}"
+    where = f"workloads[{index}]"
+    if targets is None:
+        nodes = [local_node(workdir)]
+        procs = workload.nodes * workload.gpus_per_node
+        notes.append(f"local: {workload.nodes} node(s) x {workload.gpus_per_node} run as "
+                     f"{procs} ranks of one torchrun on this machine")
+        device, backend, precision = _device_plan(
+            replace_gpus(workload, procs), nodes, notes)
+    else:
+        nodes = preflight.select_nodes(targets, workload.nodes, source, f"{where}.nodes")
+        procs = workload.gpus_per_node
+        device, backend, precision = _device_plan(workload, nodes, notes)
+    spec = _harness_spec(workload, device, backend, precision, over, source, where)
+    if device == "gpu":
+        preflight.check_gpus(nodes, procs, source, f"{where}.gpus_per_node")
+    preflight.check_memory(nodes, spec, procs, device == "gpu", source,
+                           f"{where}.batch_per_gpu")
+    net = workload.network
+    options = NetworkOptions(net.interface, net.rdma, net.port_mapping, dict(net.env))
+    if backend == "nccl" and net.port_mapping:
+        nodes = _port_mapped(nodes, options)
+    elif net.port_mapping:
+        notes.append("port_mapping applies to NCCL over InfiniBand/RoCE: ignored with gloo")
+    launch = Launch(
+        nodes=nodes, procs_per_node=procs, command="train", spec=spec,
+        master_port=net.master_port, comm_env=comm_environment(options, backend),
+    )
+    preflight.check_nodes_ready(launch, source)
+    return launch
+
+
+def replace_gpus(workload: TrainingWorkload, gpus: int) -> TrainingWorkload:
+    return workload.model_copy(update={"gpus_per_node": gpus})
+
+
+def run_training_scenario(
+    scenario: Scenario,
+    targets: Sequence[TrainNode] | None,
+    out_dir: Path,
+    *,
+    store: ResultStore | None = None,
+    series_id: str | None = None,
+    repeat_index: int = 0,
+    target_kind: TargetKind = "local",
+    overrides: Overrides | None = None,
+) -> list[TrainingRun]:
+    """Runs every training workload of ``scenario`` once; stores each when given a store."""
+    over = overrides or Overrides()
+    series = series_id or uuid.uuid4().hex[:12]
+    runs: list[TrainingRun] = []
+    for index, workload in enumerate(scenario.workloads):
+        if not isinstance(workload, TrainingWorkload):
+            continue
+        notes: list[str] = []
+        work_out = out_dir / workload.label
+        node_work = work_out / "node" if targets is None else None
+        launch = prepare_launch(scenario, index, workload, targets,
+                                node_work or work_out, over, notes)
+        outcome = run_launch(launch, work_out)
+        record = {**outcome.record, "notes": notes}
+        run_id = None
+        if store is not None:
+            start = RunStart(
+                series_id=series, scenario_id=scenario.id, scenario_name=scenario.name,
+                workload=workload.label, target_kind=target_kind, repeat_index=repeat_index,
+                kind="training", scenario_file=scenario.source,
+                workload_detail=_workload_detail(workload, launch),
+            )
+            run_id = store_training_record(store, start, record, str(work_out))
+        runs.append(TrainingRun(workload.label, record, work_out, run_id, notes))
+    return runs
+
+
+def _workload_detail(workload: TrainingWorkload, launch: Launch) -> dict[str, Any]:
+    spec = launch.spec
+    return {
+        "workload_name": workload.label,
+        "nodes": workload.nodes,
+        "gpus_per_node": workload.gpus_per_node,
+        "world_size": len(launch.nodes) * launch.procs_per_node,
+        "model": spec["model"],
+        "image_size": spec["image_size"],
+        "batch_per_gpu": spec["batch_size"],
+        "precision": spec["precision"],
+        "backend": spec["backend"],
+        "device": spec["device"],
+        "comm_env": " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(launch.comm_env.items())),
+    }

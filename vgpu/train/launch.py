@@ -1,0 +1,230 @@
+"""Start torchrun on every node, wait, collect rank 0's result, tear down on failure.
+
+Each node runs ``python -m torch.distributed.run ... -m loadgen.train <command>`` in its
+own process group (``setsid``) whose id is written to ``<workdir>/launch.pid``, so a
+straggler can be ended on that node by group id when another node failed or on Ctrl-C.
+Rendezvous is torchrun's static one on the first node's address and the configured port;
+a single node uses ``--standalone`` (a free port chosen by torchrun)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import threading
+from collections.abc import Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vgpu.errors import RemoteError
+from vgpu.train.shell import NodeShell, ShellResult
+
+PID_FILE = "launch.pid"
+SPEC_FILE = "spec.json"
+OUT_DIR = "out"
+TEARDOWN_GRACE_S = 5
+PID_WAIT_S = 10  # a node torn down right after its start may not have written its pid yet
+
+
+@dataclass(frozen=True)
+class TrainNode:
+    """One node: how to run commands on it and how the other nodes reach it."""
+
+    name: str
+    shell: NodeShell
+    address: str
+    workdir: str
+    python: str = "python3"
+    gpus: int = 0
+    memory_bytes: int | None = None  # per-GPU memory with GPUs, else host memory
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Launch:
+    nodes: Sequence[TrainNode]
+    procs_per_node: int
+    command: str  # "train" or "allreduce"
+    spec: Mapping[str, Any]
+    master_port: int = 29500
+    comm_env: Mapping[str, str] = field(default_factory=dict)
+    timeout_s: float = 3600.0
+
+
+@dataclass(frozen=True)
+class NodeOutcome:
+    node: str
+    exit_code: int | None  # None: torn down or never finished
+    stdout: str
+    stderr: str
+
+
+@dataclass(frozen=True)
+class LaunchOutcome:
+    record: dict[str, Any]
+    nodes: list[NodeOutcome]
+
+
+def _path(node: TrainNode, *parts: str) -> str:
+    return "/".join([node.workdir.rstrip("/"), *parts])
+
+
+def torchrun_command(launch: Launch, rank: int) -> str:
+    """The full shell command for node ``rank`` (0 hosts the rendezvous)."""
+    node = launch.nodes[rank]
+    if len(launch.nodes) == 1:
+        topology = ["--standalone", "--nnodes", "1"]
+    else:
+        topology = [
+            "--nnodes", str(len(launch.nodes)), "--node-rank", str(rank),
+            "--master-addr", launch.nodes[0].address, "--master-port", str(launch.master_port),
+        ]
+    torchrun = [
+        node.python, "-m", "torch.distributed.run", *topology,
+        "--nproc-per-node", str(launch.procs_per_node),
+        "-m", "loadgen.train", launch.command, _path(node, SPEC_FILE),
+        "--out", _path(node, OUT_DIR),
+    ]
+    env = {**launch.comm_env, **node.env}
+    if "OMP_NUM_THREADS" not in env and node.gpus == 0:
+        env["OMP_NUM_THREADS"] = "1"  # torchrun would pick 1 anyway, but say it
+    exports = " ".join(f"{key}={shlex.quote(value)}" for key, value in sorted(env.items()))
+    pid_file = shlex.quote(_path(node, PID_FILE))
+    inner = f"echo $$ > {pid_file}; exec {shlex.join(torchrun)}"
+    prefix = f"env {exports} " if exports else ""
+    # The pid file lives exactly as long as the process group, so a teardown never
+    # signals a group id that has since been reused.
+    return (
+        f"cd {shlex.quote(node.workdir)} && rm -rf {shlex.quote(_path(node, OUT_DIR))} "
+        f"{pid_file} && {prefix}setsid --wait bash -c {shlex.quote(inner)}; "
+        f"rc=$?; rm -f {pid_file}; exit $rc"
+    )
+
+
+def stage_spec(node: TrainNode, spec: Mapping[str, Any]) -> None:
+    text = json.dumps(dict(spec), indent=2, sort_keys=True)
+    command = (
+        f"mkdir -p {shlex.quote(node.workdir)} && "
+        f"cat > {shlex.quote(_path(node, SPEC_FILE))} <<'VGPU_SPEC_EOF'\n{text}\nVGPU_SPEC_EOF"
+    )
+    done = node.shell.run(command, timeout=60)
+    if done.exit_code != 0:
+        raise RemoteError(f"{node.name}: cannot write {_path(node, SPEC_FILE)}: {done.stderr}")
+
+
+def teardown(node: TrainNode) -> None:
+    """End the node's torchrun process group: TERM, a grace period, then KILL."""
+    pid_file = shlex.quote(_path(node, PID_FILE))
+    node.shell.run(
+        f"for _ in $(seq {PID_WAIT_S * 10}); do test -s {pid_file} && break; sleep 0.1; done; "
+        f"test -s {pid_file} || exit 0; pgid=$(cat {pid_file}); "
+        f"kill -TERM -- -$pgid 2>/dev/null || exit 0; "
+        f"for _ in $(seq {TEARDOWN_GRACE_S * 10}); do "
+        f"kill -0 -- -$pgid 2>/dev/null || exit 0; sleep 0.1; done; "
+        f"kill -KILL -- -$pgid 2>/dev/null; exit 0",
+        timeout=PID_WAIT_S + TEARDOWN_GRACE_S + 30,
+    )
+
+
+def _read_json(node: TrainNode, path: str) -> dict[str, Any] | None:
+    done = node.shell.run(f"cat {shlex.quote(path)} 2>/dev/null", timeout=60)
+    if done.exit_code != 0 or not done.stdout.strip():
+        return None
+    try:
+        data = json.loads(done.stdout)
+    except json.JSONDecodeError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _rank_failures(node: TrainNode) -> list[str]:
+    out = shlex.quote(_path(node, OUT_DIR))
+    done = node.shell.run(f"cat {out}/rank*.failed.json 2>/dev/null | head -c 65536", timeout=60)
+    reasons = []
+    decoder = json.JSONDecoder()
+    text = done.stdout.strip()
+    while text:
+        try:
+            item, end = decoder.raw_decode(text)
+        except json.JSONDecodeError:
+            break
+        reasons.append(f"{node.name} rank {item.get('rank')}: {item.get('reason')}")
+        text = text[end:].strip()
+    return reasons
+
+
+def _tail(text: str, lines: int = 15) -> str:
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def _wait_all(
+    launch: Launch, futures: dict[Future[ShellResult], int]
+) -> dict[int, ShellResult | BaseException]:
+    """Waits for every node; the first failure ends the others."""
+    finished: dict[int, ShellResult | BaseException] = {}
+    pending = set(futures)
+    torn_down = False
+    while pending:
+        done, pending = wait(pending, return_when=FIRST_COMPLETED)
+        for future in done:
+            rank = futures[future]
+            error = future.exception()
+            finished[rank] = error if error is not None else future.result()
+            if error is not None:  # e.g. a timeout: its own process group may live on
+                teardown(launch.nodes[rank])
+            failed = error is not None or future.result().exit_code != 0
+            if failed and not torn_down and pending:
+                torn_down = True
+                _teardown_all([launch.nodes[futures[other]] for other in pending])
+    return finished
+
+
+def run_launch(launch: Launch, local_out: Path) -> LaunchOutcome:
+    """Runs the launch to the end. Returns rank 0's record, also written to
+    ``local_out/result.json``; raises RemoteError when no record came back."""
+    for node in launch.nodes:
+        stage_spec(node, launch.spec)
+    pool = ThreadPoolExecutor(max_workers=len(launch.nodes), thread_name_prefix="torchrun")
+    futures = {
+        pool.submit(node.shell.run, torchrun_command(launch, rank), launch.timeout_s): rank
+        for rank, node in enumerate(launch.nodes)
+    }
+    try:
+        finished = _wait_all(launch, futures)
+    except BaseException:  # Ctrl-C or a bug: leave no rank running anywhere
+        _teardown_all(launch.nodes)
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    outcomes = [_outcome(launch.nodes[rank].name, finished[rank]) for rank in sorted(finished)]
+    record = _read_json(launch.nodes[0], _path(launch.nodes[0], OUT_DIR, "result.json"))
+    failures = [reason for node in launch.nodes for reason in _rank_failures(node)]
+    if record is None:
+        detail = "; ".join(failures) or "; ".join(
+            f"{o.node} exit {o.exit_code}: {_tail(o.stderr, 5)}"
+            for o in outcomes if o.exit_code != 0
+        )
+        raise RemoteError(f"{launch.command} produced no result.json on "
+                          f"{launch.nodes[0].name}: {detail or 'no reason reported'}")
+    if failures and record.get("status") == "ok":
+        record = {**record, "status": "failed", "reason": "; ".join(failures)}
+    local_out.mkdir(parents=True, exist_ok=True)
+    (local_out / "result.json").write_text(json.dumps(record, indent=2, sort_keys=True))
+    for outcome in outcomes:
+        (local_out / f"{outcome.node}.log").write_text(outcome.stdout + outcome.stderr)
+    return LaunchOutcome(record=record, nodes=outcomes)
+
+
+def _teardown_all(nodes: Sequence[TrainNode]) -> None:
+    threads = [threading.Thread(target=teardown, args=(node,)) for node in nodes]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def _outcome(name: str, finished: ShellResult | BaseException) -> NodeOutcome:
+    if isinstance(finished, BaseException):
+        return NodeOutcome(name, None, "", f"{type(finished).__name__}: {finished}")
+    return NodeOutcome(name, finished.exit_code, finished.stdout, finished.stderr)
