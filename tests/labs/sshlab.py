@@ -347,7 +347,7 @@ class SshLab:
             "MaxStartups 200\n"
             "MaxSessions 50\n"
             "LogLevel ERROR\n"
-            f"SetEnv PATH={path}\n"
+            f"SetEnv PATH={path} VGPU_SYSTEM_ROOT={host.system_root}\n"
             "Subsystem sftp internal-sftp\n"
         )
         return host
@@ -386,3 +386,16 @@ class SshLab:
                         os.kill(int(entry.name), signal.SIGKILL)
                 except (OSError, ProcessLookupError):
                     continue
+
+
+def fake_driver_installer(directory: Path, version: str = "535.154.05") -> Path:
+    """A SIMULATED NVIDIA guest driver installer (.run) named like NVIDIA's files. On a lab
+    host it records the driver version for the simulated nvidia-smi; it refuses non-root."""
+    path = directory / f"NVIDIA-Linux-x86_64-{version}-grid.run"
+    path.write_text(
+        "#!/bin/sh\n"
+        "# SIMULATOR: stands in for NVIDIA's vGPU guest driver installer in the SSH test lab.\n"
+        f'exec nvidia-installer-sim "{version}" "$@"\n'
+    )
+    path.chmod(0o755)
+    return path

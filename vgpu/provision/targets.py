@@ -31,14 +31,10 @@ class HostTarget:
     known_hosts: Path = DEFAULT_KNOWN_HOSTS
     jump: JumpHost | None = None
     sudo: SudoSettings = field(default_factory=SudoSettings)
-    # Prefix for system paths (/etc, /usr/share): "/" on a real guest. The loopback test
-    # lab points it at a per-host directory because its "VMs" share one filesystem.
-    system_root: str = "/"
-
-    def system_path(self, path: str) -> str:
-        if self.system_root in ("", "/"):
-            return path
-        return self.system_root.rstrip("/") + path
+    # Prefix for system paths (/etc, /usr/share). None: what the guest says (its
+    # VGPU_SYSTEM_ROOT, else "/"). The loopback test lab sets that variable per host
+    # because its simulated VMs share one filesystem.
+    system_root: str | None = None
 
     @property
     def known_hosts_file(self) -> Path:

@@ -20,3 +20,18 @@ sim_delay() {  # sleeps for the seconds written in .gpu-sim/delay-NAME, if any
         sleep "$(cat "$SIM_STATE/delay-$1")"
     fi
 }
+
+# Lab guard: commands that write files refuse, when run as root, any absolute path outside
+# this lab host's home, so a wrong system root can never touch the real machine.
+sim_guard_paths() {  # sim_guard_paths TOOL ARG...
+    tool=$1; shift
+    [ "$(id -u)" = 0 ] || return 0
+    for a in "$@"; do
+        case "$a" in
+            -*) ;;
+            /dev/null) ;;
+            "$SIM_HOME"/*) ;;
+            /*) echo "lab guard: $tool refuses $a (outside $SIM_HOME)" >&2; exit 97 ;;
+        esac
+    done
+}

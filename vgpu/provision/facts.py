@@ -1,0 +1,126 @@
+"""Facts: tiny parsers that turn command output into data. Pure, so they are tested on
+captured text; the steps decide what to change by comparing these with the requirements."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+FIELD_SEP = "|"
+OS_FACTS_COMMAND = (
+    '. /etc/os-release 2>/dev/null; printf "%s|%s|%s|%s|%s|%s|%s|%s\\n" "${ID:-unknown}" '
+    '"${VERSION_ID:-}" "$(uname -r)" "$(nproc)" '
+    "\"$(awk '/^MemTotal:/ {print $2}' /proc/meminfo)\" "
+    '"$(command -v apt-get || command -v dnf || command -v yum || true)" "$HOME" '
+    '"${VGPU_SYSTEM_ROOT:-/}"'
+)
+
+
+@dataclass(frozen=True)
+class OsFacts:
+    distro: str
+    version: str
+    kernel: str
+    cpus: int
+    memory_kib: int
+    package_manager: str  # apt | dnf | yum | ""
+    home: str
+    system_root: str
+
+    @property
+    def memory_gib(self) -> float:
+        return self.memory_kib / 1024 / 1024
+
+    def summary(self) -> str:
+        return (f"{self.distro} {self.version}, kernel {self.kernel}, {self.cpus} CPUs, "
+                f"{self.memory_gib:.1f} GiB, {self.package_manager or 'no package manager'}")
+
+
+def parse_os_facts(text: str) -> OsFacts:
+    parts = text.strip().splitlines()[-1].split(FIELD_SEP)
+    if len(parts) != 8:
+        raise ValueError(f"unexpected OS facts output: {text.strip()!r}")
+    distro, version, kernel, cpus, mem, manager, home, root = parts
+    return OsFacts(distro=distro, version=version, kernel=kernel, cpus=int(cpus or 0),
+                   memory_kib=int(mem or 0), package_manager=manager.rsplit("/", 1)[-1],
+                   home=home, system_root=root or "/")
+
+
+def parse_dpkg_installed(text: str) -> set[str]:
+    """Names from ``dpkg-query -W -f='${Package}\\t${Status}\\n'`` that are installed."""
+    installed = set()
+    for line in text.splitlines():
+        name, _, status = line.partition("\t")
+        if status.strip() == "install ok installed":
+            installed.add(name.split(":")[0].strip())
+    return installed
+
+
+def parse_rpm_installed(text: str, wanted: tuple[str, ...]) -> set[str]:
+    """``rpm -q a b`` prints 'package X is not installed' for missing ones."""
+    missing = {m.group(1) for m in re.finditer(r"package (\S+) is not installed", text)}
+    return {name for name in wanted if name not in missing}
+
+
+GPU_LINE = re.compile(r"^GPU (\d+): (.+?) \(UUID: (GPU-[^)]+)\)")
+MIG_LINE = re.compile(r"^\s+MIG (\S+)\s+Device\s+(\d+): \(UUID: (MIG-[^)]+)\)")
+
+
+@dataclass(frozen=True)
+class GpuListing:
+    gpus: tuple[str, ...]  # product names, e.g. "GRID A100D-1-10C"
+    mig_profiles: tuple[str, ...]  # e.g. "1g.10gb"
+
+    @property
+    def vgpu_types(self) -> tuple[str, ...]:
+        return tuple(name.removeprefix("GRID ").removeprefix("NVIDIA ") for name in self.gpus)
+
+    def summary(self) -> str:
+        gpus = ", ".join(self.gpus) or "no GPU"
+        migs = ", ".join(f"MIG {p}" for p in self.mig_profiles)
+        return f"{gpus}; {migs}" if migs else gpus
+
+
+def parse_gpu_list(text: str) -> GpuListing:
+    """``nvidia-smi -L`` output."""
+    gpus, migs = [], []
+    for line in text.splitlines():
+        if match := GPU_LINE.match(line):
+            gpus.append(match.group(2).strip())
+        elif match := MIG_LINE.match(line):
+            migs.append(match.group(1))
+    return GpuListing(tuple(gpus), tuple(migs))
+
+
+LICENSE_LINE = re.compile(r"^\s*License Status\s*:\s*(.+?)\s*$", re.MULTILINE)
+
+
+def parse_license_status(text: str) -> list[str]:
+    """Every ``License Status`` value in ``nvidia-smi -q`` output (one per GPU)."""
+    return LICENSE_LINE.findall(text)
+
+
+def is_licensed(statuses: list[str]) -> bool:
+    return bool(statuses) and all(s.startswith("Licensed") for s in statuses)
+
+
+def parse_driver_versions(text: str) -> set[str]:
+    """``nvidia-smi --query-gpu=driver_version --format=csv,noheader``."""
+    return {line.strip() for line in text.splitlines() if line.strip()}
+
+
+FEATURE_TYPE_LINE = re.compile(r"^\s*FeatureType\s*=\s*(\d+)\s*$", re.MULTILINE)
+
+
+def gridd_feature_type(conf: str) -> int | None:
+    values = FEATURE_TYPE_LINE.findall(conf)
+    return int(values[-1]) if values else None
+
+
+def with_feature_type(conf: str, feature_type: int) -> str:
+    """The gridd.conf text with FeatureType set; every other line kept as it was."""
+    line = f"FeatureType={feature_type}"
+    if FEATURE_TYPE_LINE.search(conf):
+        return FEATURE_TYPE_LINE.sub(line, conf)
+    body = conf if not conf or conf.endswith("\n") else conf + "\n"
+    return f"{body}{line}\n"

@@ -1,0 +1,151 @@
+"""All hosts in parallel with bounded concurrency. One failing host never stops the others;
+the report says which failed, at which step, why, and where its log is."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from vgpu.errors import InputError, Problem
+from vgpu.provision.errors import ProvisionError
+from vgpu.provision.hostkeys import lookup_key_lines
+from vgpu.provision.hostlog import HostLog
+from vgpu.provision.redact import MIN_SECRET_LENGTH, Redactor
+from vgpu.provision.report import HostReport, RunReport, StepReport
+from vgpu.provision.requirements import GuestRequirements, MeshPeer, MeshSpec
+from vgpu.provision.runner import EventSink, provision_host
+from vgpu.provision.ssh import SSHTransport
+from vgpu.provision.step import HostContext, Outcome
+from vgpu.provision.steps import build_steps
+from vgpu.provision.steps.mesh import scenario_key
+from vgpu.provision.targets import ConnectOptions, HostTarget
+from vgpu.provision.transport import Transport
+
+
+@dataclass(frozen=True)
+class Job:
+    target: HostTarget
+    requirements: GuestRequirements
+
+
+TransportFactory = Callable[[HostTarget, HostLog], Transport]
+
+
+def preflight(jobs: Sequence[Job], source: str = "inventory") -> None:
+    """Local checks before any host is touched (missing driver file, token file, ...).
+    Raises InputError naming host, step, field and fix; nothing has been changed."""
+    problems: list[Problem] = []
+    for job in jobs:
+        for step in build_steps(job.requirements):
+            for field_path, message, fix in step.preflight(job.requirements):
+                problems.append(Problem(source, field_path,
+                                        f"host {job.target.name}, step {step.name}: {message}",
+                                        fix=fix))
+        try:
+            job.target.sudo.read_password(job.target.name)
+        except ProvisionError as exc:
+            problems.append(Problem(source, "ssh.sudo_password",
+                                    f"host {job.target.name}: {exc.message}", fix=exc.fix))
+    seen: set[str] = set()
+    unique = [p for p in problems if not (str(p) in seen or seen.add(str(p)))]
+    if unique:
+        raise InputError(unique)
+
+
+def secrets_of(jobs: Sequence[Job]) -> list[str]:
+    """Sudo passwords and licence token contents: masked wherever they might appear."""
+    secrets = []
+    for job in jobs:
+        password = job.target.sudo.read_password(job.target.name)
+        if password:
+            secrets.append(password)
+        token = job.requirements.licence_token_file
+        if token is not None and token.is_file():
+            text = token.read_text(errors="replace").strip()
+            if len(text) >= MIN_SECRET_LENGTH:
+                secrets.append(text)
+    return secrets
+
+
+def mesh_spec(jobs: Sequence[Job], scenario: str, state_dir: Path) -> MeshSpec:
+    private, public = scenario_key(state_dir, scenario)
+    peers = tuple(
+        MeshPeer(job.target.name, job.target.address, job.target.port, job.target.user,
+                 tuple(lookup_key_lines(job.target.known_hosts_file, job.target.address,
+                                        job.target.port)))
+        for job in jobs
+    )
+    return MeshSpec(scenario=scenario, private_key=private, public_key=public, peers=peers)
+
+
+def ssh_factory(options: ConnectOptions) -> TransportFactory:
+    def make(target: HostTarget, log: HostLog) -> Transport:
+        transport = SSHTransport(target, options, log)
+        transport.connect()
+        return transport
+    return make
+
+
+def provision_all(
+    jobs: Sequence[Job],
+    *,
+    options: ConnectOptions,
+    log_dir: Path,
+    state_dir: Path,
+    scenario: str = "adhoc",
+    dry_run: bool = False,
+    concurrency: int = 8,
+    redactor: Redactor | None = None,
+    on_event: EventSink | None = None,
+    transport_factory: TransportFactory | None = None,
+) -> RunReport:
+    started = time.monotonic()
+    preflight(jobs)
+    redactor = redactor or Redactor()
+    for secret in secrets_of(jobs):
+        redactor.add(secret)
+    events: EventSink = on_event or (lambda *_: None)
+    factory = transport_factory or ssh_factory(options)
+    workers = max(1, min(concurrency, len(jobs)))
+
+    def connect(job: Job) -> Transport | HostReport:
+        log = HostLog(log_dir / f"{job.target.name}.log", redactor)
+        log.line(f"=== vgpu provision {'(dry run) ' if dry_run else ''}{job.target.name} "
+                 f"{job.target.user}@{job.target.address}:{job.target.port}")
+        events(job.target.name, "connect", None, "connecting")
+        try:
+            return factory(job.target, log)
+        except ProvisionError as exc:
+            log.line(f"[connect] failed: {exc}")
+            events(job.target.name, "connect", Outcome.FAILED, redactor.redact(exc.message))
+            report = HostReport(job.target.name, job.target.address, log.path)
+            report.steps.append(StepReport("connect", Outcome.FAILED,
+                                           redactor.redact(exc.message), fix=exc.fix))
+            return report
+
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="vgpu-connect") as pool:
+        connected = list(pool.map(connect, jobs))
+
+    if any("passwordless-ssh" in job.requirements.steps for job in jobs):
+        mesh = mesh_spec(jobs, scenario, state_dir)
+        jobs = [dataclasses.replace(job, requirements=dataclasses.replace(
+            job.requirements, mesh=mesh)) for job in jobs]
+
+    def run(pair: tuple[Job, Transport | HostReport]) -> HostReport:
+        job, transport = pair
+        if isinstance(transport, HostReport):
+            return transport
+        ctx = HostContext(job.target, transport, job.requirements, dry_run=dry_run)
+        try:
+            return provision_host(ctx, build_steps(job.requirements), job.target.address,
+                                  events)
+        finally:
+            transport.close()
+
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="vgpu-provision") as pool:
+        reports = list(pool.map(run, zip(jobs, connected, strict=True)))
+    return RunReport(reports, time.monotonic() - started, dry_run)

@@ -1,0 +1,90 @@
+"""What a guest should end up with: the desired state the steps compare facts against."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DRIVER_VERSION_IN_NAME = re.compile(r"(\d{3,}\.\d+(?:\.\d+)?)")
+
+
+def driver_version_from_name(source: str) -> str | None:
+    """``NVIDIA-Linux-x86_64-535.154.05-grid.run`` -> ``535.154.05``."""
+    match = DRIVER_VERSION_IN_NAME.search(source.rsplit("/", 1)[-1])
+    return match.group(1) if match else None
+
+
+def is_url(source: str) -> bool:
+    return source.startswith(("http://", "https://"))
+
+
+@dataclass(frozen=True)
+class ToolkitRepo:
+    """The NVIDIA container toolkit apt repository (a lab may point these at a mirror)."""
+
+    list_line: str = (
+        "deb [signed-by=/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg] "
+        "https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH) /"
+    )
+    gpg_key_url: str = "https://nvidia.github.io/libnvidia-container/gpgkey"
+    keyring: str = "/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg"
+    list_file: str = "/etc/apt/sources.list.d/nvidia-container-toolkit.list"
+
+
+@dataclass(frozen=True)
+class HarnessSpec:
+    """The node harness (the ``loadgen`` package) to install in a venv on the guest."""
+
+    source_dir: Path
+    version: str
+    requirements: tuple[str, ...] = ()
+    python: str = "python3"
+    # Extra directories put on the harness venv's path with a .pth file: for a lab whose
+    # guests share a filesystem with a prepared environment (no package index needed).
+    extra_site_dirs: tuple[str, ...] = ()
+    pip_args: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class MeshPeer:
+    name: str
+    address: str
+    port: int
+    user: str
+    host_key_lines: tuple[str, ...]  # known_hosts lines for this peer
+
+
+@dataclass(frozen=True)
+class MeshSpec:
+    """Password-less SSH between the VMs of one scenario, with one key per scenario."""
+
+    scenario: str
+    private_key: str  # OpenSSH PEM text (never logged)
+    public_key: str  # "ssh-ed25519 AAAA... comment"
+    peers: tuple[MeshPeer, ...]
+
+
+@dataclass(frozen=True)
+class GuestRequirements:
+    steps: tuple[str, ...]
+    base_packages: tuple[str, ...] = ("build-essential", "cmake", "curl")
+    container_runtime: str = "docker"  # docker | apptainer | none
+    docker_package: str = "docker.io"
+    apptainer_package: str = "apptainer"
+    driver_source: str | None = None  # local .run file or URL
+    driver_version: str | None = None  # from the file name when unset
+    toolkit_repo: ToolkitRepo = field(default_factory=ToolkitRepo)
+    feature_type: int = 4
+    licence_token_file: Path | None = None
+    licence_timeout_s: float = 120.0
+    expected_vgpu_types: tuple[str, ...] = ()  # e.g. ("A100D-1-10C",)
+    expected_mig_profiles: tuple[str, ...] = ()  # e.g. ("1g.10gb",)
+    harness: HarnessSpec | None = None
+    mesh: MeshSpec | None = None
+
+    @property
+    def expected_driver_version(self) -> str | None:
+        if self.driver_version:
+            return self.driver_version
+        return driver_version_from_name(self.driver_source) if self.driver_source else None

@@ -1,0 +1,220 @@
+"""The NVIDIA guest stack: driver, container toolkit, vGPU licensing, and the final check
+that ``nvidia-smi -L`` shows exactly the vGPU / MIG profile the plan asked for."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from pathlib import Path
+
+from vgpu.provision.facts import (
+    gridd_feature_type,
+    is_licensed,
+    parse_driver_versions,
+    parse_gpu_list,
+    parse_license_status,
+    with_feature_type,
+)
+from vgpu.provision.requirements import GuestRequirements, is_url
+from vgpu.provision.step import Check, HostContext, Step
+from vgpu.provision.steps.system import install_packages, installed_packages
+from vgpu.provision.transport import quote
+
+DRIVER_DIR = ".vgpu/driver"
+GRIDD_CONF = "/etc/nvidia/gridd.conf"
+GRIDD_TEMPLATE = "/etc/nvidia/gridd.conf.template"
+TOKEN_DIR = "/etc/nvidia/ClientConfigToken"
+TOKEN_NAME = "client_configuration_token_vgpu.tok"
+DAEMON_JSON = "/etc/docker/daemon.json"
+
+
+def sha256_of(ctx: HostContext, path: str, sudo: bool = False) -> str | None:
+    result = ctx.run(f"sha256sum {quote(path)} 2>/dev/null", sudo=sudo)
+    return result.stdout.split()[0] if result.ok and result.stdout.strip() else None
+
+
+class DriverStep(Step):
+    name = "nvidia-driver"
+
+    def preflight(self, req: GuestRequirements) -> list[tuple[str, str, str]]:
+        if not req.driver_source:
+            return [("drivers.guest_driver", "no NVIDIA guest driver (.run file or URL) given",
+                     "set drivers.guest_driver in the inventory to the vGPU guest driver "
+                     "from the NVIDIA licensing portal")]
+        problems = []
+        if not is_url(req.driver_source) and not Path(req.driver_source).is_file():
+            problems.append(("drivers.guest_driver",
+                             f"driver file {req.driver_source} does not exist",
+                             "download the NVIDIA-Linux-x86_64-<version>-grid.run file and "
+                             "give its path (or an http(s) URL)"))
+        if not req.expected_driver_version:
+            problems.append(("drivers.guest_driver",
+                             f"cannot tell the driver version from {req.driver_source}",
+                             "keep NVIDIA's file name (it contains the version)"))
+        return problems
+
+    def _versions(self, ctx: HostContext) -> set[str] | None:
+        result = ctx.run("nvidia-smi --query-gpu=driver_version --format=csv,noheader")
+        return parse_driver_versions(result.stdout) if result.ok else None
+
+    def check(self, ctx: HostContext) -> Check:
+        want = ctx.requirements.expected_driver_version
+        versions = self._versions(ctx)
+        if versions is None:
+            return Check(False, f"no working NVIDIA driver; want {want}")
+        if versions != {want}:
+            return Check(False, f"driver {', '.join(sorted(versions))}; want {want}")
+        return Check(True, f"driver {want}")
+
+    def apply(self, ctx: HostContext) -> None:
+        source = ctx.requirements.driver_source
+        assert source is not None
+        remote = f"{ctx.home}/{DRIVER_DIR}/{source.rsplit('/', 1)[-1]}"
+        if is_url(source):
+            self.must(ctx, f"mkdir -p {ctx.home}/{DRIVER_DIR} && curl -fsSL -o "
+                      f"{quote(remote)}.part {quote(source)} && mv -f {quote(remote)}.part "
+                      f"{quote(remote)}", fix=f"check that the guest can fetch {source}")
+        else:
+            local = Path(source)
+            digest = hashlib.sha256(local.read_bytes()).hexdigest()
+            if sha256_of(ctx, remote) != digest:
+                ctx.transport.put(local, remote, mode=0o755)
+        self.must(ctx, f"sh {quote(remote)} --silent", sudo=True,
+                  fix="read /var/log/nvidia-installer.log on the guest; the kernel headers "
+                  "and build-essential must be installed")
+
+
+class ContainerToolkitStep(Step):
+    name = "nvidia-container-toolkit"
+    package = "nvidia-container-toolkit"
+
+    def _configured(self, ctx: HostContext) -> bool:
+        daemon = ctx.run(f"cat {quote(ctx.path(DAEMON_JSON))} 2>/dev/null")
+        return '"nvidia"' in daemon.stdout
+
+    def check(self, ctx: HostContext) -> Check:
+        if self.package not in installed_packages(ctx, self, (self.package,)):
+            return Check(False, f"{self.package} not installed")
+        if not self._configured(ctx):
+            return Check(False, "docker has no nvidia runtime")
+        return Check(True, "installed; docker runtime nvidia configured")
+
+    def apply(self, ctx: HostContext) -> None:
+        repo = ctx.requirements.toolkit_repo
+        if ctx.os is not None and ctx.os.package_manager != "apt-get":
+            raise self.fail(ctx, f"toolkit repository set-up is implemented for apt only, "
+                            f"not {ctx.os.package_manager}",
+                            "install nvidia-container-toolkit from NVIDIA's rpm repository "
+                            "by hand, then re-run")
+        if self.package not in installed_packages(ctx, self, (self.package,)):
+            keyring = ctx.path(repo.keyring)
+            if not ctx.run(f"test -s {quote(keyring)}").ok:
+                self.must(ctx, f"mkdir -p {quote(keyring.rsplit('/', 1)[0])} && "
+                          f"curl -fsSL {quote(repo.gpg_key_url)} | gpg --batch --yes "
+                          f"--dearmor -o {quote(keyring)}.vgpu-tmp && mv -f "
+                          f"{quote(keyring)}.vgpu-tmp {quote(keyring)}", sudo=True,
+                          fix=f"check that the guest can fetch {repo.gpg_key_url}")
+            arch = self.must(ctx, "dpkg --print-architecture").stdout.strip() or "amd64"
+            line = repo.list_line.replace("$(ARCH)", arch)
+            ctx.transport.put(f"{line}\n", ctx.path(repo.list_file), mode=0o644, sudo=True)
+            install_packages(ctx, self, (self.package,))
+        self.must(ctx, f"nvidia-ctk runtime configure --runtime=docker "
+                  f"--config={quote(ctx.path(DAEMON_JSON))}", sudo=True)
+        self.must(ctx, "systemctl restart docker", sudo=True,
+                  fix="look at `journalctl -u docker` on the guest")
+
+
+class LicensingStep(Step):
+    name = "vgpu-licensing"
+
+    def preflight(self, req: GuestRequirements) -> list[tuple[str, str, str]]:
+        token = req.licence_token_file
+        if token is None:
+            return [("drivers.licence_token", "no client configuration token given",
+                     "download the .tok file from your NVIDIA License System instance and "
+                     "set drivers.licence_token to its path")]
+        if not token.is_file():
+            return [("drivers.licence_token", f"token file {token} does not exist",
+                     "set drivers.licence_token to the client configuration token (.tok) "
+                     "file downloaded from the NVIDIA License System")]
+        return []
+
+    def _token_bytes(self, ctx: HostContext) -> bytes:
+        assert ctx.requirements.licence_token_file is not None
+        return ctx.requirements.licence_token_file.read_bytes()
+
+    def _state(self, ctx: HostContext) -> tuple[str, list[str]]:
+        want = ctx.requirements.feature_type
+        conf = ctx.run(f"cat {quote(ctx.path(GRIDD_CONF))} 2>/dev/null").stdout
+        problems = []
+        have = gridd_feature_type(conf)
+        if have != want:
+            problems.append(f"gridd.conf FeatureType is {have}, want {want}")
+        token_path = f"{ctx.path(TOKEN_DIR)}/{TOKEN_NAME}"
+        if sha256_of(ctx, token_path, sudo=True) != hashlib.sha256(
+                self._token_bytes(ctx)).hexdigest():
+            problems.append("client configuration token missing or different")
+        return conf, problems
+
+    def _licence(self, ctx: HostContext) -> list[str]:
+        return parse_license_status(ctx.run("nvidia-smi -q").stdout)
+
+    def check(self, ctx: HostContext) -> Check:
+        _, problems = self._state(ctx)
+        if problems:
+            return Check(False, "; ".join(problems))
+        statuses = self._licence(ctx)
+        if not is_licensed(statuses):
+            return Check(False, f"License Status: {', '.join(statuses) or 'not reported'}")
+        return Check(True, f"FeatureType={ctx.requirements.feature_type}; "
+                     f"License Status: {statuses[0]}")
+
+    def apply(self, ctx: HostContext) -> None:
+        conf, _ = self._state(ctx)
+        if not conf.strip():
+            conf = ctx.run(f"cat {quote(ctx.path(GRIDD_TEMPLATE))} 2>/dev/null").stdout
+        desired = with_feature_type(conf, ctx.requirements.feature_type)
+        ctx.transport.put(desired, ctx.path(GRIDD_CONF), mode=0o644, sudo=True)
+        ctx.transport.put(self._token_bytes(ctx), f"{ctx.path(TOKEN_DIR)}/{TOKEN_NAME}",
+                          mode=0o744, sudo=True)
+        self.must(ctx, "systemctl restart nvidia-gridd", sudo=True,
+                  fix="look at `journalctl -u nvidia-gridd` on the guest")
+
+    def verify(self, ctx: HostContext) -> str:
+        deadline = time.monotonic() + ctx.requirements.licence_timeout_s
+        while True:
+            result = self.check(ctx)
+            if result.done:
+                return result.detail
+            if time.monotonic() >= deadline:
+                raise self.fail(ctx, f"not licensed after {ctx.requirements.licence_timeout_s:.0f}"
+                                f"s: {result.detail}",
+                                "check that the guest reaches the licence server named in the "
+                                "token and `journalctl -u nvidia-gridd`")
+            time.sleep(1.0)
+
+
+class VerifyGpuStep(Step):
+    name = "verify-gpu"
+    read_only = True
+
+    def check(self, ctx: HostContext) -> Check:
+        req = ctx.requirements
+        result = ctx.run("nvidia-smi -L")
+        if not result.ok:
+            raise self.fail(ctx, f"nvidia-smi -L failed: {result.tail()}",
+                            "install the guest driver (step nvidia-driver) first")
+        listing = parse_gpu_list(result.stdout)
+        problems = []
+        if req.expected_vgpu_types and sorted(listing.vgpu_types) != sorted(
+                req.expected_vgpu_types):
+            problems.append(f"GPUs {list(listing.vgpu_types)}, want "
+                            f"{list(req.expected_vgpu_types)}")
+        if sorted(listing.mig_profiles) != sorted(req.expected_mig_profiles):
+            problems.append(f"MIG devices {list(listing.mig_profiles)}, want "
+                            f"{list(req.expected_mig_profiles)}")
+        if problems:
+            raise self.fail(ctx, "; ".join(problems),
+                            "the VM has the wrong vGPU profile: re-run `vgpu apply` for this "
+                            "scenario, or check the host's MIG mode")
+        return Check(True, listing.summary())

@@ -1,0 +1,132 @@
+"""OS facts, base packages and the container runtime."""
+
+from __future__ import annotations
+
+from vgpu.provision.facts import (
+    OS_FACTS_COMMAND,
+    OsFacts,
+    parse_dpkg_installed,
+    parse_os_facts,
+    parse_rpm_installed,
+)
+from vgpu.provision.step import Check, HostContext, Step
+from vgpu.provision.transport import quote
+
+APT_ENV = "DEBIAN_FRONTEND=noninteractive"
+# Debian names in the scenario, mapped for RPM distributions.
+RPM_NAMES = {"build-essential": ("gcc", "gcc-c++", "make"), "docker.io": ("docker-ce",)}
+
+
+class OsFactsStep(Step):
+    name = "os-facts"
+    read_only = True
+
+    def check(self, ctx: HostContext) -> Check:
+        ctx.os = read_os_facts(ctx, self)
+        return Check(True, ctx.os.summary())
+
+
+def read_os_facts(ctx: HostContext, step: Step) -> OsFacts:
+    return parse_os_facts(step.must(ctx, OS_FACTS_COMMAND).stdout)
+
+
+def package_manager(ctx: HostContext, step: Step) -> str:
+    if ctx.os is None:
+        ctx.os = read_os_facts(ctx, step)
+    manager = ctx.os.package_manager
+    if manager not in ("apt-get", "dnf", "yum"):
+        raise step.fail(ctx, f"no supported package manager on {ctx.os.distro} "
+                        "(apt-get, dnf or yum)", "use an Ubuntu/Debian or RHEL-family guest")
+    return manager
+
+
+def native_names(manager: str, packages: tuple[str, ...]) -> tuple[str, ...]:
+    if manager == "apt-get":
+        return packages
+    return tuple(name for pkg in packages for name in RPM_NAMES.get(pkg, (pkg,)))
+
+
+def installed_packages(ctx: HostContext, step: Step, packages: tuple[str, ...]) -> set[str]:
+    manager = package_manager(ctx, step)
+    names = native_names(manager, packages)
+    quoted = " ".join(quote(p) for p in names)
+    if manager == "apt-get":
+        result = ctx.run(f"dpkg-query -W -f='${{Package}}\\t${{Status}}\\n' {quoted}")
+        return parse_dpkg_installed(result.stdout)
+    result = ctx.run(f"rpm -q {quoted}")
+    return parse_rpm_installed(result.stdout + result.stderr, names)
+
+
+def install_packages(ctx: HostContext, step: Step, packages: tuple[str, ...]) -> None:
+    manager = package_manager(ctx, step)
+    names = " ".join(quote(p) for p in native_names(manager, packages))
+    fix = "check the guest's package sources (apt/dnf repositories, proxy) and disk space"
+    if manager == "apt-get":
+        step.must(ctx, f"{APT_ENV} apt-get update -q && {APT_ENV} apt-get install -y -q "
+                  f"--no-install-recommends {names}", sudo=True, fix=fix)
+    else:
+        step.must(ctx, f"{manager} install -y {names}", sudo=True, fix=fix)
+
+
+class PackagesStep(Step):
+    """Packages through the guest's package manager (idempotent: installs only missing)."""
+
+    def __init__(self, name: str, packages: tuple[str, ...]) -> None:
+        self.name = name
+        self.packages = packages
+
+    def missing(self, ctx: HostContext) -> list[str]:
+        manager = package_manager(ctx, self)
+        wanted = native_names(manager, self.packages)
+        have = installed_packages(ctx, self, self.packages)
+        return [p for p in wanted if p not in have]
+
+    def check(self, ctx: HostContext) -> Check:
+        missing = self.missing(ctx)
+        if missing:
+            return Check(False, f"missing: {', '.join(missing)}")
+        return Check(True, f"installed: {', '.join(self.packages)}")
+
+    def apply(self, ctx: HostContext) -> None:
+        install_packages(ctx, self, tuple(self.missing(ctx)))
+
+
+class BasePackagesStep(PackagesStep):
+    def __init__(self, packages: tuple[str, ...]) -> None:
+        super().__init__("base-packages", packages)
+
+
+class DockerStep(PackagesStep):
+    def __init__(self, package: str) -> None:
+        super().__init__("container-runtime:docker", (package,))
+
+    def check(self, ctx: HostContext) -> Check:
+        packages = super().check(ctx)
+        if not packages.done:
+            return packages
+        active = ctx.run("systemctl is-active docker")
+        if active.stdout.strip() != "active":
+            return Check(False, "docker is installed but the service is not active")
+        return Check(True, "docker installed and active")
+
+    def apply(self, ctx: HostContext) -> None:
+        missing = self.missing(ctx)
+        if missing:
+            install_packages(ctx, self, tuple(missing))
+        self.must(ctx, "systemctl enable --now docker", sudo=True,
+                  fix="look at `journalctl -u docker` on the guest")
+
+    def verify(self, ctx: HostContext) -> str:
+        detail = super().verify(ctx)
+        self.must(ctx, "docker info", sudo=True, fix="look at `journalctl -u docker`")
+        return detail
+
+
+class ApptainerStep(PackagesStep):
+    def __init__(self, package: str) -> None:
+        super().__init__("container-runtime:apptainer", (package,))
+
+    def verify(self, ctx: HostContext) -> str:
+        detail = super().verify(ctx)
+        version = self.must(ctx, "apptainer --version")
+        return f"{detail}; {version.stdout.strip()}"
