@@ -15,6 +15,8 @@ COMMANDS: dict[str, str] = {
     "run": "loadgen.cli:run_main",
     "model": "loadgen.cli:model_main",
     "triton-repo": "loadgen.cli:triton_repo_main",
+    "train": "loadgen.train.cli:train_main",
+    "allreduce": "loadgen.train.cli:allreduce_main",
 }
 
 
