@@ -66,9 +66,11 @@ def _reasons(values: dict[str, Any], errors: list[str]) -> list[str]:
     reasons = []
     text = values.get("result_invalid_reason") or ""
     reasons += [part.strip() + "." for part in text.split(". ") if part.strip(" .")]
-    for key in FLAG_KEYS[:3]:
+    for key in FLAG_KEYS:
         if values.get(key) is False:
             reasons.append(f"{key} is false")
+    if values.get("early_stopping_met") is False and values.get("early_stopping_result"):
+        reasons.append("early stopping: " + " ".join(values["early_stopping_result"].split()))
     reasons += [f"LoadGen error: {message}" for message in errors]
     return reasons
 
