@@ -25,6 +25,7 @@ err_console = Console(stderr=True, soft_wrap=True)
 def _register() -> None:
     # Imported for their side effect of adding commands to ``app``.
     from vgpu.cli import core  # noqa: F401
+    from vgpu.cli import vsphere  # noqa: F401
 
 
 @app.callback()

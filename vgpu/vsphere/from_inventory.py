@@ -1,0 +1,52 @@
+"""Inventory (vgpu.model.inventory) -> the vSphere layer's connection target and placement."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from vgpu.errors import InputError
+from vgpu.model.inventory import Inventory
+from vgpu.vsphere.connection import PlacementNames, VCenterTarget
+
+
+def target_from_inventory(inventory: Inventory, source: Path) -> VCenterTarget:
+    """Connection settings with the password read from its env var or file now."""
+    vc = inventory.vcenter
+    if vc is None or inventory.placement is None:
+        raise InputError.single(
+            str(source), "vcenter", "the inventory names no vCenter",
+            fix="add vcenter (host, user, password) and placement, or use a vSphere inventory "
+                "such as inventory/sim.yaml")
+    try:
+        password = vc.password.reveal(base_dir=source.parent)
+    except (KeyError, OSError, IndexError) as exc:
+        raise InputError.single(
+            str(source), "vcenter.password",
+            f"cannot read the password from {vc.password.describe()}: {exc}",
+            fix="export the variable or create the file (vgpu sim up prints both for the lab)",
+        ) from None
+    ca_bundle = vc.ca_bundle
+    if ca_bundle:
+        path = Path(ca_bundle).expanduser()
+        ca_bundle = str(path if path.is_absolute() else source.parent / path)
+    return VCenterTarget(
+        host=vc.host, port=vc.port, user=vc.user, password=password, protocol=vc.protocol,
+        verify_tls=vc.verify_tls, ca_bundle=ca_bundle, source=str(source),
+    )
+
+
+def placement_from_inventory(inventory: Inventory, source: Path) -> PlacementNames:
+    p = inventory.placement
+    if p is None:
+        raise InputError.single(str(source), "placement", "the inventory has no placement",
+                                fix="add placement: datacenter, cluster, datastore, network, "
+                                    "template")
+    if p.template is None:
+        raise InputError.single(
+            str(source), "placement.template",
+            "apply clones VMs from a template; OVF and ISO sources are not supported yet",
+            fix="name a VM template (EFI firmware, VMware Tools installed)")
+    return PlacementNames(
+        datacenter=p.datacenter, datastore=p.datastore, network=p.network, template=p.template,
+        cluster=p.cluster, folder=p.folder, resource_pool=p.resource_pool, source=str(source),
+    )

@@ -1,0 +1,183 @@
+"""Bridge between the pure planner and vCenter facts.
+
+- ``held_from_facts``: the vGPUs other VMs already hold on each host, in the planner's terms,
+  so the plan places around them (or refuses before any change).
+- ``desired_from_plan``: a Plan's VMs as ``VmDesired``, with each vGPU type matched to the
+  exact name the host offers (``A100D-1-10C`` -> ``grid_a100d-1-10c``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vgpu import mig
+from vgpu.errors import InputError, Problem
+from vgpu.model.inventory import Inventory
+from vgpu.model.plan import Plan, PlannedVgpu
+from vgpu.model.vgpu_request import VgpuRequest, parse_vgpu
+from vgpu.plan import HeldVgpu
+from vgpu.vsphere.desired import GuestNetwork, OwnerMarks, PassthroughDevice, VmDesired
+from vgpu.vsphere.facts import HostFacts, VmActual
+
+
+@dataclass
+class _GpuLoad:
+    pci_id: str
+    mig: list[mig.MigProfile]
+    timesliced: list[str]
+    passthrough: bool = False
+
+    @property
+    def empty(self) -> bool:
+        return not (self.mig or self.timesliced or self.passthrough)
+
+
+def gpu_order(facts: HostFacts, inventory: Inventory | None) -> list[str]:
+    """PCI addresses in the planner's GPU index order: the inventory's pci_ids when it
+    lists them, else the order the host reports its GPUs in."""
+    if inventory is not None:
+        for host in inventory.hosts:
+            if host.name == facts.name:
+                listed = [pci for g in host.gpus for pci in g.pci_ids]
+                if listed:
+                    return listed
+    return [g.pci_id for g in facts.gpus]
+
+
+def _foreign(vm: VmActual, scenario_id: str) -> bool:
+    return not (vm.owned and vm.scenario == scenario_id)
+
+
+def _place_held(load: list[_GpuLoad], request: VgpuRequest, gpu: mig.GpuModel) -> int | None:
+    for index, g in enumerate(load):
+        if g.passthrough:
+            continue
+        if request.kind == "mig" and request.profile is not None and not g.timesliced:
+            if mig.is_placeable(gpu, [*g.mig, request.profile]):
+                g.mig.append(request.profile)
+                return index
+        elif request.kind == "timesliced" and request.timesliced_type and not g.mig:
+            size = request.framebuffer_gb
+            same = not g.timesliced or set(g.timesliced) == {request.timesliced_type}
+            if same and len(g.timesliced) < gpu.memory_gb // size:
+                g.timesliced.append(request.timesliced_type)
+                return index
+    return None
+
+
+def held_from_facts(
+    hosts: dict[str, HostFacts], vms: dict[str, VmActual], scenario_id: str,
+    gpu: mig.GpuModel, inventory: Inventory | None = None,
+) -> tuple[list[HeldVgpu], list[str]]:
+    """vGPUs held by VMs that are not this scenario's, assigned to GPUs.
+
+    vCenter does not say which physical GPU a vGPU sits on, so held instances are packed
+    the way the host fills GPUs (largest first, first GPU with room). Powered-off VMs count:
+    they claim their vGPU again at power-on. Returns the held list and notes on what could
+    not be accounted for."""
+    held: list[HeldVgpu] = []
+    notes: list[str] = []
+    for facts in hosts.values():
+        order = gpu_order(facts, inventory)
+        load = [_GpuLoad(pci, [], []) for pci in order]
+        requests: list[tuple[str, VgpuRequest]] = []
+        for vm in sorted(vms.values(), key=lambda v: v.name):
+            if vm.host != facts.name or not _foreign(vm, scenario_id):
+                continue
+            for pci in vm.passthrough_ids:
+                if pci in order:
+                    load[order.index(pci)].passthrough = True
+                    held.append(HeldVgpu(facts.name, order.index(pci), vm.name,
+                                         "passthrough", "passthrough"))
+            for vgpu_type in vm.vgpus:
+                try:
+                    requests.append((vm.name, parse_vgpu(vgpu_type, gpu)))
+                except mig.ProfileParseError:
+                    notes.append(f"{facts.name}: VM {vm.name} holds {vgpu_type}, not a "
+                                 f"{gpu.key} type; not counted")
+        requests.sort(key=lambda r: -(r[1].profile.memory_slices if r[1].profile else 0))
+        for vm_name, request in requests:
+            index = _place_held(load, request, gpu)
+            if index is None:
+                notes.append(f"{facts.name}: no GPU has room for {request.label} held by "
+                             f"{vm_name} (over-committed host?)")
+                continue
+            held.append(HeldVgpu(facts.name, index, vm_name, request.kind, request.label))
+    return held, notes
+
+
+def _host_type(vgpu: PlannedVgpu, gpu: mig.GpuModel, facts: HostFacts) -> str | None:
+    assert vgpu.vgpu_type is not None
+    for candidate in gpu.host_type_candidates(vgpu.vgpu_type):
+        if candidate in facts.vgpu_types:
+            return candidate
+    return None
+
+
+def _guest_network(ip: str | None, inventory: Inventory) -> GuestNetwork | None:
+    if ip is None:
+        return None
+    pool = inventory.network.ip_pool
+    if pool is None:
+        return GuestNetwork(ip=ip)
+    return GuestNetwork(ip=ip, netmask=pool.netmask, gateway=pool.gateway,
+                        dns=tuple(pool.dns), domain=pool.domain)
+
+
+def desired_from_plan(
+    plan: Plan, inventory: Inventory, hosts: dict[str, HostFacts], source: str,
+) -> list[VmDesired]:
+    """The Plan's VMs as the vSphere layer's desired state, or InputError naming every VM
+    whose host lacks the vGPU type or GPU it needs."""
+    gpu = mig.gpu_model(plan.gpu_model)
+    owner = OwnerMarks(scenario=plan.scenario_id, plan_hash=plan.plan_hash)
+    guest_id = inventory.placement.guest_id if inventory.placement else None
+    problems: list[Problem] = []
+    desired: list[VmDesired] = []
+    for vm in plan.vms:
+        facts = hosts.get(vm.host)
+        if facts is None:
+            problems.append(Problem(source, f"hosts ({vm.host})",
+                                    f"VM {vm.name} is planned on host {vm.host}, which vCenter "
+                                    f"does not have; it has: {', '.join(sorted(hosts))}",
+                                    fix="use the host names vCenter shows"))
+            continue
+        vgpus: list[str] = []
+        passthrough: list[PassthroughDevice] = []
+        order = gpu_order(facts, inventory)
+        for planned in vm.vgpus:
+            if planned.kind == "passthrough":
+                pci = planned.pci_id or (order[planned.gpu_index]
+                                         if planned.gpu_index < len(order) else None)
+                device = next((g for g in facts.gpus if g.pci_id == pci), None)
+                if device is None:
+                    problems.append(Problem(source, f"hosts ({vm.host})",
+                                            f"VM {vm.name} needs GPU {planned.gpu_index} of "
+                                            f"{vm.host} for passthrough, which vCenter does "
+                                            "not show", fix="check the host's GPUs and pci_ids"))
+                    continue
+                passthrough.append(PassthroughDevice(device.pci_id, device.vendor_id,
+                                                     device.device_id))
+                continue
+            host_type = _host_type(planned, gpu, facts)
+            if host_type is None:
+                assert planned.vgpu_type is not None
+                tried = ", ".join(gpu.host_type_candidates(planned.vgpu_type))
+                offered = ", ".join(facts.vgpu_types) or "none"
+                problems.append(Problem(source, f"hosts ({vm.host})",
+                                        f"VM {vm.name} needs {planned.label} ({tried}) but "
+                                        f"{vm.host} offers: {offered}",
+                                        fix="enable MIG / install the vGPU host driver, or "
+                                            "pick a profile the host offers"))
+                continue
+            vgpus.append(host_type)
+        desired.append(VmDesired(
+            name=vm.name, host=vm.host, num_cpus=vm.vcpu, memory_mb=vm.memory_mb, owner=owner,
+            vgpus=tuple(vgpus), passthrough=tuple(passthrough),
+            extra_config=dict(vm.extra_config), network=_guest_network(vm.ip, inventory),
+            firmware=vm.firmware, memory_reservation_locked=vm.memory_reservation_locked,
+            guest_id=guest_id,
+        ))
+    if problems:
+        raise InputError(problems)
+    return desired

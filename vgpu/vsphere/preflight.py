@@ -1,0 +1,269 @@
+"""Preflight: can this vCenter run vGPU scenarios, and this scenario in particular?
+
+Per host: ESXi version and build, GPUs (PCI vendor/device -> model), vGPU types offered,
+the host graphics default (must be Shared Direct), MIG-backed types, free capacity per GPU
+beside what other VMs hold, maintenance mode and connection state. With a scenario: does
+its plan fit, and does every planned VM's host offer its vGPU types."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vgpu import mig
+from vgpu.errors import InputError, PlanError
+from vgpu.model.inventory import Inventory
+from vgpu.model.scenario import Scenario
+from vgpu.plan import HeldVgpu
+from vgpu.vsphere.connection import Session
+from vgpu.vsphere.facts import HostFacts
+from vgpu.vsphere.from_inventory import placement_from_inventory
+from vgpu.vsphere.from_plan import desired_from_plan, gpu_order, held_from_facts
+from vgpu.vsphere.reconcile import read_state
+from vgpu.vsphere.workflow import ScenarioState, read_scenario_state
+
+MIN_ESXI = (7, 0)
+MULTI_VGPU_ESXI = (8, 0)
+MIG_TYPE = re.compile(r"-\d-\d+c(me)?$", re.IGNORECASE)
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str
+
+
+@dataclass
+class GpuUsage:
+    index: int
+    pci_id: str
+    model: str
+    mode: str  # free | mig | timesliced | passthrough
+    held: list[str]
+    free_memory_slices: int | None
+    free_compute_slices: int | None
+
+
+@dataclass
+class HostReport:
+    name: str
+    version: str | None
+    build: str | None
+    connection_state: str
+    in_maintenance: bool
+    graphics_default_type: str | None
+    gpus: list[GpuUsage]
+    vgpu_types: list[str]
+    mig_types: list[str]
+    checks: list[Check]
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+
+@dataclass
+class PreflightReport:
+    vcenter: str
+    vcenter_version: str
+    inventory: str
+    scenario: str | None
+    taken_at: str
+    hosts: list[HostReport]
+    scenario_checks: list[Check] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(h.ok for h in self.hosts) and all(c.ok for c in self.scenario_checks)
+
+    def failures(self) -> list[str]:
+        out = [f"{h.name}: {c.name}: {c.detail}" for h in self.hosts for c in h.checks
+               if not c.ok]
+        return out + [f"scenario: {c.name}: {c.detail}" for c in self.scenario_checks
+                      if not c.ok]
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["ok"] = self.ok
+        return data
+
+
+def _version_tuple(version: str | None) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", version or "")[:3])
+
+
+def _model_name(device_id: int) -> str:
+    model = mig.gpu_model_for_pci(device_id)
+    return model.key if model else f"unknown NVIDIA 0x{device_id:04x}"
+
+
+def _expected_gpus(inventory: Inventory, host: str) -> list[tuple[str, int]]:
+    for h in inventory.hosts:
+        if h.name == host:
+            return [(g.gpu.key, g.count) for g in h.gpus]
+    return []
+
+
+def _usage(facts: HostFacts, held: list[HeldVgpu], inventory: Inventory) -> list[GpuUsage]:
+    order = gpu_order(facts, inventory)
+    devices = {g.pci_id: g for g in facts.gpus}
+    usage: list[GpuUsage] = []
+    for index, pci in enumerate(order):
+        device = devices.get(pci)
+        model_key = _model_name(device.device_id) if device else "missing"
+        model = mig.gpu_model_for_pci(device.device_id) if device else None
+        mine = [h for h in held if h.host == facts.name and h.gpu_index == index]
+        kinds = {h.kind for h in mine}
+        mode = next(iter(kinds)) if len(kinds) == 1 else ("free" if not kinds else "mixed")
+        free_mem: int | None = None
+        free_compute: int | None = None
+        if model is not None and mode in {"free", "mig"}:
+            profiles = [model.profile(h.label) for h in mine if h.kind == "mig"]
+            free_mem = model.memory_slices - sum(p.memory_slices for p in profiles)
+            free_compute = model.compute_slices - sum(p.compute_slices for p in profiles)
+        usage.append(GpuUsage(index, pci, model_key, mode,
+                              [f"{h.label} ({h.vm})" for h in mine], free_mem, free_compute))
+    return usage
+
+
+def host_checks(facts: HostFacts, inventory: Inventory) -> list[Check]:
+    checks = [
+        Check("connection", facts.connection_state == "connected",
+              facts.connection_state if facts.connection_state == "connected"
+              else f"{facts.connection_state}: reconnect the host in vCenter"),
+        Check("maintenance mode", not facts.in_maintenance,
+              "in maintenance mode: exit it before apply" if facts.in_maintenance else "off"),
+    ]
+    version = _version_tuple(facts.version)
+    checks.append(Check(
+        "ESXi version", version >= MIN_ESXI,
+        f"{facts.version} build {facts.build}" if version >= MIN_ESXI
+        else f"{facts.version or 'unknown'}: MIG-backed vGPU needs ESXi 7.0 Update 2 or later"))
+    found: dict[str, int] = {}
+    for g in facts.gpus:
+        found[_model_name(g.device_id)] = found.get(_model_name(g.device_id), 0) + 1
+    found_text = ", ".join(f"{n} x {m}" for m, n in found.items()) or "none"
+    expected = _expected_gpus(inventory, facts.name)
+    if not facts.gpus:
+        checks.append(Check("GPUs", False, "no NVIDIA GPU in the host's PCI device list: "
+                                           "check the hardware and that the host sees it"))
+    elif expected and any(found.get(m, 0) != n for m, n in expected):
+        want = ", ".join(f"{n} x {m}" for m, n in expected)
+        checks.append(Check("GPUs", False, f"found {found_text}, the inventory says {want}"))
+    else:
+        checks.append(Check("GPUs", True, found_text))
+    checks.append(Check(
+        "vGPU types", bool(facts.vgpu_types),
+        f"{len(facts.vgpu_types)} offered" if facts.vgpu_types
+        else "none offered: install the NVIDIA AI Enterprise host driver (VIB) and reboot"))
+    mig_types = [t for t in facts.vgpu_types if MIG_TYPE.search(t)]
+    checks.append(Check(
+        "MIG-backed types", bool(mig_types),
+        f"{len(mig_types)} offered" if mig_types
+        else "none: enable MIG mode on the GPUs (nvidia-smi -mig 1) and reboot the host"))
+    shared_direct = facts.graphics_default_type == "sharedDirect"
+    checks.append(Check(
+        "graphics default", shared_direct,
+        "Shared Direct" if shared_direct
+        else f"{facts.graphics_default_type or 'unknown'}: set it to Shared Direct "
+             "(esxcli graphics host set --default-type SharedPassthru) and restart xorg"))
+    return checks
+
+
+def _scenario_checks(scenario_state: ScenarioState, session_hosts: dict[str, HostFacts],
+                     inventory: Inventory, inventory_path: Path) -> list[Check]:
+    checks: list[Check] = []
+    try:
+        plan = scenario_state.build_plan()
+    except PlanError as exc:
+        return [Check("capacity", False, str(exc))]
+    held = len(scenario_state.held)
+    checks.append(Check("capacity", True,
+                        f"{len(plan.vms)} VM(s) fit" + (f" beside {held} held vGPU(s)"
+                                                       if held else "")))
+    try:
+        desired_from_plan(plan, inventory, session_hosts, str(inventory_path))
+        checks.append(Check("vGPU types", True, "every planned vGPU type is offered by its host"))
+    except InputError as exc:
+        checks.append(Check("vGPU types", False, str(exc)))
+    multi = [vm.name for vm in plan.vms if len(vm.vgpus) > 1]
+    old_hosts = sorted({vm.host for vm in plan.vms if vm.name in multi
+                        and _version_tuple(session_hosts[vm.host].version) < MULTI_VGPU_ESXI})
+    if multi:
+        checks.append(Check("several vGPUs per VM", not old_hosts,
+                            "needs ESXi 8.0 on " + ", ".join(old_hosts) if old_hosts
+                            else "ESXi 8.0+ on every host used"))
+    return checks
+
+
+def run_preflight(session: Session, inventory: Inventory, inventory_path: Path,
+                  scenario: Scenario | None) -> PreflightReport:
+    if scenario is not None:
+        scenario_state = read_scenario_state(session, scenario, inventory, inventory_path)
+        state, held, notes = scenario_state.state, scenario_state.held, scenario_state.notes
+    else:
+        state = read_state(session, placement_from_inventory(inventory, inventory_path))
+        gpu = _inventory_gpu(inventory)
+        held, notes = held_from_facts(state.hosts, state.vms, "", gpu, inventory) \
+            if gpu else ([], [])
+    wanted = [h.name for h in inventory.hosts] or sorted(state.hosts)
+    reports: list[HostReport] = []
+    for name in wanted:
+        facts = state.hosts.get(name)
+        if facts is None:
+            reports.append(HostReport(name, None, None, "absent", False, None, [], [], [], [
+                Check("in vCenter", False,
+                      f"not found; the cluster has: {', '.join(sorted(state.hosts)) or 'none'}")
+            ]))
+            continue
+        reports.append(HostReport(
+            name=name, version=facts.version, build=facts.build,
+            connection_state=facts.connection_state, in_maintenance=facts.in_maintenance,
+            graphics_default_type=facts.graphics_default_type,
+            gpus=_usage(facts, held, inventory), vgpu_types=list(facts.vgpu_types),
+            mig_types=[t for t in facts.vgpu_types if MIG_TYPE.search(t)],
+            checks=host_checks(facts, inventory)))
+    scenario_checks: list[Check] = []
+    if scenario is not None:
+        used = _scenario_hosts_ok(reports)
+        scenario_checks = _scenario_checks(scenario_state, state.hosts, inventory,
+                                           inventory_path)
+        if not used:
+            scenario_checks.append(Check("hosts", False, "no host passes its checks"))
+    about = session.content.about
+    return PreflightReport(
+        vcenter=session.target.address, vcenter_version=f"{about.fullName}",
+        inventory=str(inventory_path), scenario=scenario.id if scenario else None,
+        taken_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        hosts=reports, scenario_checks=scenario_checks, notes=notes)
+
+
+def _scenario_hosts_ok(reports: list[HostReport]) -> bool:
+    return any(r.ok for r in reports)
+
+
+def _inventory_gpu(inventory: Inventory) -> mig.GpuModel | None:
+    for host in inventory.hosts:
+        for g in host.gpus:
+            return g.gpu
+    return None
+
+
+def save_report(report: PreflightReport, directory: Path) -> Path:
+    """Write the facts as JSON, one file per run, named by time (and scenario)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    stamp = report.taken_at.replace(":", "").replace("-", "")
+    suffix = f"-scenario-{report.scenario}" if report.scenario else ""
+    path = directory / f"preflight-{stamp}{suffix}.json"
+    n = 1
+    while path.exists():
+        n += 1
+        path = directory / f"preflight-{stamp}{suffix}-{n}.json"
+    path.write_text(json.dumps(report.to_json(), indent=2) + "\n", encoding="utf-8")
+    return path

@@ -1,0 +1,76 @@
+"""Scenario + inventory + what vCenter has -> plan, desired VMs and change set.
+
+This is the one place that joins the pure planner with vCenter facts; ``vgpu apply``,
+``vgpu destroy`` and ``vgpu preflight`` all read through it, so they agree on what a
+scenario needs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from vgpu.model.inventory import Inventory
+from vgpu.model.plan import Plan
+from vgpu.model.scenario import Scenario
+from vgpu.plan import HeldVgpu, build_plan
+from vgpu.vsphere.connection import Session
+from vgpu.vsphere.desired import VmDesired
+from vgpu.vsphere.diff import ChangeSet
+from vgpu.vsphere.from_inventory import placement_from_inventory
+from vgpu.vsphere.from_plan import desired_from_plan, held_from_facts
+from vgpu.vsphere.reconcile import ClusterState, plan_apply, plan_teardown, read_state
+
+
+@dataclass
+class ScenarioState:
+    """A read of vCenter for one scenario, with the held vGPUs the plan must avoid."""
+
+    scenario: Scenario
+    inventory: Inventory
+    inventory_path: Path
+    state: ClusterState
+    held: list[HeldVgpu]
+    notes: list[str] = field(default_factory=list)
+
+    def build_plan(self) -> Plan:
+        """Raises PlanError (nothing changed) when the scenario does not fit beside what
+        other VMs hold."""
+        return build_plan(self.scenario, self.inventory, held=self.held,
+                          inventory_name=str(self.inventory_path))
+
+
+@dataclass
+class ApplyPreparation:
+    plan: Plan
+    desired: list[VmDesired]
+    changes: ChangeSet
+    scenario_state: ScenarioState
+
+    @property
+    def state(self) -> ClusterState:
+        return self.scenario_state.state
+
+
+def read_scenario_state(session: Session, scenario: Scenario, inventory: Inventory,
+                        inventory_path: Path) -> ScenarioState:
+    state = read_state(session, placement_from_inventory(inventory, inventory_path))
+    held, notes = held_from_facts(state.hosts, state.vms, scenario.id, scenario.gpu_model,
+                                  inventory)
+    return ScenarioState(scenario, inventory, inventory_path, state, held, notes)
+
+
+def prepare_apply(session: Session, scenario: Scenario, inventory: Inventory,
+                  inventory_path: Path) -> ApplyPreparation:
+    scenario_state = read_scenario_state(session, scenario, inventory, inventory_path)
+    plan = scenario_state.build_plan()
+    source = scenario.source or str(inventory_path)
+    desired = desired_from_plan(plan, inventory, scenario_state.state.hosts,
+                                str(inventory_path))
+    changes = plan_apply(scenario_state.state, desired, scenario.id, source)
+    return ApplyPreparation(plan, desired, changes, scenario_state)
+
+
+def prepare_destroy(session: Session, scenario_id: str, inventory: Inventory,
+                    inventory_path: Path) -> tuple[ClusterState, ChangeSet]:
+    state = read_state(session, placement_from_inventory(inventory, inventory_path))
+    return state, plan_teardown(state, scenario_id)
