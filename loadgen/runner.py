@@ -147,6 +147,15 @@ class _Run:
     def record(self, binding: DeviceBinding) -> dict[str, Any]:
         detail = self.out_dir / DETAIL_LOG
         log = summarize(detail) if detail.exists() else {}
+        failed = (self.sut or {}).get("failed_samples", 0)
+        if failed and log.get("validity"):
+            # LoadGen only sees completions; samples completed without inference make the
+            # measurement meaningless whatever LoadGen concluded.
+            validity = log["validity"]
+            validity["loadgen_result"] = validity["result"]
+            validity["result"] = "INVALID"
+            validity["reasons"].append(f"harness: {failed} samples failed in the backend and "
+                                       f"were completed without inference")
         host = socket.gethostname()
         return {
             "schema_version": SCHEMA_VERSION,
