@@ -11,8 +11,8 @@ import typer
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from vgpu import catalog
-from vgpu.cli import app
-from vgpu.cli.common import console, scenario_from_args
+from vgpu.cli import app, common
+from vgpu.cli.common import scenario_from_args
 from vgpu.errors import InputError, RemoteError
 from vgpu.model.inventory import Inventory
 from vgpu.model.load import load_inventory
@@ -60,6 +60,7 @@ def _confirm(question: str, yes: bool) -> bool:
 
 def _execute(state: ClusterState, changes: ChangeSet, concurrency: int,
              ip_timeout_s: float) -> list[VmOutcome]:
+    console = common.console
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
                   TimeElapsedColumn(), console=console, transient=not console.is_terminal,
                   ) as progress:
@@ -77,7 +78,7 @@ def _execute(state: ClusterState, changes: ChangeSet, concurrency: int,
         executor = Executor(state.placement, state.hosts, concurrency=concurrency,
                             ip_timeout_s=ip_timeout_s, on_step=on_step, on_done=on_done)
         report = executor.run(changes)
-    render_outcomes(report, console)
+    render_outcomes(report, common.console)
     return report.failed
 
 
@@ -108,8 +109,8 @@ def preflight(
     if as_json:
         typer.echo(json.dumps(report.to_json(), indent=2))
     else:
-        render_preflight(report, console)
-        console.print(f"facts saved to {saved}")
+        render_preflight(report, common.console)
+        common.console.print(f"facts saved to {saved}")
     if not report.ok:
         raise RemoteError("preflight failed:\n  " + "\n  ".join(report.failures()))
 
@@ -132,15 +133,15 @@ def apply(
     inv, inv_path = _inventory(inventory)
     with connect(target_from_inventory(inv, inv_path)) as session:
         prep = prepare_apply(session, sc, inv, inv_path)
-        render_changes(prep.changes, console, title=f"apply scenario {sc.id} ({sc.name}), "
+        render_changes(prep.changes, common.console, title=f"apply scenario {sc.id} ({sc.name}), "
                                                     f"plan {prep.plan.plan_hash}")
         for note in prep.scenario_state.notes:
-            console.print(f"[yellow]note:[/] {note}")
+            common.console.print(f"[yellow]note:[/] {note}")
         if not prep.changes.pending:
-            console.print("nothing to change: vCenter already matches the plan")
+            common.console.print("nothing to change: vCenter already matches the plan")
             return
         if dry_run or not _confirm(f"apply {len(prep.changes.pending)} change(s)?", yes):
-            console.print("dry run: nothing changed" if dry_run else "nothing changed")
+            common.console.print("dry run: nothing changed" if dry_run else "nothing changed")
             return
         failed = _execute(prep.state, prep.changes, concurrency, ip_timeout)
     _fail_if_any(failed, len(prep.changes.pending), "apply")
@@ -160,12 +161,12 @@ def destroy(
     inv, inv_path = _inventory(inventory)
     with connect(target_from_inventory(inv, inv_path)) as session:
         state, changes = prepare_destroy(session, sc.id, inv, inv_path)
-        render_changes(changes, console, title=f"destroy scenario {sc.id} ({sc.name})")
+        render_changes(changes, common.console, title=f"destroy scenario {sc.id} ({sc.name})")
         if not changes.pending:
-            console.print("nothing to delete: no VM of this scenario exists")
+            common.console.print("nothing to delete: no VM of this scenario exists")
             return
         if not _confirm(f"delete {len(changes.pending)} VM(s)?", yes):
-            console.print("nothing changed")
+            common.console.print("nothing changed")
             return
         failed = _execute(state, changes, concurrency, DEFAULT_IP_TIMEOUT_S)
     _fail_if_any(failed, len(changes.pending), "destroy")
@@ -192,13 +193,13 @@ def sim_up(
     shape = LabShape(hosts=hosts, gpus_per_host=gpus, no_vgpu_hosts=no_vgpu_hosts,
                      no_gpu_hosts=no_gpu_hosts, tls=tls, listen=f"127.0.0.1:{port}")
     lab = simstate.up(shape, inventory_out)
-    console.print(f"[bold green]simulator lab running[/] at {lab.url} (pid {lab.pid})")
-    console.print(f"  {hosts} ESXi {shape.esxi_version} host(s) x {gpus} A100 80GB, "
+    common.console.print(f"[bold green]simulator lab running[/] at {lab.url} (pid {lab.pid})")
+    common.console.print(f"  {hosts} ESXi {shape.esxi_version} host(s) x {gpus} A100 80GB, "
                   f"template {shape.template}, user {shape.username}")
-    console.print(f"  inventory written to {inventory_out.resolve()}")
-    console.print(f"  password file {lab.workdir / simstate.PASSWORD_FILE}; for "
+    common.console.print(f"  inventory written to {inventory_out.resolve()}")
+    common.console.print(f"  password file {lab.workdir / simstate.PASSWORD_FILE}; for "
                   f"inventory/sim.yaml: export VGPU_VCENTER_PASSWORD='{lab.password}'")
-    console.print(f"next: vgpu preflight -i {inventory_out} --scenario 8\n"
+    common.console.print(f"next: vgpu preflight -i {inventory_out} --scenario 8\n"
                   f"      vgpu apply -i {inventory_out} --scenario 8\n"
                   "      vgpu sim down")
 
@@ -207,7 +208,7 @@ def sim_up(
 def sim_down() -> None:
     """Stop the simulator lab started by `vgpu sim up` and remove its inventory file."""
     stopped = simstate.down()
-    console.print(f"stopped the simulator lab at {stopped}" if stopped
+    common.console.print(f"stopped the simulator lab at {stopped}" if stopped
                   else "no simulator lab was running")
 
 
@@ -216,7 +217,7 @@ def sim_status() -> None:
     """Say whether a simulator lab started by `vgpu sim up` is running, and where."""
     running = simstate.status()
     if running is None:
-        console.print("no simulator lab is running (start one with `vgpu sim up`)")
+        common.console.print("no simulator lab is running (start one with `vgpu sim up`)")
         raise typer.Exit(1)
-    console.print(f"running at {running.url} (pid {running.pid}), inventory "
+    common.console.print(f"running at {running.url} (pid {running.pid}), inventory "
                   f"{running.inventory}")
