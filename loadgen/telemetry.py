@@ -74,7 +74,7 @@ def _text(value: Any) -> str:
 class NvmlDevice:
     """Static facts and metric readers for the GPU or MIG slice the run is bound to."""
 
-    def __init__(self, nvml: ModuleType, device: DeviceSpec) -> None:
+    def __init__(self, nvml: Any, device: DeviceSpec) -> None:
         self.nvml = nvml
         if device.uuid is not None:
             handle = nvml.nvmlDeviceGetHandleByUUID(device.uuid)
@@ -136,7 +136,7 @@ def _summary(samples: list[tuple[float, float]]) -> dict[str, Any]:
 
 
 class Telemetry:
-    def __init__(self, device: DeviceSpec, nvml: ModuleType | None = None,
+    def __init__(self, device: DeviceSpec, nvml: Any = None,
                  interval_s: float = SAMPLE_INTERVAL_S) -> None:
         self.device = device
         self.interval_s = interval_s
@@ -153,7 +153,7 @@ class Telemetry:
         self._thread = threading.Thread(target=self._loop, daemon=True, name="telemetry")
         self._started = 0.0
 
-    def _open_nvml(self, nvml: ModuleType | None) -> None:
+    def _open_nvml(self, nvml: Any) -> None:
         reason = None
         if nvml is None:
             nvml, reason = _load_nvml()
