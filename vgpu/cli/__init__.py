@@ -24,8 +24,11 @@ err_console = Console(stderr=True, soft_wrap=True)
 
 def _register() -> None:
     # Imported for their side effect of adding commands to ``app``.
-    from vgpu.cli import core  # noqa: F401
-    from vgpu.cli import vsphere  # noqa: F401
+    from vgpu.cli import (
+        core,  # noqa: F401
+        mig,  # noqa: F401
+        vsphere,  # noqa: F401
+    )
 
 
 @app.callback()

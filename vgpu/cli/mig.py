@@ -1,0 +1,212 @@
+"""`vgpu mig ...`: MIG layouts on this machine's GPUs (bare metal) through NVML, or on a
+simulated GPU when asked for explicitly."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from vgpu.cli import app
+from vgpu.cli.common import console, scenario_from_args
+from vgpu.errors import InputError
+from vgpu.nvml.backend import GpuBackend
+from vgpu.nvml.catalogue_check import compare_catalogue
+from vgpu.nvml.errors import MigError, NvmlUnavailable
+from vgpu.nvml.from_plan import layouts_from_plan
+from vgpu.nvml.layout import apply_layout, destroy_layout
+from vgpu.nvml.select import SIMULATOR_ENV, backend_for_this_machine
+from vgpu.nvml.simulator import SimulatedGpuBackend
+from vgpu.nvml.state import StateStore
+from vgpu.nvml.types import GpuSnapshot
+from vgpu.plan import build_plan
+
+mig_app = typer.Typer(name="mig", no_args_is_help=True,
+                      help="MIG layouts on this machine's GPUs (bare-metal baselines).")
+app.add_typer(mig_app, name="mig")
+notice = Console(stderr=True)
+
+SimulatorOpt = Annotated[str | None, typer.Option(
+    "--simulator", help=f"use a simulated GPU of this model when NVML finds no GPU (same as "
+    f"{SIMULATOR_ENV}); a real GPU always wins")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="machine-readable output")]
+StateFileOpt = Annotated[Path | None, typer.Option(
+    "--state-file", help="layout state file (default ~/.local/state/vgpu/mig-layout-<gpu>.json)")]
+
+
+def _backend(simulator: str | None) -> GpuBackend:
+    backend = backend_for_this_machine(simulator)
+    if backend.simulated:
+        notice.print(f"[bold yellow]{backend.description}[/]")
+    return backend
+
+
+def _store(state_file: Path | None) -> StateStore:
+    return StateStore(path=state_file) if state_file else StateStore()
+
+
+def snapshot(backend: GpuBackend, gpu_index: int) -> GpuSnapshot:
+    gpu = next(g for g in backend.gpus() if g.index == gpu_index)
+    snap = GpuSnapshot(gpu=gpu, mig_mode=None)
+    try:
+        snap.mig_mode = backend.mig_mode(gpu.index)
+    except MigError as exc:
+        snap.note = f"no MIG: {exc}"
+        return snap
+    snap.profiles = backend.gpu_instance_profiles(gpu.index)
+    snap.processes = backend.running_processes(gpu.index)
+    if snap.mig_mode.current:
+        snap.instances = backend.gpu_instances(gpu.index)
+        snap.devices = backend.mig_devices(gpu.index)
+    return snap
+
+
+@mig_app.command()
+def status(simulator: SimulatorOpt = None, as_json: JsonOpt = False) -> None:
+    """GPUs, MIG mode, GPU/compute instances and MIG device UUIDs."""
+    backend = _backend(simulator)
+    driver = backend.driver_info()
+    snaps = [snapshot(backend, g.index) for g in backend.gpus()]
+    if as_json:
+        typer.echo(json.dumps({"backend": backend.description, "simulated": backend.simulated,
+                               "driver": driver.__dict__,
+                               "gpus": [s.to_json() for s in snaps]}, indent=2))
+        return
+    console.print(f"{backend.description}; driver {driver.driver_version}, "
+                  f"CUDA {driver.cuda_version}")
+    for s in snaps:
+        g = s.gpu
+        mode = s.mig_mode.describe() if s.mig_mode else s.note
+        console.print(f"GPU {g.index}: {g.name} [{g.model_key or 'not in catalogue'}] "
+                      f"{g.pci_bus_id} (device 0x{g.pci_device_id:04X}) {g.memory_mb} MiB, "
+                      f"{g.uuid}; MIG {mode}"
+                      + (f"; processes {s.processes}" if s.processes else ""))
+        devices = {(d.gpu_instance_id, d.compute_instance_id): d for d in s.devices}
+        if not s.instances:
+            continue
+        table = Table()
+        for col in ("GPU instance", "profile", "start", "size", "compute instance", "MIG UUID"):
+            table.add_column(col)
+        for gi in s.instances:
+            cis = gi.compute_instances or ()
+            for ci in cis or (None,):
+                d = devices.get((gi.id, ci.id)) if ci else None
+                table.add_row(str(gi.id), s.profile_name(gi.profile_id), str(gi.start),
+                              str(gi.size), str(ci.id) if ci else "-", d.uuid if d else "-")
+        console.print(table)
+
+
+@mig_app.command()
+def apply(
+    file: Annotated[Path | None, typer.Argument(help="bare-metal scenario YAML")] = None,
+    scenario: Annotated[str | None, typer.Option("--scenario", "-s",
+                                                 help="catalogue scenario id, e.g. bm6")] = None,
+    gpu: Annotated[list[int] | None, typer.Option(
+        "--gpu", help="local GPU index for each planned GPU (repeat; default 0, 1, ...)")] = None,
+    enable_mig: Annotated[bool, typer.Option(
+        "--enable-mig", help="switch MIG mode on if it is off (needs a GPU reset)")] = False,
+    replace_existing: Annotated[bool, typer.Option(
+        "--replace-existing", help="destroy instances already on the GPU if the layout needs "
+        "their slices (saved; `destroy --restore` puts them back)")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="show what would change")] = False,
+    state_file: StateFileOpt = None,
+    simulator: SimulatorOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Create a bare-metal scenario's MIG layout on this machine and verify it."""
+    sc = scenario_from_args(file, scenario)
+    source = sc.source or f"scenario {sc.id}"
+    specs = layouts_from_plan(build_plan(sc), gpu)
+    if state_file is not None and len(specs) > 1:
+        raise InputError.single("command line", "--state-file", "one state file cannot hold "
+                                f"the layouts of {len(specs)} GPUs", fix="leave it out")
+    backend = _backend(simulator)
+    results = [apply_layout(backend, spec, _store(state_file), enable_mig=enable_mig,
+                            replace_existing=replace_existing, dry_run=dry_run, source=source,
+                            log=notice.print) for spec in specs]
+    if as_json:
+        typer.echo(json.dumps({"simulated": backend.simulated, "results": [
+            {"gpu": r.gpu, "dry_run": r.dry_run, "already_applied": r.already_applied,
+             "actions": r.actions,
+             "mig_devices": [{"owner": c.owner, "profile": c.profile, "start": c.start,
+                              "uuid": c.uuid} for c in r.created]} for r in results]},
+            indent=2))
+        return
+    for r in results:
+        for line in r.actions:
+            console.print(f"GPU {r.gpu}: {line}")
+        for c in r.created:
+            console.print(f"GPU {r.gpu}: {c.owner}: {c.profile}@{c.start} -> {c.uuid}")
+        if r.created:
+            console.print(f"GPU {r.gpu}: verified: {len(r.created)} MIG devices match the plan")
+
+
+@mig_app.command()
+def destroy(
+    gpu: Annotated[list[int] | None, typer.Option("--gpu", help="GPU index (repeat)")] = None,
+    restore: Annotated[bool, typer.Option(
+        "--restore", help="also put back what was there before (instances, MIG mode)")] = False,
+    state_file: StateFileOpt = None,
+    simulator: SimulatorOpt = None,
+) -> None:
+    """Destroy the MIG instances `vgpu mig apply` created (only those)."""
+    backend = _backend(simulator)
+    for index in gpu or [g.index for g in backend.gpus()]:
+        result = destroy_layout(backend, index, _store(state_file), restore=restore,
+                                log=notice.print)
+        for line in result.actions:
+            console.print(f"GPU {index}: {line}")
+
+
+@mig_app.command("verify-catalogue")
+def verify_catalogue(
+    gpu: Annotated[int, typer.Option("--gpu", help="GPU index")] = 0,
+    simulator: SimulatorOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Compare vgpu's MIG catalogue for this GPU model with what NVML reports; exit 1 on
+    any difference. Read-only."""
+    backend = _backend(simulator)
+    info = next((g for g in backend.gpus() if g.index == gpu), None)
+    if info is None:
+        raise InputError.single("command line", "--gpu", f"no GPU {gpu}",
+                                fix="pick one from `vgpu mig status`")
+    model = info.model
+    if model is None:
+        raise NvmlUnavailable(f"GPU {gpu} ({info.name}, PCI device 0x{info.pci_device_id:04X}) "
+                              "is not in vgpu's MIG catalogue")
+    diffs = compare_catalogue(model, backend.gpu_instance_profiles(gpu))
+    if as_json:
+        payload: dict[str, Any] = {"gpu": gpu, "model": model.key,
+                                   "simulated": backend.simulated,
+                                   "differences": [d.__dict__ for d in diffs]}
+        typer.echo(json.dumps(payload, indent=2))
+    else:
+        for d in diffs:
+            console.print(f"GPU {gpu} {model.key}: {d}")
+        if not diffs:
+            console.print(f"GPU {gpu} {model.key}: the catalogue matches NVML "
+                          f"({len(model.profiles)} profiles, ids and placements)")
+        if model.placements_assumed:
+            console.print(f"note: {model.key} placements in the catalogue are assumed equal "
+                          "to H100's (no published capture)")
+    if diffs:
+        raise typer.Exit(1)
+
+
+@mig_app.command("simulated-reset", hidden=True)
+def simulated_reset(
+    gpu: Annotated[int, typer.Option("--gpu")] = 0,
+    simulator: SimulatorOpt = None,
+) -> None:
+    """Reset a simulated GPU (what `nvidia-smi --gpu-reset` does on a real one)."""
+    backend = _backend(simulator)
+    if not isinstance(backend, SimulatedGpuBackend):
+        raise InputError.single("command line", "simulated-reset", "this machine has a real "
+                                "GPU", fix=f"use `sudo nvidia-smi --gpu-reset -i {gpu}`")
+    mode = backend.reset(gpu)
+    console.print(f"simulated GPU {gpu} reset; MIG {mode.describe()}")

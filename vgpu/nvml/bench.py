@@ -1,0 +1,52 @@
+"""The MIG devices of this machine for `vgpu bench`: one harness instance per device, each
+with CUDA_VISIBLE_DEVICES=<uuid>. On the simulator the UUIDs are the simulator's, the CPU
+does the work, and ``simulated`` says so (the bench record must carry it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vgpu import mig
+from vgpu.nvml.backend import GpuBackend
+from vgpu.nvml.errors import MigError, NvmlUnavailable
+from vgpu.nvml.select import backend_for_this_machine
+
+
+@dataclass(frozen=True)
+class MigDeviceInfo:
+    uuid: str  # "MIG-..." for CUDA_VISIBLE_DEVICES
+    profile: str  # "1g.10gb"
+    gpu_index: int
+    start: int  # first memory slice of its GPU instance
+    simulated: bool = False
+
+
+def mig_devices_for_bench(backend: GpuBackend | None = None) -> list[MigDeviceInfo]:
+    """Every MIG device of every MIG-enabled GPU, by GPU then start. Empty when the machine
+    has no GPU (and no simulator was asked for) or no GPU has MIG on."""
+    if backend is None:
+        try:
+            backend = backend_for_this_machine()
+        except NvmlUnavailable:
+            return []
+    out: list[MigDeviceInfo] = []
+    for gpu in backend.gpus():
+        try:
+            if not backend.mig_mode(gpu.index).current:
+                continue
+        except MigError:
+            continue  # no MIG on this GPU
+        names = {p.id: p.name for p in backend.gpu_instance_profiles(gpu.index)}
+        model = mig.GPU_MODELS.get(gpu.model_key or "")
+        instances = {gi.id: gi for gi in backend.gpu_instances(gpu.index)}
+        for device in backend.mig_devices(gpu.index):
+            gi = instances.get(device.gpu_instance_id)
+            if gi is None:
+                continue
+            name = names.get(gi.profile_id)
+            if name is None and model is not None:
+                name = model.by_nvml_id(gi.profile_id).name
+            out.append(MigDeviceInfo(uuid=device.uuid, profile=name or f"id-{gi.profile_id}",
+                                     gpu_index=gpu.index, start=gi.start,
+                                     simulated=backend.simulated))
+    return sorted(out, key=lambda d: (d.gpu_index, d.start, d.uuid))

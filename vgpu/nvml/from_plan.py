@@ -1,0 +1,42 @@
+"""Bare-metal scenario -> the MIG layout of each local GPU, through the planner, so bare
+metal gets exactly the slices (profiles and starts) the VMs of the vSphere scenario had."""
+
+from __future__ import annotations
+
+from vgpu.errors import InputError
+from vgpu.model.plan import Plan
+from vgpu.nvml.spec import LayoutSpec, SliceSpec
+
+
+def layouts_from_plan(plan: Plan, gpus: list[int] | None = None,
+                      host: str | None = None) -> list[LayoutSpec]:
+    """One LayoutSpec per MIG GPU of ``host`` (default: the plan's only host). The k-th
+    planned GPU goes to local GPU ``gpus[k]`` (default: the planned index)."""
+    source = plan.scenario_file or f"scenario {plan.scenario_id}"
+    if plan.platform != "bare-metal":
+        raise InputError.single(source, "platform",
+                                f"scenario {plan.scenario_id} is a vSphere scenario; MIG "
+                                "layouts on this machine come from bare-metal scenarios",
+                                fix=f"use its bare-metal counterpart (e.g. --scenario "
+                                    f"bm{plan.scenario_id}; see `vgpu scenarios`)")
+    hosts = sorted({g.host for g in plan.gpus if g.mode == "mig"})
+    if host is None and len(hosts) > 1:
+        raise InputError.single(source, "vms", f"the plan puts MIG slices on {len(hosts)} "
+                                f"hosts ({', '.join(hosts)})",
+                                fix="run `vgpu mig apply` on each host with --host NAME")
+    wanted = host or (hosts[0] if hosts else None)
+    planned = [g for g in plan.gpus if g.mode == "mig" and g.host == wanted]
+    if not planned:
+        raise InputError.single(source, "vms", "the scenario asks for no MIG slices",
+                                fix="give the instances MIG profiles, e.g. vgpus: [1g.10gb]")
+    if gpus is not None and len(gpus) < len(planned):
+        raise InputError.single("command line", "--gpu",
+                                f"the plan needs {len(planned)} GPUs, {len(gpus)} given",
+                                fix=f"pass --gpu {len(planned)} times")
+    out = []
+    for k, g in enumerate(planned):
+        slices = tuple(SliceSpec(s.profile, s.start, s.owner) for s in g.slices
+                       if not s.foreign)
+        out.append(LayoutSpec(gpu=gpus[k] if gpus is not None else g.index, model=g.model,
+                              slices=slices, scenario=plan.scenario_id))
+    return out

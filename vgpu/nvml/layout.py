@@ -1,0 +1,398 @@
+"""Create, verify and destroy a planned MIG layout on one GPU through a GpuBackend.
+
+Apply: check the GPU (model, MIG mode, pending reset), keep instances held by others
+(counted as occupied; the solver moves planned slices around them if it must), create GPU
+instances largest first at their placements (as the MIG User Guide and mig-parted do),
+one compute instance filling each, then check the resulting MIG devices against the plan.
+Everything created is recorded in the state file before the next step, so a failure half
+way leaves a record `destroy` can act on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from vgpu import mig
+from vgpu.errors import InputError
+from vgpu.nvml.backend import GpuBackend
+from vgpu.nvml.errors import LayoutError, MigError
+from vgpu.nvml.spec import LayoutSpec, SliceSpec
+from vgpu.nvml.state import CreatedInstance, LayoutState, SavedInstance, StateStore
+from vgpu.nvml.types import GpuInfo, GpuInstance, GpuInstanceProfile, MigDevice
+
+Log = Callable[[str], None]
+
+RESET_HELP = ("Stop every process using the GPU (also nvidia-persistenced, nvidia-dcgm / "
+              "dcgm-exporter and nvidia-fabricmanager where they run), then reset it: "
+              "`sudo nvidia-smi --gpu-reset -i {gpu}` (or reboot the host)")
+
+
+def _quiet(_: str) -> None:
+    return None
+
+
+@dataclass
+class ApplyResult:
+    gpu: int
+    actions: list[str] = field(default_factory=list)
+    created: list[CreatedInstance] = field(default_factory=list)
+    devices: list[MigDevice] = field(default_factory=list)
+    already_applied: bool = False
+    dry_run: bool = False
+
+
+@dataclass
+class DestroyResult:
+    gpu: int
+    actions: list[str] = field(default_factory=list)
+    left: list[str] = field(default_factory=list)
+
+
+def _find_gpu(backend: GpuBackend, gpu: int) -> GpuInfo:
+    gpus = backend.gpus()
+    for g in gpus:
+        if g.index == gpu:
+            return g
+    raise InputError.single("command line", "--gpu", f"this machine has no GPU {gpu} "
+                            f"({len(gpus)} GPU(s): {', '.join(str(g.index) for g in gpus)})",
+                            fix="pick a GPU index from `vgpu mig status`")
+
+
+def _check_model(info: GpuInfo, spec: LayoutSpec, source: str) -> None:
+    if info.model_key == spec.model:
+        return
+    seen = info.model_key or f"not in vgpu's catalogue (PCI device 0x{info.pci_device_id:04X})"
+    raise InputError.single(source, "gpu", f"the scenario is for {spec.model}, but GPU "
+                            f"{info.index} is {info.name}: {seen}",
+                            fix="run on a host with that GPU, pick another --gpu, or use a "
+                                "scenario for this GPU model")
+
+
+def _profile_by_name(profiles: list[GpuInstanceProfile], name: str, gpu: int
+                     ) -> GpuInstanceProfile:
+    for p in profiles:
+        if p.name == name:
+            return p
+    raise LayoutError(f"the driver offers no MIG profile {name} on GPU {gpu} (it offers "
+                      f"{', '.join(p.name for p in profiles)}); compare with "
+                      "`vgpu mig verify-catalogue`")
+
+
+def _name_of(profiles: list[GpuInstanceProfile], model: mig.GpuModel, profile_id: int) -> str:
+    for p in profiles:
+        if p.id == profile_id:
+            return p.name
+    try:
+        return model.by_nvml_id(profile_id).name
+    except KeyError:
+        return f"profile-id-{profile_id}"
+
+
+def ensure_mig_enabled(backend: GpuBackend, gpu: int, *, enable: bool, dry_run: bool,
+                       state: LayoutState, store: StateStore, log: Log) -> list[str]:
+    """Returns the actions taken (or that would be); raises when the operator must act."""
+    mode = backend.mig_mode(gpu)
+    if mode.reset_pending:
+        raise LayoutError(f"MIG mode on GPU {gpu} is {mode.describe()}: a GPU reset is "
+                          f"pending. {RESET_HELP.format(gpu=gpu)}; then run this again")
+    if mode.current:
+        return []
+    if not enable:
+        raise InputError.single(
+            "command line", "--enable-mig",
+            f"MIG mode is disabled on GPU {gpu}; enabling it needs a GPU reset, which stops "
+            "every process on the GPU, so vgpu never does it implicitly. Nothing was changed",
+            fix="rerun with --enable-mig when the GPU is free (or enable it yourself: "
+                f"`sudo nvidia-smi -i {gpu} -mig 1`)")
+    busy = backend.running_processes(gpu)
+    if busy:
+        raise LayoutError(f"GPU {gpu} is busy (processes {', '.join(map(str, busy))}); "
+                          "enabling MIG mode needs an idle GPU. Stop them and run this again")
+    if dry_run:
+        return [f"would enable MIG mode on GPU {gpu} (needs a GPU reset)"]
+    log(f"WARNING: enabling MIG mode on GPU {gpu}: the GPU must be reset; every process "
+        "on it stops and other users lose it until then")
+    state.mig_enabled_by_vgpu = True
+    store.save(state)
+    mode = backend.set_mig_mode(gpu, True)
+    if mode.reset_pending:
+        raise LayoutError(f"MIG mode on GPU {gpu} is now {mode.describe()}. "
+                          f"{RESET_HELP.format(gpu=gpu)}; then run the same `vgpu mig apply` "
+                          "again (without --enable-mig)")
+    return [f"enabled MIG mode on GPU {gpu}"]
+
+
+def _targets(spec: LayoutSpec, foreign: list[GpuInstance],
+             profiles: list[GpuInstanceProfile], log: Log) -> list[SliceSpec] | str:
+    """The planned slices, moved around held instances if needed; or why they cannot fit."""
+    model = spec.gpu_model
+    occupied = [mig.Placement(model.profile(_name_of(profiles, model, gi.profile_id)),
+                              gi.start, owner=f"GPU instance {gi.id}") for gi in foreign]
+    planned = spec.placements()
+    if not any(p.overlaps(o) for p in planned for o in occupied) and mig.is_placeable(
+            model, [p.profile for p in planned], occupied=occupied):
+        return list(spec.slices)
+    result = mig.solve(model, [p.profile for p in planned], occupied=occupied)
+    if not result.ok or result.placements is None:
+        text = result.reason or "no placement"
+        if result.suggestions:
+            text += "; nearest valid: " + "; ".join(
+                f"{s.description} ({' + '.join(s.profiles)})" for s in result.suggestions)
+        return text
+    moved = [SliceSpec(s.profile, pl.start, s.owner)
+             for s, pl in zip(spec.slices, result.placements, strict=True)]
+    for old, new in zip(spec.slices, moved, strict=True):
+        if old.start != new.start:
+            log(f"note: {new.owner} ({new.profile}) goes to start {new.start} instead of the "
+                f"planned {old.start}: held instances occupy the planned slices")
+    return moved
+
+
+def _creation_order(slices: list[SliceSpec], model: mig.GpuModel) -> list[SliceSpec]:
+    def key(s: SliceSpec) -> tuple[int, int, int]:
+        p = model.profile(s.profile)
+        return (-p.memory_slices, -p.compute_slices, s.start)
+    return sorted(slices, key=key)
+
+
+def apply_layout(backend: GpuBackend, spec: LayoutSpec, store: StateStore, *,
+                 enable_mig: bool = False, replace_existing: bool = False,
+                 dry_run: bool = False, source: str = "scenario", log: Log = _quiet
+                 ) -> ApplyResult:
+    info = _find_gpu(backend, spec.gpu)
+    _check_model(info, spec, source)
+    gpu, model = spec.gpu, spec.gpu_model
+    result = ApplyResult(gpu=gpu, dry_run=dry_run)
+    state = store.load(gpu)
+    if state is not None and state.gpu_uuid != info.uuid:
+        raise LayoutError(f"{store.file_for(gpu)} records a layout on another GPU "
+                          f"({state.gpu_uuid}, this is {info.uuid}); move it away or use "
+                          "--state-file")
+    fresh = state is None
+    if state is None:
+        state = LayoutState(gpu_index=gpu, gpu_uuid=info.uuid, gpu_model=model.key,
+                            simulated=backend.simulated, scenario=spec.scenario)
+    result.actions += ensure_mig_enabled(backend, gpu, enable=enable_mig, dry_run=dry_run,
+                                         state=state, store=store, log=log)
+    if dry_run and result.actions:
+        result.actions += [f"would create {s.profile}@{s.start} for {s.owner}"
+                           for s in _creation_order(list(spec.slices), model)]
+        return result
+    profiles = backend.gpu_instance_profiles(gpu)
+    existing = backend.gpu_instances(gpu)
+    if fresh or not (state.created or state.before):
+        state.before = [SavedInstance.of(gi, _name_of(profiles, model, gi.profile_id))
+                        for gi in existing]
+    ours = [gi for gi in existing if state.is_ours(gi)]
+    foreign = [gi for gi in existing if not state.is_ours(gi)]
+
+    if ours and _matches(state, ours, spec):
+        devices, problems = verify_layout(backend, gpu, state.created)
+        if not problems:
+            result.already_applied = True
+            result.created, result.devices = list(state.created), devices
+            result.actions.append(f"GPU {gpu} already has this layout; nothing to do")
+            return result
+    if ours:
+        # A previous layout of ours that differs from this one: it makes room.
+        if dry_run:
+            result.actions += [f"would destroy earlier vgpu instance {c.profile}@{c.start}"
+                               for c in state.created]
+        else:
+            result.actions += _destroy_created(backend, gpu, state, store, log).actions
+
+    targets = _targets(spec, foreign, profiles, log)
+    if isinstance(targets, str):
+        if not replace_existing:
+            held = ", ".join(f"{_name_of(profiles, model, gi.profile_id)}@{gi.start} "
+                             f"(GPU instance {gi.id})" for gi in foreign)
+            raise LayoutError(f"the layout does not fit beside the instances already on GPU "
+                              f"{gpu} ({held}): {targets}. Free them, or rerun with "
+                              "--replace-existing to destroy them (they are saved; `vgpu mig "
+                              "destroy --restore` puts them back)")
+        targets = list(spec.slices)
+        result.actions += _replace_foreign(backend, gpu, foreign, profiles, model, state,
+                                           store, dry_run)
+    order = _creation_order(targets, model)
+    if dry_run:
+        result.actions += [f"would create {s.profile}@{s.start} for {s.owner}" for s in order]
+        return result
+    state.scenario = spec.scenario
+    store.save(state)
+    for s in order:
+        record = _create_one(backend, gpu, s, profiles, state, store)
+        result.actions.append(f"created {s.profile}@{s.start} for {s.owner} (GPU instance "
+                              f"{record.gpu_instance_id}, compute instance "
+                              f"{record.compute_instance_id})")
+    devices, problems = verify_layout(backend, gpu, state.created)
+    if problems:
+        raise LayoutError(f"GPU {gpu}: the layout was created but does not verify: "
+                          + "; ".join(problems))
+    by_ids = {(d.gpu_instance_id, d.compute_instance_id): d for d in devices}
+    for c in state.created:
+        c.uuid = by_ids[(c.gpu_instance_id, c.compute_instance_id)].uuid
+    store.save(state)
+    result.created, result.devices = list(state.created), devices
+    return result
+
+
+def _matches(state: LayoutState, ours: list[GpuInstance], spec: LayoutSpec) -> bool:
+    have = sorted((c.profile, c.owner) for c in state.created)
+    want = sorted((s.profile, s.owner) for s in spec.slices)
+    return have == want and len(ours) == len(state.created)
+
+
+def _replace_foreign(backend: GpuBackend, gpu: int, foreign: list[GpuInstance],
+                     profiles: list[GpuInstanceProfile], model: mig.GpuModel,
+                     state: LayoutState, store: StateStore, dry_run: bool) -> list[str]:
+    actions = []
+    for gi in foreign:
+        saved = SavedInstance.of(gi, _name_of(profiles, model, gi.profile_id))
+        if dry_run:
+            actions.append(f"would destroy held instance {saved.describe()} (saved)")
+            continue
+        state.replaced.append(saved)
+        store.save(state)
+        for ci in gi.compute_instances:
+            backend.destroy_compute_instance(gpu, gi.id, ci.id)
+        backend.destroy_gpu_instance(gpu, gi.id)
+        actions.append(f"destroyed held instance {saved.describe()} (saved for --restore)")
+    return actions
+
+
+def _create_one(backend: GpuBackend, gpu: int, s: SliceSpec,
+                profiles: list[GpuInstanceProfile], state: LayoutState, store: StateStore
+                ) -> CreatedInstance:
+    profile = _profile_by_name(profiles, s.profile, gpu)
+    size = next((p.size for p in profile.placements if p.start == s.start), None)
+    if size is None:
+        raise LayoutError(f"the driver offers {s.profile} on GPU {gpu} at starts "
+                          f"{[p.start for p in profile.placements]}, not {s.start}; compare "
+                          "with `vgpu mig verify-catalogue`")
+    try:
+        gi = backend.create_gpu_instance(gpu, profile.id, s.start, size)
+    except MigError as exc:
+        raise LayoutError(f"creating {s.profile}@{s.start} for {s.owner} on GPU {gpu} failed: "
+                          f"{exc}. The instances created so far are recorded; `vgpu mig "
+                          "destroy` removes them") from None
+    record = CreatedInstance(owner=s.owner, profile=s.profile, profile_id=profile.id,
+                             start=s.start, size=size, gpu_instance_id=gi.id)
+    state.created.append(record)
+    store.save(state)
+    ci = backend.create_compute_instance(gpu, gi.id)
+    record.compute_instance_id = ci.id
+    store.save(state)
+    return record
+
+
+def verify_layout(backend: GpuBackend, gpu: int, created: list[CreatedInstance]
+                  ) -> tuple[list[MigDevice], list[str]]:
+    """The MIG devices of ``created`` and every way the GPU differs from the record."""
+    problems: list[str] = []
+    instances = {gi.id: gi for gi in backend.gpu_instances(gpu)}
+    devices = backend.mig_devices(gpu)
+    by_ids = {(d.gpu_instance_id, d.compute_instance_id): d for d in devices}
+    mine: list[MigDevice] = []
+    for c in created:
+        gi = instances.get(c.gpu_instance_id)
+        label = f"{c.owner} ({c.profile}@{c.start})"
+        if gi is None or (gi.profile_id, gi.start, gi.size) != (c.profile_id, c.start, c.size):
+            problems.append(f"{label}: GPU instance {c.gpu_instance_id} is missing or changed")
+            continue
+        cis = [ci for ci in gi.compute_instances if ci.id == c.compute_instance_id]
+        if not cis:
+            problems.append(f"{label}: compute instance {c.compute_instance_id} is missing")
+            continue
+        device = by_ids.get((gi.id, cis[0].id))
+        if device is None or not device.uuid.startswith("MIG-"):
+            problems.append(f"{label}: no MIG device for GPU instance {gi.id}")
+            continue
+        mine.append(device)
+    return mine, problems
+
+
+def _destroy_created(backend: GpuBackend, gpu: int, state: LayoutState, store: StateStore,
+                     log: Log) -> DestroyResult:
+    result = DestroyResult(gpu=gpu)
+    instances = {gi.id: gi for gi in backend.gpu_instances(gpu)}
+    kept: list[CreatedInstance] = []
+    for c in list(state.created):
+        gi = instances.get(c.gpu_instance_id)
+        label = f"{c.profile}@{c.start} ({c.owner})"
+        if gi is None or not state.is_ours(gi):
+            result.actions.append(f"{label}: already gone")
+            continue
+        others = [ci for ci in gi.compute_instances if ci.id != c.compute_instance_id]
+        if others:
+            log(f"warning: {label} holds compute instances vgpu did not create; left in place")
+            result.left.append(f"{label}: holds compute instances vgpu did not create")
+            kept.append(c)
+            continue
+        try:
+            for ci in gi.compute_instances:
+                backend.destroy_compute_instance(gpu, gi.id, ci.id)
+            backend.destroy_gpu_instance(gpu, gi.id)
+        except MigError as exc:
+            result.left.append(f"{label}: {exc}")
+            kept.append(c)
+            continue
+        result.actions.append(f"destroyed {label}")
+    state.created = kept
+    store.save(state)
+    return result
+
+
+def destroy_layout(backend: GpuBackend, gpu: int, store: StateStore, *, restore: bool = False,
+                   log: Log = _quiet) -> DestroyResult:
+    """Remove the instances vgpu created on ``gpu``; with ``restore`` also put back the
+    instances it replaced and switch MIG off again if vgpu switched it on."""
+    info = _find_gpu(backend, gpu)
+    state = store.load(gpu)
+    if state is None:
+        return DestroyResult(gpu=gpu, actions=[f"no layout recorded for GPU {gpu} in "
+                                               f"{store.file_for(gpu)}; nothing to destroy"])
+    if state.gpu_uuid != info.uuid:
+        raise LayoutError(f"{store.file_for(gpu)} records a layout on another GPU "
+                          f"({state.gpu_uuid}); nothing destroyed")
+    mode = backend.mig_mode(gpu)
+    result = DestroyResult(gpu=gpu)
+    if mode.current:
+        result = _destroy_created(backend, gpu, state, store, log)
+    if result.left:
+        raise LayoutError(f"GPU {gpu}: could not destroy " + "; ".join(result.left)
+                          + ". Stop the processes on those MIG devices and run this again")
+    if restore:
+        result.actions += _restore(backend, gpu, state, store)
+    store.remove(gpu)
+    return result
+
+
+def _restore(backend: GpuBackend, gpu: int, state: LayoutState, store: StateStore
+             ) -> list[str]:
+    actions: list[str] = []
+    mode = backend.mig_mode(gpu)
+    if mode.current:
+        present = {(gi.profile_id, gi.start) for gi in backend.gpu_instances(gpu)}
+        saved = [*state.before, *state.replaced]
+        for s in sorted(saved, key=lambda s: -s.size):
+            if (s.profile_id, s.start) in present:
+                continue
+            gi = backend.create_gpu_instance(gpu, s.profile_id, s.start, s.size)
+            for slices in s.compute_slices:
+                backend.create_compute_instance(gpu, gi.id, slices)
+            actions.append(f"restored {s.profile}@{s.start} as GPU instance {gi.id} "
+                           f"(new id and MIG UUID)")
+            present.add((s.profile_id, s.start))
+        state.replaced = []
+        store.save(state)
+    if state.mig_enabled_by_vgpu and mode.pending:
+        remaining = backend.gpu_instances(gpu) if mode.current else []
+        if remaining:
+            actions.append(f"MIG mode left on: GPU {gpu} has instances that were there before")
+        else:
+            mode = backend.set_mig_mode(gpu, False)
+            actions.append(f"MIG mode on GPU {gpu} set back to disabled"
+                           + (f"; {RESET_HELP.format(gpu=gpu)} to finish"
+                              if mode.reset_pending else ""))
+    return actions
