@@ -57,6 +57,7 @@ class _VmRun:
     change: VmChange
     outcome: VmOutcome
     vm: Any = None
+    powered_on: bool = False
 
     def task(self, what: str, method: Any, *args: Any, **kwargs: Any) -> Any:
         self.outcome.tasks += 1
@@ -91,7 +92,8 @@ class Executor:
 
     def _run_one(self, change: VmChange) -> VmOutcome:
         run = _VmRun(change, VmOutcome(change.name, change.action, ok=True))
-        run.vm = change.actual.ref if change.actual else None
+        if change.actual is not None:
+            run.vm, run.powered_on = change.actual.ref, change.actual.powered_on
         started = time.monotonic()
         try:
             self._check_host(change)
@@ -138,8 +140,9 @@ class Executor:
         handler(run)
 
     def _power_off(self, run: _VmRun) -> None:
-        if run.vm.runtime.powerState == vim.VirtualMachinePowerState.poweredOn:
+        if run.powered_on:
             run.task("power off", run.vm.PowerOffVM_Task)
+            run.powered_on = False
 
     def _clone(self, run: _VmRun) -> None:
         want = run.change.desired
@@ -179,8 +182,9 @@ class Executor:
                  spec=specs.customization_spec(want.name, want.network))
 
     def _power_on(self, run: _VmRun) -> None:
-        if run.vm.runtime.powerState != vim.VirtualMachinePowerState.poweredOn:
+        if not run.powered_on:
             run.task("power on", run.vm.PowerOnVM_Task)
+            run.powered_on = True
 
     def _wait_ip(self, run: _VmRun) -> None:
         want = run.change.desired

@@ -266,8 +266,15 @@ func main() {
 	}
 	defer model.Remove()
 
-	for i, obj := range simulator.Map.All("HostSystem") {
-		shapeHost(obj.(*simulator.HostSystem), i, c)
+	// The registry lists hosts in no fixed order; the index in the name (DC0_C0_H<i>) decides
+	// which hosts are the special ones, so a lab is the same on every start.
+	for _, obj := range simulator.Map.All("HostSystem") {
+		host := obj.(*simulator.HostSystem)
+		index, err := strconv.Atoi(host.Name[strings.LastIndex(host.Name, "_H")+2:])
+		if err != nil {
+			log.Fatalf("unexpected host name %q", host.Name)
+		}
+		shapeHost(host, index, c)
 	}
 
 	model.Service.Listen = &url.URL{Host: c.listen, User: url.UserPassword(c.username, c.password)}
