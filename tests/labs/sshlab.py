@@ -172,11 +172,12 @@ class LabHost:
 
     # ---- the server ----------------------------------------------------------------------
     def session_pids(self) -> list[int]:
-        """Per-connection sshd processes (children of this host's listener)."""
+        """The sshd processes serving open connections to this host (every sshd below the
+        listener: the privileged monitor and the user's session process)."""
         if self.process is None:
             return []
-        parent = self.process.pid
-        pids = []
+        children: dict[int, list[int]] = {}
+        names: dict[int, str] = {}
         for entry in Path("/proc").iterdir():
             if not entry.name.isdigit():
                 continue
@@ -184,10 +185,18 @@ class LabHost:
                 stat = (entry / "stat").read_text()
             except OSError:
                 continue
-            ppid = int(stat.rsplit(")", 1)[1].split()[1])
-            if ppid == parent:
-                pids.append(int(entry.name))
-        return pids
+            name, rest = stat.split("(", 1)[1].rsplit(")", 1)
+            pid, ppid = int(entry.name), int(rest.split()[1])
+            children.setdefault(ppid, []).append(pid)
+            names[pid] = name
+        found: list[int] = []
+        stack = list(children.get(self.process.pid, []))
+        while stack:
+            pid = stack.pop()
+            if names.get(pid) == "sshd":
+                found.append(pid)
+                stack.extend(children.get(pid, []))
+        return found
 
     def drop_sessions(self) -> int:
         """Kill every open SSH connection to this host (the listener stays up)."""

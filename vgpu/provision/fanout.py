@@ -14,6 +14,7 @@ from vgpu.errors import InputError, Problem
 from vgpu.provision.errors import ProvisionError
 from vgpu.provision.hostkeys import lookup_key_lines
 from vgpu.provision.hostlog import HostLog
+from vgpu.provision.local import LocalTransport
 from vgpu.provision.redact import MIN_SECRET_LENGTH, Redactor
 from vgpu.provision.report import HostReport, RunReport, StepReport
 from vgpu.provision.requirements import GuestRequirements, MeshPeer, MeshSpec
@@ -82,8 +83,14 @@ def mesh_spec(jobs: Sequence[Job], scenario: str, state_dir: Path) -> MeshSpec:
     return MeshSpec(scenario=scenario, private_key=private, public_key=public, peers=peers)
 
 
+LOCAL_ADDRESSES = ("local", "localhost")
+
+
 def ssh_factory(options: ConnectOptions) -> TransportFactory:
+    """SSH for every host, except bare-metal hosts whose address is 'local'."""
     def make(target: HostTarget, log: HostLog) -> Transport:
+        if target.address in LOCAL_ADDRESSES:
+            return LocalTransport(target.name, target.sudo, log)
         transport = SSHTransport(target, options, log)
         transport.connect()
         return transport

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -135,12 +136,17 @@ class LocalProcess(RemoteProcess):
     def kill(self, grace: float = 3.0) -> None:
         if self.process.poll() is not None:
             return
-        self.process.terminate()
+        # The process leads its own session: signal the group so its children go too.
+        self._signal(signal.SIGTERM)
         try:
             self.process.wait(grace)
         except subprocess.TimeoutExpired:
-            self.process.kill()
+            self._signal(signal.SIGKILL)
             self.process.wait()
+
+    def _signal(self, signum: int) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signum)
 
     @property
     def stderr_text(self) -> str:

@@ -221,12 +221,26 @@ class SSHTransport(Transport):
         finally:
             self.log.flush_stream()
             channel.close()
-        if not channel.exit_status_ready():
+        if self._no_exit_status(channel):
             raise self._lost(command, None)
         return CommandResult(command, channel.recv_exit_status(),
                              b"".join(out).decode(errors="replace"),
                              b"".join(err).decode(errors="replace"),
                              time.monotonic() - started)
+
+    def _no_exit_status(self, channel: paramiko.Channel) -> bool:
+        """True when the channel ended without the server reporting how the command ended.
+        paramiko keeps exit_status at -1 until an exit-status message (0..255) arrives; a
+        command killed by a signal also leaves -1, but its channel saw a clean EOF and the
+        connection stays up."""
+        if not channel.exit_status_ready():
+            return True
+        if channel.exit_status != -1:
+            return False
+        if not channel.eof_received:
+            return True
+        time.sleep(0.2)  # the transport thread marks a dead link inactive just after
+        return not self._alive()
 
     def _drain(self, channel: paramiko.Channel, out: list[bytes], err: list[bytes]) -> None:
         while channel.recv_ready():

@@ -1,0 +1,54 @@
+"""Secrets are masked in every text that leaves the provisioning layer."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from vgpu.provision.hostlog import HostLog
+from vgpu.provision.redact import MASK, RedactingFilter, Redactor
+
+
+def test_masks_each_secret_and_each_line_of_multiline_ones() -> None:
+    redactor = Redactor(("hunter22", "line-one-secret\nline-two-secret"))
+    text = "pw=hunter22 a=line-one-secret b=line-two-secret"
+    assert redactor.redact(text) == f"pw={MASK} a={MASK} b={MASK}"
+
+
+def test_short_secrets_are_not_registered() -> None:
+    redactor = Redactor(("ab",))
+    assert len(redactor) == 0
+    assert redactor.redact("ab cd") == "ab cd"
+
+
+def test_longest_secret_wins_over_its_prefix() -> None:
+    redactor = Redactor(("secret", "secret-token-full"))
+    assert redactor.redact("x secret-token-full y") == f"x {MASK} y"
+
+
+def test_log_stream_never_splits_a_secret(tmp_path: Path) -> None:
+    log = HostLog(tmp_path / "h.log", Redactor(("TOPSECRET",)))
+    log.stream("out", "start TOPS")
+    log.stream("out", "ECRET end\nnext")
+    log.flush_stream()
+    text = (tmp_path / "h.log").read_text()
+    assert "TOPSECRET" not in text and "TOPS" not in text
+    assert f"start {MASK} end" in text and "next" in text
+
+
+def test_logging_filter_masks_formatted_messages() -> None:
+    records: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record.getMessage())
+
+    logger = logging.getLogger("vgpu.test.redact")
+    handler = Keep()
+    handler.addFilter(RedactingFilter(Redactor(("s3cr3tpw",))))
+    logger.addHandler(handler)
+    try:
+        logger.warning("sudo password is %s", "s3cr3tpw")
+    finally:
+        logger.removeHandler(handler)
+    assert records == [f"sudo password is {MASK}"]

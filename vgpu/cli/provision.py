@@ -1,0 +1,119 @@
+"""``vgpu provision``: bring every guest of a scenario to its desired state over SSH."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from vgpu import catalog
+from vgpu.cli import app
+from vgpu.cli.common import console, scenario_from_args
+from vgpu.errors import InputError, RemoteError
+from vgpu.model.load import load_inventory
+from vgpu.plan import build_plan
+from vgpu.provision.adapter import HarnessOptions, jobs_from_plan, missing_addresses
+from vgpu.provision.display import LiveTable, summary
+from vgpu.provision.fanout import Job, provision_all
+from vgpu.provision.redact import Redactor
+from vgpu.provision.report import RunReport
+from vgpu.provision.targets import ConnectOptions
+
+DEFAULT_LOG_DIR = Path("vgpu-results/logs/provision")
+DEFAULT_STATE_DIR = Path("~/.vgpu/state")
+
+
+def _inventory_path(path: Path | None) -> Path:
+    if path is None:
+        raise InputError.single("command line", "--inventory",
+                                "provisioning needs an inventory (SSH user, key, known_hosts, "
+                                "driver and licence files)",
+                                fix="pass --inventory FILE (see inventory/lab.example.yaml)")
+    if not path.exists() and (catalog.default_inventory_dir() / f"{path}.yaml").exists():
+        return catalog.default_inventory_dir() / f"{path}.yaml"
+    return path
+
+
+def run_provision(jobs: list[Job], *, scenario_id: str, options: ConnectOptions,
+                  log_dir: Path, state_dir: Path, dry_run: bool, concurrency: int) -> RunReport:
+    """Fan out with a live table, print the summary; raise RemoteError if any host failed."""
+    redactor = Redactor()
+    table = LiveTable([job.target.name for job in jobs], redactor)
+    run_dir = log_dir / f"{scenario_id}-{time.strftime('%Y%m%d-%H%M%S')}"
+    with table.live(console):
+        report = provision_all(jobs, options=options, log_dir=run_dir,
+                               state_dir=state_dir.expanduser(), scenario=scenario_id,
+                               dry_run=dry_run, concurrency=concurrency, redactor=redactor,
+                               on_event=table.event)
+    console.print(summary(report, redactor))
+    console.print(f"logs: {run_dir}")
+    if report.failed_hosts:
+        raise RemoteError(redactor.redact(
+            f"{len(report.failed_hosts)} of {len(report.hosts)} hosts failed:\n"
+            + "\n".join(report.failure_lines())))
+    return report
+
+
+@app.command()
+def provision(
+    file: Annotated[Path | None, typer.Argument(help="scenario YAML file",
+                                                show_default=False)] = None,
+    scenario: Annotated[str | None, typer.Option("--scenario", "-s",
+                                                 help="catalogue scenario id, e.g. 8")] = None,
+    inventory: Annotated[Path | None, typer.Option(
+        "--inventory", "-i", help="inventory YAML (or name in inventory/)")] = None,
+    host: Annotated[list[str] | None, typer.Option(
+        "--host", help="only these VMs / hosts (repeatable)")] = None,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="show what would change; change nothing")] = False,
+    accept_new_host_keys: Annotated[bool, typer.Option(
+        "--accept-new-host-keys",
+        help="trust hosts not yet in known_hosts and record their keys (a CHANGED key is "
+             "always refused)")] = False,
+    concurrency: Annotated[int, typer.Option(min=1, max=256,
+                                             help="hosts provisioned at once")] = 16,
+    log_dir: Annotated[Path, typer.Option(help="per-host logs go in a run folder here")] =
+        DEFAULT_LOG_DIR,
+    state_dir: Annotated[Path, typer.Option(
+        help="keeps the per-scenario SSH key for password-less SSH")] = DEFAULT_STATE_DIR,
+    harness_deps: Annotated[bool, typer.Option(
+        "--harness-deps/--no-harness-deps",
+        help="pip-install the harness's pinned dependencies in its venv")] = True,
+    harness_python: Annotated[str, typer.Option(help="python on the guest for the venv")] =
+        "python3",
+    harness_site: Annotated[list[str] | None, typer.Option(
+        "--harness-site", help="extra site directory for the harness venv (repeatable; for "
+        "guests with the dependencies already installed)")] = None,
+    retries: Annotated[int, typer.Option(min=0, max=10,
+                                         help="connection retries per host")] = 3,
+) -> None:
+    """Provision the guests of a scenario over SSH: packages, Docker, NVIDIA driver and
+    container toolkit, vGPU licensing, password-less SSH, the node harness; then check
+    that nvidia-smi shows exactly the planned vGPU / MIG profile. Idempotent."""
+    sc = scenario_from_args(file, scenario)
+    inventory_path = _inventory_path(inventory)
+    inv = load_inventory(inventory_path)
+    plan = build_plan(sc, inv, inventory_name=str(inventory_path))
+    missing = missing_addresses(plan)
+    if missing:
+        raise InputError.single(str(inventory_path), "network",
+                                f"no IP address for {', '.join(missing)}",
+                                fix="add network.static entries or an ip_pool")
+    wanted = set(host or [])
+    jobs = jobs_from_plan(plan, sc, inv, inventory_dir=inventory_path.parent,
+                          harness=HarnessOptions(install_requirements=harness_deps,
+                                                 python=harness_python,
+                                                 extra_site_dirs=tuple(harness_site or ())),
+                          only=wanted or None)
+    unknown = wanted - {job.target.name for job in jobs}
+    if unknown:
+        raise InputError.single("command line", "--host",
+                                f"{', '.join(sorted(unknown))} not in the plan",
+                                fix="use VM names from `vgpu plan`")
+    options = ConnectOptions(connect_timeout=inv.ssh.connect_timeout_s,
+                             command_timeout=inv.ssh.command_timeout_s, retries=retries,
+                             accept_new_host_keys=accept_new_host_keys)
+    run_provision(jobs, scenario_id=sc.id, options=options, log_dir=log_dir,
+                  state_dir=state_dir, dry_run=dry_run, concurrency=concurrency)

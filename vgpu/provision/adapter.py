@@ -1,0 +1,146 @@
+"""From the Plan and the Inventory to provisioning jobs: which hosts, how to reach them,
+and what each should end up with. Pure: reads local files only for their existence."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+
+from vgpu.model.inventory import BareMetalHost, Inventory, SshDefaults
+from vgpu.model.plan import Plan, PlannedVM
+from vgpu.model.scenario import Scenario
+from vgpu.provision.fanout import Job
+from vgpu.provision.requirements import GuestRequirements, HarnessSpec, is_url
+from vgpu.provision.steps.harness import harness_version
+from vgpu.provision.targets import HostTarget, JumpHost
+from vgpu.provision.transport import SudoSettings
+
+# The node harness's own dependencies (see pyproject), pinned to what this machine runs.
+HARNESS_DISTRIBUTIONS = ("mlcommons-loadgen", "numpy", "onnxruntime", "tritonclient")
+
+
+@dataclass(frozen=True)
+class HarnessOptions:
+    install_requirements: bool = True
+    python: str = "python3"
+    extra_site_dirs: tuple[str, ...] = ()
+    pip_args: tuple[str, ...] = ()
+
+
+def harness_source_dir() -> Path:
+    spec = importlib.util.find_spec("loadgen")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("the loadgen package is not importable: reinstall vgpu")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def pinned_requirements() -> tuple[str, ...]:
+    pins = []
+    for name in HARNESS_DISTRIBUTIONS:
+        try:
+            pins.append(f"{name}=={importlib.metadata.version(name)}")
+        except importlib.metadata.PackageNotFoundError:
+            pins.append(name)
+    return tuple(pins)
+
+
+def harness_spec(options: HarnessOptions) -> HarnessSpec:
+    source = harness_source_dir()
+    return HarnessSpec(
+        source_dir=source, version=harness_version(source),
+        requirements=pinned_requirements() if options.install_requirements else (),
+        python=options.python, extra_site_dirs=options.extra_site_dirs,
+        pip_args=options.pip_args,
+    )
+
+
+def _local_path(value: str | None, base_dir: Path) -> str | None:
+    if value is None or is_url(value):
+        return value
+    path = Path(value).expanduser()
+    return str(path if path.is_absolute() else base_dir / path)
+
+
+def _target(name: str, address: str, ssh: SshDefaults, base_dir: Path) -> HostTarget:
+    sudo = SudoSettings()
+    if ssh.sudo_password is not None:
+        secret_file = _local_path(ssh.sudo_password.file, base_dir)
+        sudo = SudoSettings(password_env=ssh.sudo_password.env,
+                            password_file=Path(secret_file) if secret_file else None)
+    jump = None
+    if ssh.jump_host is not None:
+        jump = JumpHost(address=ssh.jump_host.host, port=ssh.jump_host.port,
+                        user=ssh.jump_host.user or ssh.user,
+                        key_file=Path(_local_path(ssh.key_file, base_dir) or "")
+                        if ssh.key_file else None)
+    key = _local_path(ssh.key_file, base_dir)
+    return HostTarget(
+        name=name, address=address, user=ssh.user, port=ssh.port,
+        key_file=Path(key) if key else None,
+        known_hosts=Path(_local_path(ssh.known_hosts, base_dir) or ssh.known_hosts),
+        jump=jump, sudo=sudo,
+    )
+
+
+def _requirements(scenario: Scenario, inventory: Inventory, steps: list[str],
+                  vgpu_types: list[str], mig_profiles: list[str], base_dir: Path,
+                  harness: HarnessSpec | None) -> GuestRequirements:
+    token = _local_path(inventory.drivers.licence_token, base_dir)
+    return GuestRequirements(
+        steps=tuple(steps),
+        base_packages=tuple(scenario.guest.base_packages),
+        container_runtime=scenario.guest.container_runtime,
+        driver_source=_local_path(inventory.drivers.guest_driver, base_dir),
+        feature_type=scenario.guest.feature_type,
+        licence_token_file=Path(token) if token else None,
+        expected_vgpu_types=tuple(vgpu_types),
+        expected_mig_profiles=tuple(mig_profiles),
+        harness=harness,
+    )
+
+
+def _vm_expectations(vm: PlannedVM) -> tuple[list[str], list[str]]:
+    types = [v.vgpu_type for v in vm.vgpus if v.vgpu_type]
+    migs = [v.label for v in vm.vgpus if v.kind == "mig"]
+    return types, migs
+
+
+def jobs_from_plan(
+    plan: Plan, scenario: Scenario, inventory: Inventory, *, inventory_dir: Path,
+    harness: HarnessOptions | None = None, only: set[str] | None = None,
+) -> list[Job]:
+    """One job per VM (vSphere) or per bare-metal host the plan uses."""
+    spec = harness_spec(harness or HarnessOptions()) if "node-harness" in plan.guest_steps \
+        else None
+    jobs: list[Job] = []
+    if plan.platform == "vsphere":
+        for vm in plan.vms:
+            if only and vm.name not in only:
+                continue
+            if not vm.ip:
+                continue
+            types, migs = _vm_expectations(vm)
+            jobs.append(Job(_target(vm.name, vm.ip, inventory.ssh, inventory_dir),
+                            _requirements(scenario, inventory, plan.guest_steps, types, migs,
+                                          inventory_dir, spec)))
+        return jobs
+    hosts: dict[str, BareMetalHost] = {h.name: h for h in inventory.bare_metal}
+    by_host: dict[str, list[PlannedVM]] = {}
+    for vm in plan.vms:
+        by_host.setdefault(vm.host, []).append(vm)
+    for host_name, vms in by_host.items():
+        if only and host_name not in only:
+            continue
+        host = hosts[host_name]
+        migs = [label for vm in vms for label in _vm_expectations(vm)[1]]
+        jobs.append(Job(_target(host.name, host.address, host.ssh or inventory.ssh,
+                                inventory_dir),
+                        _requirements(scenario, inventory, plan.guest_steps, [], migs,
+                                      inventory_dir, spec)))
+    return jobs
+
+
+def missing_addresses(plan: Plan) -> list[str]:
+    return [vm.name for vm in plan.vms if plan.platform == "vsphere" and not vm.ip]
