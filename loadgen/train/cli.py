@@ -106,7 +106,7 @@ def _train_body(spec: TrainSpec, out_dir: Path) -> int:
                     "measured_steps": spec.measured_steps,
                     "torch_version": torch.__version__,
                     "intra_op_threads": spec.threads or torch.get_num_threads(),
-                    "nodes": len({t["host"] for t in gathered}),
+                    "nodes": len({t["node_rank"] for t in gathered}),
                 },
                 timed_start_unix=min(t["timed_start_unix"] for t in gathered),
                 timed_end_unix=max(t["timed_end_unix"] for t in gathered),
@@ -128,14 +128,16 @@ def _allreduce_body(spec: AllreduceSpec, out_dir: Path) -> int:
     try:
         seconds = probe_rank(spec, ctx)
         gathered: list[Any] = [None] * ctx.world_size
-        dist.all_gather_object(gathered, {"host": ctx.host, "seconds": seconds})
+        dist.all_gather_object(
+            gathered, {"host": ctx.host, "node_rank": ctx.node_rank, "seconds": seconds}
+        )
         if ctx.is_leader:
             record = result.base_record("allreduce", spec.to_dict(), "ok", "")
             record.update(
                 world_size=ctx.world_size,
                 backend=ctx.backend,
                 device=describe_device(ctx.device),
-                nodes=len({g["host"] for g in gathered}),
+                nodes=len({g["node_rank"] for g in gathered}),
                 torch_version=torch.__version__,
                 rows=bandwidth_rows(spec.sizes_bytes, [g["seconds"] for g in gathered],
                                     ctx.world_size),

@@ -16,6 +16,7 @@ import torch.distributed as dist
 class RankContext:
     rank: int
     local_rank: int
+    node_rank: int  # torchrun's GROUP_RANK: which node this rank runs on
     world_size: int
     backend: str
     device: torch.device
@@ -71,6 +72,7 @@ def init_rank(device_kind: str, requested_backend: str, timeout_s: float) -> Ran
     return RankContext(
         rank=dist.get_rank(),
         local_rank=local_rank,
+        node_rank=int(os.environ.get("GROUP_RANK", "0")),
         world_size=dist.get_world_size(),
         backend=backend,
         device=device,

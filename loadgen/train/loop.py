@@ -26,6 +26,7 @@ class RankTimings:
 
     rank: int
     local_rank: int
+    node_rank: int
     host: str
     device: str
     batch_size: int
@@ -143,6 +144,7 @@ def train_rank(spec: TrainSpec, ctx: RankContext) -> RankTimings:
     return RankTimings(
         rank=ctx.rank,
         local_rank=ctx.local_rank,
+        node_rank=ctx.node_rank,
         host=ctx.host,
         device=str(ctx.device),
         batch_size=spec.batch_size,

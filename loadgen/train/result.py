@@ -26,6 +26,7 @@ def rank_summary(timings: Mapping[str, Any]) -> dict[str, Any]:
     summary: dict[str, Any] = {
         "rank": timings["rank"],
         "local_rank": timings["local_rank"],
+        "node_rank": timings["node_rank"],
         "host": timings["host"],
         "device": timings["device"],
         "images_per_s": images / sum(steps),

@@ -69,16 +69,25 @@ def check_memory(
 
 
 def _check_node(node: TrainNode, command: str, source: str) -> Problem | None:
+    python = shlex.quote(node.python)
+    env = " ".join(f"{key}={shlex.quote(value)}" for key, value in sorted(node.env.items()))
+    prefix = f"env {env} " if env else ""
     check = (
-        f"cd {shlex.quote(node.workdir)} && {shlex.quote(node.python)} -m loadgen.train "
-        f"{command} {shlex.quote(SPEC_FILE)} --check"
+        f"cd {shlex.quote(node.workdir)} && {prefix}{python} -c 'import torch' && "
+        f"{prefix}{python} -m loadgen.train {command} {shlex.quote(SPEC_FILE)} --check"
     )
     done = node.shell.run(check, timeout=120)
     if done.exit_code == 0:
         return None
     detail = (done.stderr or done.stdout).strip().splitlines()
     last = detail[-1] if detail else f"exit code {done.exit_code}"
-    if "No module named" in last:
+    if "No module named 'torch'" in last:
+        return Problem(
+            file=source, field=f"node {node.name}",
+            message=f"torch is missing for {node.python} on {node.name}",
+            fix="install vgpu with the train extra there (pip install 'vgpu[train]')",
+        )
+    if "No module named" in last or "No such file" in last:
         return Problem(
             file=source, field=f"node {node.name}",
             message=f"{node.python} cannot run the training harness: {last}",

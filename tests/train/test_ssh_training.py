@@ -1,0 +1,126 @@
+"""Training over real SSH: two loopback sshd hosts (own users and homes) each run a torchrun
+node through the SSH transport; rendezvous on the first host's address."""
+
+from __future__ import annotations
+
+import socket
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch", reason="the train extra (torch) is not installed")
+
+from tests.labs.sshlab import SshLab, lab_available
+from vgpu.errors import InputError
+from vgpu.provision.hostlog import HostLog
+from vgpu.provision.redact import Redactor
+from vgpu.provision.ssh import SSHTransport
+from vgpu.provision.targets import ConnectOptions, HostTarget
+from vgpu.train import preflight
+from vgpu.train.launch import Launch, TrainNode, run_launch
+from vgpu.train.netenv import NetworkOptions, comm_environment
+
+pytestmark = [
+    pytest.mark.train, pytest.mark.sshd, pytest.mark.slow,
+    pytest.mark.skipif(lab_available() is not None, reason=str(lab_available())),
+]
+
+SPEC = {
+    "schema_version": 1, "model": "resnet-tiny", "image_size": 16, "batch_size": 4,
+    "warmup_steps": 1, "measured_steps": 5, "comm_probe_steps": 2,
+}
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _world_executable(path: Path) -> bool:
+    """Whether another unix user can run ``path``: every parent searchable by others."""
+    real = path.resolve()
+    return all(p.stat().st_mode & 0o001 for p in [real, *real.parents])
+
+
+def _lab_interpreter() -> tuple[str, dict[str, str]]:
+    """An interpreter the lab hosts' users can run, with this environment's packages.
+    A venv whose base interpreter sits under a private home (e.g. pyenv in /root) is not
+    runnable by them; the system's Python of the same minor version loads the same wheels."""
+    paths = {"PYTHONPATH": ":".join([str(REPO), *(p for p in sys.path if "site-packages" in p)])}
+    if _world_executable(Path(sys.executable)):
+        return sys.executable, {}
+    system = Path(f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}")
+    if system.exists() and _world_executable(system):
+        return str(system), paths
+    pytest.skip(f"no Python {sys.version_info.major}.{sys.version_info.minor} that other "
+                "users may run")
+
+
+def _free_port(address: str) -> int:
+    with socket.socket() as sock:
+        sock.bind((address, 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def ssh_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[TrainNode]]:
+    logs = tmp_path_factory.mktemp("ssh-logs")
+    python, env = _lab_interpreter()
+    with SshLab(2, guest_sim=False) as lab:
+        transports = []
+        nodes = []
+        for host in lab.hosts:
+            target = HostTarget(
+                name=host.name, address=host.address, user=host.user, port=host.port,
+                key_file=lab.key_path, known_hosts=lab.known_hosts_path,
+            )
+            transport = SSHTransport(
+                target, ConnectOptions(retries=0), HostLog(logs / f"{host.name}.log", Redactor())
+            )
+            transport.connect()
+            transports.append(transport)
+            nodes.append(TrainNode(
+                name=host.name, shell=transport, address=host.address,
+                workdir=f"{host.home}/train", python=python, env=env,
+            ))
+        try:
+            yield nodes
+        finally:
+            for transport in transports:
+                transport.close()
+
+
+def test_two_ssh_nodes_train_in_step(ssh_nodes: list[TrainNode], tmp_path: Path) -> None:
+    launch = Launch(
+        nodes=ssh_nodes, procs_per_node=1, command="train", spec=SPEC,
+        master_port=_free_port(ssh_nodes[0].address),
+        comm_env=comm_environment(NetworkOptions(interface="lo"), "gloo"),
+    )
+    preflight.check_nodes_ready(launch, "scenario.yaml")
+    record = run_launch(launch, tmp_path).record
+    assert record["status"] == "ok", record.get("reason")
+    assert record["world_size"] == 2 and record["settings"]["nodes"] == 2
+    assert sorted(r["node_rank"] for r in record["ranks"]) == [0, 1]
+    assert len({r["param_digest"] for r in record["ranks"]}) == 1
+    assert record["totals"]["images_per_s"] == pytest.approx(
+        sum(r["images_per_s"] for r in record["ranks"])
+    )
+    assert (tmp_path / "result.json").exists()
+
+
+def test_missing_torch_on_a_node_is_an_input_error_before_launch(
+    ssh_nodes: list[TrainNode],
+) -> None:
+    # The system interpreter sees the harness sources but has no torch installed.
+    without_torch = TrainNode(
+        name=ssh_nodes[1].name, shell=ssh_nodes[1].shell, address=ssh_nodes[1].address,
+        workdir=ssh_nodes[1].workdir, python="/usr/bin/python3",
+        env={"PYTHONPATH": str(REPO)},
+    )
+    launch = Launch(nodes=[ssh_nodes[0], without_torch], procs_per_node=1, command="train",
+                    spec=SPEC)
+    with pytest.raises(InputError) as caught:
+        preflight.check_nodes_ready(launch, "scenario.yaml")
+    message = str(caught.value)
+    assert f"node {without_torch.name}" in message and "torch is missing" in message
+    assert ssh_nodes[0].name not in message.replace(without_torch.name, "")
