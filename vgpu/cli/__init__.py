@@ -27,6 +27,7 @@ def _register() -> None:
     from vgpu.cli import (
         core,  # noqa: F401
         mig,  # noqa: F401
+        provision,  # noqa: F401
         vsphere,  # noqa: F401
     )
 
