@@ -61,9 +61,16 @@ def provision_host(
             result = run_step(ctx, step)
         except ProvisionError as exc:
             message = transport.redactor.redact(exc.message)
-            result = StepReport(step.name, Outcome.FAILED, message, time.monotonic() - started,
-                                fix=exc.fix)
-            failed = True
+            if ctx.dry_run and step.read_only:
+                # A check that needs earlier steps applied (e.g. nvidia-smi before the
+                # driver is installed) cannot pass in a dry run: report it as pending.
+                result = StepReport(step.name, Outcome.WOULD_CHANGE,
+                                    f"cannot check before earlier steps are applied: {message}",
+                                    time.monotonic() - started)
+            else:
+                result = StepReport(step.name, Outcome.FAILED, message,
+                                    time.monotonic() - started, fix=exc.fix)
+                failed = True
         transport.log.line(f"[{step.name}] {result.outcome.value}: {result.detail}"
                            + (f" (fix: {result.fix})" if result.fix else ""))
         report.steps.append(result)
