@@ -1,9 +1,10 @@
 """The background lab of ``vgpu sim up`` / ``vgpu sim down``: one per user, its pid, URL
-and files in a state directory (``$VGPU_CACHE_DIR/sim``, by default ~/.cache/vgpu/sim)."""
+and files in a state directory ($VGPU_SIM_STATE_DIR, by default ~/.cache/vgpu/sim)."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -27,7 +28,7 @@ class LabRecord:
 
 
 def state_dir() -> Path:
-    return cache_dir() / "sim"
+    return Path(os.environ.get("VGPU_SIM_STATE_DIR") or cache_dir() / "sim")
 
 
 def _read() -> LabRecord | None:

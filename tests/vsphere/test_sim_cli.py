@@ -1,0 +1,62 @@
+"""`vgpu sim up / status / down`: a lab in the background for a person, with an inventory
+that works as written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.core.cli import run_cli
+from tests.labs.vcsim import lab_available
+from vgpu.sim import state as simstate
+from vgpu.sim.build import binary_path, build
+from vgpu.sim.lab import pid_alive
+
+pytestmark = [pytest.mark.vcsim,
+              pytest.mark.skipif(lab_available() is not None, reason=str(lab_available()))]
+
+
+def test_sim_up_writes_a_working_inventory_and_sim_down_stops_everything(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("VGPU_SIM_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(["sim", "up", "--port", "0", "--hosts", "2"])
+    record = simstate.status()
+    try:
+        assert code == 0, err
+        assert record is not None and pid_alive(record.pid)
+        assert f"running at {record.url}" in out
+        inventory = tmp_path / "vgpu-sim-inventory.yaml"
+        assert inventory.exists()
+        written = yaml.safe_load(inventory.read_text())
+        password_file = Path(written["vcenter"]["password"]["file"])
+        assert password_file.read_text().strip() not in inventory.read_text()
+        assert written["vcenter"]["ca_bundle"]
+
+        code, out, err = run_cli(["sim", "up", "--port", "0"])
+        assert code == 2 and "already running" in err
+
+        code, out, err = run_cli(["preflight", "-i", str(inventory), "--scenario", "8",
+                                  "--json", "--results-dir", str(tmp_path / "pf")])
+        assert code == 0, err
+        facts = json.loads(out)
+        assert [h["name"] for h in facts["hosts"]] == ["DC0_C0_H0", "DC0_C0_H1"]
+    finally:
+        code, out, _ = run_cli(["sim", "down"])
+    assert code == 0 and "stopped the simulator lab" in out
+    assert not pid_alive(record.pid)
+    assert not (tmp_path / "vgpu-sim-inventory.yaml").exists()
+    assert simstate.status() is None
+    code, out, _ = run_cli(["sim", "status"])
+    assert code == 1 and "no simulator lab is running" in out
+
+
+def test_the_binary_is_built_once_and_reused() -> None:
+    first = build()
+    assert first == binary_path() and first.exists()
+    mtime = first.stat().st_mtime_ns
+    assert build() == first and first.stat().st_mtime_ns == mtime
