@@ -49,10 +49,12 @@ setup_triton() {
     fi
 }
 
-# ---- vSphere simulator (govmomi's simulator, our lab model in tests/vcsim/main.go)
+# ---- vSphere simulator (govmomi's simulator shaped as a GPU lab: vgpu/sim/vcsim/main.go),
+# built once per machine into ~/.cache/vgpu (or $VGPU_CACHE_DIR); a rebuild only follows
+# edits to main.go or a new Go/govmomi
 setup_vcsim() {
     if [[ -f vgpu/sim/vcsim/main.go ]]; then
-        .venv/bin/python -m vgpu.sim.build >/dev/null
+        log "vSphere simulator: $(.venv/bin/python -m vgpu.sim.build)"
     fi
 }
 

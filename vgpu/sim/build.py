@@ -95,8 +95,11 @@ def build(force: bool = False) -> Path:
 
 
 def main() -> None:
-    force = "--force" in sys.argv[1:]
-    print(build(force=force))
+    try:
+        print(build(force="--force" in sys.argv[1:]))
+    except RemoteError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(1) from None
 
 
 if __name__ == "__main__":
