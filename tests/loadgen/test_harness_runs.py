@@ -94,19 +94,20 @@ def test_scenario_runs_and_reports_loadgen_values(model_cache: Path, tmp_path: P
     assert (tmp_path / "out" / "mlperf_log_summary.txt").exists()
     if scenario == "MultiStream":
         assert_latencies_ordered(record["query_latency_ns"])
-    if scenario == "SingleStream":
-        assert "latency_ss" in record["early_stopping"]
+    if scenario == "SingleStream" and record["query_count"] >= 64:
+        # LoadGen's early-stopping estimate of the 90th percentile needs 64 queries.
+        assert record["early_stopping"]["latency_ss"] > 0
 
 
 def test_offline_validity_follows_loadgen(model_cache: Path, tmp_path: Path) -> None:
     ok = run_spec(model_cache, tmp_path / "valid", "resnet50", "Offline",
-                  min_duration_ms=300, target_qps=20000, min_query_count=1)
+                  min_duration_ms=200, target_qps=60000, min_query_count=1)
     assert ok["validity"] == {"result": "VALID", "reasons": [], "min_duration_met": True,
                               "min_queries_met": True, "perf_constraints_met": None,
                               "early_stopping_met": True}
-    assert ok["timed_end_unix"] - ok["timed_start_unix"] >= 0.3
+    assert ok["timed_end_unix"] - ok["timed_start_unix"] >= 0.2
     # LoadGen sizes the single Offline query from the expected QPS: 1.1 x qps x duration.
-    assert ok["sample_count"] == ok["settings"]["min_sample_count"] == 6600
+    assert ok["sample_count"] == ok["settings"]["min_sample_count"] == 13200
     short = run_spec(model_cache, tmp_path / "invalid", "resnet50", "Offline",
                      min_duration_ms=300, target_qps=10, min_query_count=1)
     assert short["validity"]["result"] == "INVALID"
@@ -181,6 +182,7 @@ def test_gpu_request_without_gpu_provider_fails_with_exit_1(
     assert record["status"] == "failed"
     assert "needs onnxruntime's CUDA or TensorRT provider" in record["reason"]
     assert record["device"]["cuda_visible_devices"] == "MIG-0b9e4a5c-1111-2222-3333-444455556666"
+    assert record["device"]["onnxruntime_imported_before_binding"] is False
     assert record["telemetry"] is None and record["scenario"] is None
 
 
@@ -209,8 +211,9 @@ def test_sync_stdin_starts_at_the_go_time(write_spec: Callable[..., Path],
     record = json.loads((tmp_path / "out" / "result.json").read_text())
     assert record["sync"]["mode"] == "stdin"
     assert record["sync"]["go_unix"] == pytest.approx(go, abs=1e-5)
-    assert record["sync"]["late_s"] < 0.1
-    assert go <= record["timed_start_unix"] < go + 0.5
+    # Never before GO; the upper bounds leave room for a loaded CI machine.
+    assert record["sync"]["late_s"] < 0.5
+    assert go <= record["timed_start_unix"] < go + 1.0
 
 
 def test_sync_rejects_a_malformed_go_line(write_spec: Callable[..., Path],

@@ -113,7 +113,7 @@ def test_triton_server_scenario_over_grpc(triton_server: TritonServer, model_cac
     record = run(parse_spec(doc, "spec.json", tmp_path), tmp_path / "out")
     assert record["status"] == "ok", record["reason"]
     assert record["query_count"] >= 16
-    assert record["latency_ns"]["p99"] < 100_000_000
+    assert record["latency_ns"]["p50"] < 100_000_000
 
 
 @needs_triton
