@@ -147,3 +147,11 @@ def test_apply_without_yes_and_without_a_terminal_changes_nothing(
     assert code == 2
     assert "pass --yes" in err
     assert set(vms_of(vcsim_lab)) == {"vgpu-template"}
+
+
+def test_bare_metal_scenario_is_refused_by_apply(vcsim_lab: VcsimLab, tmp_path: Path) -> None:
+    inventory = str(vcsim_lab.write_inventory(tmp_path / "inv.yaml"))
+    code, _, err = run_cli(["apply", str(REPO / "scenarios" / "bm_mig_7x1g.yaml"), "-i",
+                            inventory, "--yes"])
+    assert code == 2
+    assert "runs on bare-metal, not on vSphere VMs" in err

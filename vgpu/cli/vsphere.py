@@ -16,6 +16,7 @@ from vgpu.cli.common import scenario_from_args
 from vgpu.errors import InputError, RemoteError
 from vgpu.model.inventory import Inventory
 from vgpu.model.load import load_inventory
+from vgpu.model.scenario import Scenario
 from vgpu.sim import state as simstate
 from vgpu.sim.lab import DEFAULT_PORT, LabShape
 from vgpu.vsphere.connection import connect
@@ -46,6 +47,15 @@ def _inventory(path: Path) -> tuple[Inventory, Path]:
     if not path.exists() and (catalog.default_inventory_dir() / f"{path}.yaml").exists():
         path = catalog.default_inventory_dir() / f"{path}.yaml"
     return load_inventory(path), path
+
+
+def _vsphere_scenario(file: Path | None, scenario: str | None) -> Scenario:
+    sc = scenario_from_args(file, scenario)
+    if sc.platform != "vsphere":
+        raise InputError.single(sc.source or f"scenario {sc.id}", "platform",
+                                f"scenario {sc.id} runs on {sc.platform}, not on vSphere VMs",
+                                fix="use `vgpu bench` for bare-metal scenarios")
+    return sc
 
 
 def _confirm(question: str, yes: bool) -> bool:
@@ -129,7 +139,7 @@ def apply(
 ) -> None:
     """Make vCenter match the scenario's plan: create, change or delete its VMs (only VMs
     vgpu created for this scenario), then power them on with their planned IPs."""
-    sc = scenario_from_args(file, scenario)
+    sc = _vsphere_scenario(file, scenario)
     inv, inv_path = _inventory(inventory)
     with connect(target_from_inventory(inv, inv_path)) as session:
         prep = prepare_apply(session, sc, inv, inv_path)
@@ -157,7 +167,7 @@ def destroy(
 ) -> None:
     """Power off and delete the VMs vgpu created for the scenario. VMs it did not create
     are never touched."""
-    sc = scenario_from_args(file, scenario)
+    sc = _vsphere_scenario(file, scenario)
     inv, inv_path = _inventory(inventory)
     with connect(target_from_inventory(inv, inv_path)) as session:
         state, changes = prepare_destroy(session, sc.id, inv, inv_path)

@@ -83,8 +83,10 @@ def render_preflight(report: PreflightReport, console: Console) -> None:
                       str(len(h.mig_types)), verdict)
     console.print(hosts)
 
-    usage = Table(title="GPU capacity beside VMs vgpu does not manage here")
-    for col in ("host", "GPU", "PCI", "model", "mode", "held by others", "free slices"):
+    title = "GPU capacity: vGPUs already held" + (
+        f" (scenario {report.scenario}'s own VMs not counted)" if report.scenario else "")
+    usage = Table(title=title)
+    for col in ("host", "GPU", "PCI", "model", "mode", "held by", "free slices"):
         usage.add_column(col, overflow="fold")
     for h in report.hosts:
         for g in h.gpus:
