@@ -100,6 +100,8 @@ def test_feature_type_is_set_and_other_lines_kept() -> None:
     assert "ServerPort=7070\n" in updated and "EnableUI=FALSE\n" in updated
     assert updated.count("FeatureType") == 1
     assert with_feature_type(updated, 4) == updated
+    assert with_feature_type("FeatureType=4\nX=1\n", 1) == "FeatureType=1\nX=1\n"
+    assert with_feature_type("FeatureType=0\n", 4) == "FeatureType=4\n"
     assert gridd_feature_type(with_feature_type("", 1)) == 1
     assert gridd_feature_type("# FeatureType=4 in a comment\n") is None
 

@@ -109,7 +109,7 @@ def parse_driver_versions(text: str) -> set[str]:
     return {line.strip() for line in text.splitlines() if line.strip()}
 
 
-FEATURE_TYPE_LINE = re.compile(r"^\s*FeatureType\s*=\s*(\d+)\s*$", re.MULTILINE)
+FEATURE_TYPE_LINE = re.compile(r"^[ \t]*FeatureType[ \t]*=[ \t]*(\d+)[ \t]*$", re.MULTILINE)
 
 
 def gridd_feature_type(conf: str) -> int | None:
