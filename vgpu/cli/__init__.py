@@ -25,6 +25,7 @@ err_console = Console(stderr=True, soft_wrap=True)
 def _register() -> None:
     # Imported for their side effect of adding commands to ``app``.
     from vgpu.cli import (
+        bench,  # noqa: F401
         core,  # noqa: F401
         mig,  # noqa: F401
         provision,  # noqa: F401

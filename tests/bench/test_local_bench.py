@@ -1,0 +1,117 @@
+"""`vgpu bench` on this machine, end to end: real harness processes, real LoadGen and
+ONNX Runtime (tiny models, short runs), the real SQLite store and report."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import xmlschema
+
+from tests.bench.conftest import VGPU, vgpu_env
+from vgpu.results.store import ResultStore
+
+pytestmark = pytest.mark.slow
+JUNIT_XSD = Path(__file__).parent.parent / "results" / "junit.xsd"
+PLANNED = {"s6-4g": "4g.40gb", "s6-2g": "2g.20gb", "s6-1g": "1g.10gb"}
+FAST = ["--workload", "resnet50-offline", "--runs", "2", "--duration", "1", "--json"]
+
+
+@dataclass
+class Benched:
+    folder: Path
+    bare_metal: dict[str, Any]
+    scenario6: subprocess.CompletedProcess[str]
+
+    @property
+    def six(self) -> dict[str, Any]:
+        return json.loads(self.scenario6.stdout)
+
+
+def _vgpu(folder: Path, cache: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*VGPU, *args], cwd=folder, env=vgpu_env(cache), capture_output=True,
+                          text=True, timeout=300, check=False)
+
+
+@pytest.fixture(scope="module")
+def benched(tmp_path_factory: pytest.TempPathFactory, harness_cache: Path) -> Benched:
+    folder = tmp_path_factory.mktemp("bench")
+    bm = _vgpu(folder, harness_cache, "bench", "--scenario", "bm6", *FAST)
+    assert bm.returncode == 0, bm.stderr
+    six = _vgpu(folder, harness_cache, "bench", "--scenario", "6", *FAST)
+    return Benched(folder, json.loads(bm.stdout), six)
+
+
+def test_scenario_6_runs_three_instances_stored_with_summary_and_report(
+    benched: Benched,
+) -> None:
+    out = benched.six
+    assert benched.scenario6.returncode in (0, 3), benched.scenario6.stderr
+    assert [t["instance"] for t in out["targets"]] == ["s6-4g", "s6-2g", "s6-1g"]
+    assert all(t["device"].startswith("CPU, no MIG slice (planned ") for t in out["targets"])
+    assert any("no GPU or MIG slice is used" in note for note in out["notes"])
+    [workload] = out["workloads"]
+    assert workload["failure"] is None
+    assert workload["workload"].startswith("resnet50-offline (resnet50/tiny fp16 Offline")
+    assert set(workload["calibrated_qps"]) == {"s6-4g", "s6-2g", "s6-1g"}
+    system = workload["statistics"]["system_throughput"]
+    assert system["n"] == 2 and system["mean"] > 0
+    assert system["ci95_low"] < system["mean"] < system["ci95_high"]
+    per_repeat = [sum(v["values"][i] for v in workload["instances"].values()) for i in (0, 1)]
+    assert system["values"] == pytest.approx(per_repeat)
+    assert all(0 <= skew < 1.0 for skew in workload["sync_skew_s"])
+
+    with ResultStore.open(benched.folder / "vgpu-results.db") as store:
+        runs = store.runs(scenario_id="6")
+        assert [(r.status, r.repeat_index) for r in runs] == [("ok", 0), ("ok", 1)]
+        assert runs[0].scenario_revision is not None  # the catalogue file is in git
+        for run in runs:
+            instances = store.instances(run.id)
+            assert [i.result.name for i in instances] == ["s6-4g", "s6-2g", "s6-1g"]
+            for inst in instances:
+                assert inst.result.device_kind == "cpu"
+                planned = PLANNED[inst.result.name]
+                assert inst.result.device_note == f"CPU, no MIG slice (planned {planned})"
+                assert inst.result.throughput and inst.result.throughput > 0
+                assert inst.result.latency_ns["p50"] <= inst.result.latency_ns["p99"]
+                log_dir = Path(inst.result.log_dir or "")
+                assert (log_dir / "mlperf_log_detail.txt").exists()
+                assert json.loads((log_dir / "result.json").read_text())["status"] == "ok"
+    html = (benched.folder / "vgpu-report.html").read_text()
+    assert html.count("data:image/png;base64,") >= 2
+
+
+def test_scenario_6_is_judged_against_its_bare_metal_baseline(benched: Benched) -> None:
+    [workload] = benched.six["workloads"]
+    assert workload["baseline"] == "scenario bm6"
+    assert workload["verdict"] in ("PASS", "FAIL", "INCONCLUSIVE")
+    assert [c["metric"] for c in workload["checks"]] == ["system_throughput"]
+    assert (benched.scenario6.returncode == 3) == (workload["verdict"] == "FAIL")
+    [bm_workload] = benched.bare_metal["workloads"]
+    assert "no baseline" in bm_workload["baseline"]
+
+
+def test_results_baseline_and_compare_commands(benched: Benched, harness_cache: Path) -> None:
+    folder = benched.folder
+    listing = _vgpu(folder, harness_cache, "results", "--export", "csv")
+    assert listing.returncode == 0
+    rows = listing.stdout.strip().splitlines()
+    assert len(rows) == 1 + 4 * 3  # header + 4 runs x 3 instances
+    bm_run, six_run = benched.bare_metal["workloads"][0]["run_ids"][0], \
+        benched.six["workloads"][0]["run_ids"][0]
+    named = _vgpu(folder, harness_cache, "baseline", "set", str(bm_run), "--name", "bm6-cpu")
+    assert named.returncode == 0 and "bm6-cpu" in named.stdout
+    junit = folder / "verdict.xml"
+    compared = _vgpu(folder, harness_cache, "compare", str(six_run), "--baseline", "bm6-cpu",
+                     "--junit", str(junit), "--json", "--tolerance", "50")
+    verdict = json.loads(compared.stdout)
+    assert verdict["kind"] == "run-vs-baseline"
+    assert compared.returncode == (3 if verdict["verdict"] == "FAIL" else 0)
+    xmlschema.XMLSchema(JUNIT_XSD).validate(str(junit))
+    report = _vgpu(folder, harness_cache, "report", "--out", "r.html", "--markdown", "r.md")
+    assert report.returncode == 0, report.stderr
+    assert (folder / "r-png" / "throughput_instances.png").exists()

@@ -1,0 +1,63 @@
+"""Offline expected QPS by probing. LoadGen's Offline test issues one query of
+expected_qps x min_duration x 1.1 samples; with an expected QPS far below the real rate
+the run ends early and is INVALID, far above it the run lasts much longer than asked.
+When a workload gives no target_qps, short probe rounds (all instances together, as in
+the real run) measure each instance's rate, growing the sample count until a probe lasts
+at least PROBE_MIN_S."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from vgpu.bench.fanout import RoundListener, RoundTimeouts, run_round
+from vgpu.bench.targets import Target
+from vgpu.bench.workload import EffectiveWorkload, harness_spec
+from vgpu.errors import RemoteError
+
+PROBE_MIN_S = 1.0
+PROBE_TARGET_S = 2.0
+MAX_PROBES = 4
+# Set the expected QPS a little above the probed rate: a run that finishes early is
+# INVALID, one that runs a little long is not.
+HEADROOM = 1.2
+
+
+def calibrate_offline(
+    targets: Sequence[Target],
+    workload: EffectiveWorkload,
+    probe_dir: Callable[[int, str], Path],
+    listener: RoundListener | None = None,
+    timeouts: RoundTimeouts = RoundTimeouts(),
+    seed: int = 0,
+) -> dict[str, float]:
+    """Instance name -> expected Offline QPS for the timed runs."""
+    samples = {t.instance: max(2 * workload.batch, 64) for t in targets}
+    rates: dict[str, float] = {}
+    for attempt in range(MAX_PROBES):
+        specs = {
+            t.instance: harness_spec(
+                workload, instance=t.instance, device=t.device, threads=t.threads,
+                seed=seed, duration_s=0.001, min_query_count=samples[t.instance],
+            )
+            for t in targets
+        }
+        result = run_round(
+            targets, specs, {t.instance: probe_dir(attempt, t.instance) for t in targets},
+            tag=f"probe-{attempt}", expected_s=PROBE_TARGET_S, listener=listener,
+            timeouts=timeouts,
+        )
+        if result.failure:
+            raise RemoteError(f"calibration probe failed: {result.failure}")
+        for outcome in result.outcomes:
+            rate = ((outcome.record or {}).get("throughput") or {}).get("samples_per_second")
+            if not rate:
+                raise RemoteError(f"calibration probe of {outcome.target.instance} "
+                                  "reported no throughput")
+            rates[outcome.target.instance] = float(rate)
+        shortest = min(samples[name] / rate for name, rate in rates.items())
+        if shortest >= PROBE_MIN_S:
+            break
+        samples = {name: math.ceil(rate * PROBE_TARGET_S) for name, rate in rates.items()}
+    return {name: rate * HEADROOM for name, rate in rates.items()}

@@ -1,0 +1,65 @@
+"""A harness result.json (docs/harness.md) as the store's InstanceResult."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from vgpu.bench.fanout import InstanceOutcome
+from vgpu.results.records import CPU_DEVICE_NOTE, InstanceResult
+
+_LATENCY_KEYS = {"p50": "p50", "p90": "p90", "p95": "p95", "p97": "p97", "p99": "p99",
+                 "p99.9": "p99_9", "min": "min", "max": "max", "mean": "mean"}
+
+
+def _get(record: dict[str, Any], *path: str) -> Any:
+    value: Any = record
+    for key in path:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value
+
+
+def instance_result(outcome: InstanceOutcome) -> InstanceResult:
+    target = outcome.target
+    record = outcome.record or {}
+    device = record.get("device") or {}
+    kind = device.get("kind") or target.device.get("kind")
+    note = target.device_label if kind == "cpu" else device.get("note")
+    if kind == "cpu" and CPU_DEVICE_NOTE not in (note or ""):
+        note = CPU_DEVICE_NOTE
+    latency = {
+        ours: float(value)
+        for theirs, ours in _LATENCY_KEYS.items()
+        if (value := _get(record, "latency_ns", theirs)) is not None
+    }
+    throughput = _get(record, "throughput", "samples_per_second")
+    platform = target.platform
+    if platform is not None:
+        gpu = _get(record, "telemetry", "gpu") or {}
+        platform = replace(
+            platform,
+            harness_version=record.get("harness_version"),
+            guest_driver=gpu.get("driver_version") or platform.guest_driver,
+            gpu=gpu.get("parent_name") or gpu.get("name") or platform.gpu,
+            mig_profile=device.get("mig_profile") or platform.mig_profile,
+        )
+    return InstanceResult(
+        name=target.instance,
+        status="failed" if outcome.problem else "ok",
+        device_kind=kind,
+        device_name=device.get("gpu_name") or (None if kind == "cpu" else target.device_label),
+        device_note=note,
+        mig_profile=device.get("mig_profile"),
+        mig_uuid=device.get("mig_uuid"),
+        validity=_get(record, "validity", "result"),
+        validity_reasons=list(_get(record, "validity", "reasons") or []),
+        throughput=None if throughput is None else float(throughput),
+        latency_ns=latency,
+        timed_start_unix=record.get("timed_start_unix"),
+        timed_end_unix=record.get("timed_end_unix"),
+        log_dir=str(outcome.log_dir),
+        result=record,
+        platform=platform,
+    )

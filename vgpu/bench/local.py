@@ -1,0 +1,77 @@
+"""Targets on this machine: one harness instance per MIG device, else per GPU, else (CPU
+only) one per planned VM/slice of the scenario with the cores split between them."""
+
+from __future__ import annotations
+
+import shlex
+import socket
+import sys
+from pathlib import Path
+
+import psutil
+
+from vgpu.bench.devices import LocalDevice, cpu_count
+from vgpu.bench.targets import Target
+from vgpu.model.load import vgpu_requests
+from vgpu.model.scenario import Scenario
+from vgpu.provision.local import LocalTransport
+from vgpu.results.records import CPU_DEVICE_NOTE, Platform
+
+
+def _platform(device: LocalDevice, vcpus: int) -> Platform:
+    return Platform(
+        host=socket.gethostname(), gpu=None if device.kind == "cpu" else device.name,
+        mig_profile=device.mig_profile, attachment="none", vcpus=vcpus,
+        memory_gb=round(psutil.virtual_memory().total / 2**30, 1),
+    )
+
+
+def planned_slices(scenario: Scenario) -> list[tuple[str, str]]:
+    """(VM name, its vGPU label) for every planned VM of the scenario."""
+    return [(name, "+".join(r.label for r in requests) or "no GPU")
+            for name, requests in vgpu_requests(scenario).items()]
+
+
+def local_targets(
+    scenario: Scenario, devices: list[LocalDevice], work_root: Path
+) -> tuple[list[Target], list[str]]:
+    """The targets and notes that say what this machine could and could not provide."""
+    harness = f"{shlex.quote(sys.executable)} -m loadgen"
+    work_root.mkdir(parents=True, exist_ok=True)
+    transport = LocalTransport(home=work_root)
+    notes: list[str] = []
+    planned = planned_slices(scenario)
+    cores = cpu_count()
+    if devices and devices[0].kind != "cpu":
+        targets = []
+        for number, device in enumerate(devices):
+            label = device.mig_profile or device.name
+            targets.append(Target(
+                instance=f"{device.kind}{number}-{label}".replace(" ", "_"),
+                transport=transport, harness=harness, work_root=str(work_root),
+                device=device.harness_device(), device_label=device.name,
+                target_kind="local", platform=_platform(device, cores),
+                local_root=work_root,
+            ))
+        wanted = ", ".join(label for _vm, label in planned)
+        have = ", ".join(d.mig_profile or d.name for d in devices)
+        notes.append(f"this machine: one instance per {devices[0].kind.upper()} device "
+                     f"({have}); the scenario plans {wanted}")
+        return targets, notes
+    threads = max(1, cores // len(planned))
+    notes.append(
+        f"CPU only: no GPU or MIG slice is used; {len(planned)} instances as the scenario "
+        f"plans ({', '.join(label for _vm, label in planned)}), {cores} cores split as "
+        f"{threads} intra-op thread(s) each"
+    )
+    cpu = LocalDevice(kind="cpu", name="CPU")
+    targets = [
+        Target(
+            instance=vm, transport=transport, harness=harness, work_root=str(work_root),
+            device=cpu.harness_device(), device_label=f"{CPU_DEVICE_NOTE} (planned {label})",
+            target_kind="local", threads=threads, planned_slice=label,
+            platform=_platform(cpu, threads), local_root=work_root,
+        )
+        for vm, label in planned
+    ]
+    return targets, notes

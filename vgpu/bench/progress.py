@@ -1,0 +1,64 @@
+"""Live progress of a bench on the terminal (rich): one line per instance with its state,
+elapsed and remaining time of the timed run."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+
+class RichListener:
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self._progress: Progress | None = None
+        self._tasks: dict[str, TaskID] = {}
+        self._states: dict[str, str] = {}
+        self._expected_s = 0.0
+
+    def phase(self, text: str) -> None:
+        self.console.print(f"[bold]{text}[/bold]")
+
+    def begin_round(self, instances: Sequence[str], expected_s: float) -> None:
+        self._expected_s = max(expected_s, 0.1)
+        self._progress = Progress(
+            TextColumn("{task.description:<28}"),
+            TextColumn("{task.fields[state]:<8}"),
+            BarColumn(),
+            TimeElapsedColumn(),
+            TextColumn("left"),
+            TimeRemainingColumn(),
+            console=self.console,
+            transient=True,
+        )
+        self._progress.start()
+        self._tasks = {
+            name: self._progress.add_task(name, total=self._expected_s, state="starting")
+            for name in instances
+        }
+
+    def state(self, instance: str, text: str) -> None:
+        self._states[instance] = text
+        if self._progress is not None and instance in self._tasks:
+            self._progress.update(self._tasks[instance], state=text)
+
+    def tick(self, elapsed_s: float) -> None:
+        if self._progress is None:
+            return
+        for name, task in self._tasks.items():
+            if self._states.get(name) == "running":
+                self._progress.update(task, completed=min(elapsed_s, self._expected_s))
+
+    def end_round(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+        self._progress = None
+        self._tasks = {}

@@ -1,0 +1,230 @@
+"""`vgpu bench`: every inference workload of a scenario, repeated, on every target at once;
+each repeat stored as a run; statistics and the verdict against the scenario's baseline."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from vgpu.bench.calibrate import HEADROOM, calibrate_offline
+from vgpu.bench.collect import instance_result
+from vgpu.bench.fanout import InstanceOutcome, RoundListener, RoundTimeouts, run_round
+from vgpu.bench.provenance import scenario_revision
+from vgpu.bench.targets import Target
+from vgpu.bench.workload import BenchOverrides, EffectiveWorkload, effective_workload, harness_spec
+from vgpu.model.scenario import InferenceWorkload, Scenario
+from vgpu.results.compare import Comparison
+from vgpu.results.judge import compare_series, default_kind
+from vgpu.results.records import RunStart
+from vgpu.results.series import WORST_P99, SeriesData, load_series
+from vgpu.results.store import ResultStore
+
+
+class BenchListener(RoundListener, Protocol):
+    def phase(self, text: str) -> None: ...
+
+    def begin_round(self, instances: Sequence[str], expected_s: float) -> None: ...
+
+    def end_round(self) -> None: ...
+
+
+class QuietListener:
+    def phase(self, text: str) -> None:
+        return None
+
+    def begin_round(self, instances: Sequence[str], expected_s: float) -> None:
+        return None
+
+    def end_round(self) -> None:
+        return None
+
+    def state(self, instance: str, text: str) -> None:
+        return None
+
+    def tick(self, elapsed_s: float) -> None:
+        return None
+
+
+@dataclass
+class WorkloadOutcome:
+    workload: EffectiveWorkload
+    series_id: str
+    run_ids: list[int] = field(default_factory=list)
+    failure: str | None = None
+    series: SeriesData | None = None
+    comparison: Comparison | None = None
+    baseline_note: str | None = None
+    calibrated_qps: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class BenchOutcome:
+    scenario: Scenario
+    targets: list[Target]
+    notes: list[str]
+    workloads: list[WorkloadOutcome] = field(default_factory=list)
+
+    @property
+    def failure(self) -> str | None:
+        return next((w.failure for w in self.workloads if w.failure), None)
+
+    @property
+    def comparisons(self) -> list[Comparison]:
+        return [w.comparison for w in self.workloads if w.comparison is not None]
+
+
+def inference_workloads(
+    scenario: Scenario, names: Sequence[str] | None
+) -> tuple[list[InferenceWorkload], list[str]]:
+    """The workloads to run (all inference ones, or those named) and notes on the rest."""
+    notes = [f"workload {w.label} is a training workload: run it with the training commands"
+             for w in scenario.workloads if not isinstance(w, InferenceWorkload)]
+    chosen = [w for w in scenario.workloads if isinstance(w, InferenceWorkload)]
+    if names:
+        chosen = [w for w in chosen if w.label in names]
+    return chosen, notes
+
+
+def _baseline_series(
+    store: ResultStore, scenario: Scenario, workload_key: str, exclude: str
+) -> tuple[SeriesData | None, str]:
+    baseline = scenario.baseline
+    if baseline is None:
+        return None, "the scenario names no baseline"
+    if baseline.reference_run:
+        named = store.baseline(baseline.reference_run)
+        if named is None:
+            return None, (f"baseline '{baseline.reference_run}' is not set in {store.path} "
+                          "(`vgpu baseline set RUN_ID --name ...`)")
+        return load_series(store, named.series_id), f"baseline '{baseline.reference_run}'"
+    series_id = store.latest_series(scenario_id=str(baseline.scenario), workload=workload_key,
+                                    exclude_series=exclude)
+    if series_id is None:
+        return None, (f"no ok run of baseline scenario {baseline.scenario} with workload "
+                      f"{workload_key} in {store.path}: run `vgpu bench --scenario "
+                      f"{baseline.scenario}` with the same settings first")
+    return load_series(store, series_id), f"scenario {baseline.scenario}"
+
+
+def _judge(store: ResultStore, scenario: Scenario, outcome: WorkloadOutcome) -> None:
+    if outcome.series is None:
+        return
+    reference, note = _baseline_series(store, scenario, outcome.workload.key,
+                                       outcome.series_id)
+    outcome.baseline_note = note
+    if reference is None:
+        return
+    tolerance = scenario.tolerances.throughput_pct / 100.0
+    outcome.comparison = compare_series(
+        default_kind(outcome.series, reference), outcome.series, reference,
+        tolerance=tolerance, tolerances={WORST_P99: scenario.tolerances.latency_pct / 100.0},
+    )
+
+
+def run_bench(
+    scenario: Scenario,
+    targets: list[Target],
+    target_notes: list[str],
+    store: ResultStore,
+    *,
+    runs: int | None = None,
+    overrides: BenchOverrides = BenchOverrides(),
+    workload_names: Sequence[str] | None = None,
+    listener: BenchListener | None = None,
+    timeouts: RoundTimeouts = RoundTimeouts(),
+) -> BenchOutcome:
+    """Run, store and judge. Stops at the first failed repeat; Ctrl-C stops every
+    instance, stores the run as aborted and re-raises KeyboardInterrupt."""
+    listen: BenchListener = listener or QuietListener()
+    workloads, notes = inference_workloads(scenario, workload_names)
+    outcome = BenchOutcome(scenario=scenario, targets=targets, notes=[*target_notes, *notes])
+    on_cpu = all(t.device.get("kind") == "cpu" for t in targets)
+    repeats = runs or scenario.repeats
+    for workload in workloads:
+        effective = effective_workload(workload, on_cpu, overrides)
+        result = WorkloadOutcome(workload=effective, series_id=uuid.uuid4().hex)
+        outcome.workloads.append(result)
+        _run_series(store, scenario, targets, result, repeats, overrides, listen, timeouts)
+        if result.run_ids and any(r.status == "ok" for r in store.runs(series_id=result.series_id)):
+            result.series = load_series(store, result.series_id)
+        _judge(store, scenario, result)
+        if result.failure:
+            break
+    return outcome
+
+
+def _run_series(
+    store: ResultStore, scenario: Scenario, targets: list[Target], result: WorkloadOutcome,
+    repeats: int, overrides: BenchOverrides, listen: BenchListener, timeouts: RoundTimeouts,
+) -> None:
+    effective = result.workload
+    if effective.scenario == "Offline" and effective.target_qps is None:
+        listen.phase(f"{effective.label}: probing the Offline rate of each instance")
+        probe_root = store.logs_root / "probes" / result.series_id
+        listen.begin_round([t.instance for t in targets], 2.0)
+        try:
+            result.calibrated_qps = calibrate_offline(
+                targets, effective, lambda n, inst: probe_root / f"probe-{n}" / inst,
+                listen, timeouts, seed=overrides.seed,
+            )
+        finally:
+            listen.end_round()
+        rates = ", ".join(f"{k} {v:.4g}/s" for k, v in result.calibrated_qps.items())
+        effective.notes.append(f"Offline expected QPS from a probe round (x1.2): {rates}")
+    for repeat in range(repeats):
+        listen.phase(f"{effective.label}: repeat {repeat + 1}/{repeats}")
+        run_id = store.begin_run(RunStart(
+            series_id=result.series_id, scenario_id=scenario.id, scenario_name=scenario.name,
+            workload=effective.key, target_kind=targets[0].target_kind, repeat_index=repeat,
+            scenario_file=scenario.source, scenario_revision=scenario_revision(scenario.source),
+            workload_detail={**effective.detail(), "calibrated_qps": result.calibrated_qps,
+                             "repeats": repeats,
+                             "instances": {t.instance: t.device_label for t in targets}},
+        ))
+        result.run_ids.append(run_id)
+        specs = {
+            t.instance: harness_spec(
+                effective, instance=t.instance, device=t.device, threads=t.threads,
+                seed=overrides.seed, target_qps=result.calibrated_qps.get(t.instance),
+            )
+            for t in targets
+        }
+        listen.begin_round([t.instance for t in targets], effective.duration_s)
+        try:
+            round_result = run_round(
+                targets, specs, {t.instance: store.log_dir(run_id, t.instance) for t in targets},
+                tag=f"run-{run_id}", expected_s=effective.duration_s, listener=listen,
+                timeouts=timeouts,
+            )
+        except KeyboardInterrupt:
+            store.finish_run(run_id, "aborted",
+                             reason="interrupted (Ctrl-C); every harness instance was stopped")
+            raise
+        finally:
+            listen.end_round()
+        store.finish_run(
+            run_id, "failed" if round_result.failure else "ok", reason=round_result.failure,
+            instances=[instance_result(o) for o in round_result.outcomes],
+            sync_skew_s=round_result.skew_s,
+        )
+        if round_result.failure:
+            result.failure = f"run {run_id}: {round_result.failure}"
+            return
+        if result.calibrated_qps and repeat + 1 < repeats:
+            _recalibrate(result, round_result.outcomes)
+
+
+def _recalibrate(result: WorkloadOutcome, outcomes: Sequence[InstanceOutcome]) -> None:
+    """An Offline run that ended before its min duration was expected too few samples:
+    the next repeats expect the rate this run measured."""
+    for outcome in outcomes:
+        record = outcome.record or {}
+        rate = (record.get("throughput") or {}).get("samples_per_second")
+        if (record.get("validity") or {}).get("min_duration_met") is False and rate:
+            name = outcome.target.instance
+            result.calibrated_qps[name] = float(rate) * HEADROOM
+            result.workload.notes.append(
+                f"{name} finished before the min duration: expected QPS raised to "
+                f"{result.calibrated_qps[name]:.4g}/s for the next repeats")

@@ -1,0 +1,115 @@
+"""The end-of-bench summary: a rich table per workload, and the same as JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from vgpu.bench.session import BenchOutcome, WorkloadOutcome
+from vgpu.results.compare import check_as_dict
+from vgpu.results.series import SYSTEM_THROUGHPUT
+from vgpu.results.stats import Summary, summarize
+
+_VERDICT_STYLE = {"PASS": "bold green", "FAIL": "bold red", "INCONCLUSIVE": "bold yellow"}
+
+
+def _ci(summary: Summary) -> str:
+    if summary.half_width is None:
+        return "n=1"
+    return f"±{summary.half_width:.4g} ({summary.half_width / summary.mean * 100:.1f}%)" \
+        if summary.mean else f"±{summary.half_width:.4g}"
+
+
+def _skews(outcome: WorkloadOutcome) -> list[float]:
+    if outcome.series is None:
+        return []
+    return [r.sync_skew_s for r in outcome.series.runs if r.sync_skew_s is not None]
+
+
+def _validity(outcome: WorkloadOutcome, instance: str) -> str:
+    assert outcome.series is not None
+    verdicts = [i.result.validity or "?" for run in outcome.series.instances.values()
+                for i in run if i.result.name == instance]
+    return ", ".join(f"{verdicts.count(v)}x {v}" for v in sorted(set(verdicts)))
+
+
+def workload_table(outcome: WorkloadOutcome) -> Table:
+    table = Table(title=f"{outcome.workload.key}", title_justify="left")
+    for column in ("instance", "device", "n", "mean samples/s", "95% CI", "LoadGen"):
+        table.add_column(column, justify="left" if column in ("instance", "device") else "right")
+    series = outcome.series
+    if series is None:
+        return table
+    devices = series.runs[0].workload_detail.get("instances", {})
+    for name, values in series.per_instance_throughput.items():
+        summary = summarize(values)
+        table.add_row(name, devices.get(name, "-"), str(summary.n), f"{summary.mean:.5g}",
+                      _ci(summary), _validity(outcome, name))
+    if SYSTEM_THROUGHPUT in series.samples:
+        system = summarize(series.samples[SYSTEM_THROUGHPUT].values)
+        mdd = "" if system.mdd is None else f"MDD {system.mdd / system.mean * 100:.1f}%"
+        table.add_row("[bold]system[/bold]", "sum over instances per repeat", str(system.n),
+                      f"[bold]{system.mean:.5g}[/bold]", _ci(system), mdd)
+    return table
+
+
+def render(outcome: BenchOutcome, console: Console, db: str, report: str | None) -> None:
+    for note in outcome.notes:
+        console.print(f"[dim]note:[/dim] {note}")
+    for workload in outcome.workloads:
+        for note in workload.workload.notes:
+            console.print(f"[dim]note:[/dim] {note}")
+        console.print(workload_table(workload))
+        skews = _skews(workload)
+        if skews:
+            console.print(f"synchronised start: skew max {max(skews) * 1e3:.1f} ms over "
+                          f"{len(skews)} run(s); runs {', '.join(map(str, workload.run_ids))}")
+        if workload.failure:
+            console.print(f"[bold red]failed:[/bold red] {workload.failure}")
+        if workload.comparison is not None:
+            verdict = workload.comparison.verdict
+            console.print(f"verdict vs {workload.baseline_note}: "
+                          f"[{_VERDICT_STYLE[verdict]}]{verdict}[/]")
+            for check in workload.comparison.checks:
+                console.print(f"  {check.metric}: {check.difference_pct:+.2f}% "
+                              f"({check.verdict}) {check.reason}")
+        elif workload.baseline_note:
+            console.print(f"[dim]no verdict:[/dim] {workload.baseline_note}")
+    console.print(f"results: {db}" + (f"; report: {report}" if report else ""))
+
+
+def as_json(outcome: BenchOutcome, db: str, report: str | None) -> dict[str, Any]:
+    workloads = []
+    for w in outcome.workloads:
+        stats: dict[str, Any] = {}
+        instances: dict[str, Any] = {}
+        if w.series is not None:
+            for name, sample in w.series.samples.items():
+                s = summarize(sample.values)
+                stats[name] = {"unit": sample.unit, "n": s.n, "mean": s.mean, "stdev": s.stdev,
+                               "ci95_low": s.ci_low, "ci95_high": s.ci_high, "mdd": s.mdd,
+                               "values": sample.values}
+            for name, values in w.series.per_instance_throughput.items():
+                s = summarize(values)
+                instances[name] = {"n": s.n, "mean": s.mean, "ci95_low": s.ci_low,
+                                   "ci95_high": s.ci_high, "values": values}
+        workloads.append({
+            "workload": w.workload.key, "detail": w.workload.detail(),
+            "series_id": w.series_id, "run_ids": w.run_ids, "failure": w.failure,
+            "calibrated_qps": w.calibrated_qps, "statistics": stats, "instances": instances,
+            "sync_skew_s": _skews(w),
+            "baseline": w.baseline_note,
+            "verdict": None if w.comparison is None else w.comparison.verdict,
+            "checks": [] if w.comparison is None else
+            [check_as_dict(c) for c in w.comparison.checks],
+        })
+    return {
+        "scenario": {"id": outcome.scenario.id, "name": outcome.scenario.name},
+        "targets": [{"instance": t.instance, "device": t.device_label,
+                     "target_kind": t.target_kind, "threads": t.threads}
+                    for t in outcome.targets],
+        "notes": outcome.notes, "workloads": workloads, "db": db, "report": report,
+        "failure": outcome.failure,
+    }

@@ -1,0 +1,42 @@
+"""Where harness instances run. A Target is one harness instance on one host, reached
+through a Transport (LocalTransport for this machine, SSHTransport for a VM or a
+bare-metal host): the same fan-out code drives both."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vgpu.provision.transport import Transport
+from vgpu.results.records import Platform, TargetKind
+
+
+@dataclass
+class Target:
+    instance: str
+    transport: Transport
+    harness: str  # command that starts the harness CLI, e.g. "/usr/bin/python3 -m loadgen"
+    work_root: str  # folder on the target for specs and outputs (per run below it)
+    device: dict[str, Any]  # the harness spec's device section
+    device_label: str  # what the record says was used ("CPU, no MIG slice", "MIG 2g.20gb")
+    target_kind: TargetKind
+    threads: int | None = None
+    planned_slice: str | None = None  # the scenario's vGPU/MIG profile for this instance
+    platform: Platform | None = None
+    local_root: Path | None = None  # set when work_root is this machine's folder
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def is_local(self) -> bool:
+        return self.local_root is not None
+
+    def work_dir(self, tag: str) -> str:
+        return f"{self.work_root.rstrip('/')}/{tag}/{self.instance}"
+
+    def command(self, spec_path: str, out_dir: str) -> str:
+        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(self.env.items()))
+        run = (f"{self.harness} run {shlex.quote(spec_path)} --out {shlex.quote(out_dir)} "
+               "--sync stdin")
+        return f"env {env} {run}" if env else run

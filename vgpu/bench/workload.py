@@ -1,0 +1,129 @@
+"""What a scenario's inference workload becomes on the devices at hand, and the harness
+SPEC for one instance. On a CPU-only machine a GPU study cannot be measured, only
+exercised: the duration falls to the workload's ``cpu_duration_s`` and built-in models
+without an explicit variant use their ``tiny`` variant. Every such change is recorded as
+a note, printed and stored with the run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from vgpu.model.scenario import InferenceWorkload
+
+CPU_VARIANT = {"resnet50": "tiny", "bert": "tiny"}
+SCHEMA_VERSION = 1
+PERFORMANCE_SAMPLES = 256
+
+
+@dataclass(frozen=True)
+class BenchOverrides:
+    duration_s: float | None = None
+    full_models: bool = False  # keep the scenario's model sizes on a CPU
+    triton_url: str | None = None
+    seed: int = 0
+
+
+@dataclass
+class EffectiveWorkload:
+    label: str
+    model: str
+    variant: str | None
+    precision: str
+    backend: str
+    scenario: str
+    batch: int
+    target_qps: float | None
+    target_latency_ms: float | None
+    duration_s: float
+    triton_url: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def key(self) -> str:
+        """The workload as stored: the name plus what was actually run, so that a CPU
+        functional run is never compared with a GPU measurement of the same name."""
+        model = self.model if self.variant is None else f"{self.model}/{self.variant}"
+        return (f"{self.label} ({model} {self.precision} {self.scenario} b{self.batch} "
+                f"{self.backend})")
+
+    def detail(self) -> dict[str, Any]:
+        return {
+            "label": self.label, "model": self.model, "variant": self.variant,
+            "precision": self.precision, "backend": self.backend,
+            "loadgen_scenario": self.scenario, "batch": self.batch,
+            "target_qps": self.target_qps, "target_latency_ms": self.target_latency_ms,
+            "duration_s": self.duration_s, "notes": list(self.notes),
+        }
+
+
+def effective_workload(
+    workload: InferenceWorkload, on_cpu: bool, overrides: BenchOverrides
+) -> EffectiveWorkload:
+    notes: list[str] = []
+    variant = workload.variant
+    builtin = not workload.model.endswith(".onnx")
+    if on_cpu and builtin and variant is None and not overrides.full_models:
+        variant = CPU_VARIANT[workload.model]
+        notes.append(f"CPU only: model {workload.model} uses its '{variant}' variant "
+                     "(pass --full-models to keep the full size)")
+    if overrides.duration_s is not None:
+        duration = overrides.duration_s
+        notes.append(f"duration {workload.duration_s:g} s -> {duration:g} s (--duration)")
+    elif on_cpu:
+        duration = workload.cpu_duration_s
+        notes.append(f"CPU only: duration {workload.duration_s:g} s -> {duration:g} s "
+                     "(the workload's cpu_duration_s)")
+    else:
+        duration = workload.duration_s
+    return EffectiveWorkload(
+        label=workload.label, model=workload.model, variant=variant,
+        precision=workload.precision, backend=workload.backend, scenario=workload.scenario,
+        batch=workload.batch, target_qps=workload.target_qps,
+        target_latency_ms=workload.target_latency_ms, duration_s=duration,
+        triton_url=overrides.triton_url, notes=notes,
+    )
+
+
+def harness_spec(
+    workload: EffectiveWorkload,
+    *,
+    instance: str,
+    device: dict[str, Any],
+    threads: int | None,
+    seed: int = 0,
+    target_qps: float | None = None,
+    duration_s: float | None = None,
+    min_query_count: int = 1,
+    cache_dir: str | None = None,
+) -> dict[str, Any]:
+    """The harness SPEC (schema_version 1, see docs/harness.md) for one instance."""
+    model: dict[str, Any] = {"name": workload.model}
+    if not workload.model.endswith(".onnx"):
+        model["precision"] = workload.precision
+        if workload.variant is not None:
+            model["variant"] = workload.variant
+    backend: dict[str, Any] = {"name": workload.backend}
+    if threads is not None:
+        backend["threads"] = threads
+    if workload.backend == "triton" and workload.triton_url:
+        backend["url"] = workload.triton_url
+    loadgen: dict[str, Any] = {
+        "scenario": workload.scenario,
+        "min_duration_ms": max(1, round((duration_s or workload.duration_s) * 1000)),
+        "min_query_count": min_query_count,
+        "performance_sample_count": PERFORMANCE_SAMPLES,
+    }
+    qps = target_qps if target_qps is not None else workload.target_qps
+    if qps is not None:
+        loadgen["target_qps"] = qps
+    if workload.target_latency_ms is not None:
+        loadgen["target_latency_ms"] = workload.target_latency_ms
+    spec: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION, "model": model, "backend": backend,
+        "device": device, "loadgen": loadgen, "batch_size": workload.batch, "seed": seed,
+        "instance_name": instance,
+    }
+    if cache_dir is not None:
+        spec["cache_dir"] = cache_dir
+    return spec
