@@ -1,0 +1,290 @@
+"""SimulatedNvmlLibrary: a stand-in for the `pynvml` module over a SimulatedGpuBackend, so
+NvmlBackend's own code (profile index -> id, ctypes placement and handle arrays, count
+references, opaque handles, NVMLError codes) runs without a GPU.
+
+It keeps NVML's C contract where NvmlBackend could get it wrong: GPU-instance profile info
+is looked up by the NVML_GPU_INSTANCE_PROFILE_* *index*, everything else by the returned
+*id*; placements are passed by reference; arrays are ctypes arrays filled up to the count.
+Errors are real ``pynvml.NVMLError`` instances with the driver's return codes.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable
+from types import SimpleNamespace
+from typing import Any
+
+import pynvml
+
+from vgpu.nvml.backend import COMPUTE_PROFILE_FOR_SLICES
+from vgpu.nvml.errors import MigError
+from vgpu.nvml.simulator import SimulatedGpuBackend
+
+_KIND_DEVICE, _KIND_GI, _KIND_CI, _KIND_MIG = 1, 2, 3, 4
+_SLICES_FOR_COMPUTE_PROFILE = {v: k for k, v in COMPUTE_PROFILE_FOR_SLICES.items()}
+
+
+class SimulatedNvmlLibrary:
+    """Use as ``NvmlBackend(SimulatedNvmlLibrary(sim))``."""
+
+    NVMLError = pynvml.NVMLError
+    NVML_DEVICE_MIG_ENABLE = pynvml.NVML_DEVICE_MIG_ENABLE
+    NVML_DEVICE_MIG_DISABLE = pynvml.NVML_DEVICE_MIG_DISABLE
+    NVML_GPU_INSTANCE_PROFILE_COUNT = pynvml.NVML_GPU_INSTANCE_PROFILE_COUNT
+    NVML_COMPUTE_INSTANCE_PROFILE_COUNT = pynvml.NVML_COMPUTE_INSTANCE_PROFILE_COUNT
+    NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED = pynvml.NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED
+    c_nvmlGpuInstancePlacement_t = pynvml.c_nvmlGpuInstancePlacement_t
+    c_nvmlGpuInstance_t = pynvml.c_nvmlGpuInstance_t
+    c_nvmlComputeInstance_t = pynvml.c_nvmlComputeInstance_t
+
+    def __init__(self, sim: SimulatedGpuBackend) -> None:
+        self.sim = sim
+        self.calls: list[str] = []
+        self.initialised = False
+
+    # ---- plumbing ------------------------------------------------------------------------
+    def __getattribute__(self, name: str) -> Any:
+        if name.startswith("nvml") and name not in ("nvmlInit",):
+            object.__getattribute__(self, "calls").append(name)
+            if not object.__getattribute__(self, "initialised"):
+                raise pynvml.NVMLError(pynvml.NVML_ERROR_UNINITIALIZED)
+        return object.__getattribute__(self, name)
+
+    def _sim(self, fn: Callable[..., Any], *args: Any) -> Any:
+        try:
+            return fn(*args)
+        except MigError as exc:
+            raise pynvml.NVMLError(exc.code) from None
+
+    @staticmethod
+    def _handle(ptr_type: Any, kind: int, gpu: int, gi: int = 0, ci: int = 0) -> Any:
+        key = kind << 24 | (gpu + 1) << 16 | (gi + 1) << 8 | (ci + 1)
+        return ctypes.cast(ctypes.c_void_p(key), ptr_type)
+
+    @staticmethod
+    def _decode(handle: Any, kind: int) -> tuple[int, int, int]:
+        key = ctypes.cast(handle, ctypes.c_void_p).value or 0
+        if key >> 24 != kind:
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        return (key >> 16 & 0xFF) - 1, (key >> 8 & 0xFF) - 1, (key & 0xFF) - 1
+
+    @staticmethod
+    def _set_count(count_ref: Any, value: int) -> int:
+        if type(count_ref).__name__ != "CArgObject":
+            raise TypeError("count must be passed by reference (ctypes.byref)")
+        capacity = count_ref._obj.value
+        count_ref._obj.value = value
+        return capacity
+
+    # ---- system --------------------------------------------------------------------------
+    def nvmlInit(self) -> None:
+        self.initialised = True
+
+    def nvmlShutdown(self) -> None:
+        self.initialised = False
+
+    def nvmlSystemGetDriverVersion(self) -> str:
+        return "550.127.05"
+
+    def nvmlSystemGetCudaDriverVersion(self) -> int:
+        return 12040
+
+    def nvmlSystemGetNVMLVersion(self) -> str:
+        return "12.550.127.05"
+
+    # ---- devices -------------------------------------------------------------------------
+    def nvmlDeviceGetCount(self) -> int:
+        return len(self.sim.gpus())
+
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> Any:
+        if not 0 <= index < len(self.sim.gpus()):
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        return self._handle(pynvml.c_nvmlDevice_t, _KIND_DEVICE, index)
+
+    def _gpu(self, handle: Any) -> int:
+        return self._decode(handle, _KIND_DEVICE)[0]
+
+    def nvmlDeviceGetName(self, handle: Any) -> str:
+        return self.sim.gpus()[self._gpu(handle)].name.replace(" (simulated)", "")
+
+    def nvmlDeviceGetPciInfo(self, handle: Any) -> Any:
+        info = self.sim.gpus()[self._gpu(handle)]
+        return SimpleNamespace(busId=info.pci_bus_id.encode(),
+                               pciDeviceId=info.pci_device_id << 16 | 0x10DE)
+
+    def _mig_device(self, handle: Any) -> Any:
+        gpu, gi, ci = self._decode(handle, _KIND_MIG)
+        return next(d for d in self.sim.mig_devices(gpu)
+                    if (d.gpu_instance_id, d.compute_instance_id) == (gi, ci))
+
+    def nvmlDeviceGetUUID(self, handle: Any) -> str:
+        key = ctypes.cast(handle, ctypes.c_void_p).value or 0
+        if key >> 24 == _KIND_MIG:
+            return self._mig_device(handle).uuid
+        return self.sim.gpus()[self._gpu(handle)].uuid
+
+    def nvmlDeviceGetMemoryInfo(self, handle: Any) -> Any:
+        key = ctypes.cast(handle, ctypes.c_void_p).value or 0
+        mb = (self._mig_device(handle).memory_mb if key >> 24 == _KIND_MIG
+              else self.sim.gpus()[self._gpu(handle)].memory_mb)
+        return SimpleNamespace(total=mb * 1024 * 1024)
+
+    def nvmlDeviceGetMigMode(self, handle: Any) -> list[int]:
+        mode = self._sim(self.sim.mig_mode, self._gpu(handle))
+        return [int(mode.current), int(mode.pending)]
+
+    def nvmlDeviceSetMigMode(self, handle: Any, mode: int) -> int:
+        self._sim(self.sim.set_mig_mode, self._gpu(handle), mode == pynvml.NVML_DEVICE_MIG_ENABLE)
+        return pynvml.NVML_SUCCESS
+
+    def nvmlDeviceGetComputeRunningProcesses(self, handle: Any) -> list[Any]:
+        key = ctypes.cast(handle, ctypes.c_void_p).value or 0
+        if key >> 24 == _KIND_MIG:
+            return []
+        return [SimpleNamespace(pid=p) for p in self.sim.running_processes(self._gpu(handle))]
+
+    def nvmlDeviceGetGraphicsRunningProcesses(self, handle: Any) -> list[Any]:
+        raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
+
+    # ---- GPU instances -------------------------------------------------------------------
+    def nvmlDeviceGetGpuInstanceProfileInfo(self, handle: Any, index: int, version: int = 2
+                                            ) -> Any:
+        gpu = self._gpu(handle)
+        for p in self.sim.gpu_instance_profiles(gpu):
+            if p.index == index:
+                info = pynvml.c_nvmlGpuInstanceProfileInfo_v2_t()
+                info.id, info.sliceCount, info.instanceCount = p.id, p.slice_count, \
+                    p.instance_count
+                info.memorySizeMB, info.name = p.memory_mb, f"MIG {p.name}".encode()
+                return info
+        beyond = index >= pynvml.NVML_GPU_INSTANCE_PROFILE_COUNT
+        code = pynvml.NVML_ERROR_INVALID_ARGUMENT if beyond else pynvml.NVML_ERROR_NOT_SUPPORTED
+        raise pynvml.NVMLError(code)
+
+    def _profile_by_id(self, gpu: int, profile_id: int) -> Any:
+        for p in self.sim.gpu_instance_profiles(gpu):
+            if p.id == profile_id:
+                return p
+        raise pynvml.NVMLError(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+
+    def nvmlDeviceGetGpuInstancePossiblePlacements(self, handle: Any, profile_id: int,
+                                                   placements: Any, count_ref: Any) -> int:
+        profile = self._profile_by_id(self._gpu(handle), profile_id)
+        capacity = self._set_count(count_ref, len(profile.placements))
+        if capacity < len(profile.placements):
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_INSUFFICIENT_SIZE)
+        for k, slot in enumerate(profile.placements):
+            placements[k].start, placements[k].size = slot.start, slot.size
+        return pynvml.NVML_SUCCESS
+
+    def nvmlDeviceGetGpuInstances(self, handle: Any, profile_id: int, out: Any,
+                                  count_ref: Any) -> int:
+        gpu = self._gpu(handle)
+        self._profile_by_id(gpu, profile_id)
+        found = [gi for gi in self._sim(self.sim.gpu_instances, gpu)
+                 if gi.profile_id == profile_id]
+        self._set_count(count_ref, len(found))
+        for k, gi in enumerate(found):
+            out[k] = self._handle(pynvml.c_nvmlGpuInstance_t, _KIND_GI, gpu, gi.id)
+        return pynvml.NVML_SUCCESS
+
+    def _gi(self, handle: Any) -> Any:
+        gpu, gi_id, _ = self._decode(handle, _KIND_GI)
+        for gi in self._sim(self.sim.gpu_instances, gpu):
+            if gi.id == gi_id:
+                return gpu, gi
+        raise pynvml.NVMLError(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+
+    def nvmlGpuInstanceGetInfo(self, handle: Any) -> Any:
+        _, gi = self._gi(handle)
+        return SimpleNamespace(id=gi.id, profileId=gi.profile_id,
+                               placement=SimpleNamespace(start=gi.start, size=gi.size))
+
+    def nvmlDeviceCreateGpuInstanceWithPlacement(self, handle: Any, profile_id: int,
+                                                 placement: Any) -> Any:
+        if type(placement).__name__ != "CArgObject":
+            raise TypeError("placement must be passed by reference (ctypes.byref)")
+        gpu = self._gpu(handle)
+        slot = placement._obj
+        gi = self._sim(self.sim.create_gpu_instance, gpu, profile_id, slot.start, slot.size)
+        return self._handle(pynvml.c_nvmlGpuInstance_t, _KIND_GI, gpu, gi.id)
+
+    def nvmlDeviceGetGpuInstanceById(self, handle: Any, gi_id: int) -> Any:
+        gpu = self._gpu(handle)
+        if not any(gi.id == gi_id for gi in self._sim(self.sim.gpu_instances, gpu)):
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_FOUND)
+        return self._handle(pynvml.c_nvmlGpuInstance_t, _KIND_GI, gpu, gi_id)
+
+    def nvmlGpuInstanceDestroy(self, handle: Any) -> int:
+        gpu, gi = self._gi(handle)
+        self._sim(self.sim.destroy_gpu_instance, gpu, gi.id)
+        return pynvml.NVML_SUCCESS
+
+    # ---- compute instances ---------------------------------------------------------------
+    def nvmlGpuInstanceGetComputeInstanceProfileInfo(self, handle: Any, index: int,
+                                                     engine: int, version: int = 2) -> Any:
+        gpu, gi = self._gi(handle)
+        gi_slices = self._profile_by_id(gpu, gi.profile_id).slice_count
+        slices = _SLICES_FOR_COMPUTE_PROFILE.get(index)
+        if engine != pynvml.NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED or slices is None or \
+                slices > gi_slices or slices == 6 or slices == 8:
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        info = pynvml.c_nvmlComputeInstanceProfileInfo_v2_t()
+        info.id, info.sliceCount, info.instanceCount = index, slices, gi_slices // slices
+        return info
+
+    def nvmlGpuInstanceGetComputeInstances(self, handle: Any, profile_id: int, out: Any,
+                                           count_ref: Any) -> int:
+        gpu, gi = self._gi(handle)
+        found = [ci for ci in gi.compute_instances if ci.profile_id == profile_id]
+        self._set_count(count_ref, len(found))
+        for k, ci in enumerate(found):
+            out[k] = self._handle(pynvml.c_nvmlComputeInstance_t, _KIND_CI, gpu, gi.id, ci.id)
+        return pynvml.NVML_SUCCESS
+
+    def nvmlGpuInstanceCreateComputeInstance(self, handle: Any, profile_id: int) -> Any:
+        gpu, gi = self._gi(handle)
+        slices = _SLICES_FOR_COMPUTE_PROFILE.get(profile_id)
+        if slices is None:
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        ci = self._sim(self.sim.create_compute_instance, gpu, gi.id, slices)
+        return self._handle(pynvml.c_nvmlComputeInstance_t, _KIND_CI, gpu, gi.id, ci.id)
+
+    def nvmlGpuInstanceGetComputeInstanceById(self, handle: Any, ci_id: int) -> Any:
+        gpu, gi = self._gi(handle)
+        if not any(ci.id == ci_id for ci in gi.compute_instances):
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_FOUND)
+        return self._handle(pynvml.c_nvmlComputeInstance_t, _KIND_CI, gpu, gi.id, ci_id)
+
+    def nvmlComputeInstanceGetInfo(self, handle: Any) -> Any:
+        gpu, gi_id, ci_id = self._decode(handle, _KIND_CI)
+        gi = next(g for g in self.sim.gpu_instances(gpu) if g.id == gi_id)
+        ci = next(c for c in gi.compute_instances if c.id == ci_id)
+        return SimpleNamespace(id=ci.id, profileId=ci.profile_id)
+
+    def nvmlComputeInstanceDestroy(self, handle: Any) -> int:
+        gpu, gi_id, ci_id = self._decode(handle, _KIND_CI)
+        self._sim(self.sim.destroy_compute_instance, gpu, gi_id, ci_id)
+        return pynvml.NVML_SUCCESS
+
+    # ---- MIG devices ---------------------------------------------------------------------
+    def nvmlDeviceGetMaxMigDeviceCount(self, handle: Any) -> int:
+        gpu = self._gpu(handle)
+        return self.sim.gpus()[gpu].model.compute_slices if self.sim.mig_mode(gpu).current \
+            else 0  # type: ignore[union-attr]
+
+    def nvmlDeviceGetMigDeviceHandleByIndex(self, handle: Any, index: int) -> Any:
+        gpu = self._gpu(handle)
+        devices = self.sim.mig_devices(gpu)
+        if index >= len(devices):
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_FOUND)
+        d = devices[index]
+        return self._handle(pynvml.c_nvmlDevice_t, _KIND_MIG, gpu, d.gpu_instance_id,
+                            d.compute_instance_id)
+
+    def nvmlDeviceGetGpuInstanceId(self, handle: Any) -> int:
+        return self._decode(handle, _KIND_MIG)[1]
+
+    def nvmlDeviceGetComputeInstanceId(self, handle: Any) -> int:
+        return self._decode(handle, _KIND_MIG)[2]
