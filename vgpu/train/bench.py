@@ -50,7 +50,7 @@ class TrainingRun:
     notes: list[str] = field(default_factory=list)
 
 
-def _local_gpu_count() -> int:
+def local_gpu_count() -> int:
     try:
         import torch
     except ImportError:
@@ -66,7 +66,7 @@ def _host_memory_bytes() -> int | None:
 
 
 def local_node(workdir: Path, python: str = sys.executable) -> TrainNode:
-    gpus = _local_gpu_count()
+    gpus = local_gpu_count()
     memory: int | None
     if gpus:
         import torch
@@ -190,13 +190,17 @@ def run_training_scenario(
     repeat_index: int = 0,
     target_kind: TargetKind = "local",
     overrides: Overrides | None = None,
+    workloads: Sequence[str] | None = None,
 ) -> list[TrainingRun]:
-    """Runs every training workload of ``scenario`` once; stores each when given a store."""
+    """Runs every training workload of ``scenario`` (or those named) once; stores each
+    when given a store."""
     over = overrides or Overrides()
     series = series_id or uuid.uuid4().hex[:12]
     runs: list[TrainingRun] = []
     for index, workload in enumerate(scenario.workloads):
         if not isinstance(workload, TrainingWorkload):
+            continue
+        if workloads is not None and workload.label not in workloads:
             continue
         notes: list[str] = []
         work_out = out_dir / workload.label

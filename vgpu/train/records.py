@@ -88,7 +88,7 @@ def throughputs_by_nodes(
         if not runs:
             raise InputError.single(
                 "results store", f"scenario {scenario_id}", "has no successful training run",
-                fix=f"run `vgpu bench --scenario {scenario_id}` first",
+                fix=f"run `vgpu train run --scenario {scenario_id}` first",
             )
         series = runs[-1].series_id
         for run in (r for r in runs if r.series_id == series):

@@ -1,0 +1,138 @@
+"""The launcher on this machine: failures end every node's ranks, failed ranks are
+reported, the allreduce probe runs, and preflight refuses what cannot work."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from vgpu.errors import InputError, PlanError, RemoteError
+from vgpu.train import preflight
+from vgpu.train.launch import PID_FILE, Launch, TrainNode, run_launch, torchrun_command
+from vgpu.train.shell import LocalShell
+
+torch = pytest.importorskip("torch", reason="the train extra (torch) is not installed")
+
+
+pytestmark = pytest.mark.train
+
+TINY = {
+    "schema_version": 1, "model": "resnet-tiny", "image_size": 16, "batch_size": 4,
+    "warmup_steps": 1, "measured_steps": 3, "comm_probe_steps": 0,
+}
+
+
+def _node(tmp_path: Path, name: str, python: str = sys.executable, **kw: object) -> TrainNode:
+    return TrainNode(name=name, shell=LocalShell(), address="127.0.0.1",
+                     workdir=str(tmp_path / name), python=python, **kw)  # type: ignore[arg-type]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_command_sets_rendezvous_and_comm_environment(tmp_path: Path) -> None:
+    nodes = [_node(tmp_path, "a"), _node(tmp_path, "b")]
+    launch = Launch(nodes, 2, "train", TINY, master_port=29611,
+                    comm_env={"GLOO_SOCKET_IFNAME": "eth1"})
+    second = torchrun_command(launch, 1)
+    assert "--nnodes 2 --node-rank 1 --master-addr 127.0.0.1 --master-port 29611" in second
+    assert "--nproc-per-node 2" in second and "GLOO_SOCKET_IFNAME=eth1" in second
+    assert "--standalone" in torchrun_command(Launch(nodes[:1], 2, "train", TINY), 0)
+
+
+@pytest.mark.slow
+def test_a_failing_node_ends_the_waiting_one(tmp_path: Path) -> None:
+    waiting = _node(tmp_path, "first")
+    broken = _node(tmp_path, "second", python=str(tmp_path / "no-such-python"))
+    launch = Launch([waiting, broken], 1, "train", TINY, master_port=_free_port(),
+                    timeout_s=120)
+    started = time.monotonic()
+    with pytest.raises(RemoteError, match="no-such-python"):
+        run_launch(launch, tmp_path / "out")
+    # The first node would wait for its peer until the rendezvous times out (minutes);
+    # the launcher ended its process group instead.
+    assert time.monotonic() - started < 60
+    assert not (Path(waiting.workdir) / PID_FILE).exists()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without a GPU")
+def test_rank_failure_comes_back_as_a_failed_record(tmp_path: Path) -> None:
+    spec = {**TINY, "device": "gpu", "backend": "gloo"}
+    outcome = run_launch(Launch([_node(tmp_path, "n")], 2, "train", spec), tmp_path / "out")
+    assert outcome.record["status"] == "failed"
+    assert "torch.cuda.is_available() is False" in outcome.record["reason"]
+    assert outcome.nodes[0].exit_code != 0
+
+
+@pytest.mark.slow
+def test_allreduce_probe_reports_nccl_tests_bus_bandwidth(tmp_path: Path) -> None:
+    spec = {"schema_version": 1, "sizes_bytes": [4096, 262144], "iterations": 3,
+            "warmup_iterations": 1}
+    record = run_launch(Launch([_node(tmp_path, "n")], 3, "allreduce", spec),
+                        tmp_path / "out").record
+    assert record["status"] == "ok" and record["world_size"] == 3
+    assert [row["size_bytes"] for row in record["rows"]] == [4096, 262144]
+    for row in record["rows"]:
+        assert len(row["time_us_per_rank"]) == 3
+        assert row["time_us"] == pytest.approx(max(row["time_us_per_rank"]))
+        algbw = row["size_bytes"] / (row["time_us"] * 1e-6) / 1e9
+        assert row["algbw_gb_s"] == pytest.approx(algbw)
+        assert row["busbw_gb_s"] == pytest.approx(algbw * 2 * 2 / 3)
+
+
+def test_more_nodes_than_the_inventory_gives_is_a_plan_error(tmp_path: Path) -> None:
+    nodes = [_node(tmp_path, "a"), _node(tmp_path, "b")]
+    with pytest.raises(PlanError) as caught:
+        preflight.select_nodes(nodes, 4, "scenarios/x.yaml", "workloads[0].nodes")
+    text = str(caught.value)
+    assert "scenarios/x.yaml workloads[0].nodes" in text and "inventory gives 2 (a, b)" in text
+
+
+def test_too_few_gpus_per_node_is_a_plan_error(tmp_path: Path) -> None:
+    nodes = [_node(tmp_path, "a", gpus=2), _node(tmp_path, "b", gpus=1)]
+    with pytest.raises(PlanError, match="2 GPU\\(s\\) per node requested but b has 1"):
+        preflight.check_gpus(nodes, 2, "x.yaml", "workloads[0].gpus_per_node")
+
+
+def test_batch_that_does_not_fit_names_the_largest_that_does(tmp_path: Path) -> None:
+    slice_10gb = _node(tmp_path, "vm-1", gpus=1, memory_bytes=10 * 2**30)
+    spec = {"model": "resnet50", "image_size": 224, "batch_size": 1024, "precision": "fp16"}
+    with pytest.raises(InputError) as caught:
+        preflight.check_memory([slice_10gb], spec, 1, True, "x.yaml",
+                               "workloads[0].batch_per_gpu")
+    text = str(caught.value)
+    assert "x.yaml workloads[0].batch_per_gpu" in text and "vm-1 has 10.0 GiB" in text
+    largest = int(text.split("use a batch of at most ")[1].rstrip(")"))
+    assert 0 < largest < 1024
+    preflight.check_memory([slice_10gb], {**spec, "batch_size": largest}, 1, True, "x.yaml",
+                           "workloads[0].batch_per_gpu")  # the suggested batch passes
+
+
+def test_cpu_ranks_share_host_memory(tmp_path: Path) -> None:
+    host = _node(tmp_path, "h", memory_bytes=8 * 2**30)
+    spec = {"model": "resnet50", "image_size": 224, "batch_size": 32, "precision": "fp32"}
+    preflight.check_memory([host], spec, 1, False, "x.yaml", "f")
+    with pytest.raises(InputError, match="4 ranks share it"):
+        preflight.check_memory([host], spec, 4, False, "x.yaml", "f")
+
+
+def test_bad_spec_on_a_node_is_an_input_error_before_launch(tmp_path: Path) -> None:
+    launch = Launch([_node(tmp_path, "n")], 1, "train", {**TINY, "batch_size": 0})
+    with pytest.raises(InputError, match="node n: the harness rejected the training spec"):
+        preflight.check_nodes_ready(launch, "x.yaml")
