@@ -31,6 +31,7 @@ def _register() -> None:
         provision,  # noqa: F401
         vsphere,  # noqa: F401
     )
+    from vgpu.train import cli as train_cli  # noqa: F401
 
 
 @app.callback()
