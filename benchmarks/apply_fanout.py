@@ -15,6 +15,7 @@ measured here).
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -70,10 +71,9 @@ def _destroy(inventory_path: Path, scenario_id: str) -> None:
         Executor(state.placement, state.hosts).run(changes)
 
 
-def _cli_noop(inventory_path: Path, scenario_id: str) -> float:
+def _cli(*args: str) -> float:
     start = time.perf_counter()
-    subprocess.run([str(Path(sys.executable).parent / "vgpu"), "apply", "--scenario",
-                    scenario_id, "-i", str(inventory_path), "--yes"],
+    subprocess.run([str(Path(sys.executable).parent / "vgpu"), *args],
                    check=True, capture_output=True)
     return time.perf_counter() - start
 
@@ -92,7 +92,9 @@ def run_profile(name: str, delays: dict[str, int], repeats: int) -> dict[str, fl
             _apply(inventory, "8")
             noop = [_apply(inventory, "8") for _ in range(repeats)]
             assert all(tasks == 0 for _, tasks in noop), "a no-op apply started tasks"
-            cli_noop = [_cli_noop(inventory, "8") for _ in range(repeats)]
+            cli_noop = [_cli("apply", "--scenario", "8", "-i", str(inventory), "--yes")
+                        for _ in range(repeats)]
+            cli_start = [_cli("version") for _ in range(repeats)]
         finally:
             lab.stop()
     return {
@@ -101,6 +103,7 @@ def run_profile(name: str, delays: dict[str, int], repeats: int) -> dict[str, fl
         "ratio 7/1": statistics.median(seven) / statistics.median(one),
         "no-op re-apply, in process (s)": statistics.median(t for t, _ in noop),
         "no-op re-apply, `vgpu apply` CLI (s)": statistics.median(cli_noop),
+        "of which CLI start-up, `vgpu version` (s)": statistics.median(cli_start),
     }
 
 
@@ -116,10 +119,16 @@ def main() -> None:
     print(f"{'':{width}}  " + "  ".join(f"{p:>14}" for p in results))
     for metric in metrics:
         print(f"{metric:{width}}  " + "  ".join(f"{results[p][metric]:14.3f}" for p in results))
-    worst = max(r["ratio 7/1"] for r in results.values())
-    noop = max(r["no-op re-apply, `vgpu apply` CLI (s)"] for r in results.values())
-    print(f"goals: ratio 7/1 <= 1.5 -> {worst:.2f} {'met' if worst <= 1.5 else 'MISSED'}; "
-          f"no-op re-apply <= 2 s -> {noop:.2f} s {'met' if noop <= 2 else 'MISSED'}")
+    ratio = results["vcenter-like"]["ratio 7/1"]
+    noop = max(r["no-op re-apply, in process (s)"] for r in results.values())
+    cli = max(r["no-op re-apply, `vgpu apply` CLI (s)"] for r in results.values())
+    print(f"goal ratio 7/1 <= 1.5 with vCenter-like task latency: {ratio:.2f} "
+          f"{'met' if ratio <= 1.5 else 'MISSED'}")
+    print(f"goal no-op re-apply of 7 VMs <= 2 s: {noop:.2f} s in process "
+          f"{'met' if noop <= 2 else 'MISSED'}; {cli:.2f} s through the CLI "
+          f"{'met' if cli <= 2 else 'MISSED'} (includes Python start-up and CLI imports)")
+    print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; "
+          "with no latency the run is CPU-bound, so its ratio measures overhead, not fan-out")
 
 
 if __name__ == "__main__":
