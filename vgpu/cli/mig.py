@@ -16,13 +16,13 @@ from vgpu.cli.common import console, scenario_from_args
 from vgpu.errors import InputError
 from vgpu.nvml.backend import GpuBackend
 from vgpu.nvml.catalogue_check import compare_catalogue
-from vgpu.nvml.errors import MigError, NvmlUnavailable
+from vgpu.nvml.errors import NvmlUnavailable
 from vgpu.nvml.from_plan import layouts_from_plan
 from vgpu.nvml.layout import apply_layout, destroy_layout
 from vgpu.nvml.select import SIMULATOR_ENV, backend_for_this_machine
 from vgpu.nvml.simulator import SimulatedGpuBackend
 from vgpu.nvml.state import StateStore
-from vgpu.nvml.types import GpuSnapshot
+from vgpu.nvml.status import snapshots
 from vgpu.plan import build_plan
 
 mig_app = typer.Typer(name="mig", no_args_is_help=True,
@@ -49,28 +49,12 @@ def _store(state_file: Path | None) -> StateStore:
     return StateStore(path=state_file) if state_file else StateStore()
 
 
-def snapshot(backend: GpuBackend, gpu_index: int) -> GpuSnapshot:
-    gpu = next(g for g in backend.gpus() if g.index == gpu_index)
-    snap = GpuSnapshot(gpu=gpu, mig_mode=None)
-    try:
-        snap.mig_mode = backend.mig_mode(gpu.index)
-    except MigError as exc:
-        snap.note = f"no MIG: {exc}"
-        return snap
-    snap.profiles = backend.gpu_instance_profiles(gpu.index)
-    snap.processes = backend.running_processes(gpu.index)
-    if snap.mig_mode.current:
-        snap.instances = backend.gpu_instances(gpu.index)
-        snap.devices = backend.mig_devices(gpu.index)
-    return snap
-
-
 @mig_app.command()
 def status(simulator: SimulatorOpt = None, as_json: JsonOpt = False) -> None:
     """GPUs, MIG mode, GPU/compute instances and MIG device UUIDs."""
     backend = _backend(simulator)
     driver = backend.driver_info()
-    snaps = [snapshot(backend, g.index) for g in backend.gpus()]
+    snaps = snapshots(backend)
     if as_json:
         typer.echo(json.dumps({"backend": backend.description, "simulated": backend.simulated,
                                "driver": driver.__dict__,

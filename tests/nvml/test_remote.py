@@ -1,0 +1,68 @@
+"""The JSON MIG program shipped to a bare-metal host and run through the provisioning
+Transport (here LocalTransport: real subprocesses in a scratch home), against a simulated
+GPU whose state lives in a file."""
+
+from __future__ import annotations
+
+import ctypes.util
+import json
+import sys
+import zipfile
+from io import BytesIO
+from pathlib import Path
+
+import pytest
+
+from vgpu.errors import InputError
+from vgpu.nvml.errors import LayoutError
+from vgpu.nvml.remote import RemoteMig, bundle
+from vgpu.nvml.simulator import SimulatedGpuBackend
+from vgpu.provision.local import LocalTransport
+
+from .conftest import layout_of
+
+pytestmark = pytest.mark.skipif(ctypes.util.find_library("nvidia-ml") is not None,
+                                reason="a real NVIDIA driver is present")
+
+
+@pytest.fixture
+def remote(tmp_path: Path) -> RemoteMig:
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {"VGPU_GPU_SIMULATOR": "A100-80GB",
+           "VGPU_GPU_SIMULATOR_STATE": str(tmp_path / "simgpu.json"),
+           "VGPU_STATE_DIR": str(tmp_path / "state")}
+    return RemoteMig(LocalTransport("bm-host", home=home), python=sys.executable, sudo=False,
+                     env=env)
+
+
+def test_bundle_is_reproducible_and_leaves_the_planner_behind() -> None:
+    data = bundle()
+    assert data == bundle()
+    names = zipfile.ZipFile(BytesIO(data)).namelist()
+    assert "__main__.py" in names and "vgpu/mig.py" in names and "vgpu/nvml/layout.py" in names
+    assert "vgpu/nvml/from_plan.py" not in names and not any("model" in n for n in names)
+
+
+def test_bm6_layout_on_a_host_through_the_transport(tmp_path: Path, remote: RemoteMig) -> None:
+    SimulatedGpuBackend(["A100-80GB"], state_file=tmp_path / "simgpu.json", mig_enabled=True)
+
+    applied = remote.apply(layout_of("bm6"))
+
+    assert applied["simulated"] is True
+    assert [(c["profile"], c["start"]) for c in applied["created"]] == [
+        ("4g.40gb", 0), ("2g.20gb", 4), ("1g.10gb", 6)]
+    assert (tmp_path / "home" / remote.path).exists()
+    devices = remote.mig_devices()
+    assert sorted(d["uuid"] for d in devices) == sorted(c["uuid"] for c in applied["created"])
+    destroyed = remote.destroy(0)
+    assert len([a for a in destroyed["actions"] if a.startswith("destroyed")]) == 3
+    assert json.loads((tmp_path / "simgpu.json").read_text())["gpus"][0]["instances"] == []
+
+
+def test_remote_errors_keep_their_kind(tmp_path: Path, remote: RemoteMig) -> None:
+    SimulatedGpuBackend(["A100-80GB"], state_file=tmp_path / "simgpu.json")
+    with pytest.raises(InputError, match="MIG mode is disabled on GPU 0"):
+        remote.apply(layout_of("bm8"))
+    with pytest.raises(LayoutError, match="bm-host: MIG mode on GPU 0 is now disabled"):
+        remote.apply(layout_of("bm8"), enable_mig=True)

@@ -1,0 +1,113 @@
+"""`python -m vgpu.nvml COMMAND`: the MIG layer as a small JSON program, for a bare-metal host
+reached over SSH (and scripts). Needs only the standard library, vgpu.mig and pynvml.
+
+    status                      GPUs, MIG mode, instances, MIG devices
+    mig-devices                 the MIG devices a benchmark runs on (uuid, profile, start)
+    apply --layout FILE|-       create a layout ({gpu, model, slices: [{profile, start,
+                                owner}]}) [--enable-mig] [--replace-existing] [--dry-run]
+    destroy [--gpu N] [--restore]
+    verify-catalogue [--gpu N]  exit 1 on any difference
+
+Every command prints one JSON object. Errors print {"error", "kind", "exit_code"} and exit
+with vgpu's exit code (2: bad input, nothing changed; 1: the GPU refused or needs action).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from vgpu.errors import VgpuError
+from vgpu.nvml.backend import GpuBackend
+from vgpu.nvml.bench import mig_devices_for_bench
+from vgpu.nvml.catalogue_check import compare_catalogue
+from vgpu.nvml.errors import NvmlUnavailable
+from vgpu.nvml.layout import apply_layout, destroy_layout
+from vgpu.nvml.select import backend_for_this_machine
+from vgpu.nvml.spec import LayoutSpec
+from vgpu.nvml.state import StateStore
+from vgpu.nvml.status import snapshots
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m vgpu.nvml",
+                                     description="MIG layouts through NVML, as JSON")
+    parser.add_argument("--simulator", help="simulated GPU model when NVML finds no GPU")
+    parser.add_argument("--state-file", type=Path, help="layout state file")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("status")
+    sub.add_parser("mig-devices")
+    apply = sub.add_parser("apply")
+    apply.add_argument("--layout", required=True, help="layout JSON file, or - for stdin")
+    apply.add_argument("--enable-mig", action="store_true")
+    apply.add_argument("--replace-existing", action="store_true")
+    apply.add_argument("--dry-run", action="store_true")
+    destroy = sub.add_parser("destroy")
+    destroy.add_argument("--gpu", type=int, default=0)
+    destroy.add_argument("--restore", action="store_true")
+    verify = sub.add_parser("verify-catalogue")
+    verify.add_argument("--gpu", type=int, default=0)
+    return parser
+
+
+def _read_layout(source: str) -> LayoutSpec:
+    text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+    return LayoutSpec.from_json(json.loads(text))
+
+
+def run(args: argparse.Namespace, backend: GpuBackend, log: list[str]) -> dict[str, Any]:
+    store = StateStore(path=args.state_file) if args.state_file else StateStore()
+    out: dict[str, Any] = {"backend": backend.description, "simulated": backend.simulated}
+    if args.command == "status":
+        out["gpus"] = [s.to_json() for s in snapshots(backend)]
+    elif args.command == "mig-devices":
+        out["mig_devices"] = [asdict(d) for d in mig_devices_for_bench(backend)]
+    elif args.command == "apply":
+        spec = _read_layout(args.layout)
+        result = apply_layout(backend, spec, store, enable_mig=args.enable_mig,
+                              replace_existing=args.replace_existing, dry_run=args.dry_run,
+                              source=f"layout {args.layout}", log=log.append)
+        out.update(gpu=result.gpu, actions=result.actions, dry_run=result.dry_run,
+                   already_applied=result.already_applied,
+                   created=[asdict(c) for c in result.created])
+    elif args.command == "destroy":
+        result_d = destroy_layout(backend, args.gpu, store, restore=args.restore,
+                                  log=log.append)
+        out.update(gpu=args.gpu, actions=result_d.actions)
+    elif args.command == "verify-catalogue":
+        info = next((g for g in backend.gpus() if g.index == args.gpu), None)
+        if info is None or info.model is None:
+            raise NvmlUnavailable(f"GPU {args.gpu} is missing or not in vgpu's MIG catalogue")
+        diffs = compare_catalogue(info.model, backend.gpu_instance_profiles(args.gpu))
+        out.update(gpu=args.gpu, model=info.model.key,
+                   differences=[asdict(d) for d in diffs])
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    log: list[str] = []
+    try:
+        backend = backend_for_this_machine(args.simulator)
+        try:
+            out = run(args, backend, log)
+        finally:
+            backend.close()
+    except ValueError as exc:  # an unreadable layout
+        out, code = {"error": str(exc), "kind": "InputError", "exit_code": 2}, 2
+    except VgpuError as exc:
+        out = {"error": str(exc), "kind": type(exc).__name__, "exit_code": exc.exit_code}
+        code = exc.exit_code
+    else:
+        code = 1 if out.get("differences") else 0
+    out["log"] = log
+    print(json.dumps(out, indent=2))
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
