@@ -22,13 +22,13 @@ MIG_KEYS = {"pciPassthru.use64bitMMIO": "TRUE", "pciPassthru.64bitMMIOSizeGB": "
 
 def desired_vms(count: int, *, scenario: str = "8", plan_hash: str = "h1",
                 hosts: tuple[str, ...] = ("DC0_C0_H0",), guest_ids: dict[int, str] | None = None,
-                vcpu: int = 32) -> list[VmDesired]:
+                vcpu: int = 32, first_ip: int = 11) -> list[VmDesired]:
     return [
         VmDesired(
             name=f"s{scenario}-1g-{i + 1}", host=hosts[i % len(hosts)], num_cpus=vcpu,
             memory_mb=65536, owner=OwnerMarks(scenario, plan_hash),
             vgpus=("grid_a100d-1-10c",), extra_config=dict(MIG_KEYS),
-            network=GuestNetwork(ip=f"127.0.0.{11 + i}", netmask="255.0.0.0",
+            network=GuestNetwork(ip=f"127.0.0.{first_ip + i}", netmask="255.0.0.0",
                                  gateway="127.0.0.1"),
             guest_id=(guest_ids or {}).get(i),
         )
@@ -95,7 +95,7 @@ def test_changed_vm_is_reconfigured_powered_off_then_on(vcsim_lab: VcsimLab) -> 
 
 def test_fewer_desired_vms_delete_only_this_scenarios_extra_vms(vcsim_lab: VcsimLab) -> None:
     apply(vcsim_lab, desired_vms(3))
-    apply(vcsim_lab, desired_vms(1, scenario="5"), scenario="5")
+    apply(vcsim_lab, desired_vms(1, scenario="5", first_ip=30), scenario="5")
     changes, report = apply(vcsim_lab, desired_vms(1))
     assert [(c.name, c.action) for c in changes.pending] == [
         ("s8-1g-2", Action.DELETE), ("s8-1g-3", Action.DELETE)]
@@ -184,3 +184,12 @@ def test_host_in_maintenance_fails_its_vms_and_the_others_finish(vcsim_lab: Vcsi
     assert report.failed == []
     vms = state_of(vcsim_lab).vms
     assert vms["s8-1g-4"].host == "DC0_C0_H1" and vms["s8-1g-4"].powered_on
+
+
+def test_planned_address_used_by_another_scenarios_vm_is_refused(vcsim_lab: VcsimLab) -> None:
+    apply(vcsim_lab, desired_vms(1, scenario="5"), scenario="5")
+    tasks_before = vcsim_lab.recent_tasks()
+    with pytest.raises(InputError, match=r"VM s8-1g-1 ip.*address 127.0.0.11 is already used "
+                                         r"by VM s5-1g-1"):
+        apply(vcsim_lab, desired_vms(2))
+    assert vcsim_lab.recent_tasks() == tasks_before

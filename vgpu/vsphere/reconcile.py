@@ -60,12 +60,30 @@ def check_desired(desired: list[VmDesired], state: ClusterState, source: str) ->
         raise InputError(problems)
 
 
+def check_addresses(desired: list[VmDesired], state: ClusterState, scenario: str,
+                    source: str) -> None:
+    """A planned guest IP that another VM (not this scenario's) already reports is refused:
+    two guests with one address break both."""
+    in_use = {vm.ip: vm.name for vm in state.vms.values()
+              if vm.ip and not (vm.owned and vm.scenario == scenario)}
+    problems = [
+        Problem(source, f"VM {vm.name} ip",
+                f"address {vm.network.ip} is already used by VM {in_use[vm.network.ip]}",
+                fix="give the VM a free address (inventory network.static or ip_pool), or "
+                    "destroy the other VM's scenario first")
+        for vm in desired if vm.network and vm.network.ip in in_use
+    ]
+    if problems:
+        raise InputError(problems)
+
+
 def plan_apply(
     state: ClusterState, desired: list[VmDesired], scenario: str, source: str,
 ) -> ChangeSet:
     """The change set for apply, or InputError (nothing changed) for name clashes and
     requests the hosts cannot serve."""
     check_desired(desired, state, source)
+    check_addresses(desired, state, scenario, source)
     changes = plan_changes(desired, state.vms, scenario)
     if changes.conflicts:
         raise InputError([
