@@ -155,3 +155,20 @@ def test_bare_metal_scenario_is_refused_by_apply(vcsim_lab: VcsimLab, tmp_path: 
                             inventory, "--yes"])
     assert code == 2
     assert "runs on bare-metal, not on vSphere VMs" in err
+
+
+def test_passthrough_training_vm_gets_two_whole_gpus_by_pci_address(
+    vcsim_lab: VcsimLab, tmp_path: Path,
+) -> None:
+    inventory = str(vcsim_lab.write_inventory(tmp_path / "inv.yaml"))
+    scenario = str(REPO / "scenarios" / "train_1vm_2gpu.yaml")
+    code, _, err = run_cli(["apply", scenario, "-i", inventory, "--yes"])
+    assert code == 0, err
+    vm = vms_of(vcsim_lab)["train-1vm-2gpu"]
+    backings = sorted((d.backing.id, d.backing.vendorId, d.backing.deviceId)  # type: ignore[attr-defined]
+                      for d in vm.passthrough_devices)  # type: ignore[attr-defined]
+    assert backings == [("0000:17:00.0", 0x10DE, "20b5"), ("0000:37:00.0", 0x10DE, "20b5")]
+    assert vm.vgpus == ()  # type: ignore[attr-defined]
+    assert vm.extra_config["pciPassthru.64bitMMIOSizeGB"] == "512"  # type: ignore[attr-defined]
+    code, out, _ = run_cli(["apply", scenario, "-i", inventory])
+    assert code == 0 and "nothing to change" in out
