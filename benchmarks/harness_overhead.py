@@ -110,6 +110,11 @@ def main() -> int:
         if server is not None:
             server.stop()
     median = {k: statistics.median(v) if v else None for k, v in rates.items()}
+    for name, values in rates.items():
+        if values:
+            print(f"  rounds {name:10s}: " + ", ".join(f"{v:.2f}" for v in values))
+    print(f"load average (1/5/15 min) at the end: {os.getloadavg()}; other processes on "
+          f"the host distort every rate, so compare rounds")
     print(f"ResNet50 full fp32, batch {args.batch}, {args.threads} intra-op threads, "
           f"{args.seconds:.0f} s per measurement, {args.rounds} round(s), "
           f"onnxruntime {ort.__version__}, {os.cpu_count()} CPUs")

@@ -12,6 +12,8 @@ from loadgen.errors import RunFailed
 from loadgen.models import ModelIO, TensorInfo
 
 DEFAULT_VOCAB_SIZE = 1000
+# Warm-up inputs come from their own random stream, apart from every sample index.
+WARMUP_STREAM = 2**32 - 1
 VOCAB_METADATA_KEY = "vgpu.vocab_size"
 
 
@@ -92,6 +94,6 @@ class SampleLibrary:
 
     def warmup_feeds(self, batch_size: int) -> dict[str, np.ndarray]:
         """Feeds for warm-up queries, drawn apart from the measured samples."""
-        rng = np.random.default_rng([self.seed, -1 % 2**32])
+        rng = np.random.default_rng([self.seed, WARMUP_STREAM])
         return {t.name: np.stack([synthetic_sample(t, rng, self.vocab_size)
                                   for _ in range(batch_size)]) for t in self.inputs}

@@ -167,6 +167,7 @@ class Telemetry:
             self.nvml_status = {"available": False, "reason": f"NVML device lookup: {exc}"}
 
     def start(self) -> None:
+        self.process.sample()  # CPU % is measured from here, not from construction
         self._started = time.time()
         self._thread.start()
 
