@@ -49,7 +49,7 @@ def test_vm_vs_bare_metal_from_the_store(store: ResultStore, add_series: AddSeri
     near = [{k: v * 1.004 for k, v in r.items()} for r in SIX]
     far = [{k: v * 1.10 for k, v in r.items()} for r in SIX]
     bm_near = load_series(store, series_of_run(
-        store, add_series(near, target_kind="bare-metal")[0]))
+        store, add_series(near, target_kind="bare-metal", scenario_id="bm6")[0]))
     bm_far = load_series(store, series_of_run(store, add_series(far, target_kind="bare-metal")[0]))
     assert default_kind(vm, bm_near) == "vm-vs-bare-metal"
     passed = compare_series("vm-vs-bare-metal", vm, bm_near, tolerance=0.02)

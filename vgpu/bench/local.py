@@ -15,7 +15,7 @@ from vgpu.bench.targets import Target
 from vgpu.model.load import vgpu_requests
 from vgpu.model.scenario import Scenario
 from vgpu.provision.local import LocalTransport
-from vgpu.results.records import CPU_DEVICE_NOTE, Platform
+from vgpu.results.records import CPU_DEVICE_NOTE, Platform, TargetKind
 
 
 def _platform(device: LocalDevice, vcpus: int) -> Platform:
@@ -42,6 +42,8 @@ def local_targets(
     notes: list[str] = []
     planned = planned_slices(scenario)
     cores = cpu_count()
+    # No hypervisor here: a bare-metal scenario run on this machine is a bare-metal run.
+    kind: TargetKind = "bare-metal" if scenario.platform == "bare-metal" else "local"
     if devices and devices[0].kind != "cpu":
         targets = []
         for number, device in enumerate(devices):
@@ -50,7 +52,7 @@ def local_targets(
                 instance=f"{device.kind}{number}-{label}".replace(" ", "_"),
                 transport=transport, harness=harness, work_root=str(work_root),
                 device=device.harness_device(), device_label=device.name,
-                target_kind="local", platform=_platform(device, cores),
+                target_kind=kind, platform=_platform(device, cores),
                 local_root=work_root,
             ))
         wanted = ", ".join(label for _vm, label in planned)
@@ -69,7 +71,7 @@ def local_targets(
         Target(
             instance=vm, transport=transport, harness=harness, work_root=str(work_root),
             device=cpu.harness_device(), device_label=f"{CPU_DEVICE_NOTE} (planned {label})",
-            target_kind="local", threads=threads, planned_slice=label,
+            target_kind=kind, threads=threads, planned_slice=label,
             platform=_platform(cpu, threads), local_root=work_root,
         )
         for vm, label in planned

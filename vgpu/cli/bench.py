@@ -11,15 +11,19 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
+from vgpu import catalog
 from vgpu.bench import devices
 from vgpu.bench.local import local_targets
 from vgpu.bench.progress import RichListener
 from vgpu.bench.session import run_bench
 from vgpu.bench.summary import as_json, render
+from vgpu.bench.targets import Target
 from vgpu.bench.workload import BenchOverrides
 from vgpu.cli import app
-from vgpu.cli.common import console, inventory_from_args, scenario_from_args
+from vgpu.cli.common import console, scenario_from_args
 from vgpu.errors import InputError, RemoteError, VerdictFailed
+from vgpu.model.load import load_inventory
+from vgpu.model.scenario import Scenario
 from vgpu.results.compare import Comparison, Reference
 from vgpu.results.export import export_csv, export_json
 from vgpu.results.judge import compare_series, compare_with_references, default_kind
@@ -85,16 +89,18 @@ def bench(
     out = Console(stderr=True) if as_json_flag else console
     with ResultStore.open(db) as store:
         if inventory is not None:
-            from vgpu.bench.remote import remote_targets
-
-            targets, notes = remote_targets(sc, inventory_from_args(inventory), store)
+            targets, notes = _inventory_targets(sc, inventory, store.logs_root / "ssh")
         else:
             targets, notes = local_targets(sc, devices.discover(), store.logs_root / "work")
-        outcome = run_bench(
-            sc, targets, notes, store, runs=runs,
-            overrides=BenchOverrides(duration_s=duration, full_models=full_models),
-            workload_names=workload, listener=RichListener(Console(stderr=True)),
-        )
+        try:
+            outcome = run_bench(
+                sc, targets, notes, store, runs=runs,
+                overrides=BenchOverrides(duration_s=duration, full_models=full_models),
+                workload_names=workload, listener=RichListener(Console(stderr=True)),
+            )
+        finally:
+            for transport in {id(t.transport): t.transport for t in targets}.values():
+                transport.close()
         report_path = None if no_report or report is None else report
         if report_path is not None:
             write_report(build_report(store, outcome.comparisons), report_path)
@@ -106,6 +112,22 @@ def bench(
         raise RemoteError(outcome.failure)
     if any(c.verdict == "FAIL" for c in outcome.comparisons):
         raise VerdictFailed("verdict FAIL against the baseline")
+
+
+def _inventory_targets(
+    scenario: Scenario, inventory: Path, log_root: Path
+) -> tuple[list[Target], list[str]]:
+    from vgpu.bench.remote import bare_metal_placements, build_targets, vsphere_placements
+
+    path = inventory
+    if not path.exists() and (catalog.default_inventory_dir() / f"{path}.yaml").exists():
+        path = catalog.default_inventory_dir() / f"{path}.yaml"
+    loaded = load_inventory(path)
+    if scenario.platform == "vsphere":
+        placements = vsphere_placements(scenario, loaded, path)
+    else:
+        placements = bare_metal_placements(scenario, loaded, path)
+    return build_targets(placements, log_root)
 
 
 def _text(path: Path | None) -> str | None:

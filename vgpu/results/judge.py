@@ -97,8 +97,8 @@ def compare_with_references(
 
 def default_kind(candidate: SeriesData, reference: SeriesData) -> ComparisonKind:
     """Picks the comparison a pair of series implies."""
+    if reference.target_kind == "bare-metal" and candidate.target_kind == "vm":
+        return "vm-vs-bare-metal"  # a VM scenario and its bare-metal twin differ in id
     if candidate.scenario_id != reference.scenario_id:
         return "scenario-vs-scenario"
-    if reference.target_kind == "bare-metal" and candidate.target_kind == "vm":
-        return "vm-vs-bare-metal"
     return "run-vs-baseline"

@@ -1,0 +1,202 @@
+"""Targets from an inventory: the scenario's VMs as vCenter reports them (owned by vgpu,
+marked with the scenario id, with their guest IP), or its bare-metal hosts; each reached
+over SSH with the harness that `vgpu provision` installed there."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vgpu.bench.targets import Target
+from vgpu.errors import RemoteError
+from vgpu.model.inventory import Inventory
+from vgpu.model.plan import Plan
+from vgpu.model.scenario import Scenario
+from vgpu.provision.adapter import jobs_from_plan
+from vgpu.provision.hostlog import HostLog
+from vgpu.provision.local import LocalTransport
+from vgpu.provision.redact import Redactor
+from vgpu.provision.ssh import SSHTransport
+from vgpu.provision.steps.harness import HARNESS_DIR
+from vgpu.provision.targets import ConnectOptions, HostTarget
+from vgpu.provision.transport import Transport
+from vgpu.results.records import CPU_DEVICE_NOTE, Platform, TargetKind
+
+HARNESS_PYTHON = f"{HARNESS_DIR}/venv/bin/python"  # relative to the login home
+WORK_ROOT = ".vgpu/bench"
+GPU_PROVIDERS = ("CUDAExecutionProvider", "TensorrtExecutionProvider")
+_MIG_LINE = re.compile(r"MIG\s+(\S+)\s+Device\s+\d+:\s+\(UUID:\s+(MIG-[^)\s]+)\)")
+
+HostTargetHook = Callable[[HostTarget], HostTarget]
+
+
+@dataclass(frozen=True)
+class Placement:
+    """One harness instance: the planned VM (or bare-metal tenant) and where it runs."""
+
+    instance: str
+    host_target: HostTarget | None  # None: this machine
+    planned_slice: str
+    target_kind: TargetKind
+    platform: Platform
+
+
+def _slice_of(plan: Plan, name: str) -> str:
+    return "+".join(v.label for v in plan.vm(name).vgpus) or "no GPU"
+
+
+def vsphere_placements(scenario: Scenario, inventory: Inventory,
+                       inventory_path: Path) -> list[Placement]:
+    from vgpu.vsphere.connection import connect
+    from vgpu.vsphere.from_inventory import target_from_inventory
+    from vgpu.vsphere.workflow import read_scenario_state
+
+    with connect(target_from_inventory(inventory, inventory_path)) as session:
+        state = read_scenario_state(session, scenario, inventory, inventory_path)
+        plan = state.build_plan()
+        vms = state.state.vms
+        hosts = state.state.hosts
+    found = {}
+    for planned in plan.vms:
+        actual = vms.get(planned.name)
+        if actual is None or not actual.owned or actual.scenario != scenario.id:
+            raise RemoteError(f"VM {planned.name} of scenario {scenario.id} is not in vCenter "
+                              f"(owned by vgpu): run `vgpu apply` and `vgpu provision` first")
+        if not actual.powered_on or not actual.ip:
+            raise RemoteError(f"VM {planned.name} has no guest IP (powered "
+                              f"{'on' if actual.powered_on else 'off'}): power it on and "
+                              "check VMware Tools")
+        found[planned.name] = actual
+    plan = plan.model_copy(update={"vms": [
+        vm.model_copy(update={"ip": found[vm.name].ip}) for vm in plan.vms]})
+    jobs = {job.target.name: job.target for job in jobs_from_plan(
+        plan, scenario, inventory, inventory_dir=inventory_path.parent)}
+    placements = []
+    for vm in plan.vms:
+        actual = found[vm.name]
+        facts = hosts.get(actual.host or "")
+        platform = Platform(
+            host=actual.host, esxi_version=facts.version if facts else None,
+            esxi_build=facts.build if facts else None, gpu=scenario.gpu,
+            vgpu_profile="+".join(actual.vgpus) or None,
+            mig_profile="+".join(v.label for v in vm.vgpus if v.kind == "mig") or None,
+            attachment="passthrough" if actual.passthrough_ids else "vgpu",
+            vcpus=actual.num_cpus, memory_gb=actual.memory_mb / 1024,
+        )
+        placements.append(Placement(vm.name, jobs[vm.name], _slice_of(plan, vm.name), "vm",
+                                    platform))
+    return placements
+
+
+def bare_metal_placements(scenario: Scenario, inventory: Inventory,
+                          inventory_path: Path) -> list[Placement]:
+    from vgpu.plan import build_plan
+
+    plan = build_plan(scenario, inventory, inventory_name=str(inventory_path))
+    jobs = {job.target.name: job.target for job in jobs_from_plan(
+        plan, scenario, inventory, inventory_dir=inventory_path.parent)}
+    local = {h.name for h in inventory.bare_metal if h.is_local}
+    return [
+        Placement(vm.name, None if vm.host in local else jobs[vm.host],
+                  _slice_of(plan, vm.name), "bare-metal",
+                  Platform(host=vm.host, gpu=scenario.gpu, attachment="none",
+                           mig_profile=_slice_of(plan, vm.name)))
+        for vm in plan.vms
+    ]
+
+
+def _providers(transport: Transport, python: str, name: str) -> list[str]:
+    probe = transport.run(f"{python} -c 'import loadgen, onnxruntime as o; "
+                          "print(\",\".join(o.get_available_providers()))'", timeout=120)
+    if not probe.ok:
+        raise RemoteError(f"{name}: the node harness is not usable ({probe.tail()}); run "
+                          "`vgpu provision` for this scenario first")
+    return probe.stdout.strip().split(",")
+
+
+def _mig_uuids(transport: Transport) -> dict[str, list[str]]:
+    listing = transport.run("nvidia-smi -L", timeout=60)
+    found: dict[str, list[str]] = {}
+    for profile, uuid in _MIG_LINE.findall(listing.stdout if listing.ok else ""):
+        found.setdefault(profile, []).append(uuid)
+    return found
+
+
+def build_targets(
+    placements: list[Placement],
+    log_root: Path,
+    options: ConnectOptions = ConnectOptions(),
+    host_target_hook: HostTargetHook | None = None,
+) -> tuple[list[Target], list[str]]:
+    """Connect to every host (one SSH session per host), check the harness there and pick
+    each instance's device: the VM's GPU (a vGPU is GPU 0 in its guest), the host's MIG
+    device of the planned profile, or the CPU where ONNX Runtime has no GPU provider."""
+    transports: dict[str, Transport] = {}
+    mig_pool: dict[str, dict[str, list[str]]] = {}
+    providers: dict[str, list[str]] = {}
+    targets: list[Target] = []
+    notes: list[str] = []
+    redactor = Redactor()
+    try:
+        for placement in placements:
+            key = placement.host_target.name if placement.host_target else "local"
+            if key not in transports:
+                transports[key] = _open(placement, log_root, options, host_target_hook,
+                                        redactor)
+                python = HARNESS_PYTHON if placement.host_target else sys.executable
+                providers[key] = _providers(transports[key], python, key)
+                mig_pool[key] = _mig_uuids(transports[key]) \
+                    if placement.target_kind == "bare-metal" else {}
+            targets.append(_target(placement, transports[key], providers[key], mig_pool[key],
+                                   notes, log_root))
+    except BaseException:
+        for transport in transports.values():
+            transport.close()
+        raise
+    return targets, notes
+
+
+def _open(placement: Placement, log_root: Path, options: ConnectOptions,
+          hook: HostTargetHook | None, redactor: Redactor) -> Transport:
+    if placement.host_target is None:
+        log_root.mkdir(parents=True, exist_ok=True)
+        return LocalTransport(home=log_root)
+    host_target = hook(placement.host_target) if hook else placement.host_target
+    transport = SSHTransport(host_target, options,
+                             HostLog(log_root / f"{host_target.name}.log", redactor))
+    transport.connect()
+    return transport
+
+
+def _target(placement: Placement, transport: Transport, providers: list[str],
+            migs: dict[str, list[str]], notes: list[str], log_root: Path) -> Target:
+    remote = placement.host_target is not None
+    harness = f"{HARNESS_PYTHON if remote else shlex.quote(sys.executable)} -m loadgen"
+    common: dict[str, Any] = {
+        "instance": placement.instance, "transport": transport, "harness": harness,
+        "work_root": WORK_ROOT if remote else str(log_root), "target_kind": placement.target_kind,
+        "planned_slice": placement.planned_slice, "platform": placement.platform,
+        "local_root": None if remote else log_root,
+    }
+    if not any(p in providers for p in GPU_PROVIDERS):
+        notes.append(f"{placement.instance}: ONNX Runtime there has no GPU provider "
+                     f"({', '.join(providers)}): runs on the CPU, no MIG slice used")
+        return Target(device={"kind": "cpu"},
+                      device_label=f"{CPU_DEVICE_NOTE} (planned {placement.planned_slice})",
+                      **common)
+    if placement.target_kind == "bare-metal":
+        pool = migs.get(placement.planned_slice, [])
+        if not pool:
+            raise RemoteError(f"{placement.instance}: no free MIG device "
+                              f"{placement.planned_slice} on its host (`nvidia-smi -L`): run "
+                              "`vgpu mig apply` first")
+        uuid = pool.pop(0)
+        return Target(device={"kind": "mig", "uuid": uuid},
+                      device_label=f"MIG {placement.planned_slice} {uuid}", **common)
+    return Target(device={"kind": "gpu", "index": 0},
+                  device_label=f"vGPU {placement.platform.vgpu_profile}", **common)
