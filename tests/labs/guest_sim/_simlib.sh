@@ -2,16 +2,20 @@
 # the SSH test lab copies these files onto a lab user's PATH so that provisioning steps that
 # need a GPU, an NVIDIA driver or a package mirror have something to talk to. All state lives
 # under the lab user's home (found from the script's own location, so it works under sudo).
-SIM_HOME=$(cd "$(dirname "$0")/.." && pwd)
+# Parameter expansion instead of dirname/cd subshells: these run on every simulated
+# command, and forks are what a 16-host fan-out on two cores pays for.
+SIM_BIN=${0%/*}
+SIM_HOME=${SIM_BIN%/*}
 SIM_STATE="$SIM_HOME/.gpu-sim"
 SIM_ROOT="$SIM_HOME/sysroot"
-mkdir -p "$SIM_STATE/packages" "$SIM_STATE/services" 2>/dev/null || true
+[ -d "$SIM_STATE/services" ] || /usr/bin/mkdir -p "$SIM_STATE/packages" "$SIM_STATE/services" \
+    2>/dev/null || true
 
 sim_get() {  # sim_get KEY -> value from the hardware file, empty when unset
     sed -n "s/^$1=//p" "$SIM_STATE/hardware" 2>/dev/null | head -n 1
 }
 sim_write() {  # sim_write FILE VALUE, atomically
-    printf '%s\n' "$2" > "$1.tmp.$$" && mv -f "$1.tmp.$$" "$1"
+    printf '%s\n' "$2" > "$1.tmp.$$" && /usr/bin/mv -f "$1.tmp.$$" "$1"
 }
 sim_installed() { [ -e "$SIM_STATE/packages/$1" ]; }
 sim_delay() {  # sleeps for the seconds written in .gpu-sim/delay-NAME, if any

@@ -127,6 +127,9 @@ class ContainerToolkitStep(Step):
 class LicensingStep(Step):
     name = "vgpu-licensing"
 
+    def __init__(self) -> None:
+        self.last_conf = ""  # gridd.conf as the latest check read it
+
     def preflight(self, req: GuestRequirements) -> list[tuple[str, str, str]]:
         token = req.licence_token_file
         if token is None:
@@ -160,7 +163,7 @@ class LicensingStep(Step):
         return parse_license_status(ctx.run("nvidia-smi -q").stdout)
 
     def check(self, ctx: HostContext) -> Check:
-        _, problems = self._state(ctx)
+        self.last_conf, problems = self._state(ctx)
         if problems:
             return Check(False, "; ".join(problems))
         statuses = self._licence(ctx)
@@ -170,7 +173,7 @@ class LicensingStep(Step):
                      f"License Status: {statuses[0]}")
 
     def apply(self, ctx: HostContext) -> None:
-        conf, _ = self._state(ctx)
+        conf = self.last_conf
         if not conf.strip():
             conf = ctx.run(f"cat {quote(ctx.path(GRIDD_TEMPLATE))} 2>/dev/null").stdout
         desired = with_feature_type(conf, ctx.requirements.feature_type)

@@ -74,12 +74,14 @@ class PackagesStep(Step):
     def __init__(self, name: str, packages: tuple[str, ...]) -> None:
         self.name = name
         self.packages = packages
+        self.last_missing: list[str] = []  # from the latest check; one step object per host
 
     def missing(self, ctx: HostContext) -> list[str]:
         manager = package_manager(ctx, self)
         wanted = native_names(manager, self.packages)
         have = installed_packages(ctx, self, self.packages)
-        return [p for p in wanted if p not in have]
+        self.last_missing = [p for p in wanted if p not in have]
+        return self.last_missing
 
     def check(self, ctx: HostContext) -> Check:
         missing = self.missing(ctx)
@@ -88,7 +90,7 @@ class PackagesStep(Step):
         return Check(True, f"installed: {', '.join(self.packages)}")
 
     def apply(self, ctx: HostContext) -> None:
-        install_packages(ctx, self, tuple(self.missing(ctx)))
+        install_packages(ctx, self, tuple(self.last_missing))
 
 
 class BasePackagesStep(PackagesStep):
@@ -101,6 +103,7 @@ class DockerStep(PackagesStep):
         super().__init__("container-runtime:docker", (package,))
 
     def check(self, ctx: HostContext) -> Check:
+        self.last_missing = []
         packages = super().check(ctx)
         if not packages.done:
             return packages
@@ -110,9 +113,8 @@ class DockerStep(PackagesStep):
         return Check(True, "docker installed and active")
 
     def apply(self, ctx: HostContext) -> None:
-        missing = self.missing(ctx)
-        if missing:
-            install_packages(ctx, self, tuple(missing))
+        if self.last_missing:
+            install_packages(ctx, self, tuple(self.last_missing))
         self.must(ctx, "systemctl enable --now docker", sudo=True,
                   fix="look at `journalctl -u docker` on the guest")
 

@@ -1,0 +1,92 @@
+"""Provisioning fan-out: wall time for 16 loopback SSH hosts against 1, measured side by
+side in one run on the SSH test lab (real sshd, real sudo, simulated GPU guest tools).
+
+    sudo .venv/bin/python benchmarks/provision_fanout.py [--hosts 16] [--concurrency 16]
+
+Prints the wall time of a first (converging) and a second (idempotent) run for one host and
+for N hosts, and the ratio N-host / 1-host (goal: <= 2, i.e. hosts really run in parallel).
+Needs root (the lab creates users and runs sshd)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.labs.sshlab import LabHost, SshLab, fake_driver_installer  # noqa: E402
+from vgpu.provision.fanout import Job, provision_all  # noqa: E402
+from vgpu.provision.requirements import GuestRequirements, HarnessSpec  # noqa: E402
+from vgpu.provision.steps.harness import harness_version  # noqa: E402
+from vgpu.provision.targets import ConnectOptions, HostTarget  # noqa: E402
+
+STEPS = ("os-facts", "base-packages", "container-runtime:docker", "nvidia-driver",
+         "nvidia-container-toolkit", "vgpu-licensing", "node-harness", "verify-gpu")
+KEY_URL = "https://nvidia.github.io/libnvidia-container/gpgkey"
+
+
+def requirements(work: Path) -> GuestRequirements:
+    token = work / "client.tok"
+    token.write_text("benchmark-licence-token\n")
+    source = ROOT / "loadgen"
+    return GuestRequirements(
+        steps=STEPS, driver_source=str(fake_driver_installer(work)), licence_token_file=token,
+        licence_timeout_s=10, expected_vgpu_types=("A100D-1-10C",),
+        expected_mig_profiles=("1g.10gb",),
+        harness=HarnessSpec(source_dir=source, version=harness_version(source)),
+    )
+
+
+def job(host: LabHost, req: GuestRequirements) -> Job:
+    return Job(HostTarget(name=host.name, address=host.address, port=host.port,
+                          user=host.user, key_file=host.key_path,
+                          known_hosts=host.known_hosts_path), req)
+
+
+def timed(jobs: list[Job], work: Path, label: str, concurrency: int) -> tuple[float, float]:
+    """Wall seconds and this process's CPU seconds (the orchestrator's own cost)."""
+    started, cpu = time.perf_counter(), time.process_time()
+    report = provision_all(jobs, options=ConnectOptions(backoff=0.2), log_dir=work / label,
+                           state_dir=work / "state", concurrency=concurrency)
+    elapsed = time.perf_counter() - started
+    if report.exit_code:
+        raise SystemExit("\n".join(report.failure_lines()))
+    return elapsed, time.process_time() - cpu
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--hosts", type=int, default=16)
+    parser.add_argument("--concurrency", type=int, default=16)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp, SshLab(args.hosts + 1) as lab:
+        work = Path(tmp)
+        req = requirements(work)
+        for host in lab.hosts:
+            host.serve_url(KEY_URL, b"lab key\n")
+        single = [job(lab.hosts[0], req)]
+        many = [job(h, req) for h in lab.hosts[1:]]
+        load = os.getloadavg()[0]
+        rows = []
+        for phase in ("first run (converge)", "second run (idempotent)"):
+            one, _ = timed(single, work, f"one-{len(rows)}", 1)
+            n, n_cpu = timed(many, work, f"many-{len(rows)}", args.concurrency)
+            rows.append((phase, one, n, n_cpu))
+    print(f"provisioning fan-out, {len(STEPS)} steps per host, concurrency "
+          f"{args.concurrency}, {os.cpu_count()} CPUs shared by orchestrator and all lab "
+          f"hosts, load average {load:.1f} at start")
+    print(f"{'phase':<26}{'1 host s':>10}{f'{args.hosts} hosts s':>12}{'ratio':>8}"
+          f"{'orchestrator CPU s':>20}")
+    for phase, one, n, n_cpu in rows:
+        print(f"{phase:<26}{one:>10.2f}{n:>12.2f}{n / one:>8.2f}{n_cpu:>20.2f}")
+    worst = max(n / one for _, one, n, _ in rows)
+    print(f"worst ratio {worst:.2f} (goal <= 2.00): {'met' if worst <= 2 else 'NOT met'}")
+
+
+if __name__ == "__main__":
+    main()
