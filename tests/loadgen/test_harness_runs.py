@@ -216,6 +216,37 @@ def test_sync_stdin_starts_at_the_go_time(write_spec: Callable[..., Path],
     assert go <= record["timed_start_unix"] < go + 1.0
 
 
+@pytest.mark.slow
+def test_sync_starts_two_instances_together(model_cache: Path, tmp_path: Path) -> None:
+    processes = []
+    try:
+        for name in ("a", "b"):
+            spec = tmp_path / f"{name}.json"
+            spec.write_text(json.dumps(base_spec(model_cache, instance_name=name)))
+            processes.append(subprocess.Popen(
+                [sys.executable, "-m", "loadgen", "run", str(spec), "--out",
+                 str(tmp_path / name), "--sync", "stdin"], stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT))
+        for process in processes:  # both loaded and warmed up before anyone starts
+            assert process.stdout is not None
+            assert process.stdout.readline() == READY_LINE + "\n"
+        go = time.time() + 0.5
+        for process in processes:
+            assert process.stdin is not None
+            process.stdin.write(f"GO {go:.6f}\n")
+            process.stdin.flush()
+        assert [p.wait(timeout=60) for p in processes] == [0, 0]
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    starts = [json.loads((tmp_path / n / "result.json").read_text())["timed_start_unix"]
+              for n in ("a", "b")]
+    assert all(go <= start < go + 1.0 for start in starts)
+    assert abs(starts[0] - starts[1]) < 0.5
+
+
 def test_sync_rejects_a_malformed_go_line(write_spec: Callable[..., Path],
                                           tmp_path: Path) -> None:
     result = run_cli("run", str(write_spec()), "--out", str(tmp_path / "out"), "--sync",
