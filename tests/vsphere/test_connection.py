@@ -80,3 +80,11 @@ def test_plain_http_lab_logs_in_without_tls() -> None:
         assert lab.url.startswith("http://")
         with connect(lab.target()) as session:
             assert session.content.about.apiType == "VirtualCenter"
+
+
+def test_vcenter_going_away_mid_session_is_a_remote_error_naming_it() -> None:
+    with VcsimLab(LabShape(hosts=1)) as lab, \
+            pytest.raises(RemoteError, match=r"vCenter https://127.0.0.1:\d+: "), \
+            connect(lab.target()) as session:
+        lab.running.stop()
+        resolve_placement(session, lab.placement_names())

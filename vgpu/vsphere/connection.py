@@ -17,6 +17,7 @@ from pyVim.connect import Disconnect, SmartConnect
 from pyVmomi import vim, vmodl
 
 from vgpu.errors import InputError, RemoteError
+from vgpu.vsphere.tasks import describe_fault
 
 
 @dataclass(frozen=True)
@@ -72,10 +73,11 @@ class Session:
 
     si: Any
     target: VCenterTarget
+    content: Any = None
 
-    @property
-    def content(self) -> Any:
-        return self.si.RetrieveContent()
+    def __post_init__(self) -> None:
+        if self.content is None:
+            self.content = self.si.RetrieveContent()
 
     def collect(
         self, root: Any, obj_type: Any, paths: list[str],
@@ -156,6 +158,9 @@ def connect(target: VCenterTarget) -> Iterator[Session]:
     si = _login(target)
     try:
         yield Session(si=si, target=target)
+    except (vmodl.MethodFault, http.client.HTTPException, OSError) as exc:
+        # A fault or a dropped connection while reading: say where, not a traceback.
+        raise RemoteError(f"vCenter {target.address}: {describe_fault(exc)}: {exc}") from exc
     finally:
         # Logging out of a server that went away must not hide the error that ended the block.
         with suppress(Exception):
