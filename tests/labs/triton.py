@@ -73,7 +73,10 @@ class TritonServer:
     def _install_stub(self) -> None:
         target = self.home / "backends" / "python" / STUB
         if not target.exists():
-            shutil.copy2(self.home / "python_backend_stubs" / PY_VERSION / STUB, target)
+            # Copy then rename: another test session may be starting a server right now.
+            partial = target.with_name(f"{STUB}.{os.getpid()}.tmp")
+            shutil.copy2(self.home / "python_backend_stubs" / PY_VERSION / STUB, partial)
+            os.replace(partial, target)
 
     def start(self, timeout_s: float = 90.0) -> TritonServer:
         reason = triton_unavailable(self.venv)
