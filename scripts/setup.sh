@@ -47,6 +47,10 @@ setup_triton() {
         .venv-triton/bin/pip install -q "nvidia-pytriton==0.7.0" onnxruntime 2>&1 \
             | grep -v '^WARNING: Location' || true
     fi
+    # The filter above hides pip's exit status: check the result, or the Triton tests
+    # would skip instead of failing.
+    .venv-triton/bin/python -c "import pytriton, onnxruntime" \
+        || { log "nvidia-pytriton/onnxruntime missing in .venv-triton"; exit 1; }
 }
 
 # ---- vSphere simulator (govmomi's simulator shaped as a GPU lab: vgpu/sim/vcsim/main.go),
