@@ -38,8 +38,11 @@ class SimulatedNvmlLibrary:
     c_nvmlGpuInstance_t = pynvml.c_nvmlGpuInstance_t
     c_nvmlComputeInstance_t = pynvml.c_nvmlComputeInstance_t
 
-    def __init__(self, sim: SimulatedGpuBackend) -> None:
+    def __init__(self, sim: SimulatedGpuBackend, *, hidden_without_mig: str = "") -> None:
+        """``hidden_without_mig``: "profiles" or "placements" to act like a driver that
+        lists them only with MIG mode on (answering Not Supported)."""
         self.sim = sim
+        self.hidden_without_mig = hidden_without_mig
         self.calls: list[str] = []
         self.initialised = False
 
@@ -151,6 +154,7 @@ class SimulatedNvmlLibrary:
     def nvmlDeviceGetGpuInstanceProfileInfo(self, handle: Any, index: int, version: int = 2
                                             ) -> Any:
         gpu = self._gpu(handle)
+        self._maybe_hidden(gpu, "profiles")
         for p in self.sim.gpu_instance_profiles(gpu):
             if p.index == index:
                 info = pynvml.c_nvmlGpuInstanceProfileInfo_v2_t()
@@ -162,6 +166,10 @@ class SimulatedNvmlLibrary:
         code = pynvml.NVML_ERROR_INVALID_ARGUMENT if beyond else pynvml.NVML_ERROR_NOT_SUPPORTED
         raise pynvml.NVMLError(code)
 
+    def _maybe_hidden(self, gpu: int, what: str) -> None:
+        if self.hidden_without_mig == what and not self.sim.mig_mode(gpu).current:
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
+
     def _profile_by_id(self, gpu: int, profile_id: int) -> Any:
         for p in self.sim.gpu_instance_profiles(gpu):
             if p.id == profile_id:
@@ -170,6 +178,7 @@ class SimulatedNvmlLibrary:
 
     def nvmlDeviceGetGpuInstancePossiblePlacements(self, handle: Any, profile_id: int,
                                                    placements: Any, count_ref: Any) -> int:
+        self._maybe_hidden(self._gpu(handle), "placements")
         profile = self._profile_by_id(self._gpu(handle), profile_id)
         capacity = self._set_count(count_ref, len(profile.placements))
         if capacity < len(profile.placements):

@@ -41,10 +41,12 @@ def test_scenario_layout_is_created_verified_and_destroyed(
     assert all(len(gi.compute_instances) == 1 for gi in sim.gpu_instances(0))
     uuids = [c.uuid for c in result.created]
     assert len(set(uuids)) == len(expected) and all(u and u.startswith("MIG-") for u in uuids)
-    bench = mig_devices_for_bench(sim)
+    bench = mig_devices_for_bench(sim, store=store)
     assert sorted((d.profile, d.start) for d in bench) == expected
     assert sorted(d.uuid for d in bench) == sorted(uuids)  # type: ignore[type-var]
     assert all(d.simulated for d in bench)
+    assert {d.owner for d in bench} == {c.owner for c in result.created}
+    assert {d.owner for d in bench} >= {f"{scenario}-1g" if scenario == "bm6" else "bm8-1g-1"}
     recorded = json.loads(store.file_for(0).read_text())
     assert recorded["scenario"] == scenario and len(recorded["created"]) == len(expected)
 
@@ -54,7 +56,7 @@ def test_scenario_layout_is_created_verified_and_destroyed(
     destroy_layout(sim, 0, store)
     assert sim.gpu_instances(0) == []
     assert not store.file_for(0).exists()
-    assert mig_devices_for_bench(sim) == []
+    assert mig_devices_for_bench(sim, store=store) == []
 
 
 def test_uuids_are_stable_across_processes_and_new_after_recreation(
@@ -81,6 +83,11 @@ def test_foreign_instance_is_kept_and_counted_as_occupied(
     assert _layout(sim) == [("2g.20gb", 0), ("3g.40gb", 4)]
     assert [(c.profile, c.start) for c in result.created] == [("3g.40gb", 4)]
     assert any("start 4 instead of the planned 0" in m for m in messages)
+    everything = mig_devices_for_bench(sim, store=store)
+    assert [(d.profile, d.owner) for d in everything] == [("2g.20gb", None),
+                                                          ("3g.40gb", "bm3-3g")]
+    ours = mig_devices_for_bench(sim, store=store, only_created=True)
+    assert [(d.profile, d.start) for d in ours] == [("3g.40gb", 4)]
     destroy_layout(sim, 0, store)
     assert _layout(sim) == [("2g.20gb", 0)]
     assert sim.gpu_instances(0)[0].id == foreign.id

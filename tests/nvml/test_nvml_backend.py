@@ -5,6 +5,7 @@ through SimulatedNvmlLibrary, a pynvml stand-in."""
 from __future__ import annotations
 
 import ctypes.util
+from dataclasses import replace
 from pathlib import Path
 
 import pynvml
@@ -13,7 +14,7 @@ import pytest
 from vgpu import mig
 from vgpu.nvml import errors
 from vgpu.nvml.bench import mig_devices_for_bench
-from vgpu.nvml.catalogue_check import compare_catalogue
+from vgpu.nvml.catalogue_check import check_catalogue, compare_catalogue
 from vgpu.nvml.errors import MigError, NvmlUnavailable
 from vgpu.nvml.layout import apply_layout, destroy_layout
 from vgpu.nvml.real import NvmlBackend, load_nvml
@@ -105,9 +106,10 @@ def test_bm6_through_nvml_backend_is_created_verified_and_destroyed(
     assert [d.uuid for d in nvml_backend.mig_devices(0)] == [d.uuid for d in sim.mig_devices(0)]
     assert sorted(c.uuid or "" for c in result.created) == sorted(
         d.uuid for d in sim.mig_devices(0))
-    bench = mig_devices_for_bench(nvml_backend)
-    assert [(d.profile, d.start, d.simulated) for d in bench] == [
-        ("4g.40gb", 0, False), ("2g.20gb", 4, False), ("1g.10gb", 6, False)]
+    bench = mig_devices_for_bench(nvml_backend, store=store)
+    assert [(d.profile, d.start, d.simulated, d.owner) for d in bench] == [
+        ("4g.40gb", 0, False, "bm6-4g"), ("2g.20gb", 4, False, "bm6-2g"),
+        ("1g.10gb", 6, False, "bm6-1g")]
 
     destroy_layout(nvml_backend, 0, store)
     assert sim.gpu_instances(0) == []
@@ -130,3 +132,33 @@ def test_enable_mig_through_nvml_backend_reports_the_pending_reset(
     mode = backend.set_mig_mode(0, True)
     assert (mode.current, mode.pending, mode.reset_pending) == (False, True, True)
     assert backend.mig_devices(0) == []
+
+
+def test_catalogue_check_names_every_difference(nvml_backend: NvmlBackend) -> None:
+    reported = nvml_backend.gpu_instance_profiles(0)
+    doctored = [replace(p, id=99, placements=p.placements[:2]) if p.name == "1g.10gb" else p
+                for p in reported if p.name != "7g.80gb"]
+    doctored.append(replace(reported[0], index=13, id=33, name="1g.10gb+gfx"))
+
+    diffs = {(d.profile, d.field): d for d in compare_catalogue(
+        mig.GPU_MODELS["A100-80GB"], doctored)}
+
+    assert set(diffs) == {("1g.10gb", "profile id"), ("1g.10gb", "placements (start:size)"),
+                          ("7g.80gb", "profile index"), ("1g.10gb+gfx", "profile index")}
+    assert (diffs["1g.10gb", "profile id"].catalogue, diffs["1g.10gb", "profile id"].nvml) == (
+        "19", "99")
+    assert diffs["7g.80gb", "profile index"].nvml == "not offered"
+
+
+def test_catalogue_check_with_mig_off_compares_what_the_driver_lists() -> None:
+    sim = SimulatedGpuBackend(["A100-80GB"])
+    placements_hidden = SimulatedNvmlLibrary(sim, hidden_without_mig="placements")
+    placements_hidden.nvmlInit()
+    report = check_catalogue(NvmlBackend(placements_hidden), 0)  # type: ignore[arg-type]
+    assert report.differences == []
+    assert any("placements were not compared" in n for n in report.notes)
+
+    profiles_hidden = SimulatedNvmlLibrary(sim, hidden_without_mig="profiles")
+    profiles_hidden.nvmlInit()
+    with pytest.raises(NvmlUnavailable, match="lists profiles only with MIG mode on"):
+        check_catalogue(NvmlBackend(profiles_hidden), 0)  # type: ignore[arg-type]

@@ -15,8 +15,7 @@ from vgpu.cli import app
 from vgpu.cli.common import console, scenario_from_args
 from vgpu.errors import InputError
 from vgpu.nvml.backend import GpuBackend
-from vgpu.nvml.catalogue_check import compare_catalogue
-from vgpu.nvml.errors import NvmlUnavailable
+from vgpu.nvml.catalogue_check import check_catalogue
 from vgpu.nvml.from_plan import layouts_from_plan
 from vgpu.nvml.layout import apply_layout, destroy_layout
 from vgpu.nvml.select import SIMULATOR_ENV, backend_for_this_machine
@@ -155,18 +154,11 @@ def verify_catalogue(
     """Compare vgpu's MIG catalogue for this GPU model with what NVML reports; exit 1 on
     any difference. Read-only."""
     backend = _backend(simulator)
-    info = next((g for g in backend.gpus() if g.index == gpu), None)
-    if info is None:
-        raise InputError.single("command line", "--gpu", f"no GPU {gpu}",
-                                fix="pick one from `vgpu mig status`")
-    model = info.model
-    if model is None:
-        raise NvmlUnavailable(f"GPU {gpu} ({info.name}, PCI device 0x{info.pci_device_id:04X}) "
-                              "is not in vgpu's MIG catalogue")
-    diffs = compare_catalogue(model, backend.gpu_instance_profiles(gpu))
+    report = check_catalogue(backend, gpu)
+    diffs, model = report.differences, report.model
     if as_json:
         payload: dict[str, Any] = {"gpu": gpu, "model": model.key,
-                                   "simulated": backend.simulated,
+                                   "simulated": backend.simulated, "notes": report.notes,
                                    "differences": [d.__dict__ for d in diffs]}
         typer.echo(json.dumps(payload, indent=2))
     else:
@@ -174,10 +166,9 @@ def verify_catalogue(
             console.print(f"GPU {gpu} {model.key}: {d}")
         if not diffs:
             console.print(f"GPU {gpu} {model.key}: the catalogue matches NVML "
-                          f"({len(model.profiles)} profiles, ids and placements)")
-        if model.placements_assumed:
-            console.print(f"note: {model.key} placements in the catalogue are assumed equal "
-                          "to H100's (no published capture)")
+                          f"({len(model.profiles)} profiles)")
+        for note in report.notes:
+            console.print(f"note: {note}")
     if diffs:
         raise typer.Exit(1)
 

@@ -24,8 +24,7 @@ from typing import Any
 from vgpu.errors import VgpuError
 from vgpu.nvml.backend import GpuBackend
 from vgpu.nvml.bench import mig_devices_for_bench
-from vgpu.nvml.catalogue_check import compare_catalogue
-from vgpu.nvml.errors import NvmlUnavailable
+from vgpu.nvml.catalogue_check import check_catalogue
 from vgpu.nvml.layout import apply_layout, destroy_layout
 from vgpu.nvml.select import backend_for_this_machine
 from vgpu.nvml.spec import LayoutSpec
@@ -65,7 +64,7 @@ def run(args: argparse.Namespace, backend: GpuBackend, log: list[str]) -> dict[s
     if args.command == "status":
         out["gpus"] = [s.to_json() for s in snapshots(backend)]
     elif args.command == "mig-devices":
-        out["mig_devices"] = [asdict(d) for d in mig_devices_for_bench(backend)]
+        out["mig_devices"] = [asdict(d) for d in mig_devices_for_bench(backend, store=store)]
     elif args.command == "apply":
         spec = _read_layout(args.layout)
         result = apply_layout(backend, spec, store, enable_mig=args.enable_mig,
@@ -79,12 +78,9 @@ def run(args: argparse.Namespace, backend: GpuBackend, log: list[str]) -> dict[s
                                   log=log.append)
         out.update(gpu=args.gpu, actions=result_d.actions)
     elif args.command == "verify-catalogue":
-        info = next((g for g in backend.gpus() if g.index == args.gpu), None)
-        if info is None or info.model is None:
-            raise NvmlUnavailable(f"GPU {args.gpu} is missing or not in vgpu's MIG catalogue")
-        diffs = compare_catalogue(info.model, backend.gpu_instance_profiles(args.gpu))
-        out.update(gpu=args.gpu, model=info.model.key,
-                   differences=[asdict(d) for d in diffs])
+        report = check_catalogue(backend, args.gpu)
+        out.update(gpu=args.gpu, model=report.model.key, notes=report.notes,
+                   differences=[asdict(d) for d in report.differences])
     return out
 
 

@@ -10,6 +10,7 @@ from vgpu import mig
 from vgpu.nvml.backend import GpuBackend
 from vgpu.nvml.errors import MigError, NvmlUnavailable
 from vgpu.nvml.select import backend_for_this_machine
+from vgpu.nvml.state import StateStore
 
 
 @dataclass(frozen=True)
@@ -19,11 +20,17 @@ class MigDeviceInfo:
     gpu_index: int
     start: int  # first memory slice of its GPU instance
     simulated: bool = False
+    owner: str | None = None  # planned instance (e.g. bm6-4g) when `vgpu mig apply` made it
 
 
-def mig_devices_for_bench(backend: GpuBackend | None = None) -> list[MigDeviceInfo]:
+def mig_devices_for_bench(backend: GpuBackend | None = None, *,
+                          store: StateStore | None = None,
+                          only_created: bool = False) -> list[MigDeviceInfo]:
     """Every MIG device of every MIG-enabled GPU, by GPU then start. Empty when the machine
-    has no GPU (and no simulator was asked for) or no GPU has MIG on."""
+    has no GPU (and no simulator was asked for) or no GPU has MIG on. Devices that
+    `vgpu mig apply` created carry their planned owner (from the layout state in
+    ``store``, default the usual place); ``only_created`` leaves out all others."""
+    store = store or StateStore()
     if backend is None:
         try:
             backend = backend_for_this_machine()
@@ -39,14 +46,18 @@ def mig_devices_for_bench(backend: GpuBackend | None = None) -> list[MigDeviceIn
         names = {p.id: p.name for p in backend.gpu_instance_profiles(gpu.index)}
         model = mig.GPU_MODELS.get(gpu.model_key or "")
         instances = {gi.id: gi for gi in backend.gpu_instances(gpu.index)}
+        state = store.load(gpu.index)
+        owners = {c.uuid: c.owner for c in state.created} if state is not None and \
+            state.gpu_uuid == gpu.uuid else {}
         for device in backend.mig_devices(gpu.index):
             gi = instances.get(device.gpu_instance_id)
-            if gi is None:
+            if gi is None or (only_created and device.uuid not in owners):
                 continue
             name = names.get(gi.profile_id)
             if name is None and model is not None:
                 name = model.by_nvml_id(gi.profile_id).name
             out.append(MigDeviceInfo(uuid=device.uuid, profile=name or f"id-{gi.profile_id}",
                                      gpu_index=gpu.index, start=gi.start,
-                                     simulated=backend.simulated))
+                                     simulated=backend.simulated,
+                                     owner=owners.get(device.uuid)))
     return sorted(out, key=lambda d: (d.gpu_index, d.start, d.uuid))

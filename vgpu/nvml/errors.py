@@ -39,6 +39,8 @@ class MigError(RemoteError):
         self.code = code
         self.operation = operation
         self.nvml_text = NVML_ERROR_TEXT.get(code, f"NVML error {code}")
+        if not detail and code == NO_PERMISSION:
+            detail = "MIG changes need root: run with sudo"
         self.detail = detail
         extra = f" ({detail})" if detail else ""
         super().__init__(f"{operation}: {self.nvml_text}{extra}")

@@ -152,21 +152,30 @@ class NvmlBackend(GpuBackend):
                     continue  # this GPU has no profile at that index
                 raise MigError(int(exc.value), f"read GPU-instance profile index {index} "
                                f"on GPU {gpu}") from None
+            placements = self._placements(gpu, h, int(info.id))
             out.append(GpuInstanceProfile(
                 index=index, id=int(info.id), name=_profile_name(info.name),
                 slice_count=int(info.sliceCount), instance_count=int(info.instanceCount),
-                memory_mb=int(info.memorySizeMB),
-                placements=self._placements(gpu, h, int(info.id))))
-        self._profiles[gpu] = out
+                memory_mb=int(info.memorySizeMB), placements=placements or (),
+                placements_known=placements is not None))
+        if all(p.placements_known for p in out):
+            self._profiles[gpu] = out  # complete: keep for this session
         return out
 
-    def _placements(self, gpu: int, h: Any, profile_id: int) -> tuple[PlacementSlot, ...]:
+    def _placements(self, gpu: int, h: Any, profile_id: int
+                    ) -> tuple[PlacementSlot, ...] | None:
+        """None where the driver lists no placements now (some do not with MIG mode off)."""
         n = self.nvml
         slots = (n.c_nvmlGpuInstancePlacement_t * _MAX_PLACEMENTS)()
         count = ctypes.c_uint(_MAX_PLACEMENTS)
-        self._call(f"read placements of profile id {profile_id} on GPU {gpu}",
-                   n.nvmlDeviceGetGpuInstancePossiblePlacements, h, profile_id, slots,
-                   ctypes.byref(count))
+        try:
+            n.nvmlDeviceGetGpuInstancePossiblePlacements(h, profile_id, slots,
+                                                         ctypes.byref(count))
+        except n.NVMLError as exc:
+            if int(exc.value) in (errors.NOT_SUPPORTED, errors.INVALID_STATE):
+                return None
+            raise MigError(int(exc.value), f"read placements of profile id {profile_id} on "
+                           f"GPU {gpu}") from None
         return tuple(PlacementSlot(int(slots[i].start), int(slots[i].size))
                      for i in range(count.value))
 

@@ -72,6 +72,7 @@ class GpuInstanceProfile:
     instance_count: int  # max instances of this profile
     memory_mb: int
     placements: tuple[PlacementSlot, ...]
+    placements_known: bool = True  # False: the driver lists none now (e.g. MIG mode off)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
