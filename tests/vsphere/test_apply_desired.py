@@ -7,6 +7,7 @@ import pytest
 
 from tests.labs.vcsim import VcsimLab, lab_available
 from vgpu.errors import InputError
+from vgpu.sim.lab import LabShape
 from vgpu.vsphere.connection import connect
 from vgpu.vsphere.desired import GuestNetwork, OwnerMarks, VmDesired
 from vgpu.vsphere.diff import Action, ChangeSet, Step
@@ -193,3 +194,14 @@ def test_planned_address_used_by_another_scenarios_vm_is_refused(vcsim_lab: Vcsi
                                          r"by VM s5-1g-1"):
         apply(vcsim_lab, desired_vms(2))
     assert vcsim_lab.recent_tasks() == tasks_before
+
+
+def test_disconnected_host_fails_its_vms_and_the_others_finish() -> None:
+    with VcsimLab(LabShape(hosts=2, disconnected=(1,))) as lab:
+        _, report = apply(lab, desired_vms(2, hosts=("DC0_C0_H0", "DC0_C0_H1")))
+        assert [o.name for o in report.failed] == ["s8-1g-2"]
+        assert "host DC0_C0_H1 is disconnected; reconnect it in vCenter" in (
+            report.failed[0].error or "")
+        assert state_of(lab).vms["s8-1g-1"].powered_on
+        hosts = state_of(lab).hosts
+        assert (hosts["DC0_C0_H0"].usable, hosts["DC0_C0_H1"].usable) == (True, False)

@@ -56,6 +56,7 @@ class LabShape:
     esxi_build: str = ESXI_BUILD
     template: str = TEMPLATE
     method_delays_ms: dict[str, int] = field(default_factory=dict)
+    disconnected: tuple[int, ...] = ()  # host indexes reported as disconnected
 
     def host_names(self) -> list[str]:
         return [host_name(i) for i in range(self.hosts)]
@@ -72,6 +73,8 @@ class LabShape:
             f"-esxi-version={self.esxi_version}", f"-esxi-build={self.esxi_build}",
             f"-template={self.template}",
         ]
+        if self.disconnected:
+            args.append(f"-disconnected={','.join(str(i) for i in self.disconnected)}")
         if self.method_delays_ms:
             delays = ",".join(f"{k}={v}" for k, v in sorted(self.method_delays_ms.items()))
             args.append(f"-method-delay={delays}")

@@ -64,6 +64,7 @@ type labConfig struct {
 	build        string
 	template     string
 	methodDelays string
+	disconnected map[int]bool
 }
 
 func parseFlags() labConfig {
@@ -81,7 +82,19 @@ func parseFlags() labConfig {
 	flag.StringVar(&c.build, "esxi-build", "22380479", "ESXi build number reported by every host")
 	flag.StringVar(&c.template, "template", "vgpu-template", "name of the VM template")
 	flag.StringVar(&c.methodDelays, "method-delay", "", "per-method latency, e.g. CloneVM_Task=300,ReconfigVM_Task=100 (ms)")
+	disconnected := flag.String("disconnected", "", "host indexes reported as disconnected, e.g. 1,2")
 	flag.Parse()
+	c.disconnected = map[int]bool{}
+	for _, item := range strings.Split(*disconnected, ",") {
+		if item == "" {
+			continue
+		}
+		index, err := strconv.Atoi(item)
+		if err != nil || index < 0 || index >= c.hosts {
+			log.Fatalf("bad -disconnected entry %q (want host indexes below -hosts)", item)
+		}
+		c.disconnected[index] = true
+	}
 	if c.password == "" {
 		c.password = os.Getenv("VGPU_SIM_PASSWORD")
 	}
@@ -142,6 +155,9 @@ func shapeHost(h *simulator.HostSystem, index int, c labConfig) {
 	product.ApiVersion = c.version[:3] + ".0.0"
 	h.Config.Product = product
 	h.Summary.Config.Product = &h.Config.Product
+	if c.disconnected[index] {
+		h.Runtime.ConnectionState = types.HostSystemConnectionStateDisconnected
+	}
 	h.Hardware.SystemInfo.Vendor = "Dell Inc."
 	h.Hardware.SystemInfo.Model = "PowerEdge R750xa"
 	h.Summary.Hardware.Vendor = "Dell Inc."
