@@ -172,3 +172,18 @@ def test_passthrough_training_vm_gets_two_whole_gpus_by_pci_address(
     assert vm.extra_config["pciPassthru.64bitMMIOSizeGB"] == "512"  # type: ignore[attr-defined]
     code, out, _ = run_cli(["apply", scenario, "-i", inventory])
     assert code == 0 and "nothing to change" in out
+
+
+def test_preflight_fails_a_scenario_planned_on_a_host_in_maintenance_or_absent(
+    vcsim_lab: VcsimLab, tmp_path: Path,
+) -> None:
+    inventory = str(vcsim_lab.write_inventory(
+        tmp_path / "inv.yaml", hosts=["DC0_C0_H0", "DC0_C0_H1", "esx-gone"]))
+    vcsim_lab.set_maintenance("DC0_C0_H0", True)
+    code, _, err = run_cli(["preflight", "-i", inventory, "--scenario", "8",
+                              "--results-dir", str(tmp_path / "pf")])
+    assert code == 1
+    assert "DC0_C0_H0: maintenance mode: in maintenance mode: exit it before apply" in err
+    assert "esx-gone: in vCenter: not found; the cluster has: DC0_C0_H0, DC0_C0_H1" in err
+    assert "scenario: planned hosts: the plan uses DC0_C0_H0, which fail their checks" in err
+    assert "DC0_C0_H1:" not in err

@@ -176,83 +176,86 @@ def host_checks(facts: HostFacts, inventory: Inventory) -> list[Check]:
     return checks
 
 
-def _scenario_checks(scenario_state: ScenarioState, session_hosts: dict[str, HostFacts],
+def _scenario_checks(scenario_state: ScenarioState, reports: list[HostReport],
                      inventory: Inventory, inventory_path: Path) -> list[Check]:
-    checks: list[Check] = []
+    hosts = scenario_state.state.hosts
     try:
         plan = scenario_state.build_plan()
     except PlanError as exc:
         return [Check("capacity", False, str(exc))]
     held = len(scenario_state.held)
-    checks.append(Check("capacity", True,
-                        f"{len(plan.vms)} VM(s) fit" + (f" beside {held} held vGPU(s)"
-                                                       if held else "")))
+    checks = [Check("capacity", True, f"{len(plan.vms)} VM(s) fit"
+                    + (f" beside {held} held vGPU(s)" if held else ""))]
+    failing = sorted({vm.host for vm in plan.vms}
+                     & {r.name for r in reports if not r.ok})
+    checks.append(Check("planned hosts", not failing,
+                        "the plan uses " + ", ".join(failing) + ", which fail their checks"
+                        if failing else "every host the plan uses passes its checks"))
     try:
-        desired_from_plan(plan, inventory, session_hosts, str(inventory_path))
+        desired_from_plan(plan, inventory, hosts, str(inventory_path))
         checks.append(Check("vGPU types", True, "every planned vGPU type is offered by its host"))
     except InputError as exc:
         checks.append(Check("vGPU types", False, str(exc)))
-    multi = [vm.name for vm in plan.vms if len(vm.vgpus) > 1]
-    old_hosts = sorted({vm.host for vm in plan.vms if vm.name in multi
-                        and _version_tuple(session_hosts[vm.host].version) < MULTI_VGPU_ESXI})
+    multi = [vm for vm in plan.vms if len(vm.vgpus) > 1 and vm.host in hosts]
+    old = sorted({vm.host for vm in multi
+                  if _version_tuple(hosts[vm.host].version) < MULTI_VGPU_ESXI})
     if multi:
-        checks.append(Check("several vGPUs per VM", not old_hosts,
-                            "needs ESXi 8.0 on " + ", ".join(old_hosts) if old_hosts
+        checks.append(Check("several vGPUs per VM", not old,
+                            "needs ESXi 8.0 on " + ", ".join(old) if old
                             else "ESXi 8.0+ on every host used"))
     return checks
 
 
+def _host_report(name: str, facts: HostFacts | None, held: list[HeldVgpu],
+                 inventory: Inventory, all_hosts: list[str]) -> HostReport:
+    if facts is None:
+        return HostReport(name, None, None, "absent", False, None, [], [], [], [
+            Check("in vCenter", False,
+                  f"not found; the cluster has: {', '.join(sorted(all_hosts)) or 'none'}")])
+    return HostReport(
+        name=name, version=facts.version, build=facts.build,
+        connection_state=facts.connection_state, in_maintenance=facts.in_maintenance,
+        graphics_default_type=facts.graphics_default_type,
+        gpus=_usage(facts, held, inventory), vgpu_types=list(facts.vgpu_types),
+        mig_types=[t for t in facts.vgpu_types if MIG_TYPE.search(t)],
+        checks=host_checks(facts, inventory))
+
+
+def _gpu_model(inventory: Inventory, hosts: dict[str, HostFacts]) -> mig.GpuModel | None:
+    """The GPU model to count held vGPUs against: the inventory's, else the first found."""
+    for host in inventory.hosts:
+        for g in host.gpus:
+            return g.gpu
+    for facts in hosts.values():
+        for device in facts.gpus:
+            model = mig.gpu_model_for_pci(device.device_id)
+            if model is not None:
+                return model
+    return None
+
+
 def run_preflight(session: Session, inventory: Inventory, inventory_path: Path,
                   scenario: Scenario | None) -> PreflightReport:
+    scenario_state: ScenarioState | None = None
     if scenario is not None:
         scenario_state = read_scenario_state(session, scenario, inventory, inventory_path)
         state, held, notes = scenario_state.state, scenario_state.held, scenario_state.notes
     else:
         state = read_state(session, placement_from_inventory(inventory, inventory_path))
-        gpu = _inventory_gpu(inventory)
+        gpu = _gpu_model(inventory, state.hosts)
+        # No scenario: every VM's vGPUs count as held, vgpu's own included.
         held, notes = held_from_facts(state.hosts, state.vms, "", gpu, inventory) \
             if gpu else ([], [])
     wanted = [h.name for h in inventory.hosts] or sorted(state.hosts)
-    reports: list[HostReport] = []
-    for name in wanted:
-        facts = state.hosts.get(name)
-        if facts is None:
-            reports.append(HostReport(name, None, None, "absent", False, None, [], [], [], [
-                Check("in vCenter", False,
-                      f"not found; the cluster has: {', '.join(sorted(state.hosts)) or 'none'}")
-            ]))
-            continue
-        reports.append(HostReport(
-            name=name, version=facts.version, build=facts.build,
-            connection_state=facts.connection_state, in_maintenance=facts.in_maintenance,
-            graphics_default_type=facts.graphics_default_type,
-            gpus=_usage(facts, held, inventory), vgpu_types=list(facts.vgpu_types),
-            mig_types=[t for t in facts.vgpu_types if MIG_TYPE.search(t)],
-            checks=host_checks(facts, inventory)))
-    scenario_checks: list[Check] = []
-    if scenario is not None:
-        used = _scenario_hosts_ok(reports)
-        scenario_checks = _scenario_checks(scenario_state, state.hosts, inventory,
-                                           inventory_path)
-        if not used:
-            scenario_checks.append(Check("hosts", False, "no host passes its checks"))
-    about = session.content.about
+    reports = [_host_report(name, state.hosts.get(name), held, inventory, list(state.hosts))
+               for name in wanted]
+    scenario_checks = _scenario_checks(scenario_state, reports, inventory, inventory_path) \
+        if scenario_state is not None else []
     return PreflightReport(
-        vcenter=session.target.address, vcenter_version=f"{about.fullName}",
+        vcenter=session.target.address, vcenter_version=str(session.content.about.fullName),
         inventory=str(inventory_path), scenario=scenario.id if scenario else None,
         taken_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         hosts=reports, scenario_checks=scenario_checks, notes=notes)
-
-
-def _scenario_hosts_ok(reports: list[HostReport]) -> bool:
-    return any(r.ok for r in reports)
-
-
-def _inventory_gpu(inventory: Inventory) -> mig.GpuModel | None:
-    for host in inventory.hosts:
-        for g in host.gpus:
-            return g.gpu
-    return None
 
 
 def save_report(report: PreflightReport, directory: Path) -> Path:
