@@ -104,6 +104,10 @@ def test_scenario8_converges_idempotently_and_keeps_secrets(
         assert (token / "client_configuration_token_vgpu.tok").read_text().strip() == TOKEN_TEXT
         assert "FeatureType=4\n" in (host.system_root / "etc/nvidia/gridd.conf").read_text()
 
+    for log in (tmp_path / "logs" / "first").glob("*.log"):
+        # The apt index is refreshed once, and again only after the toolkit source is added.
+        assert log.read_text().count("apt-get update -q") == 2
+
     second, second_text = run(jobs, tmp_path, "second")
     assert second.exit_code == 0
     for host in second.hosts:

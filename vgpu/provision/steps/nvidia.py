@@ -17,7 +17,7 @@ from vgpu.provision.facts import (
 )
 from vgpu.provision.requirements import GuestRequirements, is_url
 from vgpu.provision.step import Check, HostContext, Step
-from vgpu.provision.steps.system import install_packages, installed_packages
+from vgpu.provision.steps.system import APT_UPDATED, install_packages, installed_packages
 from vgpu.provision.transport import quote
 
 DRIVER_DIR = ".vgpu/driver"
@@ -117,6 +117,7 @@ class ContainerToolkitStep(Step):
             arch = self.must(ctx, "dpkg --print-architecture").stdout.strip() or "amd64"
             line = repo.list_line.replace("$(ARCH)", arch)
             ctx.transport.put(f"{line}\n", ctx.path(repo.list_file), mode=0o644, sudo=True)
+            ctx.facts.pop(APT_UPDATED, None)  # the new source needs an index refresh
             install_packages(ctx, self, (self.package,))
         self.must(ctx, f"nvidia-ctk runtime configure --runtime=docker "
                   f"--config={quote(ctx.path(DAEMON_JSON))}", sudo=True)

@@ -13,6 +13,7 @@ from vgpu.provision.step import Check, HostContext, Step
 from vgpu.provision.transport import quote
 
 APT_ENV = "DEBIAN_FRONTEND=noninteractive"
+APT_UPDATED = "apt-index-refreshed"
 # Debian names in the scenario, mapped for RPM distributions.
 RPM_NAMES = {"build-essential": ("gcc", "gcc-c++", "make"), "docker.io": ("docker-ce",)}
 
@@ -62,8 +63,11 @@ def install_packages(ctx: HostContext, step: Step, packages: tuple[str, ...]) ->
     names = " ".join(quote(p) for p in native_names(manager, packages))
     fix = "check the guest's package sources (apt/dnf repositories, proxy) and disk space"
     if manager == "apt-get":
-        step.must(ctx, f"{APT_ENV} apt-get update -q && {APT_ENV} apt-get install -y -q "
-                  f"--no-install-recommends {names}", sudo=True, fix=fix)
+        # One index refresh per host and run (a new apt source clears the flag).
+        update = "" if ctx.facts.get(APT_UPDATED) else f"{APT_ENV} apt-get update -q && "
+        step.must(ctx, f"{update}{APT_ENV} apt-get install -y -q --no-install-recommends "
+                  f"{names}", sudo=True, fix=fix)
+        ctx.facts[APT_UPDATED] = "yes"
     else:
         step.must(ctx, f"{manager} install -y {names}", sudo=True, fix=fix)
 
