@@ -16,10 +16,8 @@ from vgpu.vsphere import specs
 from vgpu.vsphere.connection import Placement
 from vgpu.vsphere.diff import Action, ChangeSet, Step, VmChange
 from vgpu.vsphere.facts import HostFacts, VmActual
+from vgpu.vsphere.limits import DEFAULT_CONCURRENCY, DEFAULT_IP_TIMEOUT_S
 from vgpu.vsphere.tasks import call
-
-DEFAULT_CONCURRENCY = 8
-DEFAULT_IP_TIMEOUT_S = 600.0
 
 StepCallback = Callable[[str, Step], None]
 DoneCallback = Callable[[str, "VmOutcome"], None]

@@ -1,0 +1,123 @@
+"""The bodies of `vgpu preflight`, `vgpu apply` and `vgpu destroy`: read, show, confirm,
+execute with progress, and report. The typer layer (vgpu.cli.vsphere) only parses."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from vgpu.errors import InputError, RemoteError
+from vgpu.model.inventory import Inventory
+from vgpu.model.scenario import Scenario
+from vgpu.vsphere.connection import connect
+from vgpu.vsphere.diff import ChangeSet, Step
+from vgpu.vsphere.execute import Executor, VmOutcome
+from vgpu.vsphere.from_inventory import target_from_inventory
+from vgpu.vsphere.limits import DEFAULT_IP_TIMEOUT_S
+from vgpu.vsphere.preflight import run_preflight, save_report
+from vgpu.vsphere.reconcile import ClusterState
+from vgpu.vsphere.render import render_changes, render_outcomes, render_preflight
+from vgpu.vsphere.workflow import prepare_apply, prepare_destroy
+
+Confirm = Callable[[str], bool]
+
+
+def terminal_confirm(yes: bool) -> Confirm:
+    """--yes answers yes; otherwise ask on a terminal, and refuse to guess without one."""
+    def confirm(question: str) -> bool:
+        if yes:
+            return True
+        if not sys.stdin.isatty():
+            raise InputError.single("command line", "--yes",
+                                    "no terminal to ask for confirmation",
+                                    fix="pass --yes to go ahead, or --dry-run to only look")
+        return typer.confirm(question, default=False)
+    return confirm
+
+
+def _execute(state: ClusterState, changes: ChangeSet, concurrency: int, ip_timeout_s: float,
+             console: Console) -> list[VmOutcome]:
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                  TimeElapsedColumn(), console=console, transient=not console.is_terminal,
+                  ) as progress:
+        rows = {c.name: progress.add_task(f"{c.name}: queued", total=len(c.steps))
+                for c in changes.pending}
+
+        def on_step(name: str, step: Step) -> None:
+            progress.update(rows[name], description=f"{name}: {step.value}")
+
+        def on_done(name: str, outcome: VmOutcome) -> None:
+            status = "done" if outcome.ok else "[red]failed[/]"
+            progress.update(rows[name], description=f"{name}: {status}",
+                            completed=len(outcome.steps_done))
+
+        executor = Executor(state.placement, state.hosts, concurrency=concurrency,
+                            ip_timeout_s=ip_timeout_s, on_step=on_step, on_done=on_done)
+        report = executor.run(changes)
+    render_outcomes(report, console)
+    return report.failed
+
+
+def _fail_if_any(failed: list[VmOutcome], total: int, command: str) -> None:
+    if failed:
+        lines = "\n".join(f"  {o.name}: {o.error}" for o in failed)
+        raise RemoteError(f"{len(failed)} of {total} VM(s) failed; the others finished:\n"
+                          f"{lines}\nfix the cause and run `vgpu {command}` again: it "
+                          "continues from where each VM stopped")
+
+
+def preflight(inventory: Inventory, inventory_path: Path, scenario: Scenario | None,
+              results_dir: Path, as_json: bool, console: Console) -> None:
+    with connect(target_from_inventory(inventory, inventory_path)) as session:
+        report = run_preflight(session, inventory, inventory_path, scenario)
+    saved = save_report(report, results_dir)
+    if as_json:
+        typer.echo(json.dumps(report.to_json(), indent=2))
+    else:
+        render_preflight(report, console)
+        console.print(f"facts saved to {saved}")
+    if not report.ok:
+        raise RemoteError("preflight failed:\n  " + "\n  ".join(report.failures()))
+
+
+def apply(scenario: Scenario, inventory: Inventory, inventory_path: Path, *, dry_run: bool,
+          confirm: Confirm, concurrency: int, ip_timeout_s: float, console: Console) -> None:
+    with connect(target_from_inventory(inventory, inventory_path)) as session:
+        prep = prepare_apply(session, scenario, inventory, inventory_path)
+        render_changes(prep.changes, console, title=f"apply scenario {scenario.id} "
+                       f"({scenario.name}), plan {prep.plan.plan_hash}")
+        for note in prep.scenario_state.notes:
+            console.print(f"[yellow]note:[/] {note}")
+        if not prep.changes.pending:
+            console.print("nothing to change: vCenter already matches the plan")
+            return
+        if dry_run:
+            console.print("dry run: nothing changed")
+            return
+        if not confirm(f"apply {len(prep.changes.pending)} change(s)?"):
+            console.print("nothing changed")
+            return
+        failed = _execute(prep.state, prep.changes, concurrency, ip_timeout_s, console)
+    _fail_if_any(failed, len(prep.changes.pending), "apply")
+
+
+def destroy(scenario: Scenario, inventory: Inventory, inventory_path: Path, *,
+            confirm: Confirm, concurrency: int, console: Console) -> None:
+    with connect(target_from_inventory(inventory, inventory_path)) as session:
+        state, changes = prepare_destroy(session, scenario.id, inventory, inventory_path)
+        render_changes(changes, console, title=f"destroy scenario {scenario.id} "
+                       f"({scenario.name})")
+        if not changes.pending:
+            console.print("nothing to delete: no VM of this scenario exists")
+            return
+        if not confirm(f"delete {len(changes.pending)} VM(s)?"):
+            console.print("nothing changed")
+            return
+        failed = _execute(state, changes, concurrency, DEFAULT_IP_TIMEOUT_S, console)
+    _fail_if_any(failed, len(changes.pending), "destroy")
