@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from vgpu.errors import InputError, PlanError, RemoteError
+from vgpu.provision.local import LocalTransport
 from vgpu.train import preflight
 from vgpu.train.launch import PID_FILE, Launch, TrainNode, run_launch, torchrun_command
-from vgpu.train.shell import LocalShell
 
 torch = pytest.importorskip("torch", reason="the train extra (torch) is not installed")
 
@@ -28,7 +28,7 @@ TINY = {
 
 
 def _node(tmp_path: Path, name: str, python: str = sys.executable, **kw: object) -> TrainNode:
-    return TrainNode(name=name, shell=LocalShell(), address="127.0.0.1",
+    return TrainNode(name=name, shell=LocalTransport(), address="127.0.0.1",
                      workdir=str(tmp_path / name), python=python, **kw)  # type: ignore[arg-type]
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from vgpu.errors import InputError, RemoteError
 from vgpu.model.scenario import Scenario, TrainingWorkload
+from vgpu.provision.local import LocalTransport
 from vgpu.results.records import RunStart, TargetKind
 from vgpu.results.store import ResultStore
 from vgpu.train import preflight
@@ -25,7 +26,6 @@ from vgpu.train.launch import Launch, TrainNode, run_launch
 from vgpu.train.netenv import NetworkOptions, comm_environment, port_mapping_environment
 from vgpu.train.portmap import hca_ports
 from vgpu.train.records import store_training_record
-from vgpu.train.shell import LocalShell
 
 HARNESS_MODELS = ("resnet50", "resnet-tiny")
 
@@ -75,7 +75,8 @@ def local_node(workdir: Path, python: str = sys.executable) -> TrainNode:
     else:
         memory = _host_memory_bytes()
     return TrainNode(
-        name="localhost", shell=LocalShell(), address="127.0.0.1", workdir=str(workdir),
+        name="localhost", shell=LocalTransport(), address="127.0.0.1",
+        workdir=str(workdir.resolve()),
         python=python, gpus=gpus, memory_bytes=memory,
     )
 

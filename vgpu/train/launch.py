@@ -66,6 +66,11 @@ class LaunchOutcome:
     nodes: list[NodeOutcome]
 
 
+def run_bash(node: TrainNode, command: str, timeout: float | None) -> ShellResult:
+    """Runs ``command`` under bash on the node, whatever shell its transport uses."""
+    return node.shell.run(f"bash -c {shlex.quote(command)}", timeout=timeout)
+
+
 def _path(node: TrainNode, *parts: str) -> str:
     return "/".join([node.workdir.rstrip("/"), *parts])
 
@@ -108,7 +113,7 @@ def stage_spec(node: TrainNode, spec: Mapping[str, Any]) -> None:
         f"mkdir -p {shlex.quote(node.workdir)} && "
         f"cat > {shlex.quote(_path(node, SPEC_FILE))} <<'VGPU_SPEC_EOF'\n{text}\nVGPU_SPEC_EOF"
     )
-    done = node.shell.run(command, timeout=60)
+    done = run_bash(node, command, timeout=60)
     if done.exit_code != 0:
         raise RemoteError(f"{node.name}: cannot write {_path(node, SPEC_FILE)}: {done.stderr}")
 
@@ -116,7 +121,8 @@ def stage_spec(node: TrainNode, spec: Mapping[str, Any]) -> None:
 def teardown(node: TrainNode) -> None:
     """End the node's torchrun process group: TERM, a grace period, then KILL."""
     pid_file = shlex.quote(_path(node, PID_FILE))
-    node.shell.run(
+    run_bash(
+        node,
         f"for _ in $(seq {PID_WAIT_S * 10}); do test -s {pid_file} && break; sleep 0.1; done; "
         f"test -s {pid_file} || exit 0; pgid=$(cat {pid_file}); "
         f"kill -TERM -- -$pgid 2>/dev/null || exit 0; "
@@ -128,7 +134,7 @@ def teardown(node: TrainNode) -> None:
 
 
 def _read_json(node: TrainNode, path: str) -> dict[str, Any] | None:
-    done = node.shell.run(f"cat {shlex.quote(path)} 2>/dev/null", timeout=60)
+    done = run_bash(node, f"cat {shlex.quote(path)} 2>/dev/null", timeout=60)
     if done.exit_code != 0 or not done.stdout.strip():
         return None
     try:
@@ -140,7 +146,7 @@ def _read_json(node: TrainNode, path: str) -> dict[str, Any] | None:
 
 def _rank_failures(node: TrainNode) -> list[str]:
     out = shlex.quote(_path(node, OUT_DIR))
-    done = node.shell.run(f"cat {out}/rank*.failed.json 2>/dev/null | head -c 65536", timeout=60)
+    done = run_bash(node, f"cat {out}/rank*.failed.json 2>/dev/null | head -c 65536", 60)
     reasons = []
     decoder = json.JSONDecoder()
     text = done.stdout.strip()
@@ -187,7 +193,7 @@ def run_launch(launch: Launch, local_out: Path) -> LaunchOutcome:
         stage_spec(node, launch.spec)
     pool = ThreadPoolExecutor(max_workers=len(launch.nodes), thread_name_prefix="torchrun")
     futures = {
-        pool.submit(node.shell.run, torchrun_command(launch, rank), launch.timeout_s): rank
+        pool.submit(run_bash, node, torchrun_command(launch, rank), launch.timeout_s): rank
         for rank, node in enumerate(launch.nodes)
     }
     try:

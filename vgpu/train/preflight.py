@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from vgpu.errors import InputError, PlanError, Problem
-from vgpu.train.launch import SPEC_FILE, Launch, TrainNode, stage_spec
+from vgpu.train.launch import SPEC_FILE, Launch, TrainNode, run_bash, stage_spec
 from vgpu.train.memory import estimate_training_memory
 
 GIB = float(1 << 30)
@@ -76,7 +76,7 @@ def _check_node(node: TrainNode, command: str, source: str) -> Problem | None:
         f"cd {shlex.quote(node.workdir)} && {prefix}{python} -c 'import torch' && "
         f"{prefix}{python} -m loadgen.train {command} {shlex.quote(SPEC_FILE)} --check"
     )
-    done = node.shell.run(check, timeout=120)
+    done = run_bash(node, check, timeout=120)
     if done.exit_code == 0:
         return None
     detail = (done.stderr or done.stdout).strip().splitlines()
