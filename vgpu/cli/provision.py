@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 from typing import Annotated
@@ -17,7 +18,7 @@ from vgpu.plan import build_plan
 from vgpu.provision.adapter import HarnessOptions, jobs_from_plan, missing_addresses
 from vgpu.provision.display import LiveTable, summary
 from vgpu.provision.fanout import Job, provision_all
-from vgpu.provision.redact import Redactor
+from vgpu.provision.redact import RedactingFilter, Redactor
 from vgpu.provision.report import RunReport
 from vgpu.provision.targets import ConnectOptions
 
@@ -40,6 +41,8 @@ def run_provision(jobs: list[Job], *, scenario_id: str, options: ConnectOptions,
                   log_dir: Path, state_dir: Path, dry_run: bool, concurrency: int) -> RunReport:
     """Fan out with a live table, print the summary; raise RemoteError if any host failed."""
     redactor = Redactor()
+    for handler in logging.getLogger().handlers:  # whatever logging the user configured
+        handler.addFilter(RedactingFilter(redactor))
     table = LiveTable([job.target.name for job in jobs], redactor)
     run_dir = log_dir / f"{scenario_id}-{time.strftime('%Y%m%d-%H%M%S')}"
     with table.live(console):
