@@ -88,6 +88,8 @@ def test_foreign_instance_is_kept_and_counted_as_occupied(
                                                           ("3g.40gb", "bm3-3g")]
     ours = mig_devices_for_bench(sim, store=store, only_created=True)
     assert [(d.profile, d.start) for d in ours] == [("3g.40gb", 4)]
+    again = apply_layout(sim, layout_of("bm3"), store)
+    assert again.already_applied and again.created[0].uuid == result.created[0].uuid
     destroy_layout(sim, 0, store)
     assert _layout(sim) == [("2g.20gb", 0)]
     assert sim.gpu_instances(0)[0].id == foreign.id
@@ -222,3 +224,36 @@ def test_simulator_refuses_like_the_driver(sim: SimulatedGpuBackend) -> None:
     with pytest.raises(MigError) as off:
         SimulatedGpuBackend(["A100-80GB"]).create_gpu_instance(0, 19, 0, 1)
     assert off.value.code == errors.NOT_SUPPORTED
+
+
+def test_instances_removed_behind_vgpus_back_are_forgotten_and_recreated(
+        sim: SimulatedGpuBackend, store: StateStore) -> None:
+    first = {c.owner: c.uuid for c in apply_layout(sim, layout_of("bm6"), store).created}
+    for gi in sim.gpu_instances(0):
+        if gi.start == 4:
+            sim.destroy_compute_instance(0, gi.id, gi.compute_instances[0].id)
+            sim.destroy_gpu_instance(0, gi.id)
+    notes: list[str] = []
+
+    result = apply_layout(sim, layout_of("bm6"), store, log=notes.append)
+
+    assert any("2g.20gb@4 (bm6-2g) that vgpu created is gone" in n for n in notes)
+    assert _layout(sim) == [("1g.10gb", 6), ("2g.20gb", 4), ("4g.40gb", 0)]
+    assert sorted(c.owner for c in result.created) == ["bm6-1g", "bm6-2g", "bm6-4g"]
+    assert len(result.devices) == 3
+    # Only the missing instance was created; the others kept their MIG devices.
+    assert [a for a in result.actions if a.startswith("created")] == [
+        "created 2g.20gb@4 for bm6-2g (GPU instance 2, compute instance 0)"]
+    now = {c.owner: c.uuid for c in result.created}
+    assert now["bm6-4g"] == first["bm6-4g"] and now["bm6-1g"] == first["bm6-1g"]
+    assert now["bm6-2g"] != first["bm6-2g"]
+
+
+def test_an_earlier_layout_in_use_blocks_a_new_one(sim: SimulatedGpuBackend,
+                                                  store: StateStore) -> None:
+    apply_layout(sim, layout_of("bm6"), store)
+    busy = next(gi for gi in sim.gpu_instances(0) if gi.start == 0)
+    sim.set_instance_busy(0, busy.id, [99])
+    with pytest.raises(LayoutError, match="earlier vgpu layout could not be removed"):
+        apply_layout(sim, layout_of("bm8"), store)
+    assert ("4g.40gb", 0) in _layout(sim)

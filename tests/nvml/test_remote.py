@@ -13,10 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from vgpu import catalog
 from vgpu.errors import InputError
 from vgpu.nvml.errors import LayoutError
-from vgpu.nvml.remote import RemoteMig, bundle
+from vgpu.nvml.remote import RemoteMig, apply_plan_on_host, bundle
 from vgpu.nvml.simulator import SimulatedGpuBackend
+from vgpu.plan import build_plan
 from vgpu.provision.local import LocalTransport
 
 from .conftest import layout_of
@@ -66,3 +68,15 @@ def test_remote_errors_keep_their_kind(tmp_path: Path, remote: RemoteMig) -> Non
         remote.apply(layout_of("bm8"))
     with pytest.raises(LayoutError, match="bm-host: MIG mode on GPU 0 is now disabled"):
         remote.apply(layout_of("bm8"), enable_mig=True)
+
+
+def test_apply_plan_on_host_creates_that_hosts_layout(tmp_path: Path, remote: RemoteMig) -> None:
+    SimulatedGpuBackend(["A100-80GB"], state_file=tmp_path / "simgpu.json", mig_enabled=True)
+    plan = build_plan(catalog.load("bm7"))
+
+    [result] = apply_plan_on_host(remote.transport, plan, plan.hosts[0], python=sys.executable,
+                                  sudo=False, env=remote.env)
+
+    assert sorted((c["profile"], c["start"], c["owner"]) for c in result["created"]) == [
+        ("1g.10gb", 6, "bm7-1g"), ("2g.20gb", 0, "bm7-2g-1"), ("2g.20gb", 2, "bm7-2g-2"),
+        ("2g.20gb", 4, "bm7-2g-3")]

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from vgpu.cli import app
-from vgpu.cli.common import console, scenario_from_args
+from vgpu.cli.common import console, inventory_from_args, scenario_from_args
 from vgpu.errors import InputError
 from vgpu.nvml.backend import GpuBackend
 from vgpu.nvml.catalogue_check import check_catalogue
@@ -90,6 +90,11 @@ def apply(
                                                  help="catalogue scenario id, e.g. bm6")] = None,
     gpu: Annotated[list[int] | None, typer.Option(
         "--gpu", help="local GPU index for each planned GPU (repeat; default 0, 1, ...)")] = None,
+    inventory: Annotated[Path | None, typer.Option(
+        "--inventory", "-i", help="inventory YAML naming the bare-metal hosts")] = None,
+    host: Annotated[str | None, typer.Option(
+        "--host", help="this machine's name in the inventory (plans over several hosts)")]
+        = None,
     enable_mig: Annotated[bool, typer.Option(
         "--enable-mig", help="switch MIG mode on if it is off (needs a GPU reset)")] = False,
     replace_existing: Annotated[bool, typer.Option(
@@ -103,7 +108,9 @@ def apply(
     """Create a bare-metal scenario's MIG layout on this machine and verify it."""
     sc = scenario_from_args(file, scenario)
     source = sc.source or f"scenario {sc.id}"
-    specs = layouts_from_plan(build_plan(sc), gpu)
+    inv = inventory_from_args(inventory)
+    plan = build_plan(sc, inv, inventory_name=str(inventory) if inventory else None)
+    specs = layouts_from_plan(plan, gpu, host=host)
     if state_file is not None and len(specs) > 1:
         raise InputError.single("command line", "--state-file", "one state file cannot hold "
                                 f"the layouts of {len(specs)} GPUs", fix="leave it out")

@@ -24,6 +24,9 @@ def layouts_from_plan(plan: Plan, gpus: list[int] | None = None,
         raise InputError.single(source, "vms", f"the plan puts MIG slices on {len(hosts)} "
                                 f"hosts ({', '.join(hosts)})",
                                 fix="run `vgpu mig apply` on each host with --host NAME")
+    if host is not None and host not in plan.hosts:
+        raise InputError.single("command line", "--host", f"the plan has no host '{host}'",
+                                fix=f"use one of {', '.join(plan.hosts)}")
     wanted = host or (hosts[0] if hosts else None)
     planned = [g for g in plan.gpus if g.mode == "mig" and g.host == wanted]
     if not planned:

@@ -123,16 +123,19 @@ def ensure_mig_enabled(backend: GpuBackend, gpu: int, *, enable: bool, dry_run: 
     return [f"enabled MIG mode on GPU {gpu}"]
 
 
-def _targets(spec: LayoutSpec, foreign: list[GpuInstance],
+def _targets(spec: LayoutSpec, wanted: list[SliceSpec], held: list[GpuInstance],
              profiles: list[GpuInstanceProfile], log: Log) -> list[SliceSpec] | str:
-    """The planned slices, moved around held instances if needed; or why they cannot fit."""
+    """Placements for ``wanted`` (slices of ``spec``) beside the ``held`` instances: the
+    planned starts where they are free, else the solver's; or why they cannot fit."""
     model = spec.gpu_model
     occupied = [mig.Placement(model.profile(_name_of(profiles, model, gi.profile_id)),
-                              gi.start, owner=f"GPU instance {gi.id}") for gi in foreign]
-    planned = spec.placements()
-    if not any(p.overlaps(o) for p in planned for o in occupied) and mig.is_placeable(
-            model, [p.profile for p in planned], occupied=occupied):
-        return list(spec.slices)
+                              gi.start, owner=f"GPU instance {gi.id}") for gi in held]
+    planned = [mig.Placement(model.profile(s.profile), s.start, owner=s.owner) for s in wanted]
+    fits_as_planned = not any(p.overlaps(o) for p in planned for o in occupied) and not any(
+        a.overlaps(b) for i, a in enumerate(planned) for b in planned[i + 1:])
+    if fits_as_planned and mig.is_placeable(model, [p.profile for p in planned],
+                                            occupied=occupied):
+        return list(wanted)
     result = mig.solve(model, [p.profile for p in planned], occupied=occupied)
     if not result.ok or result.placements is None:
         text = result.reason or "no placement"
@@ -141,8 +144,8 @@ def _targets(spec: LayoutSpec, foreign: list[GpuInstance],
                 f"{s.description} ({' + '.join(s.profiles)})" for s in result.suggestions)
         return text
     moved = [SliceSpec(s.profile, pl.start, s.owner)
-             for s, pl in zip(spec.slices, result.placements, strict=True)]
-    for old, new in zip(spec.slices, moved, strict=True):
+             for s, pl in zip(wanted, result.placements, strict=True)]
+    for old, new in zip(wanted, moved, strict=True):
         if old.start != new.start:
             log(f"note: {new.owner} ({new.profile}) goes to start {new.start} instead of the "
                 f"planned {old.start}: held instances occupy the planned slices")
@@ -184,25 +187,33 @@ def apply_layout(backend: GpuBackend, spec: LayoutSpec, store: StateStore, *,
     if fresh or not (state.created or state.before):
         state.before = [SavedInstance.of(gi, _name_of(profiles, model, gi.profile_id))
                         for gi in existing]
+    live = {(gi.id, gi.profile_id, gi.start) for gi in existing}
+    for c in [c for c in state.created if (c.gpu_instance_id, c.profile_id, c.start) not in live]:
+        log(f"note: {c.profile}@{c.start} ({c.owner}) that vgpu created is gone; forgotten")
+        state.created.remove(c)
     ours = [gi for gi in existing if state.is_ours(gi)]
     foreign = [gi for gi in existing if not state.is_ours(gi)]
 
-    if ours and _matches(state, ours, spec):
+    recorded = {(c.owner, c.profile) for c in state.created}
+    missing = [s for s in spec.slices if (s.owner, s.profile) not in recorded]
+    keep_ours = bool(ours) and recorded <= {(s.owner, s.profile) for s in spec.slices}
+    if keep_ours and not missing:
         devices, problems = verify_layout(backend, gpu, state.created)
         if not problems:
             result.already_applied = True
             result.created, result.devices = list(state.created), devices
             result.actions.append(f"GPU {gpu} already has this layout; nothing to do")
             return result
-    if ours:
-        # A previous layout of ours that differs from this one: it makes room.
-        if dry_run:
-            result.actions += [f"would destroy earlier vgpu instance {c.profile}@{c.start}"
-                               for c in state.created]
-        else:
-            result.actions += _destroy_created(backend, gpu, state, store, log).actions
-
-    targets = _targets(spec, foreign, profiles, log)
+        keep_ours = False
+    targets = _targets(spec, missing, foreign + ours, profiles, log) if keep_ours else None
+    if isinstance(targets, list):
+        result.actions += [f"kept {c.profile}@{c.start} for {c.owner}" for c in state.created]
+    else:
+        # An earlier layout of ours that differs from this one (or blocks it) makes room.
+        if ours:
+            result.actions += _clear_ours(backend, gpu, state, store, dry_run, log)
+        missing = list(spec.slices)
+        targets = _targets(spec, missing, foreign, profiles, log)
     if isinstance(targets, str):
         if not replace_existing:
             held = ", ".join(f"{_name_of(profiles, model, gi.profile_id)}@{gi.start} "
@@ -237,10 +248,17 @@ def apply_layout(backend: GpuBackend, spec: LayoutSpec, store: StateStore, *,
     return result
 
 
-def _matches(state: LayoutState, ours: list[GpuInstance], spec: LayoutSpec) -> bool:
-    have = sorted((c.profile, c.owner) for c in state.created)
-    want = sorted((s.profile, s.owner) for s in spec.slices)
-    return have == want and len(ours) == len(state.created)
+def _clear_ours(backend: GpuBackend, gpu: int, state: LayoutState, store: StateStore,
+                dry_run: bool, log: Log) -> list[str]:
+    if dry_run:
+        return [f"would destroy earlier vgpu instance {c.profile}@{c.start}"
+                for c in state.created]
+    cleared = _destroy_created(backend, gpu, state, store, log)
+    if cleared.left:
+        raise LayoutError(f"GPU {gpu}: the earlier vgpu layout could not be removed: "
+                          + "; ".join(cleared.left) + ". Stop the processes on those MIG "
+                          "devices and run this again")
+    return cleared.actions
 
 
 def _replace_foreign(backend: GpuBackend, gpu: int, foreign: list[GpuInstance],

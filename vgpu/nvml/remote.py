@@ -11,12 +11,15 @@ import json
 import shlex
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vgpu.errors import InputError, RemoteError
 from vgpu.nvml.errors import LayoutError
 from vgpu.nvml.spec import LayoutSpec
 from vgpu.provision.transport import Transport
+
+if TYPE_CHECKING:
+    from vgpu.model.plan import Plan
 
 _PACKAGE = Path(__file__).resolve().parent.parent
 # Modules the JSON program needs; the planner side (from_plan, pydantic) stays behind.
@@ -102,3 +105,16 @@ class RemoteMig:
 
     def destroy(self, gpu: int = 0, *, restore: bool = False) -> dict[str, Any]:
         return self.call(["destroy", "--gpu", str(gpu), *(["--restore"] if restore else [])])
+
+
+def apply_plan_on_host(transport: Transport, plan: Plan, host: str, *,
+                       enable_mig: bool = False, dry_run: bool = False,
+                       python: str = "python3", sudo: bool = True,
+                       env: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """Create the MIG layout a bare-metal plan gives ``host`` on that host (one result per
+    GPU, each with the created instances and their MIG UUIDs)."""
+    from vgpu.nvml.from_plan import layouts_from_plan  # the planner side: pydantic
+
+    remote = RemoteMig(transport, python=python, sudo=sudo, env=env)
+    return [remote.apply(spec, enable_mig=enable_mig, dry_run=dry_run)
+            for spec in layouts_from_plan(plan, host=host)]
