@@ -168,6 +168,7 @@ def test_passthrough_training_vm_gets_two_whole_gpus_by_pci_address(
     backings = sorted((d.backing.id, d.backing.vendorId, d.backing.deviceId)  # type: ignore[attr-defined]
                       for d in vm.passthrough_devices)  # type: ignore[attr-defined]
     assert backings == [("0000:17:00.0", 0x10DE, "20b5"), ("0000:37:00.0", 0x10DE, "20b5")]
+    assert all(d.backing.systemId for d in vm.passthrough_devices)  # type: ignore[attr-defined]
     assert vm.vgpus == ()  # type: ignore[attr-defined]
     assert vm.extra_config["pciPassthru.64bitMMIOSizeGB"] == "512"  # type: ignore[attr-defined]
     code, out, _ = run_cli(["apply", scenario, "-i", inventory])

@@ -166,12 +166,21 @@ class Executor:
         want = run.change.desired
         assert want is not None
         have: VmActual | None = run.change.actual
-        system_id = ""
-        if want.passthrough:
-            system_id = self._host_ref(want.host).hardware.systemInfo.uuid
-        spec = specs.reconfigure_spec(want, have, system_id)
+        system_ids = self._passthrough_system_ids(run, want.host) if want.passthrough else {}
+        spec = specs.reconfigure_spec(want, have, system_ids)
         if spec is not None:
             run.task("reconfigure", run.vm.ReconfigVM_Task, spec=spec)
+
+    def _passthrough_system_ids(self, run: _VmRun, host: str) -> dict[str, str]:
+        """PCI address -> system id, as the host's config target lists its passthrough
+        devices; the host's hardware UUID where the target lists none (the simulator)."""
+        host_ref = self._host_ref(host)
+        target = run.vm.environmentBrowser.QueryConfigTarget(host=host_ref)
+        listed = {p.pciDevice.id: p.systemId for p in target.pciPassthrough or []
+                  if getattr(p, "pciDevice", None) is not None}
+        fallback = host_ref.hardware.systemInfo.uuid
+        return {d.pci_id: listed.get(d.pci_id, fallback)
+                for d in (run.change.desired.passthrough if run.change.desired else ())}
 
     def _customize(self, run: _VmRun) -> None:
         want = run.change.desired

@@ -49,12 +49,14 @@ def _vgpu_device_changes(want: VmDesired, have: VmActual | None) -> list[Any]:
 
 
 def _passthrough_backing(device: PassthroughDevice, system_id: str) -> Any:
+    # deviceId is the hex string vSphere lists in QueryConfigTarget().pciPassthrough.
     return vim.vm.device.VirtualPCIPassthrough.DeviceBackingInfo(
         id=device.pci_id, deviceId=format(device.device_id, "x"), systemId=system_id,
         vendorId=device.vendor_id, deviceName="")
 
 
-def _passthrough_changes(want: VmDesired, have: VmActual | None, system_id: str) -> list[Any]:
+def _passthrough_changes(want: VmDesired, have: VmActual | None,
+                         system_ids: dict[str, str]) -> list[Any]:
     wanted = {d.pci_id: d for d in want.passthrough}
     changes: list[Any] = []
     present: set[str] = set()
@@ -69,13 +71,15 @@ def _passthrough_changes(want: VmDesired, have: VmActual | None, system_id: str)
             operation=vim.vm.device.VirtualDeviceSpec.Operation.add,
             device=vim.vm.device.VirtualPCIPassthrough(
                 key=NEW_DEVICE_KEY_BASE - 100 - len(changes),
-                backing=_passthrough_backing(wanted[pci_id], system_id))))
+                backing=_passthrough_backing(wanted[pci_id], system_ids.get(pci_id, "")))))
     return changes
 
 
-def reconfigure_spec(want: VmDesired, have: VmActual | None, system_id: str = "") -> Any | None:
+def reconfigure_spec(want: VmDesired, have: VmActual | None,
+                     system_ids: dict[str, str] | None = None) -> Any | None:
     """Only what differs from ``have`` (everything for a fresh clone, ``have=None``);
-    None when nothing differs."""
+    None when nothing differs. ``system_ids`` maps passthrough PCI addresses to the host
+    system id their backing needs."""
     spec = vim.vm.ConfigSpec()
     changed = False
     if have is None or have.num_cpus != want.num_cpus:
@@ -92,7 +96,8 @@ def reconfigure_spec(want: VmDesired, have: VmActual | None, system_id: str = ""
     extra = {k: v for k, v in want.all_extra_config().items() if current.get(k) != v}
     if extra:
         spec.extraConfig, changed = option_values(extra), True
-    devices = _vgpu_device_changes(want, have) + _passthrough_changes(want, have, system_id)
+    devices = _vgpu_device_changes(want, have) + _passthrough_changes(want, have,
+                                                                      system_ids or {})
     if devices:
         spec.deviceChange, changed = devices, True
     return spec if changed else None
