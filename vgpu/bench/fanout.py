@@ -8,6 +8,7 @@ scenario's instances together or not at all."""
 from __future__ import annotations
 
 import json
+import shlex
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from vgpu.bench.targets import Target
+from vgpu.errors import RemoteError
 from vgpu.provision.transport import RemoteProcess
 
 READY_LINE = "VGPU-HARNESS READY"
@@ -126,7 +128,7 @@ def _stage(target: Target, tag: str, spec: dict[str, Any], log_dir: Path) -> str
         remote_dir = str(log_dir)
     else:
         remote_dir = target.work_dir(tag)
-        target.transport.run(f"mkdir -p {remote_dir}", check=True)
+        target.transport.run(f"mkdir -p {shlex.quote(remote_dir)}", check=True)
     target.transport.put(json.dumps(spec, indent=2), f"{remote_dir}/spec.json")
     return remote_dir
 
@@ -138,7 +140,7 @@ def _collect(running: _Running) -> None:
         for name in (RESULT_FILE, *LOG_FILES):
             try:
                 target.transport.get(f"{running.remote_dir}/{name}", outcome.log_dir / name)
-            except (OSError, Exception):  # a missing file is reported through the record
+            except (OSError, RemoteError):  # a missing file shows up as a missing record
                 continue
     result_path = outcome.log_dir / RESULT_FILE
     if result_path.exists():

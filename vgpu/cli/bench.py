@@ -19,8 +19,8 @@ from vgpu.bench.session import run_bench
 from vgpu.bench.summary import as_json, render
 from vgpu.bench.targets import Target
 from vgpu.bench.workload import BenchOverrides
-from vgpu.cli import app
-from vgpu.cli.common import console, scenario_from_args
+from vgpu.cli import app, common
+from vgpu.cli.common import scenario_from_args
 from vgpu.errors import InputError, RemoteError, VerdictFailed
 from vgpu.model.load import load_inventory
 from vgpu.model.scenario import Scenario
@@ -86,7 +86,7 @@ def bench(
             raise InputError.single(sc.source or "scenario", "--workload",
                                     f"no workload named '{name}'",
                                     fix=f"use one of: {', '.join(known)}")
-    out = Console(stderr=True) if as_json_flag else console
+    out = Console(stderr=True) if as_json_flag else common.console
     with ResultStore.open(db) as store:
         if inventory is not None:
             targets, notes = _inventory_targets(sc, inventory, store.logs_root / "ssh")
@@ -171,7 +171,7 @@ def results(
                 "-" if run.sync_skew_s is None else f"{run.sync_skew_s * 1e3:.1f}",
                 run.reason or "",
             )
-        console.print(table)
+        common.console.print(table)
 
 
 @baseline_app.command("set")
@@ -185,7 +185,7 @@ def baseline_set(
     with ResultStore.open(db) as store:
         chosen = store.set_baseline(run_id, name)
         runs = store.runs(series_id=chosen.series_id, status="ok")
-    console.print(f"baseline '{chosen.name}' = series {chosen.series_id[:8]} "
+    common.console.print(f"baseline '{chosen.name}' = series {chosen.series_id[:8]} "
                   f"({len(runs)} ok run(s): {', '.join(str(r.id) for r in runs)})")
 
 
@@ -194,7 +194,7 @@ def baseline_list(db: DbOpt = DEFAULT_DB) -> None:
     """List named baselines."""
     with ResultStore.open(db) as store:
         for item in store.baselines():
-            console.print(f"{item.name}: run {item.run_id}, series {item.series_id[:8]}")
+            common.console.print(f"{item.name}: run {item.run_id}, series {item.series_id[:8]}")
 
 
 def _references(path: Path) -> dict[str, Reference]:
@@ -234,9 +234,9 @@ def _print_comparison(comparison: Comparison) -> None:
             "-" if c.mdd_pct is None else f"{c.mdd_pct:.2f}%", c.band.describe(),
             f"[{_STYLE[c.verdict]}]{c.verdict}[/]",
         )
-    console.print(table)
-    console.print(f"candidate: {comparison.candidate}\nreference: {comparison.reference}")
-    console.print(f"verdict: [{_STYLE[comparison.verdict]}]{comparison.verdict}[/]")
+    common.console.print(table)
+    common.console.print(f"candidate: {comparison.candidate}\nreference: {comparison.reference}")
+    common.console.print(f"verdict: [{_STYLE[comparison.verdict]}]{comparison.verdict}[/]")
 
 
 @app.command()
@@ -325,4 +325,4 @@ def report(
         png_dir = markdown.parent / f"{markdown.stem}-png"
     written = write_report(built, out, markdown, png_dir)
     for path in written:
-        console.print(f"wrote {path}")
+        common.console.print(f"wrote {path}")

@@ -1,0 +1,88 @@
+"""Bad input to the bench and results commands: exit code 2, a message naming the file or
+flag, the field and the fix, and nothing written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.core.cli import run_cli
+from vgpu.results.records import InstanceResult, RunStart
+from vgpu.results.store import ResultStore
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    path = tmp_path / "r.db"
+    with ResultStore.open(path) as store:
+        for series, value in (("a", 100.0), ("a", 101.0), ("b", 80.0), ("b", 81.0)):
+            store.record_run(
+                RunStart(series_id=series, scenario_id="6", scenario_name="s6", workload="w",
+                         target_kind="vm" if series == "a" else "bare-metal"),
+                "ok", instances=[InstanceResult(name="i", status="ok", throughput=value)])
+    return path
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["bench", "--scenario", "6", "--runs", "0"], ["--runs", "must be >= 1", "fix:"]),
+    (["bench", "--scenario", "6", "--duration", "-1"], ["--duration", "must be > 0"]),
+    (["bench", "--scenario", "6", "--workload", "nope"],
+     ["mig_4g_2g_1g.yaml --workload", "no workload named 'nope'", "resnet50-offline"]),
+    (["bench", "--scenario", "99"], ["no scenario with id '99'"]),
+])
+def test_bench_input_errors_exit_2_before_anything_runs(
+    args: list[str], words: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, _out, err = run_cli(args)
+    assert code == 2
+    for word in words:
+        assert word in err
+    assert list(tmp_path.iterdir()) == []  # no database, no report
+
+
+def test_results_without_a_database(tmp_path: Path) -> None:
+    code, _out, err = run_cli(["results", "--db", str(tmp_path / "none.db")])
+    assert code == 2 and "no results database here" in err
+    assert not (tmp_path / "none.db").exists()
+
+
+def test_compare_needs_exactly_one_reference(db: Path) -> None:
+    code, _out, err = run_cli(["compare", "1", "--db", str(db)])
+    assert code == 2 and "give exactly one of them" in err
+    code, _out, err = run_cli(["compare", "1", "3", "--kind", "sideways", "--db", str(db)])
+    assert code == 2 and "--kind" in err
+
+
+def test_compare_json_and_fail_exit_code(db: Path) -> None:
+    code, out, _err = run_cli(["compare", "1", "3", "--db", str(db), "--json"])
+    verdict = json.loads(out)
+    assert verdict["kind"] == "vm-vs-bare-metal"
+    assert verdict["checks"][0]["difference_pct"] == pytest.approx((100.5 / 80.5 - 1) * 100)
+    assert (verdict["verdict"], code) == ("PASS", 0)
+    code, out, _err = run_cli(["compare", "3", "1", "--db", str(db)])
+    assert code == 3 and "FAIL" in out
+
+
+def test_references_file_errors_name_the_file_and_field(db: Path, tmp_path: Path) -> None:
+    refs = tmp_path / "refs.yaml"
+    refs.write_text("system_throughput: {value: fast}\n")
+    code, _out, err = run_cli(["compare", "1", "--references", str(refs), "--db", str(db)])
+    assert code == 2 and "refs.yaml system_throughput.value" in err
+    refs.write_text("nonsense: {value: 1}\n")
+    code, _out, err = run_cli(["compare", "1", "--references", str(refs), "--db", str(db)])
+    assert code == 2 and "no metric nonsense" in err
+    refs.write_text("system_throughput: {value: 100, lower: -0.5, upper: 0.5}\n")
+    code, out, _err = run_cli(["compare", "1", "--references", str(refs), "--db", str(db)])
+    assert code == 0 and "PASS" in out
+
+
+def test_baseline_set_and_list(db: Path) -> None:
+    code, out, _err = run_cli(["baseline", "set", "3", "--name", "bm", "--db", str(db)])
+    assert code == 0 and "2 ok run(s): 3, 4" in out
+    code, out, _err = run_cli(["baseline", "list", "--db", str(db)])
+    assert "bm: run 3" in out
+    code, _out, err = run_cli(["baseline", "set", "42", "--db", str(db)])
+    assert code == 2 and "no run 42" in err
