@@ -38,14 +38,6 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 def test_command_sets_rendezvous_and_comm_environment(tmp_path: Path) -> None:
     nodes = [_node(tmp_path, "a"), _node(tmp_path, "b")]
     launch = Launch(nodes, 2, "train", TINY, master_port=29611,
@@ -136,3 +128,40 @@ def test_bad_spec_on_a_node_is_an_input_error_before_launch(tmp_path: Path) -> N
     launch = Launch([_node(tmp_path, "n")], 1, "train", {**TINY, "batch_size": 0})
     with pytest.raises(InputError, match="node n: the harness rejected the training spec"):
         preflight.check_nodes_ready(launch, "x.yaml")
+
+
+DRIVER = """
+import sys
+from pathlib import Path
+from vgpu.provision.local import LocalTransport
+from vgpu.train.launch import Launch, TrainNode, run_launch
+node = TrainNode(name="n", shell=LocalTransport(), address="127.0.0.1", workdir=sys.argv[1],
+                 python=sys.executable)
+spec = {"schema_version": 1, "model": "resnet-tiny", "image_size": 16, "batch_size": 4,
+        "warmup_steps": 1, "measured_steps": 100000}
+run_launch(Launch([node], 2, "train", spec), Path(sys.argv[1]) / "local-out")
+"""
+
+
+@pytest.mark.slow
+def test_ctrl_c_ends_every_rank(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+
+    workdir = tmp_path / "node"
+    driver = subprocess.Popen([sys.executable, "-c", DRIVER, str(workdir)],
+                              stderr=subprocess.PIPE, text=True)
+    pid_file = workdir / PID_FILE
+    deadline = time.monotonic() + 120
+    while not (pid_file.exists() and pid_file.read_text().strip()):
+        assert driver.poll() is None, driver.stderr.read() if driver.stderr else ""
+        assert time.monotonic() < deadline, "torchrun never started"
+        time.sleep(0.2)
+    group = int(pid_file.read_text())
+    time.sleep(3)  # let the ranks get going
+    driver.send_signal(signal.SIGINT)
+    _, stderr = driver.communicate(timeout=60)
+    assert driver.returncode != 0 and "KeyboardInterrupt" in stderr
+    with pytest.raises(ProcessLookupError):
+        os.killpg(group, 0)
+    assert not pid_file.exists()
