@@ -142,6 +142,11 @@ def test_password_less_ssh_between_the_scenario_vms(tmp_path: Path) -> None:
             assert step.outcome is Outcome.CHANGED and "reached 2 peers" in step.detail
         second = provision(jobs(lab, req), tmp_path, "mesh2")
         assert [h.step("passwordless-ssh").outcome for h in second.hosts] == [Outcome.OK] * 3
+        everyone = jobs(lab, req)
+        one = provision_all(everyone[:1], options=FAST, log_dir=tmp_path / "mesh3",
+                            state_dir=tmp_path / "state", scenario="t",
+                            mesh_members=everyone)  # one VM again: its peers stay listed
+        assert one.hosts[0].step("passwordless-ssh").outcome is Outcome.OK
         key = (tmp_path / "state" / "ssh-mesh" / "t" / "id_ed25519.pub").read_text().strip()
         for host in lab.hosts:
             assert key in (host.home / ".ssh" / "authorized_keys").read_text()

@@ -38,7 +38,8 @@ def _inventory_path(path: Path | None) -> Path:
 
 
 def run_provision(jobs: list[Job], *, scenario_id: str, options: ConnectOptions,
-                  log_dir: Path, state_dir: Path, dry_run: bool, concurrency: int) -> RunReport:
+                  log_dir: Path, state_dir: Path, dry_run: bool, concurrency: int,
+                  all_jobs: list[Job] | None = None) -> RunReport:
     """Fan out with a live table, print the summary; raise RemoteError if any host failed."""
     redactor = Redactor()
     for handler in logging.getLogger().handlers:  # whatever logging the user configured
@@ -49,7 +50,7 @@ def run_provision(jobs: list[Job], *, scenario_id: str, options: ConnectOptions,
         report = provision_all(jobs, options=options, log_dir=run_dir,
                                state_dir=state_dir.expanduser(), scenario=scenario_id,
                                dry_run=dry_run, concurrency=concurrency, redactor=redactor,
-                               on_event=table.event)
+                               on_event=table.event, mesh_members=all_jobs)
     console.print(summary(report, redactor))
     console.print(f"logs: {run_dir}")
     if report.failed_hosts:
@@ -105,12 +106,12 @@ def provision(
                                 f"no IP address for {', '.join(missing)}",
                                 fix="add network.static entries or an ip_pool")
     wanted = set(host or [])
-    jobs = jobs_from_plan(plan, sc, inv, inventory_dir=inventory_path.parent,
-                          harness=HarnessOptions(install_requirements=harness_deps,
-                                                 python=harness_python,
-                                                 extra_site_dirs=tuple(harness_site or ())),
-                          only=wanted or None)
-    unknown = wanted - {job.target.name for job in jobs}
+    all_jobs = jobs_from_plan(plan, sc, inv, inventory_dir=inventory_path.parent,
+                              harness=HarnessOptions(install_requirements=harness_deps,
+                                                     python=harness_python,
+                                                     extra_site_dirs=tuple(harness_site or ())))
+    jobs = [job for job in all_jobs if not wanted or job.target.name in wanted]
+    unknown = wanted - {job.target.name for job in all_jobs}
     if unknown:
         raise InputError.single("command line", "--host",
                                 f"{', '.join(sorted(unknown))} not in the plan",
@@ -119,4 +120,5 @@ def provision(
                              command_timeout=inv.ssh.command_timeout_s, retries=retries,
                              accept_new_host_keys=accept_new_host_keys)
     run_provision(jobs, scenario_id=sc.id, options=options, log_dir=log_dir,
-                  state_dir=state_dir, dry_run=dry_run, concurrency=concurrency)
+                  state_dir=state_dir, dry_run=dry_run, concurrency=concurrency,
+                  all_jobs=all_jobs)

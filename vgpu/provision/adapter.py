@@ -109,7 +109,7 @@ def _vm_expectations(vm: PlannedVM) -> tuple[list[str], list[str]]:
 
 def jobs_from_plan(
     plan: Plan, scenario: Scenario, inventory: Inventory, *, inventory_dir: Path,
-    harness: HarnessOptions | None = None, only: set[str] | None = None,
+    harness: HarnessOptions | None = None,
 ) -> list[Job]:
     """One job per VM (vSphere) or per bare-metal host the plan uses."""
     spec = harness_spec(harness or HarnessOptions()) if "node-harness" in plan.guest_steps \
@@ -117,8 +117,6 @@ def jobs_from_plan(
     jobs: list[Job] = []
     if plan.platform == "vsphere":
         for vm in plan.vms:
-            if only and vm.name not in only:
-                continue
             if not vm.ip:
                 continue
             types, migs = _vm_expectations(vm)
@@ -131,8 +129,6 @@ def jobs_from_plan(
     for vm in plan.vms:
         by_host.setdefault(vm.host, []).append(vm)
     for host_name, vms in by_host.items():
-        if only and host_name not in only:
-            continue
         host = hosts[host_name]
         migs = [label for vm in vms for label in _vm_expectations(vm)[1]]
         jobs.append(Job(_target(host.name, host.address, host.ssh or inventory.ssh,

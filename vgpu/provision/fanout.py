@@ -109,7 +109,10 @@ def provision_all(
     redactor: Redactor | None = None,
     on_event: EventSink | None = None,
     transport_factory: TransportFactory | None = None,
+    mesh_members: Sequence[Job] | None = None,
 ) -> RunReport:
+    """Provision ``jobs`` in parallel. ``mesh_members``: every VM of the scenario, when only
+    some are provisioned now, so password-less SSH still lists all peers."""
     started = time.monotonic()
     preflight(jobs)
     redactor = redactor or Redactor()
@@ -138,7 +141,7 @@ def provision_all(
         connected = list(pool.map(connect, jobs))
 
     if any("passwordless-ssh" in job.requirements.steps for job in jobs):
-        mesh = mesh_spec(jobs, scenario, state_dir)
+        mesh = mesh_spec(mesh_members or jobs, scenario, state_dir)
         jobs = [dataclasses.replace(job, requirements=dataclasses.replace(
             job.requirements, mesh=mesh)) for job in jobs]
 
