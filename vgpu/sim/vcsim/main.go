@@ -152,7 +152,12 @@ func shapeHost(h *simulator.HostSystem, index int, c labConfig) {
 	product.Version = c.version
 	product.Build = c.build
 	product.FullName = fmt.Sprintf("VMware ESXi %s build-%s", c.version, c.build)
-	product.ApiVersion = c.version[:3] + ".0.0"
+	// ESXi reports its API version as the product version plus ".0" (8.0.2 -> 8.0.2.0).
+	parts := strings.SplitN(c.version, ".", 3)
+	for len(parts) < 3 {
+		parts = append(parts, "0")
+	}
+	product.ApiVersion = strings.Join(append(parts, "0"), ".")
 	h.Config.Product = product
 	h.Summary.Config.Product = &h.Config.Product
 	if c.disconnected[index] {
