@@ -13,11 +13,14 @@ from tests.labs.sshlab import SshLab, fake_driver_installer
 from vgpu.provision.errors import AuthError
 from vgpu.provision.fanout import Job, provision_all
 from vgpu.provision.hostlog import HostLog
+from vgpu.provision.local import LocalTransport
 from vgpu.provision.redact import Redactor
 from vgpu.provision.report import RunReport
+from vgpu.provision.requirements import GuestRequirements
 from vgpu.provision.ssh import SSHTransport
-from vgpu.provision.step import Outcome
+from vgpu.provision.step import HostContext, Outcome
 from vgpu.provision.steps.harness import harness_paths
+from vgpu.provision.targets import HostTarget
 from vgpu.provision.transport import SudoSettings
 
 pytestmark = pytest.mark.sshd
@@ -80,3 +83,12 @@ def test_sudo_password_from_file(tmp_path: Path) -> None:
             assert transport.run("id -u", sudo=True).stdout.strip() == "0"
         finally:
             transport.close()
+
+
+def test_read_files_returns_exact_contents_in_one_command(tmp_path: Path) -> None:
+    (tmp_path / "a").write_text("no newline at end")
+    (tmp_path / "b").write_text("two\nlines\n")
+    local = LocalTransport("local", home=tmp_path)
+    ctx = HostContext(HostTarget("local", "local", "me"), local, GuestRequirements(steps=()))
+    files = ctx.read_files([str(tmp_path / "a"), str(tmp_path / "b"), str(tmp_path / "gone")])
+    assert list(files.values()) == ["no newline at end", "two\nlines\n", ""]

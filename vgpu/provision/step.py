@@ -5,6 +5,8 @@ fine, or failed."""
 from __future__ import annotations
 
 import enum
+import shlex
+import uuid
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
@@ -62,6 +64,16 @@ class HostContext:
         """A system path (/etc/...) on this guest, under its system root."""
         root = self.target.system_root or (self.os.system_root if self.os else "/")
         return system_path if root in ("", "/") else root.rstrip("/") + system_path
+
+    def read_files(self, paths: list[str], sudo: bool = False) -> dict[str, str]:
+        """Several files in one round trip; a missing file reads as ""."""
+        marker = f"--vgpu-file-{uuid.uuid4().hex}--"
+        command = "; ".join(f"printf '%s\\n' {marker}; cat {shlex.quote(p)} 2>/dev/null"
+                            for p in paths)
+        parts = self.run(f"{command}; true", sudo=sudo).stdout.split(f"{marker}\n")[1:]
+        if len(parts) != len(paths):
+            raise StepFailed(self.name, "read-files", f"could not read {', '.join(paths)}")
+        return dict(zip(paths, parts, strict=True))
 
     def run(self, command: str, sudo: bool = False, timeout: float | None = None,
             stdin: str | None = None) -> CommandResult:

@@ -77,6 +77,10 @@ def with_lines(text: str, lines: list[str]) -> str:
 class MeshStep(Step):
     name = "passwordless-ssh"
 
+    def __init__(self) -> None:
+        self.stale: dict[str, str] = {}  # file -> desired text, from the latest check
+        self.key_stale = False
+
     def _mesh(self, ctx: HostContext) -> MeshSpec:
         mesh = ctx.requirements.mesh
         if mesh is None:
@@ -90,35 +94,37 @@ class MeshStep(Step):
         return {"key": f"{ssh}/id_vgpu_{mesh.scenario}", "auth": f"{ssh}/authorized_keys",
                 "known": f"{ssh}/known_hosts", "config": f"{ssh}/config"}
 
-    def _read(self, ctx: HostContext, path: str) -> str:
-        return ctx.run(f"cat {quote(path)} 2>/dev/null").stdout
-
-    def _desired(self, ctx: HostContext) -> dict[str, str]:
+    def _desired(self, ctx: HostContext, current: dict[str, str]) -> dict[str, str]:
         mesh, paths = self._mesh(ctx), self._paths(ctx)
         host_lines = [line for peer in mesh.peers for line in peer.host_key_lines]
         return {
-            "auth": with_lines(self._read(ctx, paths["auth"]), [mesh.public_key]),
-            "known": with_lines(self._read(ctx, paths["known"]), host_lines),
-            "config": replace_block(self._read(ctx, paths["config"]),
+            "auth": with_lines(current[paths["auth"]], [mesh.public_key]),
+            "known": with_lines(current[paths["known"]], host_lines),
+            "config": replace_block(current[paths["config"]],
                                     config_block(mesh, paths["key"]), mesh.scenario),
         }
 
     def check(self, ctx: HostContext) -> Check:
         mesh, paths = self._mesh(ctx), self._paths(ctx)
-        stale = [name for name, text in self._desired(ctx).items()
-                 if text != self._read(ctx, paths[name])]
-        if self._read(ctx, f"{paths['key']}.pub").strip() != mesh.public_key:
-            stale.append("key")
-        if stale:
-            return Check(False, f"to update: {', '.join(sorted(stale))}")
+        current = ctx.read_files([paths["auth"], paths["known"], paths["config"],
+                                  f"{paths['key']}.pub"])
+        self.stale = {name: text for name, text in self._desired(ctx, current).items()
+                      if text != current[paths[name]]}
+        names = sorted(self.stale)
+        if current[f"{paths['key']}.pub"].strip() != mesh.public_key:
+            names.append("key")
+        self.key_stale = "key" in names
+        if names:
+            return Check(False, f"to update: {', '.join(sorted(names))}")
         return Check(True, f"key {mesh.scenario}; {len(mesh.peers)} peers")
 
     def apply(self, ctx: HostContext) -> None:
         mesh, paths = self._mesh(ctx), self._paths(ctx)
         put = ctx.transport.put
-        put(mesh.private_key, paths["key"], mode=0o600)
-        put(mesh.public_key + "\n", f"{paths['key']}.pub", mode=0o644)
-        for name, text in self._desired(ctx).items():
+        if self.key_stale:
+            put(mesh.private_key, paths["key"], mode=0o600)
+            put(mesh.public_key + "\n", f"{paths['key']}.pub", mode=0o644)
+        for name, text in self.stale.items():
             put(text, paths[name], mode=0o600)
 
     def verify(self, ctx: HostContext) -> str:
