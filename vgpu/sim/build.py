@@ -91,6 +91,10 @@ def build(force: bool = False) -> Path:
         if result.returncode != 0:
             raise RemoteError(f"building the vSphere simulator failed:\n{result.stderr.strip()}")
         os.replace(out, target)
+    # Binaries of older sources are never used again (25 MB each).
+    for stale in target.parent.glob("vcsim-*"):
+        if stale != target and stale.is_file():
+            stale.unlink(missing_ok=True)
     return target
 
 
