@@ -152,3 +152,10 @@ def test_password_less_ssh_between_the_scenario_vms(tmp_path: Path) -> None:
             assert key in (host.home / ".ssh" / "authorized_keys").read_text()
             config = (host.home / ".ssh" / "config").read_text()
             assert config.count("# >>> vgpu scenario t >>>") == 1
+
+
+def test_missing_ssh_key_is_an_input_error(lab: SshLab, tmp_path: Path) -> None:
+    job = Job(target(lab.hosts[0], key_file=tmp_path / "no_key"),
+              requirements(tmp_path / "f", steps=("os-facts",)))
+    with pytest.raises(InputError, match=r"ssh.key_file: host vm-1: SSH key .*no_key does not"):
+        provision([job], tmp_path, "nokey")

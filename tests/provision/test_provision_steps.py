@@ -17,9 +17,11 @@ from vgpu.provision.local import LocalTransport
 from vgpu.provision.redact import Redactor
 from vgpu.provision.report import RunReport
 from vgpu.provision.requirements import GuestRequirements
+from vgpu.provision.runner import provision_host
 from vgpu.provision.ssh import SSHTransport
-from vgpu.provision.step import HostContext, Outcome
+from vgpu.provision.step import Check, HostContext, Outcome, Step
 from vgpu.provision.steps.harness import harness_paths
+from vgpu.provision.steps.system import OsFactsStep
 from vgpu.provision.targets import HostTarget
 from vgpu.provision.transport import SudoSettings
 
@@ -92,3 +94,22 @@ def test_read_files_returns_exact_contents_in_one_command(tmp_path: Path) -> Non
     ctx = HostContext(HostTarget("local", "local", "me"), local, GuestRequirements(steps=()))
     files = ctx.read_files([str(tmp_path / "a"), str(tmp_path / "b"), str(tmp_path / "gone")])
     assert list(files.values()) == ["no newline at end", "two\nlines\n", ""]
+
+
+class ExplodingStep(Step):
+    name = "exploding"
+
+    def check(self, ctx: HostContext) -> Check:
+        raise RuntimeError("boom")
+
+
+def test_unexpected_error_fails_that_host_only_and_is_logged(tmp_path: Path) -> None:
+    log = HostLog(tmp_path / "local.log", Redactor())
+    ctx = HostContext(HostTarget("local", "local", "me"),
+                      LocalTransport("local", log=log, home=tmp_path),
+                      GuestRequirements(steps=()))
+    report = provision_host(ctx, [ExplodingStep(), OsFactsStep()], "local")
+    assert [s.outcome for s in report.steps] == [Outcome.FAILED, Outcome.SKIPPED]
+    assert report.steps[0].detail == "unexpected error: RuntimeError('boom')"
+    assert "vgpu bug" in str(report.steps[0].fix)
+    assert "Traceback" in (tmp_path / "local.log").read_text()

@@ -46,6 +46,12 @@ def preflight(jobs: Sequence[Job], source: str = "inventory") -> None:
                 problems.append(Problem(source, field_path,
                                         f"host {job.target.name}, step {step.name}: {message}",
                                         fix=fix))
+        key = job.target.key_file
+        if key is not None and not key.expanduser().is_file():
+            problems.append(Problem(source, "ssh.key_file",
+                                    f"host {job.target.name}: SSH key {key} does not exist",
+                                    fix="point ssh.key_file at your private key, or unset it "
+                                        "to use the SSH agent"))
         try:
             job.target.sudo.read_password(job.target.name)
         except ProvisionError as exc:

@@ -4,6 +4,7 @@ connection is reconnected and the step re-run from its check (steps are idempote
 from __future__ import annotations
 
 import time
+import traceback
 from collections.abc import Callable
 
 from vgpu.provision.errors import ConnectionLost, ProvisionError
@@ -71,6 +72,13 @@ def provision_host(
                 result = StepReport(step.name, Outcome.FAILED, message,
                                     time.monotonic() - started, fix=exc.fix)
                 failed = True
+        except Exception as exc:  # a bug on one host must not stop the other hosts
+            transport.log.line(traceback.format_exc())
+            result = StepReport(step.name, Outcome.FAILED,
+                                transport.redactor.redact(f"unexpected error: {exc!r}"),
+                                time.monotonic() - started,
+                                fix="this is a vgpu bug: report it with the host log")
+            failed = True
         transport.log.line(f"[{step.name}] {result.outcome.value}: {result.detail}"
                            + (f" (fix: {result.fix})" if result.fix else ""))
         report.steps.append(result)
