@@ -5,7 +5,8 @@ side in one run with the two alternating so drift hits both alike.
     .venv/bin/python benchmarks/train_overhead.py [--model resnet50] [--image-size 224]
         [--batch 8] [--steps 5] [--warmup 2] [--rounds 3] [--threads N]
 
-Prints images/s of each and the ratio ours / plain (goal >= 0.97)."""
+Prints images/s of each (batch / median step time, robust to other load on the machine)
+and the ratio ours / plain (goal >= 0.97)."""
 
 from __future__ import annotations
 
@@ -45,13 +46,13 @@ def plain_loop(spec: TrainSpec) -> float:
         start = time.perf_counter()
         step()
         times.append(time.perf_counter() - start)
-    return spec.batch_size / statistics.fmean(times)
+    return spec.batch_size / statistics.median(times)
 
 
 def our_loop(spec: TrainSpec) -> float:
     ctx = init_rank(spec.device, spec.backend, spec.collective_timeout_s)
     timings = train_rank(spec, ctx)
-    return spec.batch_size / statistics.fmean(timings.step_times_s)
+    return spec.batch_size / statistics.median(timings.step_times_s)
 
 
 def main() -> None:

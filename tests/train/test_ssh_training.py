@@ -6,6 +6,7 @@ from __future__ import annotations
 import socket
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,13 +14,16 @@ import pytest
 pytest.importorskip("torch", reason="the train extra (torch) is not installed")
 
 from tests.labs.sshlab import SshLab, lab_available
-from vgpu.errors import InputError
+from vgpu.errors import InputError, PlanError
+from vgpu.model import load_scenario
+from vgpu.model.scenario import TrainingWorkload
 from vgpu.provision.hostlog import HostLog
 from vgpu.provision.redact import Redactor
 from vgpu.provision.ssh import SSHTransport
 from vgpu.provision.targets import ConnectOptions, HostTarget
 from vgpu.train import preflight
-from vgpu.train.launch import Launch, TrainNode, run_launch
+from vgpu.train.bench import Overrides, prepare_launch
+from vgpu.train.launch import Launch, TrainNode, run_launch, torchrun_command
 from vgpu.train.netenv import NetworkOptions, comm_environment
 
 pytestmark = [
@@ -62,8 +66,15 @@ def _free_port(address: str) -> int:
         return int(sock.getsockname()[1])
 
 
+@pytest.fixture
+def ssh_nodes(ssh_lab: tuple[SshLab, list[TrainNode]]) -> list[TrainNode]:
+    return ssh_lab[1]
+
+
 @pytest.fixture(scope="module")
-def ssh_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[TrainNode]]:
+def ssh_lab(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[SshLab, list[TrainNode]]]:
     logs = tmp_path_factory.mktemp("ssh-logs")
     python, env = _lab_interpreter()
     with SshLab(2, guest_sim=False) as lab:
@@ -84,7 +95,7 @@ def ssh_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[TrainNo
                 workdir=f"{host.home}/train", python=python, env=env,
             ))
         try:
-            yield nodes
+            yield lab, nodes
         finally:
             for transport in transports:
                 transport.close()
@@ -124,3 +135,45 @@ def test_missing_torch_on_a_node_is_an_input_error_before_launch(
     message = str(caught.value)
     assert f"node {without_torch.name}" in message and "torch is missing" in message
     assert ssh_nodes[0].name not in message.replace(without_torch.name, "")
+
+
+# A SIMULATOR of Mellanox OFED's ibdev2netdev: no ConnectX NIC exists here.
+IBDEV2NETDEV_SIM = """#!/bin/sh
+echo "mlx5_{hca} port 1 ==> ens1f0np0 (Up)"
+echo "mlx5_9 port 1 ==> ens9 (Down)"
+"""
+
+
+def test_port_mapping_pins_each_node_to_its_own_hca_port(
+    ssh_lab: tuple[SshLab, list[TrainNode]], tmp_path: Path,
+) -> None:
+    lab, nodes = ssh_lab
+    for index, host in enumerate(lab.hosts):
+        host.put_executable("ibdev2netdev", IBDEV2NETDEV_SIM.format(hca=index))
+    gpu_nodes = [replace(node, gpus=1) for node in nodes]
+    scenario = load_scenario(REPO / "scenarios" / "train_multinode_2.yaml")
+    workload = scenario.workloads[0]
+    assert isinstance(workload, TrainingWorkload)
+    network = workload.network.model_copy(update={"interface": "ens1f0np0"})
+    workload = workload.model_copy(update={"network": network})
+    notes: list[str] = []
+    launch = prepare_launch(scenario, 0, workload, gpu_nodes, tmp_path,
+                            Overrides(model="resnet-tiny", image_size=16), notes)
+    assert [node.env["NCCL_IB_HCA"] for node in launch.nodes] == ["=mlx5_0:1", "=mlx5_1:1"]
+    assert launch.comm_env["NCCL_SOCKET_IFNAME"] == "ens1f0np0"
+    assert launch.comm_env["NCCL_IB_DISABLE"] == "0"
+    assert launch.spec["device"] == "gpu" and launch.spec["backend"] == "nccl"
+    assert "--nnodes 2 --node-rank 1" in torchrun_command(launch, 1)
+    assert "NCCL_IB_HCA==mlx5_1:1" in torchrun_command(launch, 1)
+
+
+def test_node_count_beyond_the_targets_names_the_scenario_field(
+    ssh_lab: tuple[SshLab, list[TrainNode]], tmp_path: Path,
+) -> None:
+    scenario = load_scenario(REPO / "scenarios" / "train_multinode_4.yaml")
+    workload = scenario.workloads[0]
+    assert isinstance(workload, TrainingWorkload)
+    with pytest.raises(PlanError) as caught:
+        prepare_launch(scenario, 0, workload, ssh_lab[1], tmp_path, Overrides(), [])
+    assert "train_multinode_4.yaml workloads[0].nodes" in str(caught.value)
+    assert "4 nodes requested but the inventory gives 2" in str(caught.value)

@@ -153,7 +153,7 @@ def prepare_launch(
         notes.append(f"local: {workload.nodes} node(s) x {workload.gpus_per_node} run as "
                      f"{procs} ranks of one torchrun on this machine")
         device, backend, precision = _device_plan(
-            replace_gpus(workload, procs), nodes, notes)
+            workload.model_copy(update={"gpus_per_node": procs}), nodes, notes)
     else:
         nodes = preflight.select_nodes(targets, workload.nodes, source, f"{where}.nodes")
         procs = workload.gpus_per_node
@@ -165,20 +165,22 @@ def prepare_launch(
                            f"{where}.batch_per_gpu")
     net = workload.network
     options = NetworkOptions(net.interface, net.rdma, net.port_mapping, dict(net.env))
-    if backend == "nccl" and net.port_mapping:
+    comm_env = comm_environment(options, backend)
+    if targets is None:
+        if comm_env or net.port_mapping:
+            notes.append("network settings are for traffic between nodes: not applied to "
+                         "ranks on this machine")
+        comm_env = {}
+    elif backend == "nccl" and net.port_mapping:
         nodes = _port_mapped(nodes, options)
     elif net.port_mapping:
         notes.append("port_mapping applies to NCCL over InfiniBand/RoCE: ignored with gloo")
     launch = Launch(
         nodes=nodes, procs_per_node=procs, command="train", spec=spec,
-        master_port=net.master_port, comm_env=comm_environment(options, backend),
+        master_port=net.master_port, comm_env=comm_env,
     )
     preflight.check_nodes_ready(launch, source)
     return launch
-
-
-def replace_gpus(workload: TrainingWorkload, gpus: int) -> TrainingWorkload:
-    return workload.model_copy(update={"gpus_per_node": gpus})
 
 
 def run_training_scenario(
