@@ -11,9 +11,10 @@ from vgpu.errors import InputError
 from vgpu.nvml import errors
 from vgpu.nvml.bench import mig_devices_for_bench
 from vgpu.nvml.errors import LayoutError, MigError
-from vgpu.nvml.layout import apply_layout, destroy_layout
+from vgpu.nvml.layout import apply_layout
 from vgpu.nvml.simulator import SimulatedGpuBackend
 from vgpu.nvml.state import StateStore
+from vgpu.nvml.teardown import destroy_layout
 
 from .conftest import layout_of
 

@@ -16,11 +16,12 @@ from vgpu.nvml import errors
 from vgpu.nvml.bench import mig_devices_for_bench
 from vgpu.nvml.catalogue_check import check_catalogue, compare_catalogue
 from vgpu.nvml.errors import MigError, NvmlUnavailable
-from vgpu.nvml.layout import apply_layout, destroy_layout
+from vgpu.nvml.layout import apply_layout
 from vgpu.nvml.real import NvmlBackend, load_nvml
 from vgpu.nvml.select import backend_for_this_machine
 from vgpu.nvml.simulator import SimulatedGpuBackend
 from vgpu.nvml.state import StateStore
+from vgpu.nvml.teardown import destroy_layout
 
 from .conftest import layout_of
 from .nvml_library_sim import SimulatedNvmlLibrary

@@ -17,11 +17,12 @@ from vgpu.errors import InputError
 from vgpu.nvml.backend import GpuBackend
 from vgpu.nvml.catalogue_check import check_catalogue
 from vgpu.nvml.from_plan import layouts_from_plan
-from vgpu.nvml.layout import apply_layout, destroy_layout
+from vgpu.nvml.layout import apply_layout
 from vgpu.nvml.select import SIMULATOR_ENV, backend_for_this_machine
 from vgpu.nvml.simulator import SimulatedGpuBackend
 from vgpu.nvml.state import StateStore
 from vgpu.nvml.status import snapshots
+from vgpu.nvml.teardown import destroy_layout
 from vgpu.plan import build_plan
 
 mig_app = typer.Typer(name="mig", no_args_is_help=True,

@@ -4,12 +4,13 @@ or a simulated one (SimulatedGpuBackend), and the layout operations on top."""
 from vgpu.nvml.backend import GpuBackend
 from vgpu.nvml.bench import MigDeviceInfo, mig_devices_for_bench
 from vgpu.nvml.errors import LayoutError, MigError, NvmlUnavailable
-from vgpu.nvml.layout import apply_layout, destroy_layout, verify_layout
+from vgpu.nvml.layout import apply_layout, verify_layout
 from vgpu.nvml.real import NvmlBackend
 from vgpu.nvml.select import backend_for_this_machine
 from vgpu.nvml.simulator import SimulatedGpuBackend
 from vgpu.nvml.spec import LayoutSpec, SliceSpec
 from vgpu.nvml.state import StateStore
+from vgpu.nvml.teardown import destroy_layout
 
 __all__ = [
     "GpuBackend",

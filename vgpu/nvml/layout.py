@@ -1,35 +1,33 @@
-"""Create, verify and destroy a planned MIG layout on one GPU through a GpuBackend.
+"""Create and verify a planned MIG layout on one GPU through a GpuBackend.
 
 Apply: check the GPU (model, MIG mode, pending reset), keep instances held by others
 (counted as occupied; the solver moves planned slices around them if it must), create GPU
 instances largest first at their placements (as the MIG User Guide and mig-parted do),
 one compute instance filling each, then check the resulting MIG devices against the plan.
 Everything created is recorded in the state file before the next step, so a failure half
-way leaves a record `destroy` can act on.
+way leaves a record `destroy` (vgpu.nvml.teardown) can act on.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from vgpu import mig
-from vgpu.errors import InputError
 from vgpu.nvml.backend import GpuBackend
 from vgpu.nvml.errors import LayoutError, MigError
+from vgpu.nvml.preconditions import (
+    Log,
+    check_model,
+    ensure_mig_enabled,
+    find_gpu,
+    name_of,
+    profile_by_name,
+    quiet,
+)
 from vgpu.nvml.spec import LayoutSpec, SliceSpec
 from vgpu.nvml.state import CreatedInstance, LayoutState, SavedInstance, StateStore
-from vgpu.nvml.types import GpuInfo, GpuInstance, GpuInstanceProfile, MigDevice
-
-Log = Callable[[str], None]
-
-RESET_HELP = ("Stop every process using the GPU (also nvidia-persistenced, nvidia-dcgm / "
-              "dcgm-exporter and nvidia-fabricmanager where they run), then reset it: "
-              "`sudo nvidia-smi --gpu-reset -i {gpu}` (or reboot the host)")
-
-
-def _quiet(_: str) -> None:
-    return None
+from vgpu.nvml.teardown import destroy_created
+from vgpu.nvml.types import GpuInstance, GpuInstanceProfile, MigDevice
 
 
 @dataclass
@@ -42,93 +40,12 @@ class ApplyResult:
     dry_run: bool = False
 
 
-@dataclass
-class DestroyResult:
-    gpu: int
-    actions: list[str] = field(default_factory=list)
-    left: list[str] = field(default_factory=list)
-
-
-def _find_gpu(backend: GpuBackend, gpu: int) -> GpuInfo:
-    gpus = backend.gpus()
-    for g in gpus:
-        if g.index == gpu:
-            return g
-    raise InputError.single("command line", "--gpu", f"this machine has no GPU {gpu} "
-                            f"({len(gpus)} GPU(s): {', '.join(str(g.index) for g in gpus)})",
-                            fix="pick a GPU index from `vgpu mig status`")
-
-
-def _check_model(info: GpuInfo, spec: LayoutSpec, source: str) -> None:
-    if info.model_key == spec.model:
-        return
-    seen = info.model_key or f"not in vgpu's catalogue (PCI device 0x{info.pci_device_id:04X})"
-    raise InputError.single(source, "gpu", f"the scenario is for {spec.model}, but GPU "
-                            f"{info.index} is {info.name}: {seen}",
-                            fix="run on a host with that GPU, pick another --gpu, or use a "
-                                "scenario for this GPU model")
-
-
-def _profile_by_name(profiles: list[GpuInstanceProfile], name: str, gpu: int
-                     ) -> GpuInstanceProfile:
-    for p in profiles:
-        if p.name == name:
-            return p
-    raise LayoutError(f"the driver offers no MIG profile {name} on GPU {gpu} (it offers "
-                      f"{', '.join(p.name for p in profiles)}); compare with "
-                      "`vgpu mig verify-catalogue`")
-
-
-def _name_of(profiles: list[GpuInstanceProfile], model: mig.GpuModel, profile_id: int) -> str:
-    for p in profiles:
-        if p.id == profile_id:
-            return p.name
-    try:
-        return model.by_nvml_id(profile_id).name
-    except KeyError:
-        return f"profile-id-{profile_id}"
-
-
-def ensure_mig_enabled(backend: GpuBackend, gpu: int, *, enable: bool, dry_run: bool,
-                       state: LayoutState, store: StateStore, log: Log) -> list[str]:
-    """Returns the actions taken (or that would be); raises when the operator must act."""
-    mode = backend.mig_mode(gpu)
-    if mode.reset_pending:
-        raise LayoutError(f"MIG mode on GPU {gpu} is {mode.describe()}: a GPU reset is "
-                          f"pending. {RESET_HELP.format(gpu=gpu)}; then run this again")
-    if mode.current:
-        return []
-    if not enable:
-        raise InputError.single(
-            "command line", "--enable-mig",
-            f"MIG mode is disabled on GPU {gpu}; enabling it needs a GPU reset, which stops "
-            "every process on the GPU, so vgpu never does it implicitly. Nothing was changed",
-            fix="rerun with --enable-mig when the GPU is free (or enable it yourself: "
-                f"`sudo nvidia-smi -i {gpu} -mig 1`)")
-    busy = backend.running_processes(gpu)
-    if busy:
-        raise LayoutError(f"GPU {gpu} is busy (processes {', '.join(map(str, busy))}); "
-                          "enabling MIG mode needs an idle GPU. Stop them and run this again")
-    if dry_run:
-        return [f"would enable MIG mode on GPU {gpu} (needs a GPU reset)"]
-    log(f"WARNING: enabling MIG mode on GPU {gpu}: the GPU must be reset; every process "
-        "on it stops and other users lose it until then")
-    state.mig_enabled_by_vgpu = True
-    store.save(state)
-    mode = backend.set_mig_mode(gpu, True)
-    if mode.reset_pending:
-        raise LayoutError(f"MIG mode on GPU {gpu} is now {mode.describe()}. "
-                          f"{RESET_HELP.format(gpu=gpu)}; then run the same `vgpu mig apply` "
-                          "again (without --enable-mig)")
-    return [f"enabled MIG mode on GPU {gpu}"]
-
-
 def _targets(spec: LayoutSpec, wanted: list[SliceSpec], held: list[GpuInstance],
              profiles: list[GpuInstanceProfile], log: Log) -> list[SliceSpec] | str:
     """Placements for ``wanted`` (slices of ``spec``) beside the ``held`` instances: the
     planned starts where they are free, else the solver's; or why they cannot fit."""
     model = spec.gpu_model
-    occupied = [mig.Placement(model.profile(_name_of(profiles, model, gi.profile_id)),
+    occupied = [mig.Placement(model.profile(name_of(profiles, model, gi.profile_id)),
                               gi.start, owner=f"GPU instance {gi.id}") for gi in held]
     planned = [mig.Placement(model.profile(s.profile), s.start, owner=s.owner) for s in wanted]
     fits_as_planned = not any(p.overlaps(o) for p in planned for o in occupied) and not any(
@@ -161,10 +78,10 @@ def _creation_order(slices: list[SliceSpec], model: mig.GpuModel) -> list[SliceS
 
 def apply_layout(backend: GpuBackend, spec: LayoutSpec, store: StateStore, *,
                  enable_mig: bool = False, replace_existing: bool = False,
-                 dry_run: bool = False, source: str = "scenario", log: Log = _quiet
+                 dry_run: bool = False, source: str = "scenario", log: Log = quiet
                  ) -> ApplyResult:
-    info = _find_gpu(backend, spec.gpu)
-    _check_model(info, spec, source)
+    info = find_gpu(backend, spec.gpu)
+    check_model(info, spec, source)
     gpu, model = spec.gpu, spec.gpu_model
     result = ApplyResult(gpu=gpu, dry_run=dry_run)
     state = store.load(gpu)
@@ -185,7 +102,7 @@ def apply_layout(backend: GpuBackend, spec: LayoutSpec, store: StateStore, *,
     profiles = backend.gpu_instance_profiles(gpu)
     existing = backend.gpu_instances(gpu)
     if fresh or not (state.created or state.before):
-        state.before = [SavedInstance.of(gi, _name_of(profiles, model, gi.profile_id))
+        state.before = [SavedInstance.of(gi, name_of(profiles, model, gi.profile_id))
                         for gi in existing]
     live = {(gi.id, gi.profile_id, gi.start) for gi in existing}
     for c in [c for c in state.created if (c.gpu_instance_id, c.profile_id, c.start) not in live]:
@@ -216,7 +133,7 @@ def apply_layout(backend: GpuBackend, spec: LayoutSpec, store: StateStore, *,
         targets = _targets(spec, missing, foreign, profiles, log)
     if isinstance(targets, str):
         if not replace_existing:
-            held = ", ".join(f"{_name_of(profiles, model, gi.profile_id)}@{gi.start} "
+            held = ", ".join(f"{name_of(profiles, model, gi.profile_id)}@{gi.start} "
                              f"(GPU instance {gi.id})" for gi in foreign)
             raise LayoutError(f"the layout does not fit beside the instances already on GPU "
                               f"{gpu} ({held}): {targets}. Free them, or rerun with "
@@ -253,7 +170,7 @@ def _clear_ours(backend: GpuBackend, gpu: int, state: LayoutState, store: StateS
     if dry_run:
         return [f"would destroy earlier vgpu instance {c.profile}@{c.start}"
                 for c in state.created]
-    cleared = _destroy_created(backend, gpu, state, store, log)
+    cleared = destroy_created(backend, gpu, state, store, log)
     if cleared.left:
         raise LayoutError(f"GPU {gpu}: the earlier vgpu layout could not be removed: "
                           + "; ".join(cleared.left) + ". Stop the processes on those MIG "
@@ -266,7 +183,7 @@ def _replace_foreign(backend: GpuBackend, gpu: int, foreign: list[GpuInstance],
                      state: LayoutState, store: StateStore, dry_run: bool) -> list[str]:
     actions = []
     for gi in foreign:
-        saved = SavedInstance.of(gi, _name_of(profiles, model, gi.profile_id))
+        saved = SavedInstance.of(gi, name_of(profiles, model, gi.profile_id))
         if dry_run:
             actions.append(f"would destroy held instance {saved.describe()} (saved)")
             continue
@@ -282,7 +199,7 @@ def _replace_foreign(backend: GpuBackend, gpu: int, foreign: list[GpuInstance],
 def _create_one(backend: GpuBackend, gpu: int, s: SliceSpec,
                 profiles: list[GpuInstanceProfile], state: LayoutState, store: StateStore
                 ) -> CreatedInstance:
-    profile = _profile_by_name(profiles, s.profile, gpu)
+    profile = profile_by_name(profiles, s.profile, gpu)
     size = next((p.size for p in profile.placements if p.start == s.start), None)
     if size is None:
         raise LayoutError(f"the driver offers {s.profile} on GPU {gpu} at starts "
@@ -328,89 +245,3 @@ def verify_layout(backend: GpuBackend, gpu: int, created: list[CreatedInstance]
             continue
         mine.append(device)
     return mine, problems
-
-
-def _destroy_created(backend: GpuBackend, gpu: int, state: LayoutState, store: StateStore,
-                     log: Log) -> DestroyResult:
-    result = DestroyResult(gpu=gpu)
-    instances = {gi.id: gi for gi in backend.gpu_instances(gpu)}
-    kept: list[CreatedInstance] = []
-    for c in list(state.created):
-        gi = instances.get(c.gpu_instance_id)
-        label = f"{c.profile}@{c.start} ({c.owner})"
-        if gi is None or not state.is_ours(gi):
-            result.actions.append(f"{label}: already gone")
-            continue
-        others = [ci for ci in gi.compute_instances if ci.id != c.compute_instance_id]
-        if others:
-            log(f"warning: {label} holds compute instances vgpu did not create; left in place")
-            result.left.append(f"{label}: holds compute instances vgpu did not create")
-            kept.append(c)
-            continue
-        try:
-            for ci in gi.compute_instances:
-                backend.destroy_compute_instance(gpu, gi.id, ci.id)
-            backend.destroy_gpu_instance(gpu, gi.id)
-        except MigError as exc:
-            result.left.append(f"{label}: {exc}")
-            kept.append(c)
-            continue
-        result.actions.append(f"destroyed {label}")
-    state.created = kept
-    store.save(state)
-    return result
-
-
-def destroy_layout(backend: GpuBackend, gpu: int, store: StateStore, *, restore: bool = False,
-                   log: Log = _quiet) -> DestroyResult:
-    """Remove the instances vgpu created on ``gpu``; with ``restore`` also put back the
-    instances it replaced and switch MIG off again if vgpu switched it on."""
-    info = _find_gpu(backend, gpu)
-    state = store.load(gpu)
-    if state is None:
-        return DestroyResult(gpu=gpu, actions=[f"no layout recorded for GPU {gpu} in "
-                                               f"{store.file_for(gpu)}; nothing to destroy"])
-    if state.gpu_uuid != info.uuid:
-        raise LayoutError(f"{store.file_for(gpu)} records a layout on another GPU "
-                          f"({state.gpu_uuid}); nothing destroyed")
-    mode = backend.mig_mode(gpu)
-    result = DestroyResult(gpu=gpu)
-    if mode.current:
-        result = _destroy_created(backend, gpu, state, store, log)
-    if result.left:
-        raise LayoutError(f"GPU {gpu}: could not destroy " + "; ".join(result.left)
-                          + ". Stop the processes on those MIG devices and run this again")
-    if restore:
-        result.actions += _restore(backend, gpu, state, store)
-    store.remove(gpu)
-    return result
-
-
-def _restore(backend: GpuBackend, gpu: int, state: LayoutState, store: StateStore
-             ) -> list[str]:
-    actions: list[str] = []
-    mode = backend.mig_mode(gpu)
-    if mode.current:
-        present = {(gi.profile_id, gi.start) for gi in backend.gpu_instances(gpu)}
-        saved = [*state.before, *state.replaced]
-        for s in sorted(saved, key=lambda s: -s.size):
-            if (s.profile_id, s.start) in present:
-                continue
-            gi = backend.create_gpu_instance(gpu, s.profile_id, s.start, s.size)
-            for slices in s.compute_slices:
-                backend.create_compute_instance(gpu, gi.id, slices)
-            actions.append(f"restored {s.profile}@{s.start} as GPU instance {gi.id} "
-                           f"(new id and MIG UUID)")
-            present.add((s.profile_id, s.start))
-        state.replaced = []
-        store.save(state)
-    if state.mig_enabled_by_vgpu and mode.pending:
-        remaining = backend.gpu_instances(gpu) if mode.current else []
-        if remaining:
-            actions.append(f"MIG mode left on: GPU {gpu} has instances that were there before")
-        else:
-            mode = backend.set_mig_mode(gpu, False)
-            actions.append(f"MIG mode on GPU {gpu} set back to disabled"
-                           + (f"; {RESET_HELP.format(gpu=gpu)} to finish"
-                              if mode.reset_pending else ""))
-    return actions
