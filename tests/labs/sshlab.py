@@ -374,12 +374,28 @@ class SshLab:
             with contextlib.suppress(Exception):
                 host.stop()
         self.sudoers_path.unlink(missing_ok=True)
+        leftovers = []
         for user in self._users:
-            self._kill_user_processes(user)
-            subprocess.run(["userdel", "--remove", user], capture_output=True, check=False)
+            if not self._remove_user(user):
+                leftovers.append(user)
         self._users.clear()
         if self.dir != Path() and self.dir.exists():
             shutil.rmtree(self.dir, ignore_errors=True)
+        if leftovers:
+            raise RuntimeError(f"could not remove lab users {', '.join(leftovers)}: they "
+                               "still run processes")
+
+    def _remove_user(self, user: str) -> bool:
+        """userdel refuses while the user still has processes (a killed process may take a
+        moment to go), so kill and retry for a few seconds."""
+        for _ in range(30):
+            self._kill_user_processes(user)
+            subprocess.run(["userdel", "--remove", user], capture_output=True, check=False)
+            gone = subprocess.run(["id", user], capture_output=True, check=False)
+            if gone.returncode != 0:
+                return True
+            time.sleep(0.1)
+        return False
 
     @staticmethod
     def _kill_user_processes(user: str) -> None:
