@@ -5,8 +5,12 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from rich.console import Console
+
+from vgpu.provision.display import LiveTable
 from vgpu.provision.hostlog import HostLog
 from vgpu.provision.redact import MASK, RedactingFilter, Redactor
+from vgpu.provision.step import Outcome
 
 
 def test_masks_each_secret_and_each_line_of_multiline_ones() -> None:
@@ -52,3 +56,19 @@ def test_logging_filter_masks_formatted_messages() -> None:
     finally:
         logger.removeHandler(handler)
     assert records == [f"sudo password is {MASK}"]
+
+
+def test_live_table_counts_outcomes_and_masks_details() -> None:
+    redactor = Redactor(("hunter22",))
+    table = LiveTable(["vm-1", "vm-2"], redactor)
+    table.event("vm-1", "base-packages", Outcome.CHANGED, "installed")
+    table.event("vm-1", "nvidia-driver", Outcome.OK, "driver 535")
+    table.event("vm-2", "vgpu-licensing", Outcome.FAILED, "sudo pw hunter22 rejected")
+    console = Console(record=True, width=200)
+    console.print(table)
+    text = console.export_text()
+    rows = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:-1]]
+            for line in text.splitlines() if line.startswith("│")}
+    assert rows["vm-1"] == ["nvidia-driver", "1", "1", "", "driver 535"]
+    assert rows["vm-2"] == ["vgpu-licensing", "0", "0", "vgpu-licensing",
+                            f"sudo pw {MASK} rejected"]
