@@ -66,6 +66,7 @@ class SampleLibrary:
         self._rows = np.full(self.total_count, -1, dtype=np.int64)
         self.load_seconds = 0.0
         self.first_load_end: float | None = None
+        self.first_load_end_cpu: float | None = None
 
     def _make(self, index: int) -> dict[str, np.ndarray]:
         if self.dataset is not None:
@@ -83,6 +84,7 @@ class SampleLibrary:
         self.load_seconds += time.perf_counter() - started
         if self.first_load_end is None:
             self.first_load_end = time.time()
+            self.first_load_end_cpu = time.process_time()
 
     def unload(self, indices: list[int]) -> None:
         self._loaded = {}

@@ -138,6 +138,7 @@ class _Run:
         self.sut: dict[str, Any] | None = None
         self.accuracy: dict[str, Any] | None = None
         self.qsl_load_s: float | None = None
+        self.timed_cpu_s: float | None = None
 
     def fail(self, exc: BaseException) -> None:
         if self.reason is None:
@@ -206,18 +207,19 @@ def _run_loadgen(state: _Run, backend: Backend, library: SampleLibrary,
     qsl = lg.ConstructQSL(library.total_count, library.performance_count,
                           library.load, library.unload)
     telemetry.start()
-    called = time.time()
+    called, called_cpu = time.time(), time.process_time()
     try:
         lg.StartTestWithLogSettings(sut, qsl, loadgen_settings(spec.loadgen,
                                                             library.performance_count),
                                     _log_settings(state.out_dir))
     finally:
-        ended = time.time()
+        ended, ended_cpu = time.time(), time.process_time()
         dispatcher.stop()
         lg.DestroyQSL(qsl)
         lg.DestroySUT(sut)
     # LoadGen's timed part begins once the samples are loaded.
     state.timed = (library.first_load_end or called, ended)
+    state.timed_cpu_s = ended_cpu - (library.first_load_end_cpu or called_cpu)
     state.qsl_load_s = library.load_seconds
     state.sut = {"batch_size": spec.batch_size, "batches": dispatcher.batches,
                  "completed_samples": dispatcher.completed_samples,
@@ -263,6 +265,8 @@ def run(spec: Spec, out_dir: str | Path, sync: StdinSync | None = None) -> dict[
     finally:
         if telemetry is not None:
             state.telemetry = telemetry.stop()
+            # Exact CPU time of this process (all threads) during LoadGen's timed part.
+            state.telemetry["host"]["process_cpu_seconds_timed"] = state.timed_cpu_s
         if backend is not None:
             stats = backend.statistics()
             if stats is not None and state.backend is not None:

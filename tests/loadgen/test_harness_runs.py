@@ -90,6 +90,8 @@ def test_scenario_runs_and_reports_loadgen_values(model_cache: Path, tmp_path: P
     duration = record["timed_end_unix"] - record["timed_start_unix"]
     if record["validity"]["min_duration_met"]:
         assert duration >= 0.5
+    host = record["telemetry"]["host"]
+    assert 0 < host["process_cpu_seconds_timed"] <= duration * host["cpu_count"] + 0.05
     assert record["loadgen_errors"] == []
     assert (tmp_path / "out" / "mlperf_log_summary.txt").exists()
     if scenario == "MultiStream":
