@@ -109,6 +109,11 @@ class SimulatedNvmlLibrary:
         return self._decode(handle, _KIND_DEVICE)[0]
 
     def nvmlDeviceGetName(self, handle: Any) -> str:
+        key = ctypes.cast(handle, ctypes.c_void_p).value or 0
+        if key >> 24 == _KIND_MIG:  # the driver's spelling: "<parent name> MIG 1g.10gb"
+            gpu = self._decode(handle, _KIND_MIG)[0]
+            parent = self.sim.gpus()[gpu].name.replace(" (simulated)", "")
+            return f"{parent} MIG {self._mig_device(handle).profile}"
         return self.sim.gpus()[self._gpu(handle)].name.replace(" (simulated)", "")
 
     def nvmlDeviceGetPciInfo(self, handle: Any) -> Any:

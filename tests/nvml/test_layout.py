@@ -258,3 +258,21 @@ def test_an_earlier_layout_in_use_blocks_a_new_one(sim: SimulatedGpuBackend,
     with pytest.raises(LayoutError, match="earlier vgpu layout could not be removed"):
         apply_layout(sim, layout_of("bm8"), store)
     assert ("4g.40gb", 0) in _layout(sim)
+
+
+def test_without_root_bench_still_gets_the_mig_devices(tmp_path: Path,
+                                                      store: StateStore) -> None:
+    state = tmp_path / "simgpu.json"
+    created = apply_layout(SimulatedGpuBackend(["A100-80GB"], state_file=state,
+                                               mig_enabled=True), layout_of("bm6"), store).created
+    user = SimulatedGpuBackend(state_file=state, privileged=False)
+
+    with pytest.raises(MigError) as exc:
+        user.gpu_instances(0)
+    assert exc.value.code == errors.NO_PERMISSION and "sudo" in str(exc.value)
+    devices = mig_devices_for_bench(user, store=store)
+    assert sorted((d.profile, d.uuid, d.owner) for d in devices) == sorted(
+        (c.profile, c.uuid, c.owner) for c in created)
+    assert all(d.start is None for d in devices)
+    with pytest.raises(MigError, match=r"Insufficient Permissions .*run with sudo"):
+        apply_layout(user, layout_of("bm8"), store)

@@ -105,6 +105,7 @@ def test_bm6_through_nvml_backend_is_created_verified_and_destroyed(
     assert sorted((gi.profile_id, gi.start) for gi in sim.gpu_instances(0)) == [
         (5, 0), (14, 4), (19, 6)]
     assert [d.uuid for d in nvml_backend.mig_devices(0)] == [d.uuid for d in sim.mig_devices(0)]
+    assert [d.profile for d in nvml_backend.mig_devices(0)] == ["4g.40gb", "2g.20gb", "1g.10gb"]
     assert sorted(c.uuid or "" for c in result.created) == sorted(
         d.uuid for d in sim.mig_devices(0))
     bench = mig_devices_for_bench(nvml_backend, store=store)

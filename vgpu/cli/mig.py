@@ -69,8 +69,14 @@ def status(simulator: SimulatorOpt = None, as_json: JsonOpt = False) -> None:
                       f"{g.pci_bus_id} (device 0x{g.pci_device_id:04X}) {g.memory_mb} MiB, "
                       f"{g.uuid}; MIG {mode}"
                       + (f"; processes {s.processes}" if s.processes else ""))
+        if s.mig_mode and s.note:
+            console.print(f"  note: {s.note}")
         devices = {(d.gpu_instance_id, d.compute_instance_id): d for d in s.devices}
         if not s.instances:
+            for d in s.devices:
+                console.print(f"  MIG device {d.profile or '?'} (GPU instance "
+                              f"{d.gpu_instance_id}, compute instance "
+                              f"{d.compute_instance_id}): {d.uuid}")
             continue
         table = Table()
         for col in ("GPU instance", "profile", "start", "size", "compute instance", "MIG UUID"):

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from vgpu import mig
+from vgpu.nvml import errors
 from vgpu.nvml.backend import GpuBackend
 from vgpu.nvml.errors import MigError, NvmlUnavailable
 from vgpu.nvml.select import backend_for_this_machine
@@ -18,7 +19,7 @@ class MigDeviceInfo:
     uuid: str  # "MIG-..." for CUDA_VISIBLE_DEVICES
     profile: str  # "1g.10gb"
     gpu_index: int
-    start: int  # first memory slice of its GPU instance
+    start: int | None  # first memory slice of its GPU instance; None when not root
     simulated: bool = False
     owner: str | None = None  # planned instance (e.g. bm6-4g) when `vgpu mig apply` made it
 
@@ -45,19 +46,26 @@ def mig_devices_for_bench(backend: GpuBackend | None = None, *,
             continue  # no MIG on this GPU
         names = {p.id: p.name for p in backend.gpu_instance_profiles(gpu.index)}
         model = mig.GPU_MODELS.get(gpu.model_key or "")
-        instances = {gi.id: gi for gi in backend.gpu_instances(gpu.index)}
+        try:
+            instances = {gi.id: gi for gi in backend.gpu_instances(gpu.index)}
+        except MigError as exc:
+            if exc.code != errors.NO_PERMISSION:
+                raise
+            instances = {}  # listing instances needs root; the devices name their profile
         state = store.load(gpu.index)
         owners = {c.uuid: c.owner for c in state.created} if state is not None and \
             state.gpu_uuid == gpu.uuid else {}
         for device in backend.mig_devices(gpu.index):
-            gi = instances.get(device.gpu_instance_id)
-            if gi is None or (only_created and device.uuid not in owners):
+            if only_created and device.uuid not in owners:
                 continue
-            name = names.get(gi.profile_id)
-            if name is None and model is not None:
-                name = model.by_nvml_id(gi.profile_id).name
-            out.append(MigDeviceInfo(uuid=device.uuid, profile=name or f"id-{gi.profile_id}",
-                                     gpu_index=gpu.index, start=gi.start,
+            gi = instances.get(device.gpu_instance_id)
+            name = device.profile
+            if gi is not None:
+                name = names.get(gi.profile_id) or (
+                    model.by_nvml_id(gi.profile_id).name if model else name)
+            out.append(MigDeviceInfo(uuid=device.uuid, profile=name or "unknown",
+                                     gpu_index=gpu.index, start=gi.start if gi else None,
                                      simulated=backend.simulated,
                                      owner=owners.get(device.uuid)))
-    return sorted(out, key=lambda d: (d.gpu_index, d.start, d.uuid))
+    return sorted(out, key=lambda d: (d.gpu_index, -1 if d.start is None else d.start,
+                                      d.uuid))

@@ -43,6 +43,12 @@ def _profile_name(raw: Any) -> str:
     return name[4:] if name.upper().startswith("MIG ") else name
 
 
+def _mig_profile_from_name(name: str) -> str | None:
+    """'NVIDIA A100-SXM4-80GB MIG 1g.10gb' -> '1g.10gb'."""
+    _, sep, profile = name.partition("MIG ")
+    return profile.strip() or None if sep else None
+
+
 def load_nvml() -> ModuleType:
     """pynvml, initialised. Raises NvmlUnavailable (never a traceback) when the module, the
     library or the driver is missing."""
@@ -184,7 +190,8 @@ class NvmlBackend(GpuBackend):
         h = self._handle(gpu)
         out: list[GpuInstance] = []
         for profile in self.gpu_instance_profiles(gpu):
-            handles = (n.c_nvmlGpuInstance_t * max(profile.instance_count, 1))()
+            # NVML fills as many handles as exist and takes no size: give it ample room.
+            handles = (n.c_nvmlGpuInstance_t * _MAX_PLACEMENTS)()
             count = ctypes.c_uint(0)
             self._call(f"list {profile.name} GPU instances on GPU {gpu}",
                        n.nvmlDeviceGetGpuInstances, h, profile.id, handles, ctypes.byref(count))
@@ -215,7 +222,7 @@ class NvmlBackend(GpuBackend):
         n = self.nvml
         out: list[ComputeInstance] = []
         for _, profile in self._compute_profiles(gi):
-            handles = (n.c_nvmlComputeInstance_t * max(int(profile.instanceCount), 1))()
+            handles = (n.c_nvmlComputeInstance_t * _MAX_PLACEMENTS)()
             count = ctypes.c_uint(0)
             self._call(f"list compute instances on GPU {gpu}",
                        n.nvmlGpuInstanceGetComputeInstances, gi, int(profile.id), handles,
@@ -295,7 +302,9 @@ class NvmlBackend(GpuBackend):
                 compute_instance_id=int(self._call("read compute instance id",
                                                    n.nvmlDeviceGetComputeInstanceId, h)),
                 memory_mb=int(self._call("read MIG memory", n.nvmlDeviceGetMemoryInfo,
-                                         h).total) // _MIB))
+                                         h).total) // _MIB,
+                profile=_mig_profile_from_name(
+                    _text(self._call("read MIG device name", n.nvmlDeviceGetName, h)))))
         return sorted(out, key=lambda d: (d.gpu_instance_id, d.compute_instance_id))
 
     def close(self) -> None:

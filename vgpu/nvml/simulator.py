@@ -109,8 +109,11 @@ class SimulatedGpuBackend(GpuBackend):
     simulated = True
 
     def __init__(self, models: list[str] | None = None, *, state_file: Path | None = None,
-                 mig_enabled: bool = False) -> None:
+                 mig_enabled: bool = False, privileged: bool = True) -> None:
+        """``privileged=False`` acts like a non-root user: NVML lets those read MIG devices
+        but not list, create or destroy GPU and compute instances."""
         self.state_file = state_file
+        self.privileged = privileged
         if state_file is not None and state_file.exists():
             self._gpus = self._load(state_file)
             return
@@ -173,6 +176,8 @@ class SimulatedGpuBackend(GpuBackend):
 
     def set_mig_mode(self, gpu: int, enabled: bool) -> MigMode:
         g = self._gpu(gpu)
+        if not self.privileged:
+            raise MigError(errors.NO_PERMISSION, f"set MIG mode on GPU {gpu}")
         if g.processes:
             raise MigError(errors.IN_USE, f"set MIG mode on GPU {gpu}",
                            f"processes {g.processes} use the GPU")
@@ -229,8 +234,9 @@ class SimulatedGpuBackend(GpuBackend):
                                                                    c.slice_count)
                                                    for c in gi.cis))
 
-    @staticmethod
-    def _require_mig(g: _SimGpu, operation: str) -> None:
+    def _require_mig(self, g: _SimGpu, operation: str) -> None:
+        if not self.privileged:
+            raise MigError(errors.NO_PERMISSION, f"{operation} on GPU {g.index}")
         if not g.mig_current:
             raise MigError(errors.NOT_SUPPORTED, f"{operation} on GPU {g.index}",
                            "MIG mode is not enabled")
@@ -339,5 +345,5 @@ class SimulatedGpuBackend(GpuBackend):
                 # Compute instances of one GPU instance share its memory, as on a real GPU.
                 out.append(MigDevice(uuid=ci.uuid, gpu_index=g.index, gpu_instance_id=gi.id,
                                      compute_instance_id=ci.id,
-                                     memory_mb=profile.memory_gb * 1024))
+                                     memory_mb=profile.memory_gb * 1024, profile=profile.name))
         return out

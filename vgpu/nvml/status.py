@@ -3,6 +3,7 @@ backend; shared by `vgpu mig status` and the JSON entry point."""
 
 from __future__ import annotations
 
+from vgpu.nvml import errors
 from vgpu.nvml.backend import GpuBackend
 from vgpu.nvml.errors import MigError
 from vgpu.nvml.types import GpuSnapshot
@@ -19,8 +20,13 @@ def snapshot(backend: GpuBackend, gpu_index: int) -> GpuSnapshot:
     snap.profiles = backend.gpu_instance_profiles(gpu.index)
     snap.processes = backend.running_processes(gpu.index)
     if snap.mig_mode.current:
-        snap.instances = backend.gpu_instances(gpu.index)
         snap.devices = backend.mig_devices(gpu.index)
+        try:
+            snap.instances = backend.gpu_instances(gpu.index)
+        except MigError as exc:
+            if exc.code != errors.NO_PERMISSION:
+                raise
+            snap.note = "listing GPU and compute instances needs root (sudo); MIG devices shown"
     return snap
 
 

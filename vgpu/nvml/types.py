@@ -109,6 +109,7 @@ class MigDevice:
     gpu_instance_id: int
     compute_instance_id: int
     memory_mb: int
+    profile: str | None = None  # from the MIG device's name; needs no privileges to read
 
 
 @dataclass
