@@ -1,0 +1,104 @@
+"""Synchronised start of harness instances: measured side by side in one run.
+
+Three harness instances (tiny ResNet50, Offline, fixed expected QPS, one intra-op thread
+each) are started
+  (a) the naive way: one subprocess after the other, each starting its timed test as soon
+      as it has loaded and warmed up (no --sync);
+  (b) the `vgpu bench` way: all started, each prints READY, then all get the same GO time.
+For each round it prints the start skew (max - min of the instances' timed_start_unix)
+and the system throughput (sum over instances); rounds alternate a/b to share the load
+conditions. Run: .venv/bin/python benchmarks/bench_sync_start.py [rounds]
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from vgpu.bench.fanout import run_round
+from vgpu.bench.targets import Target
+from vgpu.provision.local import LocalTransport
+
+INSTANCES = ("a", "b", "c")
+
+
+def spec(instance: str, cache: Path) -> dict[str, object]:
+    return {
+        "schema_version": 1, "model": {"name": "resnet50", "variant": "tiny"},
+        "backend": {"name": "onnxruntime", "threads": 1}, "device": {"kind": "cpu"},
+        "loadgen": {"scenario": "Offline", "min_duration_ms": 2000, "target_qps": 3000},
+        "batch_size": 32, "instance_name": instance, "cache_dir": str(cache),
+    }
+
+
+def naive(work: Path, cache: Path) -> list[dict[str, object]]:
+    processes = []
+    for name in INSTANCES:
+        folder = work / name
+        folder.mkdir(parents=True)
+        (folder / "spec.json").write_text(json.dumps(spec(name, cache)))
+        processes.append(subprocess.Popen(
+            [sys.executable, "-m", "loadgen", "run", str(folder / "spec.json"), "--out",
+             str(folder)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    for process in processes:
+        process.wait(timeout=300)
+    return [json.loads((work / n / "result.json").read_text()) for n in INSTANCES]
+
+
+def synchronised(work: Path, cache: Path) -> list[dict[str, object]]:
+    transport = LocalTransport(home=work)
+    targets = [Target(instance=n, transport=transport,
+                      harness=f"{sys.executable} -m loadgen", work_root=str(work),
+                      device={"kind": "cpu"}, device_label="CPU", target_kind="local",
+                      threads=1, local_root=work) for n in INSTANCES]
+    result = run_round(targets, {n: spec(n, cache) for n in INSTANCES},
+                       {n: work / n for n in INSTANCES}, tag="sync", expected_s=2.0)
+    if result.failure:
+        raise SystemExit(result.failure)
+    return [o.record or {} for o in result.outcomes]
+
+
+def measure(records: list[dict[str, object]]) -> tuple[float, float, float]:
+    """Start skew (ms), system throughput, and the share of the timed span during which
+    every instance was in its timed test at once."""
+    starts = [float(r["timed_start_unix"]) for r in records]  # type: ignore[arg-type]
+    ends = [float(r["timed_end_unix"]) for r in records]  # type: ignore[arg-type]
+    rates = [float(r["throughput"]["samples_per_second"]) for r in records]  # type: ignore[index]
+    overlap = max(0.0, min(ends) - max(starts)) / (max(ends) - min(starts))
+    return (max(starts) - min(starts)) * 1e3, sum(rates), overlap
+
+
+def main() -> None:
+    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        cache = root / "models"
+        naive(root / "warm", cache)  # builds the model once, outside the measurement
+        results: dict[str, list[tuple[float, float, float]]] = {"naive": [],
+                                                                 "synchronised": []}
+        for number in range(rounds):
+            results["naive"].append(measure(naive(root / f"n{number}", cache)))
+            results["synchronised"].append(measure(synchronised(root / f"s{number}", cache)))
+    print(f"{'round':<6}{'skew ms naive':>15}{'sync':>8}{'samples/s naive':>17}{'sync':>8}"
+          f"{'overlap naive':>15}{'sync':>7}")
+    for number in range(rounds):
+        (ns, nt, no), (ss, st, so) = results["naive"][number], results["synchronised"][number]
+        print(f"{number:<6}{ns:>15.1f}{ss:>8.1f}{nt:>17.0f}{st:>8.0f}{no:>15.0%}{so:>7.0%}")
+
+    def median(kind: str, field: int) -> float:
+        return statistics.median(row[field] for row in results[kind])
+
+    print(f"median start skew: naive {median('naive', 0):.1f} ms, synchronised "
+          f"{median('synchronised', 0):.1f} ms")
+    print(f"median share of the timed span with all instances running: naive "
+          f"{median('naive', 2):.0%}, synchronised {median('synchronised', 2):.0%}")
+    print("median system throughput ratio synchronised/naive: "
+          f"{median('synchronised', 1) / median('naive', 1):.3f}")
+
+
+if __name__ == "__main__":
+    main()
