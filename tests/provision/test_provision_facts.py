@@ -68,9 +68,9 @@ def test_license_status_needs_every_gpu_licensed() -> None:
 
 def test_os_facts_line() -> None:
     facts = parse_os_facts("ubuntu|22.04|5.15.0-91-generic|32|65842312|/usr/bin/apt-get|"
-                           "/home/vgpu|/\n")
+                           "/home/vgpu|/|amd64\n")
     assert (facts.distro, facts.version, facts.cpus) == ("ubuntu", "22.04", 32)
-    assert facts.package_manager == "apt-get"
+    assert (facts.package_manager, facts.arch) == ("apt-get", "amd64")
     assert round(facts.memory_gib, 1) == 62.8
     with pytest.raises(ValueError, match="unexpected OS facts"):
         parse_os_facts("garbage")

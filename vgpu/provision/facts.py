@@ -8,11 +8,11 @@ from dataclasses import dataclass
 
 FIELD_SEP = "|"
 OS_FACTS_COMMAND = (
-    '. /etc/os-release 2>/dev/null; printf "%s|%s|%s|%s|%s|%s|%s|%s\\n" "${ID:-unknown}" '
+    '. /etc/os-release 2>/dev/null; printf "%s|%s|%s|%s|%s|%s|%s|%s|%s\\n" "${ID:-unknown}" '
     '"${VERSION_ID:-}" "$(uname -r)" "$(nproc)" '
     "\"$(awk '/^MemTotal:/ {print $2}' /proc/meminfo)\" "
     '"$(command -v apt-get || command -v dnf || command -v yum || true)" "$HOME" '
-    '"${VGPU_SYSTEM_ROOT:-/}"'
+    '"${VGPU_SYSTEM_ROOT:-/}" "$(dpkg --print-architecture 2>/dev/null || uname -m)"'
 )
 
 
@@ -26,6 +26,7 @@ class OsFacts:
     package_manager: str  # apt | dnf | yum | ""
     home: str
     system_root: str
+    arch: str  # dpkg's name (amd64, arm64) where dpkg exists, else uname -m
 
     @property
     def memory_gib(self) -> float:
@@ -38,12 +39,12 @@ class OsFacts:
 
 def parse_os_facts(text: str) -> OsFacts:
     parts = text.strip().splitlines()[-1].split(FIELD_SEP)
-    if len(parts) != 8:
+    if len(parts) != 9:
         raise ValueError(f"unexpected OS facts output: {text.strip()!r}")
-    distro, version, kernel, cpus, mem, manager, home, root = parts
+    distro, version, kernel, cpus, mem, manager, home, root, arch = parts
     return OsFacts(distro=distro, version=version, kernel=kernel, cpus=int(cpus or 0),
                    memory_kib=int(mem or 0), package_manager=manager.rsplit("/", 1)[-1],
-                   home=home, system_root=root or "/")
+                   home=home, system_root=root or "/", arch=arch)
 
 
 def parse_dpkg_installed(text: str) -> set[str]:

@@ -65,11 +65,15 @@ class HostContext:
         root = self.target.system_root or (self.os.system_root if self.os else "/")
         return system_path if root in ("", "/") else root.rstrip("/") + system_path
 
-    def read_files(self, paths: list[str], sudo: bool = False) -> dict[str, str]:
-        """Several files in one round trip; a missing file reads as ""."""
+    def read_files(self, paths: list[str], sudo: bool = False,
+                   commands: dict[str, str] | None = None) -> dict[str, str]:
+        """Several files in one round trip; a missing file reads as "". ``commands`` gives
+        another command than ``cat`` for some entries (e.g. a checksum)."""
         marker = f"--vgpu-file-{uuid.uuid4().hex}--"
-        command = "; ".join(f"printf '%s\\n' {marker}; cat {shlex.quote(p)} 2>/dev/null"
-                            for p in paths)
+        commands = commands or {}
+        command = "; ".join(
+            f"printf '%s\\n' {marker}; {commands.get(p, f'cat {shlex.quote(p)}')} 2>/dev/null"
+            for p in paths)
         parts = self.run(f"{command}; true", sudo=sudo).stdout.split(f"{marker}\n")[1:]
         if len(parts) != len(paths):
             raise StepFailed(self.name, "read-files", f"could not read {', '.join(paths)}")

@@ -78,19 +78,18 @@ class HarnessStep(Step):
         self.must(ctx, f"rm -rf {root}/src.new && mkdir -p {root}/src.new && tar -xzf "
                   f"{quote(tarball)} -C {root}/src.new && rm -rf {src} && mv {root}/src.new "
                   f"{src} && rm -f {quote(tarball)}")
-        venv = quote(paths["venv"])
-        if not ctx.run(f"test -x {quote(paths['python'])}").ok:
-            pip = "" if spec.requirements else " --without-pip"
-            self.must(ctx, f"{quote(spec.python)} -m venv{pip} {venv}",
-                      fix=f"install python3-venv on {ctx.name}")
+        venv, python = quote(paths["venv"]), quote(paths["python"])
+        pip = "" if spec.requirements else " --without-pip"
+        purelib = self.must(
+            ctx, f"{{ test -x {python} || {quote(spec.python)} -m venv{pip} {venv}; }} && "
+            f"{python} -c 'import sysconfig; print(sysconfig.get_paths()[\"purelib\"])'",
+            fix=f"install python3-venv on {ctx.name}").stdout.strip()
         if spec.requirements:
             args = " ".join(quote(a) for a in spec.pip_args)
             reqs = " ".join(quote(r) for r in spec.requirements)
             self.must(ctx, f"{venv}/bin/pip install -q {args} {reqs}", timeout=1800,
                       fix="check that the guest reaches the package index (or give pip_args "
                       "with a local wheel directory)")
-        purelib = self.must(ctx, f"{quote(paths['python'])} -c 'import sysconfig; "
-                            "print(sysconfig.get_paths()[\"purelib\"])'").stdout.strip()
         pth = "\n".join((paths["src"], *spec.extra_site_dirs)) + "\n"
         ctx.transport.put(pth, f"{purelib}/vgpu_harness.pth", mode=0o644)
         ctx.transport.put(spec.version + "\n", paths["version"], mode=0o644)

@@ -92,8 +92,12 @@ class ContainerToolkitStep(Step):
         daemon = ctx.run(f"cat {quote(ctx.path(DAEMON_JSON))} 2>/dev/null")
         return '"nvidia"' in daemon.stdout
 
+    def __init__(self) -> None:
+        self.installed = False  # from the latest check
+
     def check(self, ctx: HostContext) -> Check:
-        if self.package not in installed_packages(ctx, self, (self.package,)):
+        self.installed = self.package in installed_packages(ctx, self, (self.package,))
+        if not self.installed:
             return Check(False, f"{self.package} not installed")
         if not self._configured(ctx):
             return Check(False, "docker has no nvidia runtime")
@@ -106,15 +110,13 @@ class ContainerToolkitStep(Step):
                             f"not {ctx.os.package_manager}",
                             "install nvidia-container-toolkit from NVIDIA's rpm repository "
                             "by hand, then re-run")
-        if self.package not in installed_packages(ctx, self, (self.package,)):
-            keyring = ctx.path(repo.keyring)
-            if not ctx.run(f"test -s {quote(keyring)}").ok:
-                self.must(ctx, f"mkdir -p {quote(keyring.rsplit('/', 1)[0])} && "
-                          f"curl -fsSL {quote(repo.gpg_key_url)} | gpg --batch --yes "
-                          f"--dearmor -o {quote(keyring)}.vgpu-tmp && mv -f "
-                          f"{quote(keyring)}.vgpu-tmp {quote(keyring)}", sudo=True,
-                          fix=f"check that the guest can fetch {repo.gpg_key_url}")
-            arch = self.must(ctx, "dpkg --print-architecture").stdout.strip() or "amd64"
+        if not self.installed:
+            keyring = quote(ctx.path(repo.keyring))
+            self.must(ctx, f"test -s {keyring} || {{ mkdir -p $(dirname {keyring}) && "
+                      f"curl -fsSL {quote(repo.gpg_key_url)} | gpg --batch --yes --dearmor "
+                      f"-o {keyring}.vgpu-tmp && mv -f {keyring}.vgpu-tmp {keyring}; }}",
+                      sudo=True, fix=f"check that the guest can fetch {repo.gpg_key_url}")
+            arch = ctx.os.arch if ctx.os and ctx.os.arch else "amd64"
             line = repo.list_line.replace("$(ARCH)", arch)
             ctx.transport.put(f"{line}\n", ctx.path(repo.list_file), mode=0o644, sudo=True)
             ctx.facts.pop(APT_UPDATED, None)  # the new source needs an index refresh
@@ -149,14 +151,16 @@ class LicensingStep(Step):
 
     def _state(self, ctx: HostContext) -> tuple[str, list[str]]:
         want = ctx.requirements.feature_type
-        conf = ctx.run(f"cat {quote(ctx.path(GRIDD_CONF))} 2>/dev/null").stdout
+        token_path = f"{ctx.path(TOKEN_DIR)}/{TOKEN_NAME}"
+        files = ctx.read_files([ctx.path(GRIDD_CONF), f"{token_path}.sha256"], sudo=True,
+                               commands={f"{token_path}.sha256": f"sha256sum {quote(token_path)}"})
+        conf = files[ctx.path(GRIDD_CONF)]
         problems = []
         have = gridd_feature_type(conf)
         if have != want:
             problems.append(f"gridd.conf FeatureType is {have}, want {want}")
-        token_path = f"{ctx.path(TOKEN_DIR)}/{TOKEN_NAME}"
-        if sha256_of(ctx, token_path, sudo=True) != hashlib.sha256(
-                self._token_bytes(ctx)).hexdigest():
+        remote_hash = (files[f"{token_path}.sha256"].split() or [""])[0]
+        if remote_hash != hashlib.sha256(self._token_bytes(ctx)).hexdigest():
             problems.append("client configuration token missing or different")
         return conf, problems
 
