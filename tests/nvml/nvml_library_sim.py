@@ -38,10 +38,13 @@ class SimulatedNvmlLibrary:
     c_nvmlGpuInstance_t = pynvml.c_nvmlGpuInstance_t
     c_nvmlComputeInstance_t = pynvml.c_nvmlComputeInstance_t
 
-    def __init__(self, sim: SimulatedGpuBackend, *, hidden_without_mig: str = "") -> None:
+    def __init__(self, sim: SimulatedGpuBackend, *, hidden_without_mig: str = "",
+                 old_driver: bool = False) -> None:
         """``hidden_without_mig``: "profiles" or "placements" to act like a driver that
-        lists them only with MIG mode on (answering Not Supported)."""
+        lists them only with MIG mode on (answering Not Supported). ``old_driver``: no v2
+        profile-info call (Function Not Found), so profiles come without names."""
         self.sim = sim
+        self.old_driver = old_driver
         self.hidden_without_mig = hidden_without_mig
         self.calls: list[str] = []
         self.initialised = False
@@ -160,12 +163,17 @@ class SimulatedNvmlLibrary:
                                             ) -> Any:
         gpu = self._gpu(handle)
         self._maybe_hidden(gpu, "profiles")
+        if version == 2 and self.old_driver:
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_FUNCTION_NOT_FOUND)
         for p in self.sim.gpu_instance_profiles(gpu):
             if p.index == index:
-                info = pynvml.c_nvmlGpuInstanceProfileInfo_v2_t()
+                info = (pynvml.c_nvmlGpuInstanceProfileInfo_v2_t() if version == 2
+                        else pynvml.c_nvmlGpuInstanceProfileInfo_t())
                 info.id, info.sliceCount, info.instanceCount = p.id, p.slice_count, \
                     p.instance_count
-                info.memorySizeMB, info.name = p.memory_mb, f"MIG {p.name}".encode()
+                info.memorySizeMB = p.memory_mb
+                if version == 2:
+                    info.name = f"MIG {p.name}".encode()
                 return info
         beyond = index >= pynvml.NVML_GPU_INSTANCE_PROFILE_COUNT
         code = pynvml.NVML_ERROR_INVALID_ARGUMENT if beyond else pynvml.NVML_ERROR_NOT_SUPPORTED

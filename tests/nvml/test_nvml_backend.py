@@ -164,3 +164,11 @@ def test_catalogue_check_with_mig_off_compares_what_the_driver_lists() -> None:
     profiles_hidden.nvmlInit()
     with pytest.raises(NvmlUnavailable, match="lists profiles only with MIG mode on"):
         check_catalogue(NvmlBackend(profiles_hidden), 0)  # type: ignore[arg-type]
+
+
+def test_a_driver_without_the_v2_profile_call_still_gets_profile_names() -> None:
+    library = SimulatedNvmlLibrary(SimulatedGpuBackend(["A100-80GB"]), old_driver=True)
+    library.nvmlInit()
+    profiles = NvmlBackend(library).gpu_instance_profiles(0)  # type: ignore[arg-type]
+    assert sorted(p.name for p in profiles) == sorted(mig.GPU_MODELS["A100-80GB"].profile_names())
+    assert compare_catalogue(mig.GPU_MODELS["A100-80GB"], profiles) == []

@@ -32,6 +32,7 @@ T = TypeVar("T")
 _MAX_PLACEMENTS = 32  # more than any GPU's slots; NVML fills up to this and returns the count
 _SKIP_PROFILE = (errors.NOT_SUPPORTED, errors.INVALID_ARGUMENT, errors.NOT_FOUND)
 _MIB = 1024 * 1024
+_FUNCTION_NOT_FOUND = 13
 
 
 def _text(value: Any) -> str:
@@ -151,22 +152,45 @@ class NvmlBackend(GpuBackend):
         h = self._handle(gpu)
         out: list[GpuInstanceProfile] = []
         for index in range(n.NVML_GPU_INSTANCE_PROFILE_COUNT):
-            try:
-                info = n.nvmlDeviceGetGpuInstanceProfileInfo(h, index)
-            except n.NVMLError as exc:
-                if int(exc.value) in _SKIP_PROFILE:
-                    continue  # this GPU has no profile at that index
-                raise MigError(int(exc.value), f"read GPU-instance profile index {index} "
-                               f"on GPU {gpu}") from None
+            info = self._profile_info(gpu, h, index)
+            if info is None:
+                continue  # this GPU has no profile at that index
             placements = self._placements(gpu, h, int(info.id))
             out.append(GpuInstanceProfile(
-                index=index, id=int(info.id), name=_profile_name(info.name),
+                index=index, id=int(info.id), name=self._name(gpu, info),
                 slice_count=int(info.sliceCount), instance_count=int(info.instanceCount),
                 memory_mb=int(info.memorySizeMB), placements=placements or (),
                 placements_known=placements is not None))
         if all(p.placements_known for p in out):
             self._profiles[gpu] = out  # complete: keep for this session
         return out
+
+    def _profile_info(self, gpu: int, h: Any, index: int) -> Any | None:
+        n = self.nvml
+        for version in (2, 1):  # v1 for drivers before the v2 call; it carries no name
+            try:
+                return n.nvmlDeviceGetGpuInstanceProfileInfo(h, index, version)
+            except n.NVMLError as exc:
+                code = int(exc.value)
+                if code == _FUNCTION_NOT_FOUND and version == 2:
+                    continue
+                if code in _SKIP_PROFILE:
+                    return None
+                raise MigError(code, f"read GPU-instance profile index {index} on GPU "
+                               f"{gpu}") from None
+        return None
+
+    def _name(self, gpu: int, info: Any) -> str:
+        raw = getattr(info, "name", None)
+        if raw:
+            return _profile_name(raw)
+        model = mig.GPU_MODELS.get(self.gpus()[gpu].model_key or "")
+        if model is not None:
+            try:
+                return model.by_nvml_id(int(info.id)).name
+            except KeyError:
+                pass
+        return f"{int(info.sliceCount)}g.{round(int(info.memorySizeMB) / 1024)}gb"
 
     def _placements(self, gpu: int, h: Any, profile_id: int
                     ) -> tuple[PlacementSlot, ...] | None:
