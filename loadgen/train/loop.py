@@ -49,7 +49,7 @@ def parameter_digest(model: nn.Module) -> str:
 
 
 @dataclass
-class _Trainer:
+class Trainer:
     ddp: DistributedDataParallel
     optimizer: torch.optim.Optimizer
     scaler: torch.amp.GradScaler
@@ -70,7 +70,7 @@ class _Trainer:
         self.scaler.update()
 
 
-def _build_trainer(spec: TrainSpec, ctx: RankContext) -> _Trainer:
+def build_trainer(spec: TrainSpec, ctx: RankContext) -> Trainer:
     torch.manual_seed(spec.seed)  # identical initial weights on every rank
     model = build_model(spec.model).to(ctx.device)
     device_ids = [ctx.device.index] if ctx.device.type == "cuda" else None
@@ -91,25 +91,25 @@ def _build_trainer(spec: TrainSpec, ctx: RankContext) -> _Trainer:
         return torch.autocast(device_type=ctx.device.type, dtype=dtype)
 
     scaler = torch.amp.GradScaler(ctx.device.type, enabled=spec.precision == "fp16")
-    return _Trainer(ddp, optimizer, scaler, images, labels, autocast, nn.CrossEntropyLoss())
+    return Trainer(ddp, optimizer, scaler, images, labels, autocast, nn.CrossEntropyLoss())
 
 
-def _timed(device: torch.device, action: Callable[[], None]) -> float:
+def timed(device: torch.device, action: Callable[[], None]) -> float:
     start = time.perf_counter()
     action()
     synchronize(device)
     return time.perf_counter() - start
 
 
-def _comm_probe(trainer: _Trainer, ctx: RankContext, steps: int) -> tuple[list[float], list[float]]:
+def _comm_probe(trainer: Trainer, ctx: RankContext, steps: int) -> tuple[list[float], list[float]]:
     """Forward+backward with and without DDP's gradient allreduce, interleaved so drift
     hits both alike. No optimizer step: the trained parameters stay as they are."""
     synced: list[float] = []
     unsynced: list[float] = []
     for _ in range(steps):
-        synced.append(_timed(ctx.device, trainer.forward_backward))
+        synced.append(timed(ctx.device, trainer.forward_backward))
         with trainer.ddp.no_sync():
-            unsynced.append(_timed(ctx.device, trainer.forward_backward))
+            unsynced.append(timed(ctx.device, trainer.forward_backward))
     trainer.optimizer.zero_grad(set_to_none=True)
     return synced, unsynced
 
@@ -131,13 +131,13 @@ def _threads(count: int | None) -> Iterator[None]:
 
 def train_rank(spec: TrainSpec, ctx: RankContext) -> RankTimings:
     with _threads(spec.threads):
-        trainer = _build_trainer(spec, ctx)
+        trainer = build_trainer(spec, ctx)
         for _ in range(spec.warmup_steps):
             trainer.step()
         synchronize(ctx.device)
         _barrier()  # every rank starts the measured window together
         timed_start = time.time()
-        step_times = [_timed(ctx.device, trainer.step) for _ in range(spec.measured_steps)]
+        step_times = [timed(ctx.device, trainer.step) for _ in range(spec.measured_steps)]
         timed_end = time.time()
         digest = parameter_digest(trainer.ddp.module)
         synced, unsynced = _comm_probe(trainer, ctx, spec.comm_probe_steps)
