@@ -254,8 +254,7 @@ def run(spec: Spec, out_dir: str | Path, sync: StdinSync | None = None) -> dict[
         for _ in range(spec.warmup_queries):
             backend.infer(warm)
         telemetry = Telemetry(spec.device)
-        if hasattr(backend, "mark_statistics_start"):
-            backend.mark_statistics_start()
+        backend.mark_statistics_start()
         if sync is not None:
             sync.ready()
             state.sync = sync.wait_for_go()

@@ -29,6 +29,10 @@ class Backend(Protocol):
         """What was actually used: provider, server, protocol."""
         ...
 
+    def mark_statistics_start(self) -> None:
+        """Note server counters before the timed run (no-op without a server)."""
+        ...
+
     def statistics(self) -> dict[str, Any] | None:
         """Server-side statistics where the backend has a server; None otherwise."""
         ...

@@ -81,6 +81,9 @@ class OrtBackend:
             "io_binding": self._on_gpu,
         }
 
+    def mark_statistics_start(self) -> None:
+        return None
+
     def statistics(self) -> dict[str, Any] | None:
         return None
 
