@@ -1,3 +1,20 @@
-"""Training benchmarks: launch torchrun across nodes, store results, scaling reports."""
+"""Training benchmarks: launch torchrun across nodes, store results, scaling reports.
+
+``run_training_scenario`` is what `vgpu bench` calls for a scenario's training workloads:
+``targets=None`` runs them on this machine; ``nodes_from_targets`` turns bench targets
+(one per GPU/VM) into training nodes (one per host)."""
 
 from __future__ import annotations
+
+from vgpu.train.bench import Overrides, TrainingRun, local_node, run_training_scenario
+from vgpu.train.launch import TrainNode
+from vgpu.train.targets import nodes_from_targets
+
+__all__ = [
+    "Overrides",
+    "TrainNode",
+    "TrainingRun",
+    "local_node",
+    "nodes_from_targets",
+    "run_training_scenario",
+]
