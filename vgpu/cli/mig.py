@@ -165,8 +165,7 @@ def verify_catalogue(
     simulator: SimulatorOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Compare vgpu's MIG catalogue for this GPU model with what NVML reports; exit 1 on
-    any difference. Read-only."""
+    """Compare vgpu's MIG catalogue with what NVML reports (read-only; exit 1 on a difference)."""
     backend = _backend(simulator)
     report = check_catalogue(backend, gpu)
     diffs, model = report.differences, report.model

@@ -91,7 +91,7 @@ def _restore(backend: GpuBackend, gpu: int, state: LayoutState, store: StateStor
             for slices in s.compute_slices:
                 backend.create_compute_instance(gpu, gi.id, slices)
             actions.append(f"restored {s.profile}@{s.start} as GPU instance {gi.id} "
-                           f"(new id and MIG UUID)")
+                           f"(a new MIG UUID)")
             present.add((s.profile_id, s.start))
         state.replaced = []
         store.save(state)
