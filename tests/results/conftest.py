@@ -45,6 +45,7 @@ def add_series(store: ResultStore) -> AddSeries:
         p99_ms: float = 5.0,
         metrics: Sequence[Sequence[Metric]] = (),
         kind: str = "inference",
+        scenario_file: str | None = None,
     ) -> list[int]:
         series_id = uuid.uuid4().hex
         run_ids = []
@@ -53,6 +54,7 @@ def add_series(store: ResultStore) -> AddSeries:
                 series_id=series_id, scenario_id=scenario_id, scenario_name=f"s{scenario_id}",
                 workload=workload, target_kind=target_kind, repeat_index=index, kind=kind,
                 workload_detail={"loadgen_scenario": loadgen_scenario},
+                scenario_file=scenario_file,
             )
             run_ids.append(store.record_run(
                 start, "ok",

@@ -17,6 +17,7 @@ from vgpu.results.store import ResultStore
 
 AddSeries = Callable[..., list[int]]
 
+ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
@@ -88,3 +89,19 @@ def test_report_renders_in_headless_chromium(
     assert float(pixels.var()) > 0.01
     colours = {tuple(c) for c in (pixels.reshape(-1, 3)[::97] * 255).astype(np.uint8)}
     assert len(colours) > 20
+
+
+def test_vm_series_meets_its_bare_metal_twin_and_scenario_gains_are_tabled(
+    store: ResultStore, add_series: AddSeries
+) -> None:
+    six = [{"4g": 500.0 + d, "2g": 300.0, "1g": 200.0} for d in (0.0, 1.0, -1.0)]
+    scenario_6 = str(ROOT / "scenarios" / "mig_4g_2g_1g.yaml")  # baseline: scenario bm6
+    add_series(six, scenario_id="bm6", target_kind="bare-metal")
+    add_series(six, scenario_id="6", target_kind="vm", scenario_file=scenario_6)
+    add_series([{"7g": 945.0}, {"7g": 946.0}, {"7g": 944.0}], scenario_id="1")
+    report = build_report(store)
+    html = report.html()
+    assert "VM vs bare metal, scenario 6" in html
+    gains = next(t for h, t in report.sections if h.startswith("System throughput relative"))
+    [row] = gains.rows
+    assert row[0] == "6" and row[5] == f"{(1000 / 945 - 1) * 100:+.2f}%"

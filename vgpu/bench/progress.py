@@ -28,6 +28,8 @@ class RichListener:
         self.console.print(f"[bold]{text}[/bold]")
 
     def begin_round(self, instances: Sequence[str], expected_s: float) -> None:
+        if not self.console.is_terminal:
+            return  # a live display only makes sense on a terminal; logs get the phases
         self._expected_s = max(expected_s, 0.1)
         self._progress = Progress(
             TextColumn("{task.description:<28}"),

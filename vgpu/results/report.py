@@ -11,13 +11,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from vgpu.errors import VgpuError
+from vgpu.model.load import load_scenario
 from vgpu.results import plots
-from vgpu.results.compare import Comparison
+from vgpu.results.compare import Band, Comparison, compare_samples
 from vgpu.results.judge import compare_series
 from vgpu.results.series import SYSTEM_THROUGHPUT, SeriesData, all_series
 from vgpu.results.stats import summarize
 from vgpu.results.store import ResultStore
 
+REFERENCE_SCENARIO = "1"
 TRAINING_THROUGHPUT = "throughput"
 TRAINING_WORKERS = "workers"
 
@@ -185,19 +188,61 @@ def comparison_table(comparisons: Sequence[Comparison]) -> Table:
                   "allowed", "verdict"], rows)
 
 
-def automatic_comparisons(series: Sequence[SeriesData], tolerance: float) -> list[Comparison]:
-    """VM vs bare metal for every scenario/workload that has both (latest of each)."""
+def _baseline_scenario(data: SeriesData) -> str | None:
+    """The baseline scenario id named in the series' scenario file, if it can be read."""
+    source = data.runs[0].scenario_file
+    if not source or not Path(source).exists():
+        return None
+    try:
+        scenario = load_scenario(source)
+    except VgpuError:
+        return None
+    return scenario.baseline.scenario if scenario.baseline else None
+
+
+def _latest(series: Sequence[SeriesData]) -> dict[tuple[str, str, str], SeriesData]:
     latest: dict[tuple[str, str, str], SeriesData] = {}
     for data in series:
         latest[(data.scenario_id, data.workload, data.target_kind)] = data
+    return latest
+
+
+def automatic_comparisons(series: Sequence[SeriesData], tolerance: float) -> list[Comparison]:
+    """VM vs bare metal for every VM series whose bare-metal counterpart (the scenario's
+    baseline scenario, or the same scenario) has a series of the same workload."""
+    latest = _latest(series)
     comparisons = []
     for (scenario, workload, target), data in latest.items():
-        reference = latest.get((scenario, workload, "bare-metal"))
-        if target == "vm" and reference is not None:
-            comparisons.append(
-                compare_series("vm-vs-bare-metal", data, reference, tolerance=tolerance)
-            )
+        if target != "vm":
+            continue
+        for reference_id in (_baseline_scenario(data), scenario):
+            reference = latest.get((reference_id or "", workload, "bare-metal"))
+            if reference is not None:
+                comparisons.append(
+                    compare_series("vm-vs-bare-metal", data, reference, tolerance=tolerance))
+                break
     return comparisons
+
+
+def scenario_gain_table(series: Sequence[SeriesData]) -> Table:
+    """System throughput of each scenario relative to scenario 1 (one VM with the whole
+    GPU in lab study A), same workload and target kind: the study's headline numbers."""
+    latest = _latest(series)
+    rows = []
+    for (scenario, workload, target), data in sorted(latest.items()):
+        reference = latest.get((REFERENCE_SCENARIO, workload, target))
+        if scenario == REFERENCE_SCENARIO or reference is None:
+            continue
+        if SYSTEM_THROUGHPUT not in data.samples or SYSTEM_THROUGHPUT not in reference.samples:
+            continue
+        check = compare_samples(SYSTEM_THROUGHPUT, data.samples[SYSTEM_THROUGHPUT].values,
+                                reference.samples[SYSTEM_THROUGHPUT].values, Band())
+        ci = "-" if check.ci_pct is None else \
+            f"[{check.ci_pct[0]:+.2f}, {check.ci_pct[1]:+.2f}]"
+        rows.append([scenario, workload, target, f"{check.candidate.mean:.5g}",
+                     f"{check.reference_mean:.5g}", f"{check.difference_pct:+.2f}%", ci])
+    return Table(["scenario", "workload", "target", "samples/s",
+                  f"scenario {REFERENCE_SCENARIO} samples/s", "gain", "95% CI (%)"], rows)
 
 
 def _training_points(series: Sequence[SeriesData]) -> dict[str, list[tuple[float, float]]]:
@@ -235,6 +280,9 @@ def build_report(
         sections.append(("Latency percentiles",
                          Chart("latency_percentiles.png",
                                plots.latency_percentiles(inference[-6:]))))
+    gains = scenario_gain_table(series)
+    if gains.rows:
+        sections.append((f"System throughput relative to scenario {REFERENCE_SCENARIO}", gains))
     training = _training_points(series)
     if training:
         sections.append(("Training speedup vs ideal",
