@@ -33,7 +33,7 @@ def planned_slices(scenario: Scenario) -> list[tuple[str, str]]:
 
 
 def local_targets(
-    scenario: Scenario, devices: list[LocalDevice], work_root: Path
+    scenario: Scenario, devices: list[LocalDevice], work_root: Path, cores: int | None = None
 ) -> tuple[list[Target], list[str]]:
     """The targets and notes that say what this machine could and could not provide."""
     harness = f"{shlex.quote(sys.executable)} -m loadgen"
@@ -41,7 +41,7 @@ def local_targets(
     transport = LocalTransport(home=work_root)
     notes: list[str] = []
     planned = planned_slices(scenario)
-    cores = cpu_count()
+    cores = cores or cpu_count()
     # No hypervisor here: a bare-metal scenario run on this machine is a bare-metal run.
     kind: TargetKind = "bare-metal" if scenario.platform == "bare-metal" else "local"
     if devices and devices[0].kind != "cpu":
