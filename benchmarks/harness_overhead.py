@@ -34,17 +34,14 @@ import onnxruntime as ort
 import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
-# The reusable Triton lab lives with the tests; the project root goes first so that
-# `loadgen` is the package and not the tests/loadgen folder.
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
-
-from labs.triton import TritonServer, triton_unavailable  # noqa: E402
+sys.path.insert(0, str(ROOT))  # the reusable Triton lab lives with the tests
 
 from loadgen.models import build_model, read_model_io  # noqa: E402
 from loadgen.qsl import SampleLibrary  # noqa: E402
 from loadgen.runner import run  # noqa: E402
 from loadgen.spec import parse_spec  # noqa: E402
 from loadgen.triton_repo import write_repository  # noqa: E402
+from tests.labs.triton import TritonServer, triton_unavailable  # noqa: E402
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,8 @@
 """A real Triton Inference Server for tests: the tritonserver binary from the
 nvidia-pytriton wheel in ``.venv-triton`` (created by ``scripts/setup.sh --test``).
 
+    from tests.labs.triton import TritonServer
+
     with TritonServer(repository) as server:
         server.grpc_url, server.http_url     # "127.0.0.1:PORT"
         server.kill()                        # SIGKILL, e.g. to fail a run on purpose

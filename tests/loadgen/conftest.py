@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness_helpers import base_spec
+
+from tests.loadgen.harness_helpers import base_spec
 
 
 @pytest.fixture(scope="session")

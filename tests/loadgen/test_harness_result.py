@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness_helpers import base_spec
 
 from loadgen.result import schema_problems, write_result
 from loadgen.runner import run
 from loadgen.spec import parse_spec
+from tests.loadgen.harness_helpers import base_spec
 
 
 @pytest.fixture(scope="module")

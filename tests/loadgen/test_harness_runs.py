@@ -14,13 +14,13 @@ from typing import Any
 import numpy as np
 import onnxruntime as ort
 import pytest
-from harness_helpers import ROOT, base_spec, run_cli
 
 from loadgen.models import build_model, read_model_io
 from loadgen.result import schema_problems
 from loadgen.runner import run
 from loadgen.spec import parse_spec
 from loadgen.sync import READY_LINE
+from tests.loadgen.harness_helpers import ROOT, base_spec, run_cli
 
 PERCENTILE_ORDER = ("min", "p50", "p90", "p95", "p97", "p99", "p99.9", "max")
 

@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from harness_helpers import base_spec, run_cli
 
 from loadgen.errors import SpecError
 from loadgen.spec import load_spec, parse_spec
+from tests.loadgen.harness_helpers import base_spec, run_cli
 
 
 def problems_of(doc: dict[str, Any], tmp_path: Path) -> list[tuple[str, str]]:

@@ -8,10 +8,10 @@ import time
 
 import psutil
 import pytest
-from nvml_simulator import GPU_NAME, MIG_UUID, NvmlSimulator
 
 from loadgen.spec import DeviceSpec
 from loadgen.telemetry import ProcessSampler, Telemetry
+from tests.loadgen.nvml_simulator import GPU_NAME, MIG_UUID, NvmlSimulator
 
 
 def sampled(device: DeviceSpec, nvml: object, seconds: float = 0.3) -> dict:

@@ -12,14 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness_helpers import ROOT, base_spec, run_cli
-from labs.triton import TritonServer, triton_unavailable
 
 from loadgen.models import build_model
 from loadgen.runner import run
 from loadgen.spec import parse_spec
 from loadgen.sync import READY_LINE
 from loadgen.triton_repo import model_config, write_repository
+from tests.labs.triton import TritonServer, triton_unavailable
+from tests.loadgen.harness_helpers import ROOT, base_spec, run_cli
 
 pytestmark = pytest.mark.triton
 needs_triton = pytest.mark.skipif(triton_unavailable() is not None,
