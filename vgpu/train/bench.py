@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from vgpu.errors import InputError, RemoteError
+from vgpu.model.load import vgpu_requests
 from vgpu.model.scenario import Scenario, TrainingWorkload
 from vgpu.provision.local import LocalTransport
 from vgpu.results.records import RunStart, TargetKind
@@ -140,6 +141,14 @@ def _port_mapped(nodes: list[TrainNode], network: NetworkOptions) -> list[TrainN
     return mapped
 
 
+def planned_gpu_memory_bytes(scenario: Scenario) -> int:
+    """The smallest framebuffer a rank gets in the scenario's plan (a MIG slice's or a whole
+    GPU's), in nominal bytes (10 GB = 1e10 B, below the real 9.5+ GiB: conservative)."""
+    sizes = [request.framebuffer_gb for requests in vgpu_requests(scenario).values()
+             for request in requests]
+    return min(sizes, default=scenario.gpu_model.memory_gb) * 10**9
+
+
 def prepare_launch(
     scenario: Scenario, index: int, workload: TrainingWorkload,
     targets: Sequence[TrainNode] | None, workdir: Path, over: Overrides, notes: list[str],
@@ -161,6 +170,9 @@ def prepare_launch(
     spec = _harness_spec(workload, device, backend, precision, over, source, where)
     if device == "gpu":
         preflight.check_gpus(nodes, procs, source, f"{where}.gpus_per_node")
+        planned = planned_gpu_memory_bytes(scenario)
+        nodes = [node if node.memory_bytes is not None else replace(node, memory_bytes=planned)
+                 for node in nodes]
     preflight.check_memory(nodes, spec, procs, device == "gpu", source,
                            f"{where}.batch_per_gpu")
     net = workload.network
