@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from vgpu.bench.session import BenchOutcome, WorkloadOutcome
@@ -36,7 +37,7 @@ def _validity(outcome: WorkloadOutcome, instance: str) -> str:
 
 
 def workload_table(outcome: WorkloadOutcome) -> Table:
-    table = Table(title=f"{outcome.workload.key}", title_justify="left")
+    table = Table(title=escape(outcome.workload.key), title_justify="left")
     for column in ("instance", "device", "n", "mean samples/s", "95% CI", "LoadGen"):
         table.add_column(column, justify="left" if column in ("instance", "device") else "right")
     series = outcome.series
@@ -57,26 +58,26 @@ def workload_table(outcome: WorkloadOutcome) -> Table:
 
 def render(outcome: BenchOutcome, console: Console, db: str, report: str | None) -> None:
     for note in outcome.notes:
-        console.print(f"[dim]note:[/dim] {note}")
+        console.print(f"[dim]note:[/dim] {escape(note)}")
     for workload in outcome.workloads:
         for note in workload.workload.notes:
-            console.print(f"[dim]note:[/dim] {note}")
+            console.print(f"[dim]note:[/dim] {escape(note)}")
         console.print(workload_table(workload))
         skews = _skews(workload)
         if skews:
             console.print(f"synchronised start: skew max {max(skews) * 1e3:.1f} ms over "
                           f"{len(skews)} run(s); runs {', '.join(map(str, workload.run_ids))}")
         if workload.failure:
-            console.print(f"[bold red]failed:[/bold red] {workload.failure}")
+            console.print(f"[bold red]failed:[/bold red] {escape(workload.failure)}")
         if workload.comparison is not None:
             verdict = workload.comparison.verdict
-            console.print(f"verdict vs {workload.baseline_note}: "
+            console.print(f"verdict vs {escape(workload.baseline_note or '')}: "
                           f"[{_VERDICT_STYLE[verdict]}]{verdict}[/]")
             for check in workload.comparison.checks:
                 console.print(f"  {check.metric}: {check.difference_pct:+.2f}% "
-                              f"({check.verdict}) {check.reason}")
+                              f"({check.verdict}) {escape(check.reason)}")
         elif workload.baseline_note:
-            console.print(f"[dim]no verdict:[/dim] {workload.baseline_note}")
+            console.print(f"[dim]no verdict:[/dim] {escape(workload.baseline_note)}")
     console.print(f"results: {db}" + (f"; report: {report}" if report else ""))
 
 

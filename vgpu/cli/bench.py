@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 import yaml
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from vgpu import catalog
@@ -165,11 +166,11 @@ def results(
             stored = store.instances(run.id)
             total = sum(i.result.throughput or 0.0 for i in stored)
             table.add_row(
-                str(run.id), run.series_id[:8], run.scenario_id, run.workload, run.target_kind,
-                run.status, str(run.repeat_index), str(len(stored)),
+                str(run.id), run.series_id[:8], escape(run.scenario_id), escape(run.workload),
+                run.target_kind, run.status, str(run.repeat_index), str(len(stored)),
                 f"{total:.5g}" if stored else "-",
                 "-" if run.sync_skew_s is None else f"{run.sync_skew_s * 1e3:.1f}",
-                run.reason or "",
+                escape(run.reason or ""),
             )
         common.console.print(table)
 
@@ -222,7 +223,7 @@ def _references(path: Path) -> dict[str, Reference]:
 
 
 def _print_comparison(comparison: Comparison) -> None:
-    table = Table(title=comparison.title, title_justify="left")
+    table = Table(title=escape(comparison.title), title_justify="left")
     for column in ("metric", "candidate mean", "reference mean", "ratio", "difference",
                    "95% CI", "MDD", "allowed", "verdict"):
         table.add_column(column)
@@ -235,7 +236,8 @@ def _print_comparison(comparison: Comparison) -> None:
             f"[{_STYLE[c.verdict]}]{c.verdict}[/]",
         )
     common.console.print(table)
-    common.console.print(f"candidate: {comparison.candidate}\nreference: {comparison.reference}")
+    common.console.print(f"candidate: {escape(comparison.candidate)}\n"
+                         f"reference: {escape(comparison.reference)}")
     common.console.print(f"verdict: [{_STYLE[comparison.verdict]}]{comparison.verdict}[/]")
 
 
