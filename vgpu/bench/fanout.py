@@ -117,6 +117,8 @@ class _Running:
 def _describe_exit(code: int | None) -> str:
     if code is None:
         return "did not exit"
+    if code == -1:  # what an SSH channel reports when the remote process got a signal
+        return "ended without an exit status (killed by a signal, or its session dropped)"
     if code < 0 or code in (137, 143):
         signal_number = -code if code < 0 else code - 128
         return f"was killed by signal {signal_number}"

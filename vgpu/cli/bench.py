@@ -24,7 +24,7 @@ from vgpu.cli import app, common
 from vgpu.cli.common import scenario_from_args
 from vgpu.errors import InputError, RemoteError, VerdictFailed
 from vgpu.model.load import load_inventory
-from vgpu.model.scenario import Scenario
+from vgpu.model.scenario import InferenceWorkload, Scenario
 from vgpu.results.compare import Comparison, Reference
 from vgpu.results.export import export_csv, export_json
 from vgpu.results.judge import compare_series, compare_with_references, default_kind
@@ -81,6 +81,10 @@ def bench(
         raise InputError.single("command line", "--runs", f"must be >= 1, got {runs}",
                                 fix="give --runs 1 or more")
     _positive(duration, "--duration")
+    if not any(isinstance(w, InferenceWorkload) for w in sc.workloads):
+        raise InputError.single(sc.source or "scenario", "workloads",
+                                "the scenario has no inference workload",
+                                fix="run its training workloads with `vgpu train run`")
     known = [w.label for w in sc.workloads]
     for name in workload or []:
         if name not in known:
