@@ -293,8 +293,8 @@ class SimulatedNvmlLibrary:
     # ---- MIG devices ---------------------------------------------------------------------
     def nvmlDeviceGetMaxMigDeviceCount(self, handle: Any) -> int:
         gpu = self._gpu(handle)
-        return self.sim.gpus()[gpu].model.compute_slices if self.sim.mig_mode(gpu).current \
-            else 0  # type: ignore[union-attr]
+        model = self.sim.gpus()[gpu].model
+        return model.compute_slices if model and self.sim.mig_mode(gpu).current else 0
 
     def nvmlDeviceGetMigDeviceHandleByIndex(self, handle: Any, index: int) -> Any:
         gpu = self._gpu(handle)

@@ -40,11 +40,11 @@ def test_scenario_layout_is_created_verified_and_destroyed(
     # NVML profile ids, not profile indexes, reached the GPU.
     assert {gi.profile_id for gi in sim.gpu_instances(0)} == {A100_80[p] for p, _ in expected}
     assert all(len(gi.compute_instances) == 1 for gi in sim.gpu_instances(0))
-    uuids = [c.uuid for c in result.created]
+    uuids = [c.uuid or "" for c in result.created]
     assert len(set(uuids)) == len(expected) and all(u and u.startswith("MIG-") for u in uuids)
     bench = mig_devices_for_bench(sim, store=store)
     assert sorted((d.profile, d.start) for d in bench) == expected
-    assert sorted(d.uuid for d in bench) == sorted(uuids)  # type: ignore[type-var]
+    assert sorted(d.uuid for d in bench) == sorted(uuids)
     assert all(d.simulated for d in bench)
     assert {d.owner for d in bench} == {c.owner for c in result.created}
     assert {d.owner for d in bench} >= {f"{scenario}-1g" if scenario == "bm6" else "bm8-1g-1"}
@@ -99,14 +99,16 @@ def test_foreign_instance_is_kept_and_counted_as_occupied(
 def test_layout_that_does_not_fit_beside_held_instances_changes_nothing(
         sim: SimulatedGpuBackend, store: StateStore) -> None:
     foreign = sim.create_gpu_instance(0, A100_80["1g.10gb"], 6, 1)
-    before = sim.state_file.read_text()  # type: ignore[union-attr]
+    state_file = sim.state_file
+    assert state_file is not None
+    before = state_file.read_text()
 
     with pytest.raises(LayoutError) as exc:
         apply_layout(sim, layout_of("bm6"), store)
 
     assert "1g.10gb@6 (GPU instance" in str(exc.value)
     assert "--replace-existing" in str(exc.value)
-    assert sim.state_file.read_text() == before  # type: ignore[union-attr]
+    assert state_file.read_text() == before
     assert [gi.id for gi in sim.gpu_instances(0)] == [foreign.id]
 
 
@@ -166,12 +168,14 @@ def test_enable_mig_on_a_busy_gpu_refuses(tmp_path: Path, store: StateStore) -> 
 
 
 def test_dry_run_changes_nothing(sim: SimulatedGpuBackend, store: StateStore) -> None:
-    before = sim.state_file.read_text()  # type: ignore[union-attr]
+    state_file = sim.state_file
+    assert state_file is not None
+    before = state_file.read_text()
     result = apply_layout(sim, layout_of("bm6"), store, dry_run=True)
     assert result.actions == ["would create 4g.40gb@0 for bm6-4g",
                               "would create 2g.20gb@4 for bm6-2g",
                               "would create 1g.10gb@6 for bm6-1g"]
-    assert sim.state_file.read_text() == before  # type: ignore[union-attr]
+    assert state_file.read_text() == before
     assert not store.file_for(0).exists()
 
 

@@ -67,7 +67,12 @@ def test_a_real_gpu_wins_over_the_simulator_request(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("VGPU_GPU_SIMULATOR", "A100-80GB")
     library = SimulatedNvmlLibrary(SimulatedGpuBackend(["H100-80GB"]))
-    backend = backend_for_this_machine(nvml_loader=lambda: (library.nvmlInit(), library)[1])
+
+    def load() -> SimulatedNvmlLibrary:
+        library.nvmlInit()
+        return library
+
+    backend = backend_for_this_machine(nvml_loader=load)
     assert isinstance(backend, NvmlBackend)
     assert not backend.simulated
     assert [g.model_key for g in backend.gpus()] == ["H100-80GB"]
@@ -77,7 +82,7 @@ def test_a_real_gpu_wins_over_the_simulator_request(
 def nvml_backend(sim: SimulatedGpuBackend) -> NvmlBackend:
     library = SimulatedNvmlLibrary(sim)
     library.nvmlInit()
-    return NvmlBackend(library)  # type: ignore[arg-type]
+    return NvmlBackend(library)
 
 
 def test_gpu_listing_reads_model_from_pci_device_id(nvml_backend: NvmlBackend) -> None:
@@ -130,7 +135,7 @@ def test_enable_mig_through_nvml_backend_reports_the_pending_reset(
         tmp_path: Path) -> None:
     library = SimulatedNvmlLibrary(SimulatedGpuBackend(["A100-80GB"]))
     library.nvmlInit()
-    backend = NvmlBackend(library)  # type: ignore[arg-type]
+    backend = NvmlBackend(library)
     mode = backend.set_mig_mode(0, True)
     assert (mode.current, mode.pending, mode.reset_pending) == (False, True, True)
     assert backend.mig_devices(0) == []
@@ -156,19 +161,19 @@ def test_catalogue_check_with_mig_off_compares_what_the_driver_lists() -> None:
     sim = SimulatedGpuBackend(["A100-80GB"])
     placements_hidden = SimulatedNvmlLibrary(sim, hidden_without_mig="placements")
     placements_hidden.nvmlInit()
-    report = check_catalogue(NvmlBackend(placements_hidden), 0)  # type: ignore[arg-type]
+    report = check_catalogue(NvmlBackend(placements_hidden), 0)
     assert report.differences == []
     assert any("placements were not compared" in n for n in report.notes)
 
     profiles_hidden = SimulatedNvmlLibrary(sim, hidden_without_mig="profiles")
     profiles_hidden.nvmlInit()
     with pytest.raises(NvmlUnavailable, match="lists profiles only with MIG mode on"):
-        check_catalogue(NvmlBackend(profiles_hidden), 0)  # type: ignore[arg-type]
+        check_catalogue(NvmlBackend(profiles_hidden), 0)
 
 
 def test_a_driver_without_the_v2_profile_call_still_gets_profile_names() -> None:
     library = SimulatedNvmlLibrary(SimulatedGpuBackend(["A100-80GB"]), old_driver=True)
     library.nvmlInit()
-    profiles = NvmlBackend(library).gpu_instance_profiles(0)  # type: ignore[arg-type]
+    profiles = NvmlBackend(library).gpu_instance_profiles(0)
     assert sorted(p.name for p in profiles) == sorted(mig.GPU_MODELS["A100-80GB"].profile_names())
     assert compare_catalogue(mig.GPU_MODELS["A100-80GB"], profiles) == []

@@ -84,9 +84,10 @@ def status(simulator: SimulatorOpt = None, as_json: JsonOpt = False) -> None:
         for gi in s.instances:
             cis = gi.compute_instances or ()
             for ci in cis or (None,):
-                d = devices.get((gi.id, ci.id)) if ci else None
+                device = devices.get((gi.id, ci.id)) if ci else None
                 table.add_row(str(gi.id), s.profile_name(gi.profile_id), str(gi.start),
-                              str(gi.size), str(ci.id) if ci else "-", d.uuid if d else "-")
+                              str(gi.size), str(ci.id) if ci else "-",
+                              device.uuid if device else "-")
         console.print(table)
 
 

@@ -157,9 +157,8 @@ def apply_layout(backend: GpuBackend, spec: LayoutSpec, store: StateStore, *,
     if problems:
         raise LayoutError(f"GPU {gpu}: the layout was created but does not verify: "
                           + "; ".join(problems))
-    by_ids = {(d.gpu_instance_id, d.compute_instance_id): d for d in devices}
-    for c in state.created:
-        c.uuid = by_ids[(c.gpu_instance_id, c.compute_instance_id)].uuid
+    for record, device in zip(state.created, devices, strict=True):  # no problems: 1:1
+        record.uuid = device.uuid
     store.save(state)
     result.created, result.devices = list(state.created), devices
     return result

@@ -68,11 +68,12 @@ def load_nvml() -> ModuleType:
 
 
 class NvmlBackend(GpuBackend):
-    """``nvml``: an initialised pynvml module (default: load_nvml())."""
+    """``nvml``: an initialised pynvml module, or anything with its interface (default:
+    load_nvml())."""
 
     simulated = False
 
-    def __init__(self, nvml: ModuleType | None = None) -> None:
+    def __init__(self, nvml: Any = None) -> None:
         self.nvml = nvml if nvml is not None else load_nvml()
         self._profiles: dict[int, list[GpuInstanceProfile]] = {}
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
+from typing import Any
 
 from vgpu.nvml.backend import GpuBackend
 from vgpu.nvml.errors import NvmlUnavailable
@@ -31,7 +31,7 @@ def simulator_from_env(spec: str | None = None) -> SimulatedGpuBackend | None:
 
 
 def backend_for_this_machine(simulator: str | None = None,
-                             nvml_loader: Callable[[], ModuleType] = load_nvml) -> GpuBackend:
+                             nvml_loader: Callable[[], Any] = load_nvml) -> GpuBackend:
     """NvmlBackend when NVML finds a GPU; else the simulator if ``simulator`` or
     $VGPU_GPU_SIMULATOR names a model; else NvmlUnavailable saying why."""
     try:
