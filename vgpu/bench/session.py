@@ -14,6 +14,7 @@ from vgpu.bench.fanout import InstanceOutcome, RoundListener, RoundTimeouts, run
 from vgpu.bench.provenance import scenario_revision
 from vgpu.bench.targets import Target
 from vgpu.bench.workload import BenchOverrides, EffectiveWorkload, effective_workload, harness_spec
+from vgpu.errors import RemoteError
 from vgpu.model.scenario import InferenceWorkload, Scenario
 from vgpu.results.compare import Comparison
 from vgpu.results.judge import compare_series, default_kind
@@ -202,6 +203,10 @@ def _run_series(
             store.finish_run(run_id, "aborted",
                              reason="interrupted (Ctrl-C); every harness instance was stopped")
             raise
+        except RemoteError as exc:  # a host became unreachable while staging or starting
+            store.finish_run(run_id, "failed", reason=str(exc))
+            result.failure = f"run {run_id}: {exc}"
+            return
         finally:
             listen.end_round()
         store.finish_run(
