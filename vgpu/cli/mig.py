@@ -4,6 +4,7 @@ simulated GPU when asked for explicitly."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -42,6 +43,9 @@ def _backend(simulator: str | None) -> GpuBackend:
     backend = backend_for_this_machine(simulator)
     if backend.simulated:
         notice.print(f"[bold yellow]{backend.description}[/]")
+    elif simulator or os.environ.get(SIMULATOR_ENV):
+        notice.print(f"note: this machine has a real GPU; the simulator request "
+                     f"({simulator or os.environ.get(SIMULATOR_ENV)}) is ignored")
     return backend
 
 
@@ -119,6 +123,9 @@ def apply(
     inv = inventory_from_args(inventory)
     plan = build_plan(sc, inv, inventory_name=str(inventory) if inventory else None)
     specs = layouts_from_plan(plan, gpu, host=host)
+    for note in plan.notes:
+        if not note.startswith("no inventory"):  # bare metal here needs none
+            notice.print(f"note: {note}")
     if state_file is not None and len(specs) > 1:
         raise InputError.single("command line", "--state-file", "one state file cannot hold "
                                 f"the layouts of {len(specs)} GPUs", fix="leave it out")

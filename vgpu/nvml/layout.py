@@ -214,7 +214,12 @@ def _create_one(backend: GpuBackend, gpu: int, s: SliceSpec,
                              start=s.start, size=size, gpu_instance_id=gi.id)
     state.created.append(record)
     store.save(state)
-    ci = backend.create_compute_instance(gpu, gi.id)
+    try:
+        ci = backend.create_compute_instance(gpu, gi.id)
+    except MigError as exc:
+        raise LayoutError(f"creating the compute instance of {s.profile}@{s.start} for "
+                          f"{s.owner} on GPU {gpu} failed: {exc}. The instances created so "
+                          "far are recorded; `vgpu mig destroy` removes them") from None
     record.compute_instance_id = ci.id
     store.save(state)
     return record
