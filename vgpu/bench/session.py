@@ -148,7 +148,7 @@ def run_bench(
         result = WorkloadOutcome(workload=effective, series_id=uuid.uuid4().hex)
         outcome.workloads.append(result)
         _run_series(store, scenario, targets, result, repeats, overrides, listen, timeouts)
-        if result.run_ids and any(r.status == "ok" for r in store.runs(series_id=result.series_id)):
+        if store.runs(series_id=result.series_id, status="ok"):
             result.series = load_series(store, result.series_id)
         _judge(store, scenario, result)
         if result.failure:
@@ -170,6 +170,9 @@ def _run_series(
                 targets, effective, lambda n, inst: probe_root / f"probe-{n}" / inst,
                 listen, timeouts, seed=overrides.seed,
             )
+        except RemoteError as exc:
+            result.failure = str(exc)  # nothing stored: no run began
+            return
         finally:
             listen.end_round()
         rates = ", ".join(f"{k} {v:.4g}/s" for k, v in result.calibrated_qps.items())
