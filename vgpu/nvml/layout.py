@@ -80,34 +80,20 @@ def apply_layout(backend: GpuBackend, spec: LayoutSpec, store: StateStore, *,
                  enable_mig: bool = False, replace_existing: bool = False,
                  dry_run: bool = False, source: str = "scenario", log: Log = quiet
                  ) -> ApplyResult:
-    info = find_gpu(backend, spec.gpu)
-    check_model(info, spec, source)
     gpu, model = spec.gpu, spec.gpu_model
+    info = find_gpu(backend, gpu)
+    check_model(info, spec, source)
+    state = _state_for(store, gpu, info.uuid, model.key, backend.simulated, spec.scenario)
     result = ApplyResult(gpu=gpu, dry_run=dry_run)
-    state = store.load(gpu)
-    if state is not None and state.gpu_uuid != info.uuid:
-        raise LayoutError(f"{store.file_for(gpu)} records a layout on another GPU "
-                          f"({state.gpu_uuid}, this is {info.uuid}); move it away or use "
-                          "--state-file")
-    fresh = state is None
-    if state is None:
-        state = LayoutState(gpu_index=gpu, gpu_uuid=info.uuid, gpu_model=model.key,
-                            simulated=backend.simulated, scenario=spec.scenario)
     result.actions += ensure_mig_enabled(backend, gpu, enable=enable_mig, dry_run=dry_run,
                                          state=state, store=store, log=log)
-    if dry_run and result.actions:
+    if dry_run and result.actions:  # MIG would be switched on: nothing else to read yet
         result.actions += [f"would create {s.profile}@{s.start} for {s.owner}"
                            for s in _creation_order(list(spec.slices), model)]
         return result
     profiles = backend.gpu_instance_profiles(gpu)
     existing = backend.gpu_instances(gpu)
-    if fresh or not (state.created or state.before):
-        state.before = [SavedInstance.of(gi, name_of(profiles, model, gi.profile_id))
-                        for gi in existing]
-    live = {(gi.id, gi.profile_id, gi.start) for gi in existing}
-    for c in [c for c in state.created if (c.gpu_instance_id, c.profile_id, c.start) not in live]:
-        log(f"note: {c.profile}@{c.start} ({c.owner}) that vgpu created is gone; forgotten")
-        state.created.remove(c)
+    _take_stock(state, existing, profiles, model, log)
     ours = [gi for gi in existing if state.is_ours(gi)]
     foreign = [gi for gi in existing if not state.is_ours(gi)]
 
@@ -122,15 +108,14 @@ def apply_layout(backend: GpuBackend, spec: LayoutSpec, store: StateStore, *,
             result.actions.append(f"GPU {gpu} already has this layout; nothing to do")
             return result
         keep_ours = False
+    # Instances of ours that belong to this layout stay; the missing ones go beside them.
     targets = _targets(spec, missing, foreign + ours, profiles, log) if keep_ours else None
     if isinstance(targets, list):
         result.actions += [f"kept {c.profile}@{c.start} for {c.owner}" for c in state.created]
-    else:
-        # An earlier layout of ours that differs from this one (or blocks it) makes room.
+    else:  # an earlier layout of ours that differs from this one (or blocks it) makes room
         if ours:
             result.actions += _clear_ours(backend, gpu, state, store, dry_run, log)
-        missing = list(spec.slices)
-        targets = _targets(spec, missing, foreign, profiles, log)
+        targets = _targets(spec, list(spec.slices), foreign, profiles, log)
     if isinstance(targets, str):
         if not replace_existing:
             held = ", ".join(f"{name_of(profiles, model, gi.profile_id)}@{gi.start} "
@@ -147,7 +132,40 @@ def apply_layout(backend: GpuBackend, spec: LayoutSpec, store: StateStore, *,
         result.actions += [f"would create {s.profile}@{s.start} for {s.owner}" for s in order]
         return result
     state.scenario = spec.scenario
-    store.save(state)
+    _create_all(backend, gpu, order, profiles, state, store, result)
+    return result
+
+
+def _state_for(store: StateStore, gpu: int, gpu_uuid: str, model: str, simulated: bool,
+               scenario: str | None) -> LayoutState:
+    state = store.load(gpu)
+    if state is None:
+        return LayoutState(gpu_index=gpu, gpu_uuid=gpu_uuid, gpu_model=model,
+                           simulated=simulated, scenario=scenario)
+    if state.gpu_uuid != gpu_uuid:
+        raise LayoutError(f"{store.file_for(gpu)} records a layout on another GPU "
+                          f"({state.gpu_uuid}, this is {gpu_uuid}); move it away or use "
+                          "--state-file")
+    return state
+
+
+def _take_stock(state: LayoutState, existing: list[GpuInstance],
+                profiles: list[GpuInstanceProfile], model: mig.GpuModel, log: Log) -> None:
+    """Remember what was on the GPU before vgpu's first layout; forget records of vgpu's
+    instances that someone removed since."""
+    if not (state.created or state.before):
+        state.before = [SavedInstance.of(gi, name_of(profiles, model, gi.profile_id))
+                        for gi in existing]
+    live = {(gi.id, gi.profile_id, gi.start) for gi in existing}
+    for c in [c for c in state.created if (c.gpu_instance_id, c.profile_id, c.start) not in live]:
+        log(f"note: {c.profile}@{c.start} ({c.owner}) that vgpu created is gone; forgotten")
+        state.created.remove(c)
+
+
+def _create_all(backend: GpuBackend, gpu: int, order: list[SliceSpec],
+                profiles: list[GpuInstanceProfile], state: LayoutState, store: StateStore,
+                result: ApplyResult) -> None:
+    """Create in order, then verify every recorded instance and record its MIG UUID."""
     for s in order:
         record = _create_one(backend, gpu, s, profiles, state, store)
         result.actions.append(f"created {s.profile}@{s.start} for {s.owner} (GPU instance "
@@ -161,7 +179,6 @@ def apply_layout(backend: GpuBackend, spec: LayoutSpec, store: StateStore, *,
         record.uuid = device.uuid
     store.save(state)
     result.created, result.devices = list(state.created), devices
-    return result
 
 
 def _clear_ours(backend: GpuBackend, gpu: int, state: LayoutState, store: StateStore,
