@@ -201,6 +201,8 @@ def test_a_different_layout_replaces_the_earlier_one_of_ours(
     apply_layout(sim, layout_of("bm6"), store)
     apply_layout(sim, layout_of("bm8"), store)
     assert _layout(sim) == [("1g.10gb", s) for s in range(7)]
+    state = store.load(0)
+    assert state is not None and state.scenario == "bm8" and len(state.created) == 7
 
 
 def test_wrong_gpu_model_is_an_input_error(tmp_path: Path, store: StateStore) -> None:
@@ -280,3 +282,14 @@ def test_without_root_bench_still_gets_the_mig_devices(tmp_path: Path,
     assert all(d.start is None for d in devices)
     with pytest.raises(MigError, match=r"Insufficient Permissions .*run with sudo"):
         apply_layout(user, layout_of("bm8"), store)
+
+
+def test_dry_run_with_enable_mig_only_says_what_would_happen(tmp_path: Path,
+                                                            store: StateStore) -> None:
+    sim = SimulatedGpuBackend(["A100-80GB"], state_file=tmp_path / "simgpu.json")
+    before = (tmp_path / "simgpu.json").read_text()
+    result = apply_layout(sim, layout_of("bm6"), store, enable_mig=True, dry_run=True)
+    assert result.actions[0] == "would enable MIG mode on GPU 0 (needs a GPU reset)"
+    assert len(result.actions) == 4
+    assert (tmp_path / "simgpu.json").read_text() == before
+    assert not store.file_for(0).exists()
