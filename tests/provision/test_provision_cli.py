@@ -11,9 +11,15 @@ from pathlib import Path
 
 import pytest
 import yaml
-from lab_jobs import SUDO_ENV, SUDO_PASSWORD, TOKEN_TEXT, guest_files, serve_toolkit_key
 
 from tests.labs.sshlab import SshLab
+from tests.provision.lab_jobs import (
+    SUDO_ENV,
+    SUDO_PASSWORD,
+    TOKEN_TEXT,
+    guest_files,
+    serve_toolkit_key,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIO = ROOT / "scenarios" / "mig_1x1g.yaml"

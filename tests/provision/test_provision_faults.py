@@ -10,7 +10,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from lab_jobs import (
+
+from tests.labs.sshlab import SshLab
+from tests.provision.lab_jobs import (
     FAST,
     SUDO_ENV,
     SUDO_PASSWORD,
@@ -20,8 +22,6 @@ from lab_jobs import (
     serve_toolkit_key,
     target,
 )
-
-from tests.labs.sshlab import SshLab
 from vgpu.errors import InputError
 from vgpu.provision.fanout import Job, provision_all
 from vgpu.provision.report import RunReport

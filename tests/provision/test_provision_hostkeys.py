@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from lab_jobs import FAST, target
 
 from tests.labs.sshlab import SshLab
+from tests.provision.lab_jobs import FAST, target
 from vgpu.provision.errors import HostKeyError
 from vgpu.provision.hostlog import HostLog
 from vgpu.provision.redact import Redactor

@@ -10,10 +10,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from lab_jobs import FAST, SUDO_ENV, SUDO_PASSWORD, TOKEN_TEXT, guest_files, serve_toolkit_key
 from rich.console import Console
 
 from tests.labs.sshlab import SshLab
+from tests.provision.lab_jobs import (
+    FAST,
+    SUDO_ENV,
+    SUDO_PASSWORD,
+    TOKEN_TEXT,
+    guest_files,
+    serve_toolkit_key,
+)
 from vgpu.model.inventory import Drivers
 from vgpu.model.load import load_inventory, load_scenario
 from vgpu.plan import build_plan

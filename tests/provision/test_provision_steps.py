@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from lab_jobs import FAST, SUDO_PASSWORD, jobs, requirements, target
 
 from tests.labs.sshlab import SshLab, fake_driver_installer
+from tests.provision.lab_jobs import FAST, SUDO_PASSWORD, jobs, requirements, target
 from vgpu.provision.errors import AuthError
 from vgpu.provision.fanout import Job, provision_all
 from vgpu.provision.hostlog import HostLog

@@ -10,9 +10,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from lab_jobs import FAST, SUDO_ENV, SUDO_PASSWORD, target
 
 from tests.labs.sshlab import SshLab
+from tests.provision.lab_jobs import FAST, SUDO_ENV, SUDO_PASSWORD, target
 from vgpu.provision.errors import AuthError, CommandTimeout, ConnectionLost
 from vgpu.provision.hostlog import HostLog
 from vgpu.provision.local import LocalTransport

@@ -23,16 +23,19 @@ def _no_events(host: str, step: str, outcome: Outcome | None, detail: str) -> No
 def run_step(ctx: HostContext, step: Step) -> StepReport:
     started = time.monotonic()
     attempts = 0
+    applied = False  # an earlier attempt began changing the host before the link dropped
     while True:
         attempts += 1
         try:
             checked = step.check(ctx)
             if checked.done:
-                outcome, detail = Outcome.OK, checked.detail
+                outcome = Outcome.CHANGED if applied else Outcome.OK
+                detail = checked.detail
             elif ctx.dry_run or step.read_only:
                 outcome, detail = Outcome.WOULD_CHANGE, checked.detail
             else:
                 ctx.transport.log.line(f"[{step.name}] applying: {checked.detail}")
+                applied = True
                 step.apply(ctx)
                 outcome, detail = Outcome.CHANGED, step.verify(ctx)
             return StepReport(step.name, outcome, ctx.transport.redactor.redact(detail),
