@@ -1,17 +1,11 @@
-"""Fixtures for provisioning tests: loopback sshd labs (tests/labs/sshlab.py)."""
+"""Provisioning tests that need the loopback sshd lab (marked ``sshd``) are skipped, with
+the reason, where the lab cannot run (not root, sshd or sudo missing)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:  # tests.labs is imported by path from the repository root
-    sys.path.insert(0, str(ROOT))
-
-from tests.labs.sshlab import lab_available  # noqa: E402
+from tests.labs.sshlab import lab_available
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
