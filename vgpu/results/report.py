@@ -21,6 +21,7 @@ from vgpu.results.stats import summarize
 from vgpu.results.store import ResultStore
 
 REFERENCE_SCENARIO = "1"
+INSTANCE_TABLE_SERIES = 6  # older series stay in the statistics table and in `vgpu results`
 TRAINING_THROUGHPUT = "throughput"
 TRAINING_WORKERS = "workers"
 
@@ -290,7 +291,9 @@ def build_report(
     sections.append(("Statistics per series (95% CI, MDD at alpha 0.05, power 0.8)",
                      series_table(series)))
     if inference:
-        sections.append(("Instances", instance_table(inference)))
+        recent = inference[-INSTANCE_TABLE_SERIES:]
+        sections.append((f"Instances of the latest {len(recent)} series",
+                         instance_table(recent)))
     sections.append(("All runs", runs_table(store)))
     return report
 
