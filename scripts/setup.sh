@@ -7,9 +7,21 @@ cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 PY=${PYTHON:-python3}
 WITH_TEST=0
+TORCH_VERSION=${VGPU_TORCH_VERSION:-2.13.0}
 [[ "${1:-}" == "--test" ]] && WITH_TEST=1
 
 log() { printf '\033[1m[setup]\033[0m %s\n' "$*" >&2; }
+# Runs a pip command quietly; on failure shows its output and fails the script.
+pip_quiet() {
+    local out
+    out=$(mktemp)
+    if ! "$@" >"$out" 2>&1; then
+        grep -v '^WARNING: Location' "$out" >&2
+        rm -f "$out"
+        return 1
+    fi
+    rm -f "$out"
+}
 as_root() { if [[ $(id -u) -eq 0 ]]; then "$@"; else sudo "$@"; fi; }
 
 install_apt() {
@@ -31,8 +43,16 @@ setup_venv() {
         log "creating .venv"
         "$PY" -m venv .venv
     fi
-    log "pip install -e .[$extras]"
-    .venv/bin/pip install -q -e ".[$extras]" 2>&1 | grep -v '^WARNING: Location' || true
+    if [[ ",$extras," == *",train,"* ]] && ! .venv/bin/python -c "import torch" 2>/dev/null; then
+        # Pinned: an open range would pull the newest CUDA build (several GB) from the
+        # index; this version resolves to the CPU build this machine kind keeps on disk.
+        log "pip install torch==$TORCH_VERSION"
+        pip_quiet .venv/bin/pip install -q "torch==$TORCH_VERSION"
+    fi
+    local target="."
+    [[ -n "$extras" ]] && target=".[$extras]"
+    log "pip install -e $target"
+    pip_quiet .venv/bin/pip install -q -e "$target"
     .venv/bin/python -c "import vgpu, loadgen" >/dev/null
 }
 
@@ -44,13 +64,8 @@ setup_triton() {
     fi
     if ! .venv-triton/bin/python -c "import pytriton, onnxruntime" >/dev/null 2>&1; then
         log "pip install nvidia-pytriton onnxruntime into .venv-triton"
-        .venv-triton/bin/pip install -q "nvidia-pytriton==0.7.0" onnxruntime 2>&1 \
-            | grep -v '^WARNING: Location' || true
+        pip_quiet .venv-triton/bin/pip install -q "nvidia-pytriton==0.7.0" onnxruntime
     fi
-    # The filter above hides pip's exit status: check the result, or the Triton tests
-    # would skip instead of failing.
-    .venv-triton/bin/python -c "import pytriton, onnxruntime" \
-        || { log "nvidia-pytriton/onnxruntime missing in .venv-triton"; exit 1; }
 }
 
 # ---- vSphere simulator (govmomi's simulator shaped as a GPU lab: vgpu/sim/vcsim/main.go),
@@ -68,6 +83,6 @@ if [[ $WITH_TEST -eq 1 ]]; then
     setup_triton
     setup_vcsim
 else
-    setup_venv "train"
+    setup_venv ""  # inference only: `vgpu bench` of the inference scenarios needs no torch
 fi
 log "ready: $ROOT/.venv/bin/vgpu"
