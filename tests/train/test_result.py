@@ -8,8 +8,8 @@ import pytest
 
 pytest.importorskip("torch", reason="the train extra (torch) is not installed")
 
-from loadgen.train import result  # noqa: E402
-from loadgen.train.stats import exposed_comm_share, slowest_rank_per_step  # noqa: E402
+from loadgen.train import result
+from loadgen.train.stats import exposed_comm_share, slowest_rank_per_step
 
 
 def _rank(rank: int, steps: list[float], digest: str = "d", start: float = 100.0,
