@@ -143,6 +143,11 @@ def _host_states(scenario: Scenario, inventory: Inventory | None,
     hosts: list[_HostState] = []
     for src in sources:
         gpus = _gpu_list(src.name, src.gpus, model)
+        if isinstance(src, BareMetalHost) and src.is_local and not src.gpus:
+            needed = _gpus_needed(scenario)
+            notes.append(f"{src.name}: this machine lists no GPUs in the inventory; planning "
+                         f"{needed} x {model.key} (bench reads the real devices from NVML)")
+            gpus = [_GpuState(src.name, i, model, None) for i in range(needed)]
         for h in held:
             if h.host == src.name and h.gpu_index < len(gpus):
                 gpus[h.gpu_index].held.append(h)

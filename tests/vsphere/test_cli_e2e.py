@@ -33,7 +33,7 @@ def test_scenario_8_applies_seven_mig_vms_reapplies_as_no_op_and_destroys_only_i
     inventory = str(vcsim_lab.write_inventory(tmp_path / "inv.yaml"))
     vcsim_lab.make_foreign_vm("team-b-vm", "DC0_C0_H0", ("grid_a100d-2-20c",))
 
-    code, out, err = run_cli(["apply", SCENARIO_8, "-i", inventory, "--yes"])
+    code, out, err = run_cli(["apply", "--no-provision", SCENARIO_8, "-i", inventory, "--yes"])
     assert code == 0, err
     assert "7 to create" in out and "7 of 7 VM(s) done" in out
 
@@ -54,7 +54,7 @@ def test_scenario_8_applies_seven_mig_vms_reapplies_as_no_op_and_destroys_only_i
         assert extra["vgpu.owner"] == "vgpu" and extra["vgpu.scenario"] == "8"
 
     tasks = vcsim_lab.recent_tasks()
-    code, out, err = run_cli(["apply", SCENARIO_8, "-i", inventory])
+    code, out, err = run_cli(["apply", "--no-provision", SCENARIO_8, "-i", inventory])
     assert code == 0, err
     assert "0 to create, 0 to change, 7 to keep, 0 to delete" in out
     assert "nothing to change" in out
@@ -94,7 +94,7 @@ def test_seven_g_is_refused_before_any_change_when_a_foreign_4g_holds_the_only_g
         assert "4g.40gb (other-team-4g)" in out
         assert "no room for VM s1-7g (7g.80gb)" in err
 
-        code, out, err = run_cli(["apply", SCENARIO_1, "-i", inventory, "--yes"])
+        code, out, err = run_cli(["apply", "--no-provision", SCENARIO_1, "-i", inventory, "--yes"])
         assert code == 2
         assert "no room for VM s1-7g (7g.80gb)" in err
         assert "other-team-4g (4g.40gb on DC0_C0_H0 GPU 0)" in err
@@ -143,18 +143,23 @@ def test_apply_without_yes_and_without_a_terminal_changes_nothing(
     vcsim_lab: VcsimLab, tmp_path: Path,
 ) -> None:
     inventory = str(vcsim_lab.write_inventory(tmp_path / "inv.yaml"))
-    code, _, err = run_cli(["apply", "--scenario", "5", "-i", inventory])
+    code, _, err = run_cli(["apply", "--no-provision", "--scenario", "5", "-i", inventory])
     assert code == 2
     assert "pass --yes" in err
     assert set(vms_of(vcsim_lab)) == {"vgpu-template"}
 
 
-def test_bare_metal_scenario_is_refused_by_apply(vcsim_lab: VcsimLab, tmp_path: Path) -> None:
+def test_bare_metal_scenario_on_a_vsphere_inventory_is_refused_by_apply(
+    vcsim_lab: VcsimLab, tmp_path: Path,
+) -> None:
     inventory = str(vcsim_lab.write_inventory(tmp_path / "inv.yaml"))
-    code, _, err = run_cli(["apply", str(REPO / "scenarios" / "bm_mig_7x1g.yaml"), "-i",
-                            inventory, "--yes"])
+    tasks = vcsim_lab.recent_tasks()
+    code, _, err = run_cli(["apply", "--no-provision",
+                            str(REPO / "scenarios" / "bm_mig_7x1g.yaml"), "-i", inventory,
+                            "--yes"])
     assert code == 2
-    assert "runs on bare-metal, not on vSphere VMs" in err
+    assert "bare_metal: no host has a A100-80GB GPU" in err
+    assert vcsim_lab.recent_tasks() == tasks
 
 
 def test_passthrough_training_vm_gets_two_whole_gpus_by_pci_address(
@@ -162,7 +167,7 @@ def test_passthrough_training_vm_gets_two_whole_gpus_by_pci_address(
 ) -> None:
     inventory = str(vcsim_lab.write_inventory(tmp_path / "inv.yaml"))
     scenario = str(REPO / "scenarios" / "train_1vm_2gpu.yaml")
-    code, _, err = run_cli(["apply", scenario, "-i", inventory, "--yes"])
+    code, _, err = run_cli(["apply", "--no-provision", scenario, "-i", inventory, "--yes"])
     assert code == 0, err
     vm = vms_of(vcsim_lab)["train-1vm-2gpu"]
     backings = sorted((d.backing.id, d.backing.vendorId, d.backing.deviceId)  # type: ignore[attr-defined]
@@ -171,7 +176,7 @@ def test_passthrough_training_vm_gets_two_whole_gpus_by_pci_address(
     assert all(d.backing.systemId for d in vm.passthrough_devices)  # type: ignore[attr-defined]
     assert vm.vgpus == ()  # type: ignore[attr-defined]
     assert vm.extra_config["pciPassthru.64bitMMIOSizeGB"] == "512"  # type: ignore[attr-defined]
-    code, out, _ = run_cli(["apply", scenario, "-i", inventory])
+    code, out, _ = run_cli(["apply", "--no-provision", scenario, "-i", inventory])
     assert code == 0 and "nothing to change" in out
 
 

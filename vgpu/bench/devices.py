@@ -18,9 +18,14 @@ class LocalDevice:
     index: int | None = None
     uuid: str | None = None
     mig_profile: str | None = None
+    simulated: bool = False  # a MIG device of the GPU simulator: the CPU does the work
+    owner: str | None = None  # the planned instance `vgpu mig apply` made it for
 
     def harness_device(self) -> dict[str, Any]:
-        """The ``device`` section of a harness spec."""
+        """The ``device`` section of a harness spec. A simulated MIG device runs on the
+        CPU: the harness must not look for a CUDA provider there."""
+        if self.simulated:
+            return {"kind": "cpu"}
         if self.kind == "mig":
             return {"kind": "mig", "uuid": self.uuid}
         if self.kind == "gpu":
@@ -54,17 +59,31 @@ def _mig_devices(nvml: Any, handle: Any, parent_name: str) -> list[LocalDevice]:
     return devices
 
 
+def simulated_mig_devices() -> list[LocalDevice]:
+    """MIG devices of the GPU simulator, only when one was asked for explicitly
+    (VGPU_GPU_SIMULATOR) and this machine has no GPU."""
+    if not os.environ.get("VGPU_GPU_SIMULATOR"):
+        return []
+    from vgpu.nvml.bench import mig_devices_for_bench
+
+    return [LocalDevice(kind="mig", name=f"simulated MIG {d.profile} (GPU simulator; the CPU "
+                        "does the work)", index=d.gpu_index, uuid=d.uuid, mig_profile=d.profile,
+                        simulated=True, owner=d.owner)
+            for d in mig_devices_for_bench() if d.simulated]
+
+
 def discover(nvml: ModuleType | Any | None = None) -> list[LocalDevice]:
-    """MIG devices if any GPU has some, else whole GPUs, else ``[CPU]``."""
+    """MIG devices if any GPU has some, else whole GPUs, else the simulator's MIG devices
+    when one was asked for, else ``[CPU]``."""
     if nvml is None:
         try:
             import pynvml as nvml
         except ImportError:
-            return [cpu_device()]
+            return simulated_mig_devices() or [cpu_device()]
     try:
         nvml.nvmlInit()
     except Exception:  # NVML missing or no driver: NVMLError or OSError alike
-        return [cpu_device()]
+        return simulated_mig_devices() or [cpu_device()]
     try:
         gpus: list[LocalDevice] = []
         migs: list[LocalDevice] = []

@@ -45,20 +45,27 @@ def local_targets(
     # No hypervisor here: a bare-metal scenario run on this machine is a bare-metal run.
     kind: TargetKind = "bare-metal" if scenario.platform == "bare-metal" else "local"
     if devices and devices[0].kind != "cpu":
+        simulated = any(d.simulated for d in devices)
+        # Simulated MIG devices share the CPU, so they split its cores like CPU instances.
+        threads = max(1, cores // len(devices)) if simulated else None
         targets = []
         for number, device in enumerate(devices):
             label = device.mig_profile or device.name
             targets.append(Target(
-                instance=f"{device.kind}{number}-{label}".replace(" ", "_"),
+                instance=device.owner or f"{device.kind}{number}-{label}".replace(" ", "_"),
                 transport=transport, harness=harness, work_root=str(work_root),
                 device=device.harness_device(), device_label=device.name,
-                target_kind=kind, platform=_platform(device, cores),
-                local_root=work_root,
+                target_kind=kind, threads=threads, planned_slice=device.mig_profile,
+                platform=_platform(device, threads or cores), local_root=work_root,
+                env={"CUDA_VISIBLE_DEVICES": device.uuid} if simulated and device.uuid else {},
             ))
         wanted = ", ".join(label for _vm, label in planned)
         have = ", ".join(d.mig_profile or d.name for d in devices)
         notes.append(f"this machine: one instance per {devices[0].kind.upper()} device "
                      f"({have}); the scenario plans {wanted}")
+        if simulated:
+            notes.append("GPU simulator: each instance gets its simulated MIG UUID as "
+                         "CUDA_VISIBLE_DEVICES, but the CPU does the work (no GPU here)")
         return targets, notes
     threads = max(1, cores // len(planned))
     notes.append(

@@ -176,7 +176,7 @@ def _run_series(
         finally:
             listen.end_round()
         rates = ", ".join(f"{k} {v:.4g}/s" for k, v in result.calibrated_qps.items())
-        effective.notes.append(f"Offline expected QPS from a probe round (x1.2): {rates}")
+        effective.notes.append(f"Offline expected QPS from a probe round (x{HEADROOM}): {rates}")
     for repeat in range(repeats):
         listen.phase(f"{effective.label}: repeat {repeat + 1}/{repeats}")
         run_id = store.begin_run(RunStart(

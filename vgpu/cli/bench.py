@@ -128,6 +128,10 @@ def _inventory_targets(
     if not path.exists() and (catalog.default_inventory_dir() / f"{path}.yaml").exists():
         path = catalog.default_inventory_dir() / f"{path}.yaml"
     loaded = load_inventory(path)
+    if scenario.platform == "bare-metal" and loaded.is_local:
+        # This machine only: its devices come from NVML (or the GPU simulator), as without
+        # an inventory, so MIG devices `vgpu apply` created are found by their owner.
+        return local_targets(scenario, devices.discover(), log_root)
     if scenario.platform == "vsphere":
         placements = vsphere_placements(scenario, loaded, path)
     else:

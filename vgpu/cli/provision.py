@@ -14,6 +14,7 @@ from vgpu.cli import app
 from vgpu.cli.common import console, scenario_from_args
 from vgpu.errors import InputError, RemoteError
 from vgpu.model.load import load_inventory
+from vgpu.model.scenario import Scenario
 from vgpu.plan import build_plan
 from vgpu.provision.adapter import HarnessOptions, jobs_from_plan, missing_addresses
 from vgpu.provision.display import LiveTable, summary
@@ -97,7 +98,22 @@ def provision(
     container toolkit, vGPU licensing, password-less SSH, the node harness; then check
     that nvidia-smi shows exactly the planned vGPU / MIG profile. Idempotent."""
     sc = scenario_from_args(file, scenario)
-    inventory_path = _inventory_path(inventory)
+    provision_scenario(
+        sc, _inventory_path(inventory), hosts=host, dry_run=dry_run,
+        accept_new_host_keys=accept_new_host_keys, concurrency=concurrency, log_dir=log_dir,
+        state_dir=state_dir, retries=retries,
+        harness=HarnessOptions(install_requirements=harness_deps, python=harness_python,
+                               extra_site_dirs=tuple(harness_site or ())))
+
+
+def provision_scenario(
+    sc: Scenario, inventory_path: Path, *, hosts: list[str] | None = None,
+    dry_run: bool = False, accept_new_host_keys: bool = False, concurrency: int = 16,
+    log_dir: Path = DEFAULT_LOG_DIR, state_dir: Path = DEFAULT_STATE_DIR, retries: int = 3,
+    harness: HarnessOptions | None = None,
+) -> RunReport:
+    """Plan the scenario on the inventory and provision its guests (also run by
+    `vgpu apply` once the VMs are up)."""
     inv = load_inventory(inventory_path)
     plan = build_plan(sc, inv, inventory_name=str(inventory_path))
     missing = missing_addresses(plan)
@@ -105,11 +121,9 @@ def provision(
         raise InputError.single(str(inventory_path), "network",
                                 f"no IP address for {', '.join(missing)}",
                                 fix="add network.static entries or an ip_pool")
-    wanted = set(host or [])
+    wanted = set(hosts or [])
     all_jobs = jobs_from_plan(plan, sc, inv, inventory_dir=inventory_path.parent,
-                              harness=HarnessOptions(install_requirements=harness_deps,
-                                                     python=harness_python,
-                                                     extra_site_dirs=tuple(harness_site or ())))
+                              harness=harness or HarnessOptions())
     jobs = [job for job in all_jobs if not wanted or job.target.name in wanted]
     unknown = wanted - {job.target.name for job in all_jobs}
     if unknown:
@@ -119,6 +133,6 @@ def provision(
     options = ConnectOptions(connect_timeout=inv.ssh.connect_timeout_s,
                              command_timeout=inv.ssh.command_timeout_s, retries=retries,
                              accept_new_host_keys=accept_new_host_keys)
-    run_provision(jobs, scenario_id=sc.id, options=options, log_dir=log_dir,
-                  state_dir=state_dir, dry_run=dry_run, concurrency=concurrency,
-                  all_jobs=all_jobs)
+    return run_provision(jobs, scenario_id=sc.id, options=options, log_dir=log_dir,
+                         state_dir=state_dir, dry_run=dry_run, concurrency=concurrency,
+                         all_jobs=all_jobs)

@@ -25,6 +25,9 @@ ScenarioRef = Annotated[str | None, typer.Option("--scenario", "-s",
                                                  help="catalogue scenario id, e.g. 8")]
 InventoryReq = Annotated[Path, typer.Option("--inventory", "-i",
                                             help="inventory YAML (or name in inventory/)")]
+InventoryOpt = Annotated[Path | None, typer.Option(
+    "--inventory", "-i", help="inventory YAML (or name in inventory/); a bare-metal scenario "
+    "without one is applied on this machine")]
 YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="do not ask for confirmation")]
 ConcurrencyOpt = Annotated[int, typer.Option("--concurrency", min=1, max=64,
                                              help="VMs worked on at the same time")]
@@ -69,7 +72,7 @@ def preflight(
 
 @app.command()
 def apply(
-    inventory: InventoryReq,
+    inventory: InventoryOpt = None,
     file: ScenarioFile = None,
     scenario: ScenarioRef = None,
     yes: YesOpt = False,
@@ -78,15 +81,52 @@ def apply(
     concurrency: ConcurrencyOpt = DEFAULT_CONCURRENCY,
     ip_timeout: Annotated[float, typer.Option(help="seconds to wait for each guest IP")] =
     DEFAULT_IP_TIMEOUT_S,
+    provision: Annotated[bool, typer.Option(
+        "--provision/--no-provision",
+        help="provision the guests over SSH once the VMs are up (as `vgpu provision`)")] = True,
+    accept_new_host_keys: Annotated[bool, typer.Option(
+        "--accept-new-host-keys",
+        help="when provisioning, trust the new VMs' SSH host keys and record them")] = False,
+    enable_mig: Annotated[bool, typer.Option(
+        "--enable-mig", help="bare metal: switch MIG mode on where it is off (needs a GPU "
+        "reset, which vgpu never does itself)")] = False,
 ) -> None:
     """Make vCenter match the scenario's plan: create, change or delete its VMs (only VMs
-    vgpu created for this scenario), then power them on with their planned IPs."""
+    vgpu created for this scenario), power them on with their planned IPs, then provision
+    their guests over SSH. A bare-metal scenario instead gets its MIG layout created on
+    each bare-metal host through NVML (this machine, or over SSH)."""
+    from vgpu.cli.provision import provision_scenario
     from vgpu.vsphere import commands
 
-    sc = _vsphere_scenario(file, scenario)
+    sc = scenario_from_args(file, scenario)
+    if sc.platform == "bare-metal":
+        _apply_bare_metal(sc, inventory, enable_mig, dry_run, accept_new_host_keys)
+        return
+    if inventory is None:
+        raise InputError.single("command line", "--inventory",
+                                f"scenario {sc.id} creates vSphere VMs and needs an inventory",
+                                fix="pass --inventory FILE (try `vgpu sim up` for a lab)")
     inv, inv_path = _inventory(inventory)
     commands.apply(sc, inv, inv_path, dry_run=dry_run, confirm=commands.terminal_confirm(yes),
                    concurrency=concurrency, ip_timeout_s=ip_timeout, console=common.console)
+    if provision and not dry_run:
+        common.console.print("[bold]Provisioning the guests[/]")
+        provision_scenario(sc, inv_path, accept_new_host_keys=accept_new_host_keys)
+
+
+def _apply_bare_metal(sc: Scenario, inventory: Path | None, enable_mig: bool, dry_run: bool,
+                      accept_new_host_keys: bool) -> None:
+    from vgpu.baremetal import apply_bare_metal
+
+    inv, inv_path = _inventory(inventory) if inventory else (None, None)
+    lines = apply_bare_metal(sc, inv, inv_path, enable_mig=enable_mig, dry_run=dry_run,
+                             accept_new_host_keys=accept_new_host_keys,
+                             log=lambda text: common.console.print(text, markup=False))
+    for line in lines:
+        common.console.print(line, markup=False, highlight=False)
+    common.console.print(f"bare-metal scenario {sc.id}: MIG layout "
+                         f"{'checked (dry run)' if dry_run else 'in place'}; run "
+                         f"`vgpu bench --scenario {sc.id}` next")
 
 
 @app.command()
