@@ -13,7 +13,6 @@ from pathlib import Path
 
 from vgpu.errors import VgpuError
 from vgpu.model.load import load_scenario
-from vgpu.results import plots
 from vgpu.results.compare import Band, Comparison, compare_samples
 from vgpu.results.judge import compare_series
 from vgpu.results.series import SYSTEM_THROUGHPUT, SeriesData, all_series
@@ -262,6 +261,8 @@ def build_report(
     tolerance: float = 0.02,
     title: str = "vgpu benchmark report",
 ) -> Report:
+    from vgpu.results import plots  # matplotlib: loaded only when a report is built
+
     series = all_series(store)
     report = Report(title=title, generated=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()))
     sections = report.sections
