@@ -34,6 +34,12 @@ def default_inventory_dir() -> Path:
     return _PACKAGE_ROOT / "inventory"
 
 
+def resolve_inventory(path: Path) -> Path:
+    """An inventory path, or the name of one shipped in inventory/ ('sim', 'local')."""
+    named = default_inventory_dir() / f"{path}.yaml"
+    return named if not path.exists() and named.exists() else path
+
+
 @dataclass(frozen=True)
 class CatalogueEntry:
     id: str

@@ -197,6 +197,15 @@ def gpu_model_names() -> list[str]:
     return list(GPU_MODELS)
 
 
+def canonical_gpu_key(name: str) -> str:
+    """The catalogue key for a GPU name; ValueError naming the valid ones otherwise."""
+    try:
+        return gpu_model(name).key
+    except KeyError:
+        raise ValueError(f"'{name}' is not a known GPU model; valid: "
+                         f"{', '.join(gpu_model_names())}") from None
+
+
 def gpu_model_for_pci(device_id: int) -> GpuModel | None:
     for model in GPU_MODELS.values():
         if device_id in model.pci_device_ids:

@@ -124,9 +124,7 @@ def _inventory_targets(
 ) -> tuple[list[Target], list[str]]:
     from vgpu.bench.remote import bare_metal_placements, build_targets, vsphere_placements
 
-    path = inventory
-    if not path.exists() and (catalog.default_inventory_dir() / f"{path}.yaml").exists():
-        path = catalog.default_inventory_dir() / f"{path}.yaml"
+    path = catalog.resolve_inventory(inventory)
     loaded = load_inventory(path)
     if scenario.platform == "bare-metal" and loaded.is_local:
         # This machine only: its devices come from NVML (or the GPU simulator), as without

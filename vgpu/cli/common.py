@@ -39,6 +39,4 @@ def scenario_from_args(file: Path | None, scenario_ref: str | None) -> Scenario:
 def inventory_from_args(path: Path | None) -> Inventory | None:
     if path is None:
         return None
-    if not path.exists() and (catalog.default_inventory_dir() / f"{path}.yaml").exists():
-        path = catalog.default_inventory_dir() / f"{path}.yaml"
-    return load_inventory(path)
+    return load_inventory(catalog.resolve_inventory(path))

@@ -33,9 +33,7 @@ def _inventory_path(path: Path | None) -> Path:
                                 "provisioning needs an inventory (SSH user, key, known_hosts, "
                                 "driver and licence files)",
                                 fix="pass --inventory FILE (see inventory/lab.example.yaml)")
-    if not path.exists() and (catalog.default_inventory_dir() / f"{path}.yaml").exists():
-        return catalog.default_inventory_dir() / f"{path}.yaml"
-    return path
+    return catalog.resolve_inventory(path)
 
 
 def run_provision(jobs: list[Job], *, scenario_id: str, options: ConnectOptions,

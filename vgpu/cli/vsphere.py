@@ -38,8 +38,7 @@ app.add_typer(sim_app, name="sim")
 
 
 def _inventory(path: Path) -> tuple[Inventory, Path]:
-    if not path.exists() and (catalog.default_inventory_dir() / f"{path}.yaml").exists():
-        path = catalog.default_inventory_dir() / f"{path}.yaml"
+    path = catalog.resolve_inventory(path)
     return load_inventory(path), path
 
 

@@ -98,11 +98,7 @@ class GpuInventory(StrictModel):
     @field_validator("model")
     @classmethod
     def _known_model(cls, value: str) -> str:
-        try:
-            return mig.gpu_model(value).key
-        except KeyError:
-            raise ValueError(f"'{value}' is not a known GPU model; valid: "
-                             f"{', '.join(mig.gpu_model_names())}") from None
+        return mig.canonical_gpu_key(value)
 
     @model_validator(mode="after")
     def _consistent(self) -> GpuInventory:

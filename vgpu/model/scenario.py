@@ -215,11 +215,7 @@ class Scenario(StrictModel):
     @field_validator("gpu")
     @classmethod
     def _gpu(cls, value: str) -> str:
-        try:
-            return mig.gpu_model(value).key
-        except KeyError:
-            raise ValueError(f"'{value}' is not a known GPU model; valid: "
-                             f"{', '.join(mig.gpu_model_names())}") from None
+        return mig.canonical_gpu_key(value)
 
     @property
     def gpu_model(self) -> mig.GpuModel:
