@@ -12,20 +12,30 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from vgpu import catalog
 from vgpu.cli import app
 from vgpu.cli.common import console, scenario_from_args
 from vgpu.errors import InputError, RemoteError, VerdictFailed
+from vgpu.model import load_inventory
+from vgpu.results.records import TargetKind
 from vgpu.results.store import DEFAULT_DB, ResultStore
 from vgpu.train.bench import Overrides, local_gpu_count, local_node
-from vgpu.train.launch import Launch, run_launch
+from vgpu.train.launch import Launch, TrainNode, run_launch
 from vgpu.train.report import build_scaling_report, render_scaling_report, store_scaling_report
 from vgpu.train.session import CPU_CHECK, run_training_series
+from vgpu.train.targets import inventory_nodes
 
 train_app = typer.Typer(help="Multinode training benchmarks (PyTorch DDP under torchrun).",
                         no_args_is_help=True)
 app.add_typer(train_app, name="train")
 
 DbOpt = Annotated[Path, typer.Option("--db", help="results database (SQLite file)")]
+
+
+def resolve_inventory_path(path: Path) -> Path:
+    """A file, or the name of one of the example inventories (e.g. `lab`)."""
+    named = catalog.default_inventory_dir() / f"{path}.yaml"
+    return named if not path.exists() and named.exists() else path
 
 
 @train_app.command("run")
@@ -36,22 +46,41 @@ def run_command(
                                                  help="catalogue scenario id")] = None,
     runs: Annotated[int | None, typer.Option("--runs", help="repeats (default: the "
                                              "scenario's)")] = None,
+    inventory: Annotated[Path | None, typer.Option(
+        "--inventory", "-i", help="run on the scenario's VMs / bare-metal hosts of this "
+        "inventory, one torchrun node each (default: this machine)")] = None,
     full_models: Annotated[bool, typer.Option(
         "--full-models", help="on a CPU, keep the scenario's model, image size and batch "
         "instead of the small functional check")] = False,
     db: DbOpt = DEFAULT_DB,
 ) -> None:
-    """Run a scenario's training workloads on this machine (nodes x GPUs as ranks of one
+    """Run a scenario's training workloads (on this machine: nodes x GPUs as ranks of one
     torchrun), store every repeat and judge against the scenario's baseline."""
     sc = scenario_from_args(file, scenario)
     if runs is not None and runs < 1:
         raise InputError.single("command line", "--runs", f"must be >= 1, got {runs}",
                                 fix="give --runs 1 or more")
     with ResultStore.open(db) as store:
-        over = Overrides() if full_models or local_gpu_count() else CPU_CHECK
-        all_series = run_training_series(
-            sc, None, store.logs_root / "train" / sc.id, store, repeats=runs, overrides=over,
-        )
+        nodes: list[TrainNode] | None = None
+        target_kind: TargetKind = "local"
+        if inventory is not None:
+            path = resolve_inventory_path(inventory)
+            nodes, target_kind, notes = inventory_nodes(
+                sc, load_inventory(path), path, store.logs_root / "train-hosts")
+            for note in notes:
+                console.print(f"note: {note}")
+        has_gpus = all(n.gpus for n in nodes) if nodes is not None else local_gpu_count() > 0
+        over = Overrides() if full_models or has_gpus else CPU_CHECK
+        try:
+            all_series = run_training_series(
+                sc, nodes, store.logs_root / "train" / sc.id, store, repeats=runs,
+                overrides=over, target_kind=target_kind,
+            )
+        finally:
+            for node in nodes or []:
+                close = getattr(node.shell, "close", None)
+                if close is not None:
+                    close()
     table = Table(title=f"{sc.id}: training runs stored in {db}")
     for column in ("workload", "repeat", "status", "world", "images/s", "step p50 ms",
                    "comm share", "params in sync"):

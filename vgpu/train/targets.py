@@ -1,19 +1,33 @@
 """Training nodes from `vgpu bench` targets: one node per host (the targets that share a
-transport), with as many GPUs as that host has GPU targets."""
+transport). What a node has (GPUs, their memory, host memory) is asked of torch on the node
+itself, since the bench targets describe inference devices (one per VM or MIG slice)."""
 
 from __future__ import annotations
 
+import json
 import shlex
 from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vgpu.errors import InputError
-from vgpu.train.launch import TrainNode
+from vgpu.model.inventory import Inventory
+from vgpu.model.scenario import Scenario
+from vgpu.results.records import TargetKind
+from vgpu.train.launch import TrainNode, run_bash
 
 if TYPE_CHECKING:  # vgpu.bench may import vgpu.train: no import cycle at run time
     from vgpu.bench.targets import Target
 
 LOOPBACK = "127.0.0.1"
+PROBE = (
+    "import json, os, torch\n"
+    "n = torch.cuda.device_count() if torch.cuda.is_available() else 0\n"
+    "mem = [torch.cuda.get_device_properties(i).total_memory for i in range(n)]\n"
+    "host = os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES')\n"
+    "print(json.dumps({'gpus': n, 'gpu_memory': min(mem) if mem else None, 'host': host}))\n"
+)
 
 
 def _python_of(target: Target) -> str:
@@ -32,7 +46,36 @@ def _address_of(target: Target) -> str:
     return str(host_target.address) if host_target is not None else LOOPBACK
 
 
-def nodes_from_targets(targets: Sequence[Target]) -> list[TrainNode]:
+def _planned_gpus(on_host: Sequence[Target]) -> int:
+    """GPUs the plan gives the host's instances ("passthrough+passthrough" is two)."""
+    return sum(len((t.planned_slice or "gpu").split("+")) for t in on_host
+               if t.device.get("kind") in ("gpu", "mig"))
+
+
+def _absolute(node: TrainNode) -> TrainNode:
+    """Bench paths may be relative to where a session starts (the login home over SSH);
+    the launcher changes directory, so make them absolute."""
+    if node.python.startswith("/") and node.workdir.startswith("/"):
+        return node
+    home = run_bash(node, "pwd", timeout=60).stdout.strip()
+    python = node.python if node.python.startswith("/") or "/" not in node.python \
+        else f"{home}/{node.python}"
+    workdir = node.workdir if node.workdir.startswith("/") else f"{home}/{node.workdir}"
+    return replace(node, python=python, workdir=workdir)
+
+
+def probe_node(node: TrainNode) -> TrainNode:
+    """The node with the GPU count and memory torch sees there; unchanged when torch does
+    not run there (the preflight then says why)."""
+    done = run_bash(node, f"{shlex.quote(node.python)} -c {shlex.quote(PROBE)}", timeout=120)
+    if done.exit_code != 0:
+        return node
+    facts = json.loads(done.stdout.strip().splitlines()[-1])
+    memory = facts["gpu_memory"] if facts["gpus"] else facts["host"]
+    return replace(node, gpus=int(facts["gpus"]), memory_bytes=memory)
+
+
+def nodes_from_targets(targets: Sequence[Target], probe: bool = True) -> list[TrainNode]:
     """Nodes in target order of first appearance; node 0 hosts the rendezvous."""
     hosts: dict[int, list[Target]] = {}
     for target in targets:
@@ -40,14 +83,30 @@ def nodes_from_targets(targets: Sequence[Target]) -> list[TrainNode]:
     nodes: list[TrainNode] = []
     for on_host in hosts.values():
         first = on_host[0]
-        gpus = sum(1 for t in on_host if t.device.get("kind") in ("gpu", "mig"))
-        nodes.append(TrainNode(
+        node = _absolute(TrainNode(
             name=first.transport.name,
             shell=first.transport,
             address=_address_of(first),
             workdir=f"{first.work_root.rstrip('/')}/train",
             python=_python_of(first),
-            gpus=gpus,
+            gpus=_planned_gpus(on_host),
             env=dict(first.env),
         ))
+        nodes.append(probe_node(node) if probe else node)
     return nodes
+
+
+def inventory_nodes(
+    scenario: Scenario, inventory: Inventory, inventory_path: Path, log_root: Path
+) -> tuple[list[TrainNode], TargetKind, list[str]]:
+    """The scenario's VMs (as vCenter reports them) or bare-metal hosts of the inventory,
+    reached over SSH with the harness `vgpu provision` installed, as training nodes."""
+    from vgpu.bench.remote import bare_metal_placements, build_targets, vsphere_placements
+
+    if scenario.platform == "vsphere":
+        placements = vsphere_placements(scenario, inventory, inventory_path)
+    else:
+        placements = bare_metal_placements(scenario, inventory, inventory_path)
+    targets, notes = build_targets(placements, log_root)
+    kind: TargetKind = "vm" if scenario.platform == "vsphere" else "bare-metal"
+    return nodes_from_targets(targets), kind, notes
