@@ -155,6 +155,14 @@ def main() -> int:
             print(f"  round {name:10s}: " + ", ".join(
                 f"{m.samples_per_second:.2f}/s {m.cpu_seconds_per_sample:.3f} cpu-s"
                 for m in values))
+    # Neighbouring measurements share the host's load best: ratios within each round.
+    pairs = [("ORT SUT / raw", rounds["ort_sut"], rounds["raw"]),
+             ("Triton / ORT SUT", rounds["triton_sut"], rounds["ort_sut"])]
+    for label, top, bottom in pairs:
+        if top:
+            print(f"  per-round {label:16s}: " + ", ".join(
+                f"{t.samples_per_second / b.samples_per_second:.3f}"
+                for t, b in zip(top, bottom, strict=True)))
     print(f"load average (1/5/15 min) at the end: {os.getloadavg()}")
     print(f"ResNet50 full fp32, batch {args.batch}, {args.threads} intra-op threads, "
           f"{args.seconds:.0f} s per measurement, {args.rounds} round(s) (medians), "
