@@ -1,10 +1,10 @@
-"""Overhead of the training harness: our training step (DDP at world size 1 over Gloo,
-autocast/GradScaler plumbing, per-step synchronise and timer, exactly as
-loadgen.train.loop.train_rank runs it) against a plain PyTorch loop on the same model,
-batch and threads. The two alternate step by step in one process, so load from anything
-else on the machine hits both alike; throughput is batch / median step time. The CPU time
-the process spent per step (all its threads, Gloo's included) is printed too: on a
-machine shared with other work it is the steadier measure of the work each loop does.
+"""Overhead of the training harness: our training step (the model as train_rank trains it:
+DDP when there are peers, the bare model in a world of one; autocast/GradScaler plumbing;
+per-step synchronise and timer, as loadgen.train.loop runs it) against a plain PyTorch loop
+on the same model, batch and threads. The two alternate step by step in one process, and
+which goes first alternates too, so other load on the machine hits both alike; throughput
+is batch / median step time. The CPU time the process spent per step (all its threads) is
+printed too: on a machine shared with other work it is the steadier measure.
 
     .venv/bin/python benchmarks/train_overhead.py [--model resnet50] [--image-size 224]
         [--batch 8] [--steps 20] [--warmup 3] [--threads N]
@@ -74,15 +74,24 @@ def main() -> None:
         plain_cpu: list[float] = []
         our_wall: list[float] = []
         our_cpu: list[float] = []
-        for _ in range(args.steps):
+
+        def run_plain() -> None:
             cpu = time.process_time()
             start = time.perf_counter()
             plain()
             plain_wall.append(time.perf_counter() - start)
             plain_cpu.append(time.process_time() - cpu)
+
+        def run_ours() -> None:
             cpu = time.process_time()
             our_wall.append(timed(ctx.device, ours.step))
             our_cpu.append(time.process_time() - cpu)
+
+        # The first step of a pair runs measurably slower than the second (two identical
+        # plain loops differ by tens of percent), so the order alternates.
+        for index in range(args.steps):
+            for run in (run_plain, run_ours) if index % 2 == 0 else (run_ours, run_plain):
+                run()
     finally:
         shutdown()
     for label, wall, cpu_times in (("plain PyTorch loop", plain_wall, plain_cpu),

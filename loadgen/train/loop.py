@@ -50,7 +50,7 @@ def parameter_digest(model: nn.Module) -> str:
 
 @dataclass
 class Trainer:
-    ddp: DistributedDataParallel
+    model: nn.Module  # DistributedDataParallel when there are peers, else the bare model
     optimizer: torch.optim.Optimizer
     scaler: torch.amp.GradScaler
     images: torch.Tensor
@@ -61,7 +61,7 @@ class Trainer:
     def forward_backward(self) -> None:
         self.optimizer.zero_grad(set_to_none=True)
         with self.autocast():
-            loss = self.loss_fn(self.ddp(self.images), self.labels)
+            loss = self.loss_fn(self.model(self.images), self.labels)
         self.scaler.scale(loss).backward()
 
     def step(self) -> None:
@@ -72,10 +72,13 @@ class Trainer:
 
 def build_trainer(spec: TrainSpec, ctx: RankContext) -> Trainer:
     torch.manual_seed(spec.seed)  # identical initial weights on every rank
-    model = build_model(spec.model).to(ctx.device)
-    device_ids = [ctx.device.index] if ctx.device.type == "cuda" else None
-    ddp = DistributedDataParallel(model, device_ids=device_ids)
-    optimizer = torch.optim.SGD(ddp.parameters(), lr=spec.learning_rate, momentum=0.9)
+    model: nn.Module = build_model(spec.model).to(ctx.device)
+    if ctx.world_size > 1:
+        # Alone there is nothing to reduce: like Accelerate, a world of one trains the bare
+        # model, so a one-rank baseline carries no DDP bucket copies.
+        device_ids = [ctx.device.index] if ctx.device.type == "cuda" else None
+        model = DistributedDataParallel(model, device_ids=device_ids)
+    optimizer = torch.optim.SGD(model.parameters(), lr=spec.learning_rate, momentum=0.9)
     # Each rank trains on its own synthetic batch, as real data-parallel ranks would.
     generator = torch.Generator(device=ctx.device).manual_seed(spec.seed * 7919 + ctx.rank + 1)
     shape = (spec.batch_size, 3, spec.image_size, spec.image_size)
@@ -91,7 +94,7 @@ def build_trainer(spec: TrainSpec, ctx: RankContext) -> Trainer:
         return torch.autocast(device_type=ctx.device.type, dtype=dtype)
 
     scaler = torch.amp.GradScaler(ctx.device.type, enabled=spec.precision == "fp16")
-    return Trainer(ddp, optimizer, scaler, images, labels, autocast, nn.CrossEntropyLoss())
+    return Trainer(model, optimizer, scaler, images, labels, autocast, nn.CrossEntropyLoss())
 
 
 def timed(device: torch.device, action: Callable[[], None]) -> float:
@@ -106,9 +109,11 @@ def _comm_probe(trainer: Trainer, ctx: RankContext, steps: int) -> tuple[list[fl
     hits both alike. No optimizer step: the trained parameters stay as they are."""
     synced: list[float] = []
     unsynced: list[float] = []
+    if not isinstance(trainer.model, DistributedDataParallel):
+        return synced, unsynced  # a world of one has no communication to measure
     for _ in range(steps):
         synced.append(timed(ctx.device, trainer.forward_backward))
-        with trainer.ddp.no_sync():
+        with trainer.model.no_sync():
             unsynced.append(timed(ctx.device, trainer.forward_backward))
     trainer.optimizer.zero_grad(set_to_none=True)
     return synced, unsynced
@@ -139,7 +144,7 @@ def train_rank(spec: TrainSpec, ctx: RankContext) -> RankTimings:
         timed_start = time.time()
         step_times = [timed(ctx.device, trainer.step) for _ in range(spec.measured_steps)]
         timed_end = time.time()
-        digest = parameter_digest(trainer.ddp.module)
+        digest = parameter_digest(trainer.model)
         synced, unsynced = _comm_probe(trainer, ctx, spec.comm_probe_steps)
     return RankTimings(
         rank=ctx.rank,

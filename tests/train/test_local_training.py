@@ -66,6 +66,8 @@ def test_total_throughput_is_the_sum_over_ranks(
         assert rank["images_per_s"] == pytest.approx(4 / steps["mean"], rel=1e-9)
         assert steps["count"] == 5 and steps["min"] <= steps["p50"] <= steps["p99"]
     assert record["device"]["note"] == "CPU: no GPU/MIG slice used"
+    # A world of one trains the bare model: there is no allreduce whose cost to measure.
+    assert record["communication"]["measured"] is (ranks > 1)
     assert "comm_backend nccl needs GPUs: gloo used on CPU" in record["notes"]
 
 
