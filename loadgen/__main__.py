@@ -2,7 +2,7 @@
 
 Commands are looked up in COMMANDS as "module:function" and imported only when chosen;
 each function takes the remaining argv and returns the exit code. Adding a command is one
-line, e.g. ``"train": "loadgen.train.cli:train_main",``.
+line in COMMANDS.
 """
 
 from __future__ import annotations
