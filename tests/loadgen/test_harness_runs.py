@@ -263,3 +263,15 @@ def test_sync_rejects_a_malformed_go_line(write_spec: Callable[..., Path],
 def test_read_model_io_of_bert_matches_spec_defaults(model_cache: Path) -> None:
     io = read_model_io(build_model("bert", "tiny", "fp32", model_cache))
     assert io.metadata["vgpu.vocab_size"] == "1024"
+
+
+def test_provider_choice_follows_the_device_kind() -> None:
+    from loadgen.backends.ort import choose_providers
+    from loadgen.errors import RunFailed
+
+    everything = ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"]
+    assert choose_providers("cpu", everything) == ["CPUExecutionProvider"]
+    assert choose_providers("mig", everything) == everything
+    assert choose_providers("gpu", everything[1:]) == everything[1:]
+    with pytest.raises(RunFailed, match="install onnxruntime-gpu"):
+        choose_providers("gpu", ["CPUExecutionProvider"])
