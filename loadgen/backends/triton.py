@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import queue
 import threading
+import time
 from typing import Any
 
 import numpy as np
@@ -23,6 +24,10 @@ STAT_KINDS = ("success", "fail", "queue", "compute_input", "compute_infer", "com
 def _as_int(value: Any) -> int:
     # gRPC statistics arrive as protobuf JSON, where 64-bit integers are strings.
     return int(value) if value not in (None, "") else 0
+
+
+STATISTICS_SETTLE_S = 0.05
+STATISTICS_SETTLE_READS = 40
 
 
 def summarize_statistics(raw: dict[str, Any], model_name: str) -> dict[str, Any]:
@@ -173,8 +178,17 @@ class TritonBackend:
         return self.client.get_inference_statistics(self.model_name)
 
     def mark_statistics_start(self) -> None:
-        """Read the counters once before the timed run, so warm-up is left out."""
-        self._statistics_before = summarize_statistics(self._raw_statistics(), self.model_name)
+        """Read the counters before the timed run, so warm-up is left out. The server
+        counts a request only after it has answered it, so on a busy host the last warm-up
+        requests can still be missing: read until two reads in a row agree."""
+        before = summarize_statistics(self._raw_statistics(), self.model_name)
+        for _ in range(STATISTICS_SETTLE_READS):
+            time.sleep(STATISTICS_SETTLE_S)
+            again = summarize_statistics(self._raw_statistics(), self.model_name)
+            if again.get("inference_count") == before.get("inference_count"):
+                break
+            before = again
+        self._statistics_before = before
 
     def statistics(self) -> dict[str, Any] | None:
         try:
