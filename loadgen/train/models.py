@@ -51,7 +51,8 @@ class Bottleneck(nn.Module):
         out = self.relu(self.bn1(self.conv1(x)))
         out = self.relu(self.bn2(self.conv2(out)))
         out = self.bn3(self.conv3(out))
-        return self.relu(out + identity)
+        result: torch.Tensor = self.relu(out + identity)
+        return result
 
 
 class ResNet(nn.Module):
@@ -84,7 +85,8 @@ class ResNet(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.stages(self.stem(x))
-        return self.fc(torch.flatten(self.pool(x), 1))
+        logits: torch.Tensor = self.fc(torch.flatten(self.pool(x), 1))
+        return logits
 
 
 def build_model(name: str) -> ResNet:

@@ -91,7 +91,7 @@ class _Reader:
             )
         if value < minimum:
             self.fail(name, f"must be >= {minimum}, got {value}", f"use a value >= {minimum}")
-        return value
+        return int(value)
 
     def number(self, name: str, default: float, minimum_exclusive: float) -> float:
         value = self.data.get(name, default)
@@ -113,7 +113,7 @@ class _Reader:
         value = self.data.get(name, default)
         if not isinstance(value, str):
             self.fail(name, f"must be a string, got {value!r}", "write a quoted string")
-        return value
+        return str(value)
 
 
 def _read_json(path: Path) -> dict[str, Any]:
