@@ -115,3 +115,26 @@ def test_results_baseline_and_compare_commands(benched: Benched, harness_cache: 
     report = _vgpu(folder, harness_cache, "report", "--out", "r.html", "--markdown", "r.md")
     assert report.returncode == 0, report.stderr
     assert (folder / "r-png" / "throughput_instances.png").exists()
+
+
+def test_with_baseline_runs_bm6_first_and_ends_in_a_verdict(
+    tmp_path: Path, harness_cache: Path
+) -> None:
+    run = _vgpu(tmp_path, harness_cache, "bench", "--scenario", "6", "--with-baseline",
+                "--workload", "resnet50-offline", "--runs", "2", "--duration", "1", "--json",
+                "--no-report")
+    assert run.returncode in (0, 3), run.stderr
+    [workload] = json.loads(run.stdout)["workloads"]
+    assert workload["baseline"] == "scenario bm6"
+    assert workload["verdict"] in ("PASS", "FAIL", "INCONCLUSIVE")
+    with ResultStore.open(tmp_path / "vgpu-results.db") as store:
+        assert [r.scenario_id for r in store.runs()] == ["bm6", "bm6", "6", "6"]
+
+
+def test_with_baseline_needs_a_baseline_scenario(tmp_path: Path, harness_cache: Path) -> None:
+    run = _vgpu(tmp_path, harness_cache, "bench", "--scenario", "bm6", "--with-baseline")
+    assert run.returncode == 2
+    assert "baseline.scenario: --with-baseline needs a baseline scenario" in run.stderr
+    if (tmp_path / "vgpu-results.db").exists():
+        with ResultStore.open(tmp_path / "vgpu-results.db") as store:
+            assert store.runs() == []

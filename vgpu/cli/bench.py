@@ -16,7 +16,7 @@ from vgpu import catalog
 from vgpu.bench import devices
 from vgpu.bench.local import local_targets
 from vgpu.bench.progress import RichListener
-from vgpu.bench.session import run_bench
+from vgpu.bench.session import BenchOutcome, run_bench
 from vgpu.bench.summary import as_json, render
 from vgpu.bench.targets import Target
 from vgpu.bench.workload import BenchOverrides
@@ -73,6 +73,9 @@ def bench(
     DEFAULT_REPORT,
     no_report: Annotated[bool, typer.Option("--no-report", help="write no report")] = False,
     as_json_flag: JsonOpt = False,
+    with_baseline: Annotated[bool, typer.Option(
+        "--with-baseline", help="first run the scenario's baseline scenario (e.g. bm6 for 6) "
+        "on the same targets and settings, so this run ends in a verdict")] = False,
 ) -> None:
     """Run a scenario's inference workloads on every target at once (synchronised start),
     repeated; store the runs, print statistics and the verdict against the baseline."""
@@ -92,20 +95,17 @@ def bench(
                                     f"no workload named '{name}'",
                                     fix=f"use one of: {', '.join(known)}")
     out = Console(stderr=True) if as_json_flag else common.console
+    overrides = BenchOverrides(duration_s=duration, full_models=full_models)
     with ResultStore.open(db) as store:
-        if inventory is not None:
-            targets, notes = _inventory_targets(sc, inventory, store.logs_root / "ssh")
-        else:
-            targets, notes = local_targets(sc, devices.discover(), store.logs_root / "work")
-        try:
-            outcome = run_bench(
-                sc, targets, notes, store, runs=runs,
-                overrides=BenchOverrides(duration_s=duration, full_models=full_models),
-                workload_names=workload, listener=RichListener(Console(stderr=True)),
-            )
-        finally:
-            for transport in {id(t.transport): t.transport for t in targets}.values():
-                transport.close()
+        if with_baseline:
+            base = _baseline_scenario(sc)
+            out.print(f"[bold]Baseline first:[/] scenario {base.id} ({base.name})")
+            base_outcome = _run_scenario(base, inventory, store, runs, overrides, workload)
+            if not as_json_flag:
+                render(base_outcome, out, str(db), None)
+            if base_outcome.failure:
+                raise RemoteError(f"baseline scenario {base.id}: {base_outcome.failure}")
+        outcome = _run_scenario(sc, inventory, store, runs, overrides, workload)
         report_path = None if no_report or report is None else report
         if report_path is not None:
             write_report(build_report(store, outcome.comparisons), report_path)
@@ -117,6 +117,29 @@ def bench(
         raise RemoteError(outcome.failure)
     if any(c.verdict == "FAIL" for c in outcome.comparisons):
         raise VerdictFailed("verdict FAIL against the baseline")
+
+
+def _baseline_scenario(sc: Scenario) -> Scenario:
+    if sc.baseline is None or sc.baseline.scenario is None:
+        raise InputError.single(sc.source or f"scenario {sc.id}", "baseline.scenario",
+                                "--with-baseline needs a baseline scenario",
+                                fix="set baseline: {scenario: ID} in the scenario file")
+    return catalog.load(sc.baseline.scenario)
+
+
+def _run_scenario(sc: Scenario, inventory: Path | None, store: ResultStore,
+                  runs: int | None, overrides: BenchOverrides,
+                  workload: list[str] | None) -> BenchOutcome:
+    if inventory is not None:
+        targets, notes = _inventory_targets(sc, inventory, store.logs_root / "ssh")
+    else:
+        targets, notes = local_targets(sc, devices.discover(), store.logs_root / "work")
+    try:
+        return run_bench(sc, targets, notes, store, runs=runs, overrides=overrides,
+                         workload_names=workload, listener=RichListener(Console(stderr=True)))
+    finally:
+        for transport in {id(t.transport): t.transport for t in targets}.values():
+            transport.close()
 
 
 def _inventory_targets(
