@@ -31,7 +31,8 @@ def db(tmp_path: Path) -> Path:
     (["bench", "--scenario", "6", "--workload", "nope"],
      ["mig_4g_2g_1g.yaml --workload", "no workload named 'nope'", "resnet50-offline"]),
     (["bench", "--scenario", "99"], ["no scenario with id '99'"]),
-    (["bench", "--scenario", "train_bm_1"], ["no inference workload", "vgpu train run"]),
+    (["bench", "--scenario", "train_bm_1", "--workload", "resnet50-train"],
+     ["scenario train_bm_1 has only training workloads", "fix: leave them out"]),
 ])
 def test_bench_input_errors_exit_2_before_anything_runs(
     args: list[str], words: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch

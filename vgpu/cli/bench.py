@@ -85,9 +85,16 @@ def bench(
                                 fix="give --runs 1 or more")
     _positive(duration, "--duration")
     if not any(isinstance(w, InferenceWorkload) for w in sc.workloads):
-        raise InputError.single(sc.source or "scenario", "workloads",
-                                "the scenario has no inference workload",
-                                fix="run its training workloads with `vgpu train run`")
+        # A training scenario (e.g. train_multinode_4): torchrun on every node.
+        from vgpu.train.cli import run_command
+
+        if with_baseline or workload or duration is not None:
+            raise InputError.single("command line", "--with-baseline/--workload/--duration",
+                                    f"scenario {sc.id} has only training workloads; these "
+                                    "options apply to inference", fix="leave them out")
+        run_command(file=file, scenario=scenario, runs=runs, inventory=inventory,
+                    full_models=full_models, db=db)
+        return
     known = [w.label for w in sc.workloads]
     for name in workload or []:
         if name not in known:
