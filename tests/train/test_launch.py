@@ -137,14 +137,17 @@ from vgpu.provision.local import LocalTransport
 from vgpu.train.launch import Launch, TrainNode, run_launch
 node = TrainNode(name="n", shell=LocalTransport(), address="127.0.0.1", workdir=sys.argv[1],
                  python=sys.executable)
+# Long enough to be interrupted, short enough to end on its own (about a minute) should
+# this test itself be killed before it can clean up.
 spec = {"schema_version": 1, "model": "resnet-tiny", "image_size": 16, "batch_size": 4,
-        "warmup_steps": 1, "measured_steps": 100000}
+        "warmup_steps": 1, "measured_steps": 1500, "comm_probe_steps": 0}
 run_launch(Launch([node], 2, "train", spec), Path(sys.argv[1]) / "local-out")
 """
 
 
 @pytest.mark.slow
 def test_ctrl_c_ends_every_rank(tmp_path: Path) -> None:
+    import contextlib
     import signal
     import subprocess
 
@@ -152,16 +155,25 @@ def test_ctrl_c_ends_every_rank(tmp_path: Path) -> None:
     driver = subprocess.Popen([sys.executable, "-c", DRIVER, str(workdir)],
                               stderr=subprocess.PIPE, text=True)
     pid_file = workdir / PID_FILE
-    deadline = time.monotonic() + 120
-    while not (pid_file.exists() and pid_file.read_text().strip()):
-        assert driver.poll() is None, driver.stderr.read() if driver.stderr else ""
-        assert time.monotonic() < deadline, "torchrun never started"
-        time.sleep(0.2)
-    group = int(pid_file.read_text())
-    time.sleep(3)  # let the ranks get going
-    driver.send_signal(signal.SIGINT)
-    _, stderr = driver.communicate(timeout=60)
-    assert driver.returncode != 0 and "KeyboardInterrupt" in stderr
-    with pytest.raises(ProcessLookupError):
-        os.killpg(group, 0)
-    assert not pid_file.exists()
+    group: int | None = None
+    try:
+        deadline = time.monotonic() + 180
+        while not (pid_file.exists() and pid_file.read_text().strip()):
+            assert driver.poll() is None, driver.stderr.read() if driver.stderr else ""
+            assert time.monotonic() < deadline, "torchrun never started"
+            time.sleep(0.2)
+        group = int(pid_file.read_text())
+        time.sleep(3)  # let the ranks get going
+        driver.send_signal(signal.SIGINT)
+        _, stderr = driver.communicate(timeout=120)
+        assert driver.returncode != 0 and "KeyboardInterrupt" in stderr
+        with pytest.raises(ProcessLookupError):
+            os.killpg(group, 0)
+        assert not pid_file.exists()
+    finally:  # whatever failed above, leave nothing running
+        if driver.poll() is None:
+            driver.kill()
+            driver.wait()
+        if group is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(group, signal.SIGKILL)
