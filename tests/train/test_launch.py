@@ -146,7 +146,8 @@ run_launch(Launch([node], 2, "train", spec), Path(sys.argv[1]) / "local-out")
 
 
 @pytest.mark.slow
-def test_ctrl_c_ends_every_rank(tmp_path: Path) -> None:
+@pytest.mark.parametrize("signal_name", ["SIGINT", "SIGTERM"])
+def test_ctrl_c_or_sigterm_ends_every_rank(tmp_path: Path, signal_name: str) -> None:
     import contextlib
     import signal
     import subprocess
@@ -164,7 +165,7 @@ def test_ctrl_c_ends_every_rank(tmp_path: Path) -> None:
             time.sleep(0.2)
         group = int(pid_file.read_text())
         time.sleep(3)  # let the ranks get going
-        driver.send_signal(signal.SIGINT)
+        driver.send_signal(getattr(signal, signal_name))
         _, stderr = driver.communicate(timeout=120)
         assert driver.returncode != 0 and "KeyboardInterrupt" in stderr
         with pytest.raises(ProcessLookupError):

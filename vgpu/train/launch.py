@@ -8,10 +8,12 @@ a single node uses ``--standalone`` (a free port chosen by torchrun)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
+import signal
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -197,8 +199,9 @@ def run_launch(launch: Launch, local_out: Path) -> LaunchOutcome:
         for rank, node in enumerate(launch.nodes)
     }
     try:
-        finished = _wait_all(launch, futures)
-    except BaseException:  # Ctrl-C or a bug: leave no rank running anywhere
+        with _terminate_as_interrupt():
+            finished = _wait_all(launch, futures)
+    except BaseException:  # Ctrl-C, SIGTERM or a bug: leave no rank running anywhere
         _teardown_all(launch.nodes)
         raise
     finally:
@@ -220,6 +223,24 @@ def run_launch(launch: Launch, local_out: Path) -> LaunchOutcome:
     for outcome in outcomes:
         (local_out / f"{outcome.node}.log").write_text(outcome.stdout + outcome.stderr)
     return LaunchOutcome(record=record, nodes=outcomes)
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM (a CI timeout, `kill`) would end this process without tearing the ranks
+    down; while waiting on them it is turned into KeyboardInterrupt instead."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt("SIGTERM")
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _teardown_all(nodes: Sequence[TrainNode]) -> None:
