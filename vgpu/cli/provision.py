@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -16,12 +16,13 @@ from vgpu.errors import InputError, RemoteError
 from vgpu.model.load import load_inventory
 from vgpu.model.scenario import Scenario
 from vgpu.plan import build_plan
-from vgpu.provision.adapter import HarnessOptions, jobs_from_plan, missing_addresses
-from vgpu.provision.display import LiveTable, summary
-from vgpu.provision.fanout import Job, provision_all
 from vgpu.provision.redact import RedactingFilter, Redactor
-from vgpu.provision.report import RunReport
 from vgpu.provision.targets import ConnectOptions
+
+if TYPE_CHECKING:  # paramiko behind these: loaded when provisioning runs
+    from vgpu.provision.adapter import HarnessOptions
+    from vgpu.provision.fanout import Job
+    from vgpu.provision.report import RunReport
 
 DEFAULT_LOG_DIR = Path("vgpu-results/logs/provision")
 DEFAULT_STATE_DIR = Path("~/.vgpu/state")
@@ -40,6 +41,9 @@ def run_provision(jobs: list[Job], *, scenario_id: str, options: ConnectOptions,
                   log_dir: Path, state_dir: Path, dry_run: bool, concurrency: int,
                   all_jobs: list[Job] | None = None) -> RunReport:
     """Fan out with a live table, print the summary; raise RemoteError if any host failed."""
+    from vgpu.provision.display import LiveTable, summary
+    from vgpu.provision.fanout import provision_all
+
     redactor = Redactor()
     for handler in logging.getLogger().handlers:  # whatever logging the user configured
         handler.addFilter(RedactingFilter(redactor))
@@ -95,6 +99,8 @@ def provision(
     """Provision the guests of a scenario over SSH: packages, Docker, NVIDIA driver and
     container toolkit, vGPU licensing, password-less SSH, the node harness; then check
     that nvidia-smi shows exactly the planned vGPU / MIG profile. Idempotent."""
+    from vgpu.provision.adapter import HarnessOptions
+
     sc = scenario_from_args(file, scenario)
     provision_scenario(
         sc, _inventory_path(inventory), hosts=host, dry_run=dry_run,
@@ -112,6 +118,8 @@ def provision_scenario(
 ) -> RunReport:
     """Plan the scenario on the inventory and provision its guests (also run by
     `vgpu apply` once the VMs are up)."""
+    from vgpu.provision.adapter import HarnessOptions, jobs_from_plan, missing_addresses
+
     inv = load_inventory(inventory_path)
     plan = build_plan(sc, inv, inventory_name=str(inventory_path))
     missing = missing_addresses(plan)
