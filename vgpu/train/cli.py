@@ -32,12 +32,6 @@ app.add_typer(train_app, name="train")
 DbOpt = Annotated[Path, typer.Option("--db", help="results database (SQLite file)")]
 
 
-def resolve_inventory_path(path: Path) -> Path:
-    """A file, or the name of one of the example inventories (e.g. `lab`)."""
-    named = catalog.default_inventory_dir() / f"{path}.yaml"
-    return named if not path.exists() and named.exists() else path
-
-
 @train_app.command("run")
 def run_command(
     file: Annotated[Path | None, typer.Argument(help="scenario YAML file",
@@ -64,7 +58,7 @@ def run_command(
         nodes: list[TrainNode] | None = None
         target_kind: TargetKind = "local"
         if inventory is not None:
-            path = resolve_inventory_path(inventory)
+            path = catalog.resolve_inventory(inventory)
             nodes, target_kind, notes = inventory_nodes(
                 sc, load_inventory(path), path, store.logs_root / "train-hosts")
             for note in notes:
