@@ -46,7 +46,13 @@ def _start(folder: Path, cache: Path, *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen([*VGPU, "bench", "--scenario", "6", "--workload",
                              "resnet50-offline", "--no-report", *args],
                             cwd=folder, env=vgpu_env(cache), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint)
+
+
+def _default_sigint() -> None:
+    # A test run started in the background inherits SIGINT as ignored, and Python then
+    # never turns Ctrl-C into KeyboardInterrupt: give the child the terminal's behaviour.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def test_killing_one_instance_fails_the_run_and_keeps_earlier_runs(

@@ -153,8 +153,11 @@ def test_ctrl_c_or_sigterm_ends_every_rank(tmp_path: Path, signal_name: str) -> 
     import subprocess
 
     workdir = tmp_path / "node"
+    # SIGINT back to default in the child: a test run started in the background inherits
+    # it as ignored, and Python then never raises KeyboardInterrupt.
     driver = subprocess.Popen([sys.executable, "-c", DRIVER, str(workdir)],
-                              stderr=subprocess.PIPE, text=True)
+                              stderr=subprocess.PIPE, text=True,
+                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     pid_file = workdir / PID_FILE
     group: int | None = None
     try:
