@@ -1,5 +1,5 @@
 """Plain data records the store reads and writes. Kept free of SQL so that compare,
-report and other engineers' code (training) can build and read them directly."""
+report and other parts (training) can build and read them directly."""
 
 from __future__ import annotations
 
