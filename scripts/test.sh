@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --test
+# Everything the tests need was just installed: a lab that still skips is a failure.
+export VGPU_REQUIRE_LABS=${VGPU_REQUIRE_LABS:-1}
 .venv/bin/ruff check .
 set +e
 .venv/bin/python -m pytest "$@"

@@ -46,6 +46,7 @@ def _apply_here(plan: Plan, host: str, scenario: Scenario, enable_mig: bool, dry
                 log: Log) -> list[str]:
     from vgpu.nvml.from_plan import layouts_from_plan
     from vgpu.nvml.layout import apply_layout
+    from vgpu.nvml.preconditions import check_gpus_present
     from vgpu.nvml.select import backend_for_this_machine
     from vgpu.nvml.state import StateStore
 
@@ -53,7 +54,9 @@ def _apply_here(plan: Plan, host: str, scenario: Scenario, enable_mig: bool, dry
     if backend.simulated:
         log(backend.description)
     lines: list[str] = []
-    for spec in layouts_from_plan(plan, None, host=host if len(plan.hosts) > 1 else None):
+    specs = layouts_from_plan(plan, None, host=host if len(plan.hosts) > 1 else None)
+    check_gpus_present(backend, specs, scenario.source or scenario.id, gpu_flag_given=False)
+    for spec in specs:
         result = apply_layout(backend, spec, StateStore(), enable_mig=enable_mig,
                               dry_run=dry_run, source=scenario.source or scenario.id, log=log)
         lines += [f"{host} GPU {result.gpu}: {a}" for a in result.actions]

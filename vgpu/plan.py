@@ -305,7 +305,7 @@ def build_plan(scenario: Scenario, inventory: Inventory | None = None, *,
     if problems:
         raise PlanError(problems)
     gpus_out, vgpus_by_vm = _finalise_gpus(hosts)
-    vms = _planned_vms(scenario, inventory, placed, requests, vgpus_by_vm)
+    vms = _planned_vms(scenario, inventory, placed, requests, vgpus_by_vm, inventory_name)
     plan = Plan(
         scenario_id=scenario.id, scenario_name=scenario.name, scenario_file=scenario.source,
         platform=scenario.platform, gpu_model=model.key,
@@ -415,7 +415,8 @@ def _finalise_gpus(hosts: list[_HostState]) -> tuple[list[PlannedGpu],
 
 def _planned_vms(scenario: Scenario, inventory: Inventory | None,
                  placed: dict[str, _HostState], requests: dict[str, list[VgpuRequest]],
-                 vgpus_by_vm: dict[str, list[PlannedVgpu]]) -> list[PlannedVM]:
+                 vgpus_by_vm: dict[str, list[PlannedVgpu]],
+                 inventory_name: str | None) -> list[PlannedVM]:
     static = inventory.network.static if inventory else {}
     pool = inventory.network.ip_pool.addresses() if inventory and inventory.network.ip_pool \
         else []
@@ -435,7 +436,7 @@ def _planned_vms(scenario: Scenario, inventory: Inventory | None,
                 ip=ip))
     if scenario.platform == "vsphere" and pool and any(vm.ip is None for vm in vms):
         missing = [vm.name for vm in vms if vm.ip is None]
-        raise PlanError([Problem("inventory", "network.ip_pool",
+        raise PlanError([Problem(inventory_name or "inventory", "network.ip_pool",
                                  f"the pool has too few addresses for {', '.join(missing)}",
                                  fix="widen ip_pool or add static addresses")])
     return vms

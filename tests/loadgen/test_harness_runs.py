@@ -176,7 +176,7 @@ def test_gpu_request_without_gpu_provider_fails_with_exit_1(
         write_spec: Callable[..., Path], tmp_path: Path) -> None:
     if set(ort.get_available_providers()) & {"CUDAExecutionProvider",
                                              "TensorrtExecutionProvider"}:
-        pytest.skip("this onnxruntime has a GPU provider")
+        pytest.skip("gpu: this onnxruntime has a GPU provider")
     spec = write_spec(device={"kind": "mig", "uuid": "MIG-0b9e4a5c-1111-2222-3333-444455556666"})
     result = run_cli("run", str(spec), "--out", str(tmp_path / "out"))
     assert result.returncode == 1

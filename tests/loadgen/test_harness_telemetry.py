@@ -60,7 +60,7 @@ def test_real_pynvml_without_a_driver_says_why() -> None:
     except pynvml.NVMLError:
         pass
     else:
-        pytest.skip("this machine has an NVIDIA driver")
+        pytest.skip("gpu: this machine has an NVIDIA driver")
     record = sampled(DeviceSpec("gpu", 0, None), None, 0.1)
     assert record["nvml"]["available"] is False
     assert record["nvml"]["reason"].startswith("nvmlInit failed:")

@@ -16,7 +16,7 @@ import pytest
 from vgpu.nvml.simulator import SimulatedGpuBackend
 
 pytestmark = pytest.mark.skipif(ctypes.util.find_library("nvidia-ml") is not None,
-                                reason="a real NVIDIA driver is present")
+                                reason="gpu: a real NVIDIA driver is present")
 
 
 def vgpu(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:

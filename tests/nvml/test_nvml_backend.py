@@ -31,7 +31,7 @@ def _has_nvml_library() -> bool:
     return ctypes.util.find_library("nvidia-ml") is not None
 
 
-no_driver = pytest.mark.skipif(_has_nvml_library(), reason="this machine has an NVIDIA driver")
+no_driver = pytest.mark.skipif(_has_nvml_library(), reason="gpu: this machine has an NVIDIA driver")
 
 
 @no_driver

@@ -24,7 +24,7 @@ from vgpu.provision.local import LocalTransport
 from .conftest import layout_of
 
 pytestmark = pytest.mark.skipif(ctypes.util.find_library("nvidia-ml") is not None,
-                                reason="a real NVIDIA driver is present")
+                                reason="gpu: a real NVIDIA driver is present")
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ pytestmark = [
     pytest.mark.sshd,
     pytest.mark.skipif(lab_available() is not None, reason=str(lab_available())),
     pytest.mark.skipif(ctypes.util.find_library("nvidia-ml") is not None,
-                       reason="a real NVIDIA driver is present"),
+                       reason="gpu: a real NVIDIA driver is present"),
 ]
 
 

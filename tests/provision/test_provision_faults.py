@@ -95,8 +95,10 @@ def test_bad_local_files_are_input_errors_naming_host_step_and_fix(
         provision(jobs(lab, req, sudo=True), tmp_path, "bad")
     text = str(info.value)
     assert info.value.exit_code == 2
-    assert "host vm-1, step nvidia-driver: driver file" in text and "missing.run" in text
-    assert "host vm-1, step vgpu-licensing: token file" in text and "nope.tok" in text
+    assert "2 hosts (vm-1, vm-2), step nvidia-driver: driver file" in text \
+        and "missing.run" in text
+    assert "2 hosts (vm-1, vm-2), step vgpu-licensing: token file" in text \
+        and "nope.tok" in text
     assert "drivers.licence_token" in text and "fix:" in text
     assert all(not h.installed_packages() for h in lab.hosts)  # nothing was touched
     assert not (tmp_path / "logs").exists()
@@ -157,5 +159,5 @@ def test_password_less_ssh_between_the_scenario_vms(tmp_path: Path) -> None:
 def test_missing_ssh_key_is_an_input_error(lab: SshLab, tmp_path: Path) -> None:
     job = Job(target(lab.hosts[0], key_file=tmp_path / "no_key"),
               requirements(tmp_path / "f", steps=("os-facts",)))
-    with pytest.raises(InputError, match=r"ssh.key_file: host vm-1: SSH key .*no_key does not"):
+    with pytest.raises(InputError, match=r"ssh.key_file: host vm-1, SSH key .*no_key does not"):
         provision([job], tmp_path, "nokey")

@@ -63,7 +63,7 @@ def test_a_failing_node_ends_the_waiting_one(tmp_path: Path) -> None:
     assert not (Path(waiting.workdir) / PID_FILE).exists()
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without a GPU")
+@pytest.mark.skipif(torch.cuda.is_available(), reason="gpu: needs a machine without a GPU")
 def test_rank_failure_comes_back_as_a_failed_record(tmp_path: Path) -> None:
     spec = {**TINY, "device": "gpu", "backend": "gloo"}
     outcome = run_launch(Launch([_node(tmp_path, "n")], 2, "train", spec), tmp_path / "out")

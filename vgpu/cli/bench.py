@@ -103,9 +103,9 @@ def bench(
                                     fix=f"use one of: {', '.join(known)}")
     out = Console(stderr=True) if as_json_flag else common.console
     overrides = BenchOverrides(duration_s=duration, full_models=full_models)
+    base = _baseline_scenario(sc) if with_baseline else None
     with ResultStore.open(db) as store:
-        if with_baseline:
-            base = _baseline_scenario(sc)
+        if base is not None:
             out.print(f"[bold]Baseline first:[/] scenario {base.id} ({base.name})")
             base_outcome = _run_scenario(base, inventory, store, runs, overrides, workload)
             if not as_json_flag:
@@ -131,7 +131,14 @@ def _baseline_scenario(sc: Scenario) -> Scenario:
         raise InputError.single(sc.source or f"scenario {sc.id}", "baseline.scenario",
                                 "--with-baseline needs a baseline scenario",
                                 fix="set baseline: {scenario: ID} in the scenario file")
-    return catalog.load(sc.baseline.scenario)
+    try:
+        return catalog.load(sc.baseline.scenario)
+    except InputError as exc:
+        if not any(p.file == "--scenario" for p in exc.problems):
+            raise  # the baseline file itself is broken: its own problems name it
+        raise InputError.single(sc.source or f"scenario {sc.id}", "baseline.scenario",
+                                f"no scenario with id '{sc.baseline.scenario}'",
+                                fix=exc.problems[0].fix) from None
 
 
 def _run_scenario(sc: Scenario, inventory: Path | None, store: ResultStore,
@@ -183,10 +190,7 @@ def results(
     if export not in (None, "csv", "json"):
         raise InputError.single("command line", "--export", f"'{export}' is not a format",
                                 fix="use --export csv or --export json")
-    if not db.exists():
-        raise InputError.single(str(db), "--db", "no results database here",
-                                fix="run `vgpu bench` first or point --db at the file")
-    with ResultStore.open(db) as store:
+    with ResultStore.open_existing(db) as store:
         runs = store.runs(scenario_id=scenario, status=status)
         if export == "csv":
             typer.echo(export_csv(store, runs), nl=False)
@@ -219,7 +223,7 @@ def baseline_set(
     db: DbOpt = DEFAULT_DB,
 ) -> None:
     """Name the series of RUN_ID (all its ok repeats) as a baseline."""
-    with ResultStore.open(db) as store:
+    with ResultStore.open_existing(db) as store:
         chosen = store.set_baseline(run_id, name)
         runs = store.runs(series_id=chosen.series_id, status="ok")
     common.console.print(f"baseline '{chosen.name}' = series {chosen.series_id[:8]} "
@@ -229,7 +233,7 @@ def baseline_set(
 @baseline_app.command("list")
 def baseline_list(db: DbOpt = DEFAULT_DB) -> None:
     """List named baselines."""
-    with ResultStore.open(db) as store:
+    with ResultStore.open_existing(db) as store:
         for item in store.baselines():
             common.console.print(f"{item.name}: run {item.run_id}, series {item.series_id[:8]}")
 
@@ -289,8 +293,8 @@ def compare(
     kind: Annotated[str | None, typer.Option(
         "--kind", help="vm-vs-bare-metal | scenario-vs-scenario | run-vs-baseline "
         "(default: from the two series)")] = None,
-    tolerance: Annotated[float, typer.Option("--tolerance", help="allowed loss, percent")]
-    = 2.0,
+    tolerance: Annotated[float, typer.Option("--tolerance", min=0.0,
+                                             help="allowed loss, percent (>= 0)")] = 2.0,
     min_gain: Annotated[float | None, typer.Option(
         "--min-gain", help="scenario-vs-scenario: required throughput gain, percent")] = None,
     junit: Annotated[Path | None, typer.Option("--junit", help="write JUnit XML here")] = None,
@@ -308,7 +312,7 @@ def compare(
     if kind is not None and kind not in kinds:
         raise InputError.single("command line", "--kind", f"'{kind}' is not a kind",
                                 fix=f"use one of: {', '.join(kinds)}")
-    with ResultStore.open(db) as store:
+    with ResultStore.open_existing(db) as store:
         cand = load_series(store, series_of_run(store, candidate))
         if references is not None:
             try:
@@ -350,14 +354,11 @@ def report(
     markdown: Annotated[Path | None, typer.Option("--markdown", help="Markdown file")] = None,
     png_dir: Annotated[Path | None, typer.Option("--png-dir", help="write the charts "
                                                  "as PNG files here")] = None,
-    tolerance: Annotated[float, typer.Option("--tolerance", help="percent, for the VM vs "
-                                             "bare-metal verdicts")] = 2.0,
+    tolerance: Annotated[float, typer.Option("--tolerance", min=0.0, help="percent, for "
+                                             "the VM vs bare-metal verdicts (>= 0)")] = 2.0,
 ) -> None:
     """Write the results report: self-contained HTML, optional Markdown and PNGs."""
-    if not db.exists():
-        raise InputError.single(str(db), "--db", "no results database here",
-                                fix="run `vgpu bench` first or point --db at the file")
-    with ResultStore.open(db) as store:
+    with ResultStore.open_existing(db) as store:
         built = build_report(store, tolerance=tolerance / 100.0)
     if markdown is not None and png_dir is None:
         png_dir = markdown.parent / f"{markdown.stem}-png"

@@ -19,6 +19,7 @@ from vgpu.nvml.backend import GpuBackend
 from vgpu.nvml.catalogue_check import check_catalogue
 from vgpu.nvml.from_plan import layouts_from_plan
 from vgpu.nvml.layout import apply_layout
+from vgpu.nvml.preconditions import check_gpus_present
 from vgpu.nvml.select import SIMULATOR_ENV, backend_for_this_machine
 from vgpu.nvml.simulator import SimulatedGpuBackend
 from vgpu.nvml.state import StateStore
@@ -130,6 +131,7 @@ def apply(
         raise InputError.single("command line", "--state-file", "one state file cannot hold "
                                 f"the layouts of {len(specs)} GPUs", fix="leave it out")
     backend = _backend(simulator)
+    check_gpus_present(backend, specs, source, gpu_flag_given=gpu is not None)
     results = [apply_layout(backend, spec, _store(state_file), enable_mig=enable_mig,
                             replace_existing=replace_existing, dry_run=dry_run, source=source,
                             log=notice.print) for spec in specs]

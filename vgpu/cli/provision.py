@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -13,11 +12,13 @@ from vgpu import catalog
 from vgpu.cli import app
 from vgpu.cli.common import console, scenario_from_args
 from vgpu.errors import InputError, RemoteError
+from vgpu.model.inventory import Inventory
 from vgpu.model.load import load_inventory
 from vgpu.model.scenario import Scenario
 from vgpu.plan import build_plan
 from vgpu.provision.redact import RedactingFilter, Redactor
 from vgpu.provision.targets import ConnectOptions
+from vgpu.runpaths import new_run_dir
 
 if TYPE_CHECKING:  # paramiko behind these: loaded when provisioning runs
     from vgpu.provision.adapter import HarnessOptions
@@ -39,7 +40,7 @@ def _inventory_path(path: Path | None) -> Path:
 
 def run_provision(jobs: list[Job], *, scenario_id: str, options: ConnectOptions,
                   log_dir: Path, state_dir: Path, dry_run: bool, concurrency: int,
-                  all_jobs: list[Job] | None = None) -> RunReport:
+                  all_jobs: list[Job] | None = None, source: str = "inventory") -> RunReport:
     """Fan out with a live table, print the summary; raise RemoteError if any host failed."""
     from vgpu.provision.display import LiveTable, summary
     from vgpu.provision.fanout import provision_all
@@ -48,12 +49,12 @@ def run_provision(jobs: list[Job], *, scenario_id: str, options: ConnectOptions,
     for handler in logging.getLogger().handlers:  # whatever logging the user configured
         handler.addFilter(RedactingFilter(redactor))
     table = LiveTable([job.target.name for job in jobs], redactor)
-    run_dir = log_dir / f"{scenario_id}-{time.strftime('%Y%m%d-%H%M%S')}"
+    run_dir = new_run_dir(log_dir, scenario_id)
     with table.live(console):
         report = provision_all(jobs, options=options, log_dir=run_dir,
                                state_dir=state_dir.expanduser(), scenario=scenario_id,
                                dry_run=dry_run, concurrency=concurrency, redactor=redactor,
-                               on_event=table.event, mesh_members=all_jobs)
+                               on_event=table.event, mesh_members=all_jobs, source=source)
     console.print(summary(report, redactor))
     console.print(f"logs: {run_dir}")
     if report.failed_hosts:
@@ -110,15 +111,14 @@ def provision(
                                extra_site_dirs=tuple(harness_site or ())))
 
 
-def provision_scenario(
+def provision_jobs(
     sc: Scenario, inventory_path: Path, *, hosts: list[str] | None = None,
-    dry_run: bool = False, accept_new_host_keys: bool = False, concurrency: int = 16,
-    log_dir: Path = DEFAULT_LOG_DIR, state_dir: Path = DEFAULT_STATE_DIR, retries: int = 3,
     harness: HarnessOptions | None = None,
-) -> RunReport:
-    """Plan the scenario on the inventory and provision its guests (also run by
-    `vgpu apply` once the VMs are up)."""
+) -> tuple[list[Job], list[Job], Inventory]:
+    """The jobs to run (the selected hosts) and every job of the scenario, checked locally:
+    raises InputError for anything provisioning would miss, before any host is touched."""
     from vgpu.provision.adapter import HarnessOptions, jobs_from_plan, missing_addresses
+    from vgpu.provision.fanout import preflight
 
     inv = load_inventory(inventory_path)
     plan = build_plan(sc, inv, inventory_name=str(inventory_path))
@@ -136,9 +136,22 @@ def provision_scenario(
         raise InputError.single("command line", "--host",
                                 f"{', '.join(sorted(unknown))} not in the plan",
                                 fix="use VM names from `vgpu plan`")
+    preflight(jobs, str(inventory_path))
+    return jobs, all_jobs, inv
+
+
+def provision_scenario(
+    sc: Scenario, inventory_path: Path, *, hosts: list[str] | None = None,
+    dry_run: bool = False, accept_new_host_keys: bool = False, concurrency: int = 16,
+    log_dir: Path = DEFAULT_LOG_DIR, state_dir: Path = DEFAULT_STATE_DIR, retries: int = 3,
+    harness: HarnessOptions | None = None,
+) -> RunReport:
+    """Plan the scenario on the inventory and provision its guests (also run by
+    `vgpu apply` once the VMs are up)."""
+    jobs, all_jobs, inv = provision_jobs(sc, inventory_path, hosts=hosts, harness=harness)
     options = ConnectOptions(connect_timeout=inv.ssh.connect_timeout_s,
                              command_timeout=inv.ssh.command_timeout_s, retries=retries,
                              accept_new_host_keys=accept_new_host_keys)
     return run_provision(jobs, scenario_id=sc.id, options=options, log_dir=log_dir,
                          state_dir=state_dir, dry_run=dry_run, concurrency=concurrency,
-                         all_jobs=all_jobs)
+                         all_jobs=all_jobs, source=str(inventory_path))

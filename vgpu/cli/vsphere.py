@@ -12,10 +12,11 @@ import typer
 from vgpu import catalog
 from vgpu.cli import app, common
 from vgpu.cli.common import scenario_from_args
-from vgpu.errors import InputError
+from vgpu.errors import InputError, Problem
 from vgpu.model.inventory import Inventory
 from vgpu.model.load import load_inventory
 from vgpu.model.scenario import Scenario
+from vgpu.plan import build_plan
 from vgpu.sim.lab import DEFAULT_PORT, LabShape
 from vgpu.vsphere.limits import DEFAULT_CONCURRENCY, DEFAULT_IP_TIMEOUT_S
 
@@ -78,8 +79,8 @@ def apply(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="show the changes and stop")] =
     False,
     concurrency: ConcurrencyOpt = DEFAULT_CONCURRENCY,
-    ip_timeout: Annotated[float, typer.Option(help="seconds to wait for each guest IP")] =
-    DEFAULT_IP_TIMEOUT_S,
+    ip_timeout: Annotated[float, typer.Option(min=1.0, help="seconds to wait for each "
+                                              "guest IP")] = DEFAULT_IP_TIMEOUT_S,
     provision: Annotated[bool, typer.Option(
         "--provision/--no-provision",
         help="provision the guests over SSH once the VMs are up (as `vgpu provision`)")] = True,
@@ -106,11 +107,35 @@ def apply(
                                 f"scenario {sc.id} creates vSphere VMs and needs an inventory",
                                 fix="pass --inventory FILE (try `vgpu sim up` for a lab)")
     inv, inv_path = _inventory(inventory)
+    # Everything the whole command needs is checked before vCenter is reached: the layout
+    # on empty GPUs (vCenter can only make it tighter) and provisioning's local inputs.
+    build_plan(sc, inv, inventory_name=str(inv_path))
+    if provision:
+        _check_provision_inputs(sc, inv_path, dry_run)
     commands.apply(sc, inv, inv_path, dry_run=dry_run, confirm=commands.terminal_confirm(yes),
                    concurrency=concurrency, ip_timeout_s=ip_timeout, console=common.console)
     if provision and not dry_run:
         common.console.print("[bold]Provisioning the guests[/]")
         provision_scenario(sc, inv_path, accept_new_host_keys=accept_new_host_keys)
+
+
+def _check_provision_inputs(sc: Scenario, inv_path: Path, dry_run: bool) -> None:
+    from vgpu.cli.provision import provision_jobs
+
+    try:
+        provision_jobs(sc, inv_path)
+    except InputError as exc:
+        if dry_run:
+            for problem in exc.problems:
+                common.console.print(f"[yellow]note:[/] provisioning would be refused: "
+                                     f"{problem}", highlight=False)
+            return
+        raise InputError([*exc.problems, Problem(
+            "command line", "--provision",
+            "apply provisions the guests once the VMs are up, and the inventory lacks what "
+            "that needs (above); no VM was created or changed",
+            fix="complete the inventory, or pass --no-provision to create the VMs only")],
+        ) from None
 
 
 def _apply_bare_metal(sc: Scenario, inventory: Path | None, enable_mig: bool, dry_run: bool,

@@ -34,6 +34,26 @@ def find_gpu(backend: GpuBackend, gpu: int) -> GpuInfo:
                             fix="pick a GPU index from `vgpu mig status`")
 
 
+def check_gpus_present(backend: GpuBackend, specs: list[LayoutSpec], source: str,
+                       gpu_flag_given: bool) -> None:
+    """Every planned GPU exists here, checked before any layout is touched, so a plan that
+    needs more GPUs than this machine has changes nothing."""
+    have = [g.index for g in backend.gpus()]
+    absent = [s.gpu for s in specs if s.gpu not in have]
+    if not absent:
+        return
+    listed = ", ".join(str(i) for i in have) or "none"
+    if gpu_flag_given:
+        raise InputError.single("command line", "--gpu", f"this machine has no GPU "
+                                f"{', '.join(map(str, absent))} ({len(have)} GPU(s): {listed})",
+                                fix="pick GPU indexes from `vgpu mig status`")
+    raise InputError.single(source, "vms", f"the layout needs {len(specs)} GPU(s) "
+                            f"({', '.join(str(s.gpu) for s in specs)}); this machine has "
+                            f"{len(have)} ({listed})",
+                            fix="plan instances that fit this machine's GPUs, or run it on a "
+                                "host with more GPUs (inventory bare_metal)")
+
+
 def check_model(info: GpuInfo, spec: LayoutSpec, source: str) -> None:
     if info.model_key == spec.model:
         return

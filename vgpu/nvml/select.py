@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from vgpu.errors import InputError
 from vgpu.nvml.backend import GpuBackend
 from vgpu.nvml.errors import NvmlUnavailable
 from vgpu.nvml.real import NvmlBackend, load_nvml
@@ -19,6 +20,7 @@ SIMULATOR_STATE_ENV = "VGPU_GPU_SIMULATOR_STATE"
 
 
 def simulator_from_env(spec: str | None = None) -> SimulatedGpuBackend | None:
+    flag = bool(spec)
     spec = spec or os.environ.get(SIMULATOR_ENV)
     if not spec:
         return None
@@ -26,7 +28,9 @@ def simulator_from_env(spec: str | None = None) -> SimulatedGpuBackend | None:
     try:
         models = parse_simulator_spec(spec)
     except ValueError as exc:
-        raise NvmlUnavailable(f"{SIMULATOR_ENV}: {exc}") from None
+        where = "--simulator" if flag else SIMULATOR_ENV
+        raise InputError.single("command line" if flag else "environment", where, str(exc),
+                                fix="use one of the models listed") from None
     return SimulatedGpuBackend(models, state_file=Path(state) if state else None)
 
 

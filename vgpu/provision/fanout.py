@@ -36,31 +36,45 @@ class Job:
 TransportFactory = Callable[[HostTarget, HostLog], Transport]
 
 
-def preflight(jobs: Sequence[Job], source: str = "inventory") -> None:
+def _host_problems(job: Job) -> list[tuple[str, str, str | None]]:
+    """(field, message, fix) of everything missing locally for one host."""
+    found: list[tuple[str, str, str | None]] = []
+    for step in build_steps(job.requirements):
+        for field_path, message, fix in step.preflight(job.requirements):
+            found.append((field_path, f"step {step.name}: {message}", fix))
+    key = job.target.key_file
+    if key is not None and not key.expanduser().is_file():
+        found.append(("ssh.key_file", f"SSH key {key} does not exist",
+                      "point ssh.key_file at your private key, or unset it to use the SSH "
+                      "agent"))
+    try:
+        job.target.sudo.read_password(job.target.name)
+    except ProvisionError as exc:
+        found.append(("ssh.sudo_password", exc.message, exc.fix))
+    return found
+
+
+def _hosts_phrase(hosts: list[str]) -> str:
+    if len(hosts) == 1:
+        return f"host {hosts[0]}"
+    shown = ", ".join(hosts[:4]) + (f" and {len(hosts) - 4} more" if len(hosts) > 4 else "")
+    return f"{len(hosts)} hosts ({shown})"
+
+
+def preflight(jobs: Sequence[Job], source: str) -> None:
     """Local checks before any host is touched (missing driver file, token file, ...).
-    Raises InputError naming host, step, field and fix; nothing has been changed."""
-    problems: list[Problem] = []
+    Raises InputError naming the inventory file, hosts, step, field and fix, one line per
+    distinct problem however many hosts share it; nothing has been changed."""
+    hosts_by_problem: dict[tuple[str, str, str | None], list[str]] = {}
     for job in jobs:
-        for step in build_steps(job.requirements):
-            for field_path, message, fix in step.preflight(job.requirements):
-                problems.append(Problem(source, field_path,
-                                        f"host {job.target.name}, step {step.name}: {message}",
-                                        fix=fix))
-        key = job.target.key_file
-        if key is not None and not key.expanduser().is_file():
-            problems.append(Problem(source, "ssh.key_file",
-                                    f"host {job.target.name}: SSH key {key} does not exist",
-                                    fix="point ssh.key_file at your private key, or unset it "
-                                        "to use the SSH agent"))
-        try:
-            job.target.sudo.read_password(job.target.name)
-        except ProvisionError as exc:
-            problems.append(Problem(source, "ssh.sudo_password",
-                                    f"host {job.target.name}: {exc.message}", fix=exc.fix))
-    seen: set[str] = set()
-    unique = [p for p in problems if not (str(p) in seen or seen.add(str(p)))]
-    if unique:
-        raise InputError(unique)
+        for problem in _host_problems(job):
+            hosts = hosts_by_problem.setdefault(problem, [])
+            if job.target.name not in hosts:
+                hosts.append(job.target.name)
+    if hosts_by_problem:
+        raise InputError([Problem(source, field_path, f"{_hosts_phrase(hosts)}, {message}",
+                                  fix=fix)
+                          for (field_path, message, fix), hosts in hosts_by_problem.items()])
 
 
 def secrets_of(jobs: Sequence[Job]) -> list[str]:
@@ -116,11 +130,12 @@ def provision_all(
     on_event: EventSink | None = None,
     transport_factory: TransportFactory | None = None,
     mesh_members: Sequence[Job] | None = None,
+    source: str = "inventory",
 ) -> RunReport:
     """Provision ``jobs`` in parallel. ``mesh_members``: every VM of the scenario, when only
     some are provisioned now, so password-less SSH still lists all peers."""
     started = time.monotonic()
-    preflight(jobs)
+    preflight(jobs, source)
     redactor = redactor or Redactor()
     for secret in secrets_of(jobs):
         redactor.add(secret)

@@ -58,6 +58,17 @@ class ResultStore:
 
     # ---- opening, migrations, recovery
     @classmethod
+    def open_existing(cls, path: Path | str = DEFAULT_DB,
+                      first: str = "vgpu bench") -> ResultStore:
+        """Open a database that must already exist (commands that only read results):
+        a wrong path is an input error and creates no file."""
+        db_path = Path(path)
+        if not db_path.exists():
+            raise InputError.single(str(db_path), "--db", "no results database here",
+                                    fix=f"run `{first}` first or point --db at the file")
+        return cls.open(db_path)
+
+    @classmethod
     def open(cls, path: Path | str = DEFAULT_DB) -> ResultStore:
         db_path = Path(path)
         if db_path.exists() and db_path.is_dir():

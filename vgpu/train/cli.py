@@ -118,15 +118,12 @@ def scaling_command(
     bare_metal: Annotated[list[str] | None, typer.Option(
         "--bare-metal", "-b", help="bare-metal counterparts (repeat)")] = None,
     tolerance_pct: Annotated[float, typer.Option(
-        "--tolerance-pct", help="allowed VM throughput loss vs bare metal")] = 2.0,
+        "--tolerance-pct", min=0.0, help="allowed VM throughput loss vs bare metal")] = 2.0,
     db: DbOpt = DEFAULT_DB,
 ) -> None:
     """Speedup and scaling efficiency from stored runs (and VM vs bare metal per node
     count); the values are stored back on the runs as metrics."""
-    if not db.exists():
-        raise InputError.single(str(db), "--db", "no results database here",
-                                fix="run `vgpu train run` first or point --db at the file")
-    with ResultStore.open(db) as store:
+    with ResultStore.open_existing(db, first="vgpu train run") as store:
         try:
             report = build_scaling_report(store, scenario, bare_metal or (),
                                           tolerance_pct / 100.0)

@@ -19,6 +19,7 @@ from vgpu.errors import InputError, PlanError
 from vgpu.model.inventory import Inventory
 from vgpu.model.scenario import Scenario
 from vgpu.plan import HeldVgpu
+from vgpu.runpaths import new_run_file
 from vgpu.vsphere.connection import Session
 from vgpu.vsphere.facts import HostFacts
 from vgpu.vsphere.from_inventory import placement_from_inventory
@@ -260,13 +261,7 @@ def run_preflight(session: Session, inventory: Inventory, inventory_path: Path,
 
 def save_report(report: PreflightReport, directory: Path) -> Path:
     """Write the facts as JSON, one file per run, named by time (and scenario)."""
-    directory.mkdir(parents=True, exist_ok=True)
     stamp = report.taken_at.replace(":", "").replace("-", "")
     suffix = f"-scenario-{report.scenario}" if report.scenario else ""
-    path = directory / f"preflight-{stamp}{suffix}.json"
-    n = 1
-    while path.exists():
-        n += 1
-        path = directory / f"preflight-{stamp}{suffix}-{n}.json"
-    path.write_text(json.dumps(report.to_json(), indent=2) + "\n", encoding="utf-8")
-    return path
+    return new_run_file(directory, f"preflight-{stamp}{suffix}", ".json",
+                        json.dumps(report.to_json(), indent=2) + "\n")

@@ -1,0 +1,59 @@
+"""Under CI (or VGPU_REQUIRE_LABS=1) a missing lab fails the run; GPU skips stay skips
+unless VGPU_REQUIRE_GPU=1. Runs the suite's own conftest on a small test file."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+CONFTEST = Path(__file__).parents[1] / "conftest.py"
+TESTS = '''
+import pytest
+pytestmark = pytest.mark.filterwarnings("ignore")
+def test_lab():
+    pytest.skip("sshd lab: not root")
+def test_gpu():
+    pytest.skip("gpu: needs a GPU")
+@pytest.mark.skipif(True, reason="vcsim: go missing")
+def test_marker():
+    pass
+def test_ok():
+    pass
+'''
+
+
+def _run(folder: Path, **env: str) -> str:
+    clean = {k: v for k, v in os.environ.items()
+             if k not in ("CI", "VGPU_REQUIRE_LABS", "VGPU_REQUIRE_GPU")}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p",
+                           "no:cacheprovider", str(folder)], capture_output=True, text=True,
+                          env={**clean, **env}, cwd=folder, timeout=120)
+    return proc.stdout.strip().splitlines()[-1]
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    shutil.copy(CONFTEST, tmp_path / "conftest.py")
+    (tmp_path / "test_labs.py").write_text(TESTS)
+    return tmp_path
+
+
+def test_outside_ci_missing_labs_skip(folder: Path) -> None:
+    assert _run(folder).startswith("1 passed, 3 skipped")
+
+
+def test_under_ci_missing_labs_fail_and_gpu_skips_stay(folder: Path) -> None:
+    last = _run(folder, CI="true")
+    assert "1 failed, 1 passed, 1 skipped, 1 error" in last, last
+
+
+def test_require_labs_flag_and_require_gpu(folder: Path) -> None:
+    assert "1 failed, 1 passed, 1 skipped, 1 error" in _run(folder, VGPU_REQUIRE_LABS="1")
+    assert "2 failed, 1 passed, 1 error" in _run(folder, VGPU_REQUIRE_LABS="1",
+                                                  VGPU_REQUIRE_GPU="1")
+    assert _run(folder, CI="true", VGPU_REQUIRE_LABS="0").startswith("1 passed, 3 skipped")
