@@ -21,7 +21,7 @@ from pathlib import Path
 
 from vgpu.bench.fanout import run_round
 from vgpu.bench.targets import Target
-from vgpu.provision.local import LocalTransport
+from vgpu.remote.local import LocalTransport
 
 INSTANCES = ("a", "b", "c")
 

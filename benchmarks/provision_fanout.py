@@ -24,7 +24,7 @@ from tests.labs.sshlab import LabHost, SshLab, fake_driver_installer  # noqa: E4
 from vgpu.provision.fanout import Job, provision_all  # noqa: E402
 from vgpu.provision.requirements import GuestRequirements, HarnessSpec  # noqa: E402
 from vgpu.provision.steps.harness import harness_version  # noqa: E402
-from vgpu.provision.targets import ConnectOptions, HostTarget  # noqa: E402
+from vgpu.remote.targets import ConnectOptions, HostTarget  # noqa: E402
 
 STEPS = ("os-facts", "base-packages", "container-runtime:docker", "nvidia-driver",
          "nvidia-container-toolkit", "vgpu-licensing", "node-harness", "verify-gpu")

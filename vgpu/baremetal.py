@@ -70,10 +70,10 @@ def _apply_remote(plan: Plan, host: str, scenario: Scenario, inventory: Inventor
                   accept_new_host_keys: bool) -> list[str]:
     from vgpu.nvml.remote import apply_plan_on_host
     from vgpu.provision.adapter import jobs_from_plan
-    from vgpu.provision.hostlog import HostLog
-    from vgpu.provision.redact import Redactor
-    from vgpu.provision.ssh import SSHTransport
-    from vgpu.provision.targets import ConnectOptions
+    from vgpu.remote.hostlog import HostLog
+    from vgpu.remote.redact import Redactor
+    from vgpu.remote.ssh import SSHTransport
+    from vgpu.remote.targets import ConnectOptions
 
     job = next(j for j in jobs_from_plan(plan, scenario, inventory,
                                          inventory_dir=inventory_path.parent)

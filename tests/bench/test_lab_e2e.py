@@ -23,12 +23,13 @@ from vgpu.bench.local import local_targets
 from vgpu.bench.remote import build_targets, vsphere_placements
 from vgpu.bench.session import run_bench
 from vgpu.bench.workload import BenchOverrides
+from vgpu.errors import RemoteError
 from vgpu.model.load import load_inventory, load_scenario
 from vgpu.provision.adapter import HarnessOptions, harness_spec
 from vgpu.provision.fanout import Job, provision_all
-from vgpu.provision.redact import Redactor
 from vgpu.provision.requirements import GuestRequirements
-from vgpu.provision.targets import ConnectOptions, HostTarget
+from vgpu.remote.redact import Redactor
+from vgpu.remote.targets import ConnectOptions, HostTarget
 from vgpu.results.report import build_report, write_report
 from vgpu.results.store import ResultStore
 
@@ -98,7 +99,15 @@ def test_scenario_6_apply_provision_bench_over_ssh_compare_with_bare_metal_and_r
                              workload_names=WORKLOAD)
         assert baseline.failure is None
 
-        targets, notes = build_targets(placements, store.logs_root / "ssh", FAST, to_lab)
+        # The VMs plan MIG slices, but their harness has only ONNX Runtime's CPU provider:
+        # refused (no silent CPU run), unless a CPU run is asked for explicitly.
+        with pytest.raises(RemoteError) as refused:
+            build_targets(placements, store.logs_root / "ssh", FAST, to_lab)
+        message = str(refused.value)
+        assert "s6-4g on s6-4g: planned 4g.40gb" in message
+        assert "no GPU provider" in message and "--allow-cpu" in message
+        targets, notes = build_targets(placements, store.logs_root / "ssh", FAST, to_lab,
+                                       allow_cpu=True)
         try:
             outcome = run_bench(scenario, targets, notes, store, runs=2, overrides=SHORT,
                                 workload_names=WORKLOAD)

@@ -17,9 +17,9 @@ from vgpu import catalog
 from vgpu.nvml.remote import RemoteMig, apply_plan_on_host
 from vgpu.nvml.simulator import SimulatedGpuBackend
 from vgpu.plan import build_plan
-from vgpu.provision.hostlog import HostLog
-from vgpu.provision.redact import Redactor
-from vgpu.provision.ssh import SSHTransport
+from vgpu.remote.hostlog import HostLog
+from vgpu.remote.redact import Redactor
+from vgpu.remote.ssh import SSHTransport
 
 pytestmark = [
     pytest.mark.sshd,

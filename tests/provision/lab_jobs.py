@@ -9,8 +9,8 @@ from tests.labs.sshlab import LabHost, SshLab, fake_driver_installer
 from vgpu.provision.fanout import Job
 from vgpu.provision.requirements import GuestRequirements, HarnessSpec
 from vgpu.provision.steps.harness import harness_version
-from vgpu.provision.targets import ConnectOptions, HostTarget
-from vgpu.provision.transport import SudoSettings
+from vgpu.remote.targets import ConnectOptions, HostTarget
+from vgpu.remote.transport import SudoSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 SUDO_ENV = "VGPU_TEST_SUDO_PASSWORD"

@@ -50,6 +50,17 @@ def test_gpu_listing_reads_vgpu_type_and_mig_profile() -> None:
     assert listing.vgpu_types == ("A100D-1-10C",)
     assert listing.mig_profiles == ("1g.10gb",)
     assert listing.summary() == "GRID A100D-1-10C; MIG 1g.10gb"
+    assert listing.gpu_devices[0].uuid == "GPU-4d8a1b3e-7c9f-11ee-b962-0242ac120002"
+    assert listing.mig_uuids() == {"1g.10gb": ["MIG-9e1f7c52-3f0a-5b8e-a1d2-7f3c9e2b1a40"]}
+
+
+def test_gpu_listing_groups_mig_devices_of_a_bare_metal_host_by_profile() -> None:
+    listing = parse_gpu_list(
+        "GPU 0: NVIDIA A100 80GB PCIe (UUID: GPU-aaaa)\n"
+        "  MIG 4g.40gb     Device  0: (UUID: MIG-1111)\n"
+        "  MIG 1g.10gb     Device  1: (UUID: MIG-2222)\n"
+        "  MIG 1g.10gb     Device  2: (UUID: MIG-3333)\n")
+    assert listing.mig_uuids() == {"4g.40gb": ["MIG-1111"], "1g.10gb": ["MIG-2222", "MIG-3333"]}
 
 
 def test_gpu_listing_of_passthrough_gpu_has_no_mig() -> None:

@@ -26,7 +26,7 @@ from vgpu.errors import InputError
 from vgpu.provision.fanout import Job, provision_all
 from vgpu.provision.report import RunReport
 from vgpu.provision.step import Outcome
-from vgpu.provision.targets import ConnectOptions
+from vgpu.remote.targets import ConnectOptions
 
 pytestmark = pytest.mark.sshd
 

@@ -10,11 +10,11 @@ import pytest
 
 from tests.labs.sshlab import SshLab
 from tests.provision.lab_jobs import FAST, target
-from vgpu.provision.errors import HostKeyError
-from vgpu.provision.hostlog import HostLog
-from vgpu.provision.redact import Redactor
-from vgpu.provision.ssh import SSHTransport
-from vgpu.provision.targets import ConnectOptions
+from vgpu.remote.errors import HostKeyError
+from vgpu.remote.hostlog import HostLog
+from vgpu.remote.redact import Redactor
+from vgpu.remote.ssh import SSHTransport
+from vgpu.remote.targets import ConnectOptions
 
 pytestmark = pytest.mark.sshd
 

@@ -8,9 +8,9 @@ from pathlib import Path
 from rich.console import Console
 
 from vgpu.provision.display import LiveTable
-from vgpu.provision.hostlog import HostLog
-from vgpu.provision.redact import MASK, RedactingFilter, Redactor
 from vgpu.provision.step import Outcome
+from vgpu.remote.hostlog import HostLog
+from vgpu.remote.redact import MASK, RedactingFilter, Redactor
 
 
 def test_masks_each_secret_and_each_line_of_multiline_ones() -> None:

@@ -27,10 +27,10 @@ from vgpu.plan import build_plan
 from vgpu.provision.adapter import HarnessOptions, jobs_from_plan
 from vgpu.provision.display import summary
 from vgpu.provision.fanout import Job, provision_all
-from vgpu.provision.redact import Redactor
 from vgpu.provision.report import RunReport
 from vgpu.provision.step import Outcome
-from vgpu.provision.transport import SudoSettings
+from vgpu.remote.redact import Redactor
+from vgpu.remote.transport import SudoSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.sshd, pytest.mark.slow]

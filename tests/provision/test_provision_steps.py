@@ -10,20 +10,20 @@ import pytest
 
 from tests.labs.sshlab import SshLab, fake_driver_installer
 from tests.provision.lab_jobs import FAST, SUDO_PASSWORD, jobs, requirements, target
-from vgpu.provision.errors import AuthError
 from vgpu.provision.fanout import Job, provision_all
-from vgpu.provision.hostlog import HostLog
-from vgpu.provision.local import LocalTransport
-from vgpu.provision.redact import Redactor
 from vgpu.provision.report import RunReport
 from vgpu.provision.requirements import GuestRequirements
 from vgpu.provision.runner import provision_host
-from vgpu.provision.ssh import SSHTransport
 from vgpu.provision.step import Check, HostContext, Outcome, Step
 from vgpu.provision.steps.harness import harness_paths
 from vgpu.provision.steps.system import OsFactsStep
-from vgpu.provision.targets import HostTarget
-from vgpu.provision.transport import SudoSettings
+from vgpu.remote.errors import AuthError
+from vgpu.remote.hostlog import HostLog
+from vgpu.remote.local import LocalTransport
+from vgpu.remote.redact import Redactor
+from vgpu.remote.ssh import SSHTransport
+from vgpu.remote.targets import HostTarget
+from vgpu.remote.transport import SudoSettings
 
 pytestmark = pytest.mark.sshd
 DRIVER_URL = "https://downloads.example.com/NVIDIA-Linux-x86_64-550.54.15-grid.run"

@@ -13,13 +13,13 @@ import pytest
 
 from tests.labs.sshlab import SshLab
 from tests.provision.lab_jobs import FAST, SUDO_ENV, SUDO_PASSWORD, target
-from vgpu.provision.errors import AuthError, CommandTimeout, ConnectionLost
-from vgpu.provision.hostlog import HostLog
-from vgpu.provision.local import LocalTransport
-from vgpu.provision.redact import Redactor
-from vgpu.provision.ssh import SSHTransport
-from vgpu.provision.targets import JumpHost
-from vgpu.provision.transport import SudoSettings, Transport
+from vgpu.remote.errors import AuthError, CommandTimeout, ConnectionLost
+from vgpu.remote.hostlog import HostLog
+from vgpu.remote.local import LocalTransport
+from vgpu.remote.redact import Redactor
+from vgpu.remote.ssh import SSHTransport
+from vgpu.remote.targets import JumpHost
+from vgpu.remote.transport import SudoSettings, Transport
 
 pytestmark = pytest.mark.sshd
 

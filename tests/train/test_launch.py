@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from vgpu.errors import InputError, PlanError, RemoteError
-from vgpu.provision.local import LocalTransport
+from vgpu.remote.local import LocalTransport
 from vgpu.train import preflight
 from vgpu.train.launch import PID_FILE, Launch, TrainNode, run_launch, torchrun_command
 
@@ -133,7 +133,7 @@ def test_bad_spec_on_a_node_is_an_input_error_before_launch(tmp_path: Path) -> N
 DRIVER = """
 import sys
 from pathlib import Path
-from vgpu.provision.local import LocalTransport
+from vgpu.remote.local import LocalTransport
 from vgpu.train.launch import Launch, TrainNode, run_launch
 node = TrainNode(name="n", shell=LocalTransport(), address="127.0.0.1", workdir=sys.argv[1],
                  python=sys.executable)

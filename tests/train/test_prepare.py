@@ -11,7 +11,7 @@ import pytest
 from vgpu.errors import InputError
 from vgpu.model import load_scenario
 from vgpu.model.scenario import Scenario, TrainingWorkload
-from vgpu.provision.local import LocalTransport
+from vgpu.remote.local import LocalTransport
 from vgpu.train.bench import Overrides, planned_gpu_memory_bytes, prepare_launch
 from vgpu.train.launch import TrainNode
 

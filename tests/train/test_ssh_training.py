@@ -17,10 +17,10 @@ from tests.labs.sshlab import SshLab, lab_available
 from vgpu.errors import InputError, PlanError
 from vgpu.model import load_scenario
 from vgpu.model.scenario import TrainingWorkload
-from vgpu.provision.hostlog import HostLog
-from vgpu.provision.redact import Redactor
-from vgpu.provision.ssh import SSHTransport
-from vgpu.provision.targets import ConnectOptions, HostTarget
+from vgpu.remote.hostlog import HostLog
+from vgpu.remote.redact import Redactor
+from vgpu.remote.ssh import SSHTransport
+from vgpu.remote.targets import ConnectOptions, HostTarget
 from vgpu.train import preflight
 from vgpu.train.bench import Overrides, prepare_launch
 from vgpu.train.launch import Launch, TrainNode, run_launch, torchrun_command

@@ -9,7 +9,7 @@ import pytest
 
 from vgpu.bench.targets import Target
 from vgpu.errors import InputError
-from vgpu.provision.local import LocalTransport
+from vgpu.remote.local import LocalTransport
 from vgpu.train.targets import nodes_from_targets
 
 

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from vgpu.bench.targets import Target
 from vgpu.errors import RemoteError
-from vgpu.provision.transport import RemoteProcess
+from vgpu.remote.transport import RemoteProcess
 
 READY_LINE = "VGPU-HARNESS READY"
 RESULT_FILE = "result.json"

@@ -14,7 +14,7 @@ from vgpu.bench.devices import LocalDevice, cpu_count
 from vgpu.bench.targets import Target
 from vgpu.model.load import vgpu_requests
 from vgpu.model.scenario import Scenario
-from vgpu.provision.local import LocalTransport
+from vgpu.remote.local import LocalTransport
 from vgpu.results.records import CPU_DEVICE_NOTE, Platform, TargetKind
 
 

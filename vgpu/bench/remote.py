@@ -4,7 +4,6 @@ over SSH with the harness that `vgpu provision` installed there."""
 
 from __future__ import annotations
 
-import re
 import shlex
 import sys
 from collections.abc import Callable
@@ -18,19 +17,19 @@ from vgpu.model.inventory import Inventory
 from vgpu.model.plan import Plan
 from vgpu.model.scenario import Scenario
 from vgpu.provision.adapter import jobs_from_plan
-from vgpu.provision.hostlog import HostLog
-from vgpu.provision.local import LocalTransport
-from vgpu.provision.redact import Redactor
-from vgpu.provision.ssh import SSHTransport
+from vgpu.provision.facts import GPU_LIST_COMMAND, parse_gpu_list
 from vgpu.provision.steps.harness import HARNESS_DIR
-from vgpu.provision.targets import ConnectOptions, HostTarget
-from vgpu.provision.transport import Transport
+from vgpu.remote.hostlog import HostLog
+from vgpu.remote.local import LocalTransport
+from vgpu.remote.redact import Redactor
+from vgpu.remote.ssh import SSHTransport
+from vgpu.remote.targets import ConnectOptions, HostTarget
+from vgpu.remote.transport import Transport
 from vgpu.results.records import CPU_DEVICE_NOTE, Platform, TargetKind
 
 HARNESS_PYTHON = f"{HARNESS_DIR}/venv/bin/python"  # relative to the login home
 WORK_ROOT = ".vgpu/bench"
 GPU_PROVIDERS = ("CUDAExecutionProvider", "TensorrtExecutionProvider")
-_MIG_LINE = re.compile(r"MIG\s+(\S+)\s+Device\s+\d+:\s+\(UUID:\s+(MIG-[^)\s]+)\)")
 
 HostTargetHook = Callable[[HostTarget], HostTarget]
 
@@ -46,8 +45,11 @@ class Placement:
     platform: Platform
 
 
+NO_GPU = "no GPU"
+
+
 def _slice_of(plan: Plan, name: str) -> str:
-    return "+".join(v.label for v in plan.vm(name).vgpus) or "no GPU"
+    return "+".join(v.label for v in plan.vm(name).vgpus) or NO_GPU
 
 
 def vsphere_placements(scenario: Scenario, inventory: Inventory,
@@ -120,11 +122,8 @@ def _providers(transport: Transport, python: str, name: str) -> list[str]:
 
 
 def _mig_uuids(transport: Transport) -> dict[str, list[str]]:
-    listing = transport.run("nvidia-smi -L", timeout=60)
-    found: dict[str, list[str]] = {}
-    for profile, uuid in _MIG_LINE.findall(listing.stdout if listing.ok else ""):
-        found.setdefault(profile, []).append(uuid)
-    return found
+    listing = transport.run(GPU_LIST_COMMAND, timeout=60)
+    return parse_gpu_list(listing.stdout if listing.ok else "").mig_uuids()
 
 
 def build_targets(
@@ -132,10 +131,12 @@ def build_targets(
     log_root: Path,
     options: ConnectOptions = ConnectOptions(),
     host_target_hook: HostTargetHook | None = None,
+    allow_cpu: bool = False,
 ) -> tuple[list[Target], list[str]]:
     """Connect to every host (one SSH session per host), check the harness there and pick
     each instance's device: the VM's GPU (a vGPU is GPU 0 in its guest), the host's MIG
-    device of the planned profile, or the CPU where ONNX Runtime has no GPU provider."""
+    device of the planned profile. A planned GPU that the harness cannot use fails the
+    instance; only ``allow_cpu`` (or a plan with no GPU) runs it on the CPU, said in notes."""
     transports: dict[str, Transport] = {}
     mig_pool: dict[str, dict[str, list[str]]] = {}
     providers: dict[str, list[str]] = {}
@@ -153,7 +154,7 @@ def build_targets(
                 mig_pool[key] = _mig_uuids(transports[key]) \
                     if placement.target_kind == "bare-metal" else {}
             targets.append(_target(placement, transports[key], providers[key], mig_pool[key],
-                                   notes, log_root))
+                                   notes, log_root, allow_cpu))
     except BaseException:
         for transport in transports.values():
             transport.close()
@@ -174,7 +175,8 @@ def _open(placement: Placement, log_root: Path, options: ConnectOptions,
 
 
 def _target(placement: Placement, transport: Transport, providers: list[str],
-            migs: dict[str, list[str]], notes: list[str], log_root: Path) -> Target:
+            migs: dict[str, list[str]], notes: list[str], log_root: Path,
+            allow_cpu: bool) -> Target:
     remote = placement.host_target is not None
     harness = f"{HARNESS_PYTHON if remote else shlex.quote(sys.executable)} -m loadgen"
     common: dict[str, Any] = {
@@ -184,6 +186,15 @@ def _target(placement: Placement, transport: Transport, providers: list[str],
         "local_root": None if remote else log_root,
     }
     if not any(p in providers for p in GPU_PROVIDERS):
+        if placement.planned_slice != NO_GPU and not allow_cpu:
+            where = placement.host_target.name if placement.host_target else "this machine"
+            raise RemoteError(
+                f"{placement.instance} on {where}: planned {placement.planned_slice}, but "
+                f"the harness there finds no GPU provider (ONNX Runtime has "
+                f"{', '.join(providers) or 'none'}); a CPU run would not measure the GPU. "
+                "Fix: run `vgpu provision` for this scenario (it installs the GPU build of "
+                "the harness), check `nvidia-smi` in the guest, or pass --allow-cpu for a "
+                "functional check on the CPU")
         notes.append(f"{placement.instance}: ONNX Runtime there has no GPU provider "
                      f"({', '.join(providers)}): runs on the CPU, no MIG slice used")
         return Target(device={"kind": "cpu"},
@@ -193,7 +204,7 @@ def _target(placement: Placement, transport: Transport, providers: list[str],
         pool = migs.get(placement.planned_slice, [])
         if not pool:
             raise RemoteError(f"{placement.instance}: no free MIG device "
-                              f"{placement.planned_slice} on its host (`nvidia-smi -L`): run "
+                              f"{placement.planned_slice} on its host: run "
                               "`vgpu mig apply` first")
         uuid = pool.pop(0)
         return Target(device={"kind": "mig", "uuid": uuid},

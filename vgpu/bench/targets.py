@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vgpu.provision.transport import Transport
+from vgpu.remote.transport import Transport
 from vgpu.results.records import Platform, TargetKind
 
 

@@ -73,6 +73,10 @@ def bench(
     DEFAULT_REPORT,
     no_report: Annotated[bool, typer.Option("--no-report", help="write no report")] = False,
     as_json_flag: JsonOpt = False,
+    allow_cpu: Annotated[bool, typer.Option(
+        "--allow-cpu", help="with --inventory: run instances whose planned GPU the harness "
+        "cannot use on the CPU instead of failing them (a functional check, recorded as "
+        "such)")] = False,
     with_baseline: Annotated[bool, typer.Option(
         "--with-baseline", help="first run the scenario's baseline scenario (e.g. bm6 for 6) "
         "on the same targets and settings, so this run ends in a verdict")] = False,
@@ -107,12 +111,13 @@ def bench(
     with ResultStore.open(db) as store:
         if base is not None:
             out.print(f"[bold]Baseline first:[/] scenario {base.id} ({base.name})")
-            base_outcome = _run_scenario(base, inventory, store, runs, overrides, workload)
+            base_outcome = _run_scenario(base, inventory, store, runs, overrides, workload,
+                                         allow_cpu)
             if not as_json_flag:
                 render(base_outcome, out, str(db), None)
             if base_outcome.failure:
                 raise RemoteError(f"baseline scenario {base.id}: {base_outcome.failure}")
-        outcome = _run_scenario(sc, inventory, store, runs, overrides, workload)
+        outcome = _run_scenario(sc, inventory, store, runs, overrides, workload, allow_cpu)
         report_path = None if no_report or report is None else report
         if report_path is not None:
             write_report(build_report(store, outcome.comparisons), report_path)
@@ -143,9 +148,9 @@ def _baseline_scenario(sc: Scenario) -> Scenario:
 
 def _run_scenario(sc: Scenario, inventory: Path | None, store: ResultStore,
                   runs: int | None, overrides: BenchOverrides,
-                  workload: list[str] | None) -> BenchOutcome:
+                  workload: list[str] | None, allow_cpu: bool) -> BenchOutcome:
     if inventory is not None:
-        targets, notes = _inventory_targets(sc, inventory, store.logs_root / "ssh")
+        targets, notes = _inventory_targets(sc, inventory, store.logs_root / "ssh", allow_cpu)
     else:
         targets, notes = local_targets(sc, devices.discover(), store.logs_root / "work")
     try:
@@ -157,7 +162,7 @@ def _run_scenario(sc: Scenario, inventory: Path | None, store: ResultStore,
 
 
 def _inventory_targets(
-    scenario: Scenario, inventory: Path, log_root: Path
+    scenario: Scenario, inventory: Path, log_root: Path, allow_cpu: bool
 ) -> tuple[list[Target], list[str]]:
     from vgpu.bench.remote import bare_metal_placements, build_targets, vsphere_placements
 
@@ -171,7 +176,7 @@ def _inventory_targets(
         placements = vsphere_placements(scenario, loaded, path)
     else:
         placements = bare_metal_placements(scenario, loaded, path)
-    return build_targets(placements, log_root)
+    return build_targets(placements, log_root, allow_cpu=allow_cpu)
 
 
 def _text(path: Path | None) -> str | None:

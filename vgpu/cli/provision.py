@@ -16,8 +16,8 @@ from vgpu.model.inventory import Inventory
 from vgpu.model.load import load_inventory
 from vgpu.model.scenario import Scenario
 from vgpu.plan import build_plan
-from vgpu.provision.redact import RedactingFilter, Redactor
-from vgpu.provision.targets import ConnectOptions
+from vgpu.remote.redact import RedactingFilter, Redactor
+from vgpu.remote.targets import ConnectOptions
 from vgpu.runpaths import new_run_dir
 
 if TYPE_CHECKING:  # paramiko behind these: loaded when provisioning runs

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from vgpu.errors import InputError, RemoteError
 from vgpu.nvml.errors import LayoutError
 from vgpu.nvml.spec import LayoutSpec
-from vgpu.provision.transport import Transport
+from vgpu.remote.transport import Transport
 
 if TYPE_CHECKING:
     from vgpu.model.plan import Plan

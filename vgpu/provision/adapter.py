@@ -14,11 +14,14 @@ from vgpu.model.scenario import Scenario
 from vgpu.provision.fanout import Job
 from vgpu.provision.requirements import GuestRequirements, HarnessSpec, is_url
 from vgpu.provision.steps.harness import harness_version
-from vgpu.provision.targets import HostTarget, JumpHost
-from vgpu.provision.transport import SudoSettings
+from vgpu.remote.targets import HostTarget, JumpHost
+from vgpu.remote.transport import SudoSettings
 
 # The node harness's own dependencies (see pyproject), pinned to what this machine runs.
 HARNESS_DISTRIBUTIONS = ("mlcommons-loadgen", "numpy", "onnxruntime", "tritonclient")
+# On a guest with a planned GPU the harness gets ONNX Runtime's GPU build (CUDA and
+# TensorRT providers) at the same version; the CPU build only where no GPU is planned.
+GPU_BUILDS = {"onnxruntime": "onnxruntime-gpu"}
 
 
 @dataclass(frozen=True)
@@ -36,21 +39,22 @@ def harness_source_dir() -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
-def pinned_requirements() -> tuple[str, ...]:
+def pinned_requirements(gpu: bool = False) -> tuple[str, ...]:
     pins = []
     for name in HARNESS_DISTRIBUTIONS:
+        wanted = GPU_BUILDS.get(name, name) if gpu else name
         try:
-            pins.append(f"{name}=={importlib.metadata.version(name)}")
+            pins.append(f"{wanted}=={importlib.metadata.version(name)}")
         except importlib.metadata.PackageNotFoundError:
-            pins.append(name)
+            pins.append(wanted)
     return tuple(pins)
 
 
-def harness_spec(options: HarnessOptions) -> HarnessSpec:
+def harness_spec(options: HarnessOptions, gpu: bool = False) -> HarnessSpec:
     source = harness_source_dir()
     return HarnessSpec(
         source_dir=source, version=harness_version(source),
-        requirements=pinned_requirements() if options.install_requirements else (),
+        requirements=pinned_requirements(gpu) if options.install_requirements else (),
         python=options.python, extra_site_dirs=options.extra_site_dirs,
         pip_args=options.pip_args,
     )
@@ -112,8 +116,9 @@ def jobs_from_plan(
     harness: HarnessOptions | None = None,
 ) -> list[Job]:
     """One job per VM (vSphere) or per bare-metal host the plan uses."""
-    spec = harness_spec(harness or HarnessOptions()) if "node-harness" in plan.guest_steps \
-        else None
+    options = harness or HarnessOptions()
+    wanted = "node-harness" in plan.guest_steps
+    specs = {gpu: harness_spec(options, gpu) if wanted else None for gpu in (False, True)}
     jobs: list[Job] = []
     if plan.platform == "vsphere":
         for vm in plan.vms:
@@ -122,7 +127,7 @@ def jobs_from_plan(
             types, migs = _vm_expectations(vm)
             jobs.append(Job(_target(vm.name, vm.ip, inventory.ssh, inventory_dir),
                             _requirements(scenario, inventory, plan.guest_steps, types, migs,
-                                          inventory_dir, spec)))
+                                          inventory_dir, specs[bool(vm.vgpus)])))
         return jobs
     hosts: dict[str, BareMetalHost] = {h.name: h for h in inventory.bare_metal}
     by_host: dict[str, list[PlannedVM]] = {}
@@ -134,7 +139,7 @@ def jobs_from_plan(
         jobs.append(Job(_target(host.name, host.address, host.ssh or inventory.ssh,
                                 inventory_dir),
                         _requirements(scenario, inventory, plan.guest_steps, [], migs,
-                                      inventory_dir, spec)))
+                                      inventory_dir, specs[any(vm.vgpus for vm in vms)])))
     return jobs
 
 

@@ -9,9 +9,9 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from vgpu.provision.redact import Redactor
 from vgpu.provision.report import RunReport
 from vgpu.provision.step import Outcome
+from vgpu.remote.redact import Redactor
 
 STYLE = {
     Outcome.CHANGED: "yellow", Outcome.OK: "green", Outcome.WOULD_CHANGE: "cyan",

@@ -63,18 +63,42 @@ def parse_rpm_installed(text: str, wanted: tuple[str, ...]) -> set[str]:
     return {name for name in wanted if name not in missing}
 
 
+GPU_LIST_COMMAND = "nvidia-smi -L"
 GPU_LINE = re.compile(r"^GPU (\d+): (.+?) \(UUID: (GPU-[^)]+)\)")
 MIG_LINE = re.compile(r"^\s+MIG (\S+)\s+Device\s+(\d+): \(UUID: (MIG-[^)]+)\)")
 
 
 @dataclass(frozen=True)
+class ListedDevice:
+    name: str  # product name ("GRID A100D-1-10C") or MIG profile ("1g.10gb")
+    uuid: str  # GPU-... or MIG-...
+
+
+@dataclass(frozen=True)
 class GpuListing:
-    gpus: tuple[str, ...]  # product names, e.g. "GRID A100D-1-10C"
-    mig_profiles: tuple[str, ...]  # e.g. "1g.10gb"
+    """What ``nvidia-smi -L`` shows: GPUs (a vGPU is a GPU in its guest) and MIG devices."""
+
+    gpu_devices: tuple[ListedDevice, ...] = ()
+    mig_devices: tuple[ListedDevice, ...] = ()
+
+    @property
+    def gpus(self) -> tuple[str, ...]:
+        return tuple(d.name for d in self.gpu_devices)
+
+    @property
+    def mig_profiles(self) -> tuple[str, ...]:
+        return tuple(d.name for d in self.mig_devices)
 
     @property
     def vgpu_types(self) -> tuple[str, ...]:
         return tuple(name.removeprefix("GRID ").removeprefix("NVIDIA ") for name in self.gpus)
+
+    def mig_uuids(self) -> dict[str, list[str]]:
+        """MIG profile -> the UUIDs of its devices, in listing order."""
+        found: dict[str, list[str]] = {}
+        for device in self.mig_devices:
+            found.setdefault(device.name, []).append(device.uuid)
+        return found
 
     def summary(self) -> str:
         gpus = ", ".join(self.gpus) or "no GPU"
@@ -83,13 +107,13 @@ class GpuListing:
 
 
 def parse_gpu_list(text: str) -> GpuListing:
-    """``nvidia-smi -L`` output."""
+    """The output of GPU_LIST_COMMAND; the one parser of it in vgpu."""
     gpus, migs = [], []
     for line in text.splitlines():
         if match := GPU_LINE.match(line):
-            gpus.append(match.group(2).strip())
+            gpus.append(ListedDevice(match.group(2).strip(), match.group(3)))
         elif match := MIG_LINE.match(line):
-            migs.append(match.group(1))
+            migs.append(ListedDevice(match.group(1), match.group(3)))
     return GpuListing(tuple(gpus), tuple(migs))
 
 

@@ -11,20 +11,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vgpu.errors import InputError, Problem
-from vgpu.provision.errors import ProvisionError
-from vgpu.provision.hostkeys import lookup_key_lines
-from vgpu.provision.hostlog import HostLog
-from vgpu.provision.local import LocalTransport
-from vgpu.provision.redact import MIN_SECRET_LENGTH, Redactor
 from vgpu.provision.report import HostReport, RunReport, StepReport
 from vgpu.provision.requirements import GuestRequirements, MeshPeer, MeshSpec
 from vgpu.provision.runner import EventSink, provision_host
-from vgpu.provision.ssh import SSHTransport
 from vgpu.provision.step import HostContext, Outcome
 from vgpu.provision.steps import build_steps
 from vgpu.provision.steps.mesh import scenario_key
-from vgpu.provision.targets import ConnectOptions, HostTarget
-from vgpu.provision.transport import Transport
+from vgpu.remote.errors import ProvisionError
+from vgpu.remote.hostkeys import lookup_key_lines
+from vgpu.remote.hostlog import HostLog
+from vgpu.remote.local import LocalTransport
+from vgpu.remote.redact import MIN_SECRET_LENGTH, Redactor
+from vgpu.remote.ssh import SSHTransport
+from vgpu.remote.targets import ConnectOptions, HostTarget
+from vgpu.remote.transport import Transport
 
 
 @dataclass(frozen=True)

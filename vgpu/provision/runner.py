@@ -7,10 +7,10 @@ import time
 import traceback
 from collections.abc import Callable
 
-from vgpu.provision.errors import ConnectionLost, ProvisionError
 from vgpu.provision.report import HostReport, StepReport
 from vgpu.provision.step import HostContext, Outcome, Step
-from vgpu.provision.transport import Transport
+from vgpu.remote.errors import ConnectionLost, ProvisionError
+from vgpu.remote.transport import Transport
 
 EventSink = Callable[[str, str, Outcome | None, str], None]
 STEP_ATTEMPTS = 3  # a step is tried again after a connection loss, this many times in all

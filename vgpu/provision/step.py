@@ -10,11 +10,11 @@ import uuid
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
-from vgpu.provision.errors import ProvisionError
 from vgpu.provision.facts import OsFacts
 from vgpu.provision.requirements import GuestRequirements
-from vgpu.provision.targets import HostTarget
-from vgpu.provision.transport import CommandResult, Transport
+from vgpu.remote.errors import ProvisionError
+from vgpu.remote.targets import HostTarget
+from vgpu.remote.transport import CommandResult, Transport
 
 
 class Outcome(enum.Enum):

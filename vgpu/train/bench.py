@@ -19,7 +19,7 @@ from typing import Any
 from vgpu.errors import InputError, RemoteError
 from vgpu.model.load import vgpu_requests
 from vgpu.model.scenario import Scenario, TrainingWorkload
-from vgpu.provision.local import LocalTransport
+from vgpu.remote.local import LocalTransport
 from vgpu.results.records import RunStart, TargetKind
 from vgpu.results.store import ResultStore
 from vgpu.train import preflight

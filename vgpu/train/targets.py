@@ -107,6 +107,8 @@ def inventory_nodes(
         placements = vsphere_placements(scenario, inventory, inventory_path)
     else:
         placements = bare_metal_placements(scenario, inventory, inventory_path)
-    targets, notes = build_targets(placements, log_root)
+    # Training checks its devices through torch on every node (probe_node), not through
+    # ONNX Runtime's providers, so the inference harness's GPU-provider rule is not applied.
+    targets, notes = build_targets(placements, log_root, allow_cpu=True)
     kind: TargetKind = "vm" if scenario.platform == "vsphere" else "bare-metal"
     return nodes_from_targets(targets), kind, notes

@@ -11,7 +11,7 @@ from pathlib import Path
 import vgpu
 from vgpu.provision.requirements import HarnessSpec
 from vgpu.provision.step import Check, HostContext, Step
-from vgpu.provision.transport import quote
+from vgpu.remote.transport import quote
 
 HARNESS_DIR = ".vgpu/harness"
 PACKAGE = "loadgen"

@@ -12,7 +12,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from vgpu.provision.requirements import MeshPeer, MeshSpec
 from vgpu.provision.step import Check, HostContext, Step
-from vgpu.provision.transport import quote
+from vgpu.remote.transport import quote
 
 BEGIN = "# >>> vgpu scenario {scenario} >>>"
 END = "# <<< vgpu scenario {scenario} <<<"

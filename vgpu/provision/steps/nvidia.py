@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from vgpu.provision.facts import (
+    GPU_LIST_COMMAND,
     gridd_feature_type,
     is_licensed,
     parse_driver_versions,
@@ -18,7 +19,7 @@ from vgpu.provision.facts import (
 from vgpu.provision.requirements import GuestRequirements, is_url
 from vgpu.provision.step import Check, HostContext, Step
 from vgpu.provision.steps.system import APT_UPDATED, install_packages, installed_packages
-from vgpu.provision.transport import quote
+from vgpu.remote.transport import quote
 
 DRIVER_DIR = ".vgpu/driver"
 GRIDD_CONF = "/etc/nvidia/gridd.conf"
@@ -208,9 +209,9 @@ class VerifyGpuStep(Step):
 
     def check(self, ctx: HostContext) -> Check:
         req = ctx.requirements
-        result = ctx.run("nvidia-smi -L")
+        result = ctx.run(GPU_LIST_COMMAND)
         if not result.ok:
-            raise self.fail(ctx, f"nvidia-smi -L failed: {result.tail()}",
+            raise self.fail(ctx, f"{GPU_LIST_COMMAND} failed: {result.tail()}",
                             "install the guest driver (step nvidia-driver) first")
         listing = parse_gpu_list(result.stdout)
         problems = []

@@ -10,7 +10,7 @@ from vgpu.provision.facts import (
     parse_rpm_installed,
 )
 from vgpu.provision.step import Check, HostContext, Step
-from vgpu.provision.transport import quote
+from vgpu.remote.transport import quote
 
 APT_ENV = "DEBIAN_FRONTEND=noninteractive"
 APT_UPDATED = "apt-index-refreshed"

@@ -6,7 +6,7 @@ import threading
 import time
 from pathlib import Path
 
-from vgpu.provision.redact import Redactor
+from vgpu.remote.redact import Redactor
 
 
 class HostLog:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import paramiko
 
-from vgpu.provision.errors import HostKeyError
+from vgpu.remote.errors import HostKeyError
 
 _file_lock = threading.Lock()  # several hosts may record their keys at the same moment
 

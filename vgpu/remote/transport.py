@@ -10,9 +10,9 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
 
-from vgpu.provision.errors import AuthError, CommandFailed
-from vgpu.provision.hostlog import HostLog
-from vgpu.provision.redact import MIN_SECRET_LENGTH, Redactor
+from vgpu.remote.errors import AuthError, CommandFailed
+from vgpu.remote.hostlog import HostLog
+from vgpu.remote.redact import MIN_SECRET_LENGTH, Redactor
 
 STAGING_DIR = ".vgpu/tmp"  # under the login user's home
 TEMP_SUFFIX = ".vgpu-tmp"

@@ -13,17 +13,17 @@ from pathlib import Path
 
 import paramiko
 
-from vgpu.provision.errors import (
+from vgpu.remote.errors import (
     AuthError,
     CommandTimeout,
     ConnectionLost,
     HostKeyError,
     UnreachableError,
 )
-from vgpu.provision.hostkeys import KnownHostsPolicy, changed_host_error, load_known_hosts
-from vgpu.provision.hostlog import HostLog
-from vgpu.provision.targets import ConnectOptions, HostTarget
-from vgpu.provision.transport import CommandResult, RemoteProcess, Transport, temp_path_for
+from vgpu.remote.hostkeys import KnownHostsPolicy, changed_host_error, load_known_hosts
+from vgpu.remote.hostlog import HostLog
+from vgpu.remote.targets import ConnectOptions, HostTarget
+from vgpu.remote.transport import CommandResult, RemoteProcess, Transport, temp_path_for
 
 _CONNECTION_ERRORS = (OSError, EOFError, paramiko.SSHException)
 

@@ -10,9 +10,9 @@ import threading
 import time
 from pathlib import Path
 
-from vgpu.provision.errors import CommandTimeout
-from vgpu.provision.hostlog import HostLog
-from vgpu.provision.transport import (
+from vgpu.remote.errors import CommandTimeout
+from vgpu.remote.hostlog import HostLog
+from vgpu.remote.transport import (
     CommandResult,
     RemoteProcess,
     SudoSettings,
@@ -27,7 +27,7 @@ class LocalTransport(Transport):
 
     def __init__(self, name: str = "localhost", sudo: SudoSettings | None = None,
                  log: HostLog | None = None, home: Path | None = None) -> None:
-        from vgpu.provision.redact import Redactor
+        from vgpu.remote.redact import Redactor
 
         super().__init__(name, sudo or SudoSettings(), log or HostLog(None, Redactor()))
         self.home = home or Path.home()

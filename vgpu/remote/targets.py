@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vgpu.provision.transport import SudoSettings
+from vgpu.remote.transport import SudoSettings
 
 DEFAULT_KNOWN_HOSTS = Path("~/.ssh/known_hosts")
 
