@@ -78,7 +78,7 @@ setup_vcsim() {
 }
 
 if [[ $WITH_TEST -eq 1 ]]; then
-    install_apt golang-go golang-github-vmware-govmomi-dev openssh-server chromium sudo
+    install_apt golang-go golang-github-vmware-govmomi-dev openssh-server chromium sudo docker.io debootstrap
     setup_venv "dev,train"
     setup_triton
     setup_vcsim

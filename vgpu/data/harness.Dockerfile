@@ -1,0 +1,54 @@
+# The vgpu node-harness image: MLPerf LoadGen + ONNX Runtime + the `loadgen` package.
+#
+# Built by vgpu (vgpu.container.images.write_build_context puts this file, the pinned
+# requirements and loadgen/ in one folder):
+#   docker build -f Dockerfile --build-arg BASE_IMAGE=... --build-arg ORT_PACKAGE=... .
+#
+# The harness lives in a venv at /opt/harness, so the same interpreter path works on NGC
+# bases (which ship `python`) and on Debian ones (`python3` only, pip blocked by PEP 668).
+# The venv sees the base's site-packages, so NGC's CUDA torch stays importable for
+# `loadgen train`; the pinned packages installed into the venv take precedence.
+# The base's ENTRYPOINT (NGC: /opt/nvidia/nvidia_entrypoint.sh) is kept on purpose: it sets
+# up CUDA forward compatibility. It may print a banner on stdout before the harness starts.
+ARG BASE_IMAGE=nvcr.io/nvidia/pytorch:24.10-py3
+FROM ${BASE_IMAGE}
+
+ARG ORT_PACKAGE=onnxruntime-gpu
+ARG ORT_VERSION=1.23.2
+
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1
+
+RUN set -eu; \
+    py="$(command -v python3 || command -v python)"; \
+    "$py" -m venv --system-site-packages /opt/harness; \
+    /opt/harness/bin/python -m pip --version
+
+# A package mirror (PIP_INDEX_URL) and a CA bundle for it or for a TLS-inspecting proxy
+# (pip-ca.pem, empty unless vgpu was given one; it replaces pip's own bundle) are optional.
+ARG PIP_INDEX_URL=
+COPY harness-requirements.txt pip-ca.pem /opt/harness/
+# PIP_CONSTRAINT is cleared: NGC images pin their own numpy etc. for the system Python,
+# which does not apply to this venv.
+RUN set -eu; \
+    if [ -s /opt/harness/pip-ca.pem ]; then export PIP_CERT=/opt/harness/pip-ca.pem; fi; \
+    PIP_CONSTRAINT= /opt/harness/bin/python -m pip install \
+        ${PIP_INDEX_URL:+--index-url "$PIP_INDEX_URL"} \
+        -r /opt/harness/harness-requirements.txt "${ORT_PACKAGE}==${ORT_VERSION}"
+
+# Declared late: a new harness version must not invalidate the pip layer above.
+ARG HARNESS_VERSION=unknown
+COPY loadgen /opt/harness/src/loadgen
+RUN set -eu; \
+    site="$(/opt/harness/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')"; \
+    echo /opt/harness/src > "$site/vgpu-harness.pth"; \
+    /opt/harness/bin/python -m loadgen --version
+
+ENV PATH=/opt/harness/bin:${PATH} \
+    VGPU_HARNESS_PYTHON=/opt/harness/bin/python
+LABEL vgpu.harness.version="${HARNESS_VERSION}" \
+      vgpu.harness.ort-package="${ORT_PACKAGE}" \
+      vgpu.harness.ort-version="${ORT_VERSION}"
+WORKDIR /work
