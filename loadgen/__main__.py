@@ -10,11 +10,8 @@ from __future__ import annotations
 
 import importlib
 import json
-import platform
 import sys
 from collections.abc import Callable, Sequence
-from importlib import metadata
-from typing import Any
 
 COMMANDS: dict[str, str] = {
     "run": "loadgen.cli:run_main",
@@ -30,49 +27,11 @@ def resolve(command: str) -> Callable[[Sequence[str]], int]:
     return getattr(importlib.import_module(module_name), function_name)
 
 
-def _distribution_version(*names: str) -> tuple[str | None, str | None]:
-    """(name, version) of the first of ``names`` that is installed, else (None, None)."""
-    for name in names:
-        try:
-            return name, metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-    return None, None
-
-
-def _onnxruntime_info() -> dict[str, Any]:
-    package, version = _distribution_version("onnxruntime-gpu", "onnxruntime")
-    info: dict[str, Any] = {"package": package, "version": version, "providers": [],
-                            "device": None}
-    try:
-        import onnxruntime as ort
-    except ImportError as exc:
-        info["error"] = str(exc)
-        return info
-    info["version"] = ort.__version__
-    info["providers"] = list(ort.get_available_providers())
-    info["device"] = ort.get_device()
-    return info
-
-
-def version_info() -> dict[str, Any]:
-    from loadgen import HARNESS_VERSION, SCHEMA_VERSION
-
-    return {
-        "harness": HARNESS_VERSION,
-        "schema_version": SCHEMA_VERSION,
-        "python": platform.python_version(),
-        "executable": sys.executable,
-        "onnxruntime": _onnxruntime_info(),
-        "mlcommons-loadgen": _distribution_version("mlcommons-loadgen")[1],
-        "numpy": _distribution_version("numpy")[1],
-        "onnx": _distribution_version("onnx")[1],
-    }
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["--version"]:
+        from loadgen.versions import version_info
+
         print(json.dumps(version_info(), indent=2))
         return 0
     if not args or args[0] not in COMMANDS:

@@ -23,6 +23,7 @@ from loadgen.spec import LoadgenSpec, Spec
 from loadgen.sut import SampleDispatcher
 from loadgen.sync import StdinSync
 from loadgen.telemetry import Telemetry
+from loadgen.versions import version_info
 
 SUMMARY_LOG = "mlperf_log_summary.txt"
 DETAIL_LOG = "mlperf_log_detail.txt"
@@ -76,7 +77,7 @@ def _open_backend(spec: Spec, model_path: Path, model_io: ModelIO) -> Backend:
     if b.name == "triton":
         from loadgen.backends.triton import TritonBackend
 
-        assert b.url and b.protocol and b.model_name
+        assert b.url and b.protocol and b.model_name and b.in_flight
         return TritonBackend(b.url, b.protocol, b.model_name, b.in_flight, model_io)
     from loadgen.backends.ort import OrtBackend
 
@@ -161,6 +162,7 @@ class _Run:
         return {
             "schema_version": SCHEMA_VERSION,
             "harness_version": HARNESS_VERSION,
+            "software": version_info(),
             "status": "failed" if self.reason else "ok",
             "reason": self.reason,
             "instance_name": self.spec.instance_name or host,

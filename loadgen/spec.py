@@ -1,170 +1,46 @@
-"""The run spec (JSON, schema_version 1): parsed and validated in full before any work.
+"""The inference run spec (JSON, schema_version 1): parsed and validated in full before any
+work. The types and names are the contract's (loadgen.contract).
 
 Every problem names the field and the fix; all problems are reported together.
 """
 
 from __future__ import annotations
 
-import difflib
-import json
 import zipfile
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from loadgen import SCHEMA_VERSION
-from loadgen.errors import SpecError, SpecProblem
-from loadgen.models import (
+from loadgen.contract import (
+    DEFAULT_TRITON_PORT,
     DEFAULT_VARIANT,
+    DEVICE_KINDS,
+    INFERENCE_BACKENDS,
+    INFERENCE_MODELS,
+    INFERENCE_PRECISIONS,
+    INFERENCE_SCHEMA_VERSION,
+    INFERENCE_VARIANTS,
     INPUT_NAMES,
-    PRECISIONS,
-    VARIANTS,
-    is_builtin,
-    read_model_io,
+    LOADGEN_MODES,
+    LOADGEN_SCENARIOS,
+    ONNX_SUFFIX,
+    TRITON_PROTOCOLS,
+    BackendSpec,
+    DeviceSpec,
+    InferenceRunSpec,
+    LoadgenSpec,
+    ModelSpec,
+    is_builtin_model,
 )
+from loadgen.errors import SpecError
+from loadgen.specreader import SpecReader, load_json, require_object
 
-SCENARIOS = ("Offline", "Server", "SingleStream", "MultiStream")
-MODES = ("PerformanceOnly", "AccuracyOnly")
-BACKENDS = ("onnxruntime", "triton")
-PROTOCOLS = ("grpc", "http")
-DEVICE_KINDS = ("cpu", "gpu", "mig")
-DEFAULT_TRITON_PORT = {"grpc": 8001, "http": 8000}
+Spec = InferenceRunSpec
 LABELS_KEY = "labels"
+_MODEL_CHOICES = f"{', '.join(INFERENCE_MODELS)} or the path of a {ONNX_SUFFIX} file"
+_FALLBACK_MODEL = ModelSpec("resnet50", "full", "fp32", None, INPUT_NAMES["resnet50"])
 
-
-@dataclass(frozen=True)
-class ModelSpec:
-    name: str
-    variant: str | None
-    precision: str
-    path: str | None
-    input_names: tuple[str, ...]
-
-    @property
-    def builtin(self) -> bool:
-        return self.path is None
-
-
-@dataclass(frozen=True)
-class BackendSpec:
-    name: str
-    threads: int | None
-    url: str | None
-    protocol: str | None
-    model_name: str | None
-    in_flight: int
-
-
-@dataclass(frozen=True)
-class DeviceSpec:
-    kind: str
-    index: int | None
-    uuid: str | None
-
-
-@dataclass(frozen=True)
-class LoadgenSpec:
-    scenario: str
-    mode: str
-    min_duration_ms: int
-    max_duration_ms: int | None
-    min_query_count: int
-    target_qps: float | None
-    target_latency_ms: float | None
-    samples_per_query: int | None
-    performance_sample_count: int
-
-
-@dataclass(frozen=True)
-class Spec:
-    schema_version: int
-    model: ModelSpec
-    backend: BackendSpec
-    device: DeviceSpec
-    loadgen: LoadgenSpec
-    batch_size: int
-    seed: int
-    warmup_queries: int
-    instance_name: str | None
-    cache_dir: str | None
-    dataset: str | None
-    source: str
-
-    def as_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["model"]["input_names"] = list(self.model.input_names)
-        return data
-
-
-class _Reader:
-    """Walks the JSON document, collecting problems instead of stopping at the first."""
-
-    def __init__(self) -> None:
-        self.problems: list[SpecProblem] = []
-
-    def problem(self, field: str, message: str, fix: str | None = None) -> None:
-        self.problems.append(SpecProblem(field, message, fix))
-
-    def section(self, doc: dict[str, Any], key: str, allowed: set[str]) -> dict[str, Any]:
-        value = doc.get(key, {})
-        if not isinstance(value, dict):
-            self.problem(key, f"must be an object, got {type(value).__name__}",
-                         f"write {key} as {{...}}")
-            return {}
-        self.unknown_keys(value, allowed, f"{key}.")
-        return value
-
-    def unknown_keys(self, doc: dict[str, Any], allowed: set[str], prefix: str = "") -> None:
-        for key in doc:
-            if key not in allowed:
-                close = difflib.get_close_matches(key, sorted(allowed), n=1)
-                fix = f"did you mean {prefix}{close[0]}?" if close else \
-                    f"remove it; allowed: {', '.join(sorted(allowed))}"
-                self.problem(f"{prefix}{key}", "unknown field", fix)
-
-    def choice(self, doc: dict[str, Any], key: str, field: str, options: tuple[str, ...],
-               default: str) -> str:
-        value = doc.get(key, default)
-        if value not in options:
-            self.problem(field, f"{value!r} is not one of {', '.join(options)}",
-                         f"set {field} to one of: {', '.join(options)}")
-            return default
-        return str(value)
-
-    def integer(self, doc: dict[str, Any], key: str, field: str, default: int | None,
-                minimum: int) -> int | None:
-        value = doc.get(key, default)
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int):
-            self.problem(field, f"must be an integer, got {value!r}",
-                         f"set {field} to a whole number >= {minimum}")
-            return default
-        if value < minimum:
-            self.problem(field, f"must be >= {minimum}, got {value}",
-                         f"set {field} to a whole number >= {minimum}")
-            return default
-        return value
-
-    def positive(self, doc: dict[str, Any], key: str, field: str) -> float | None:
-        value = doc.get(key)
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-            self.problem(field, f"must be a number > 0, got {value!r}",
-                         f"set {field} to a positive number")
-            return None
-        return float(value)
-
-    def text(self, doc: dict[str, Any], key: str, field: str) -> str | None:
-        value = doc.get(key)
-        if value is None:
-            return None
-        if not isinstance(value, str) or not value.strip():
-            self.problem(field, f"must be a non-empty string, got {value!r}",
-                         f"set {field} to a non-empty string or remove it")
-            return None
-        return value
+__all__ = ["BackendSpec", "DeviceSpec", "LoadgenSpec", "ModelSpec", "Spec", "SpecError",
+           "load_spec", "parse_spec"]
 
 
 def _resolve(path_text: str, base: Path) -> Path:
@@ -172,64 +48,79 @@ def _resolve(path_text: str, base: Path) -> Path:
     return path if path.is_absolute() else base / path
 
 
-def _read_model(r: _Reader, doc: dict[str, Any], base: Path) -> ModelSpec:
+def _read_onnx_model(r: SpecReader, m: dict[str, Any], name: str,
+                     base: Path) -> tuple[ModelSpec, bool]:
+    """The model and whether its inputs could be read."""
+    from loadgen.models import read_model_io
+
+    for key in ("variant", "precision"):
+        if key in m:
+            r.problem(f"model.{key}", "applies only to the built-in models "
+                      f"{' and '.join(INFERENCE_MODELS)}",
+                      f"remove model.{key}: the ONNX file fixes it")
+    path = _resolve(name, base)
+    if not path.is_file():
+        r.problem("model.name", f"model file {path} does not exist",
+                  "give the path of an existing .onnx file (relative paths start at the "
+                  "spec file's folder)")
+        return ModelSpec(name, None, "fp32", str(path), ()), False
+    try:
+        names = read_model_io(path).input_names
+    except Exception as exc:
+        r.problem("model.name", f"{path} is not a readable ONNX model: {exc}",
+                  "export the model to ONNX again")
+        return ModelSpec(name, None, "fp32", str(path), ()), False
+    return ModelSpec(name, None, "as-exported", str(path), names), True
+
+
+def _check_input_names(r: SpecReader, m: dict[str, Any], spec: ModelSpec) -> None:
+    expected = m.get("input_names")
+    if expected is None:
+        return
+    if not isinstance(expected, list) or not all(isinstance(x, str) for x in expected):
+        r.problem("model.input_names", "must be a list of strings",
+                  f"set it to {list(spec.input_names)} or remove it")
+        return
+    for wrong in sorted(set(expected) - set(spec.input_names)):
+        r.problem("model.input_names", f"{wrong!r} is not an input of the model "
+                  f"(its inputs: {', '.join(spec.input_names)})",
+                  f"use the model's input names {list(spec.input_names)}")
+
+
+def _read_model(r: SpecReader, doc: dict[str, Any], base: Path) -> ModelSpec:
     m = r.section(doc, "model", {"name", "variant", "precision", "input_names"})
     name = m.get("name")
     if not isinstance(name, str) or not name:
-        r.problem("model.name", f"is required, got {name!r}",
-                  "set model.name to resnet50, bert or the path of a .onnx file")
-        return ModelSpec("resnet50", "full", "fp32", None, INPUT_NAMES["resnet50"])
-    if is_builtin(name):
-        variant = r.choice(m, "variant", "model.variant", VARIANTS[name], DEFAULT_VARIANT[name])
-        precision = r.choice(m, "precision", "model.precision", tuple(PRECISIONS), "fp32")
+        r.problem("model.name", f"is required, got {name!r}", f"set model.name to {_MODEL_CHOICES}")
+        return _FALLBACK_MODEL
+    if is_builtin_model(name):
+        variant = r.choice(m, "variant", "model.variant", INFERENCE_VARIANTS[name],
+                           DEFAULT_VARIANT[name])
+        precision = r.choice(m, "precision", "model.precision", INFERENCE_PRECISIONS, "fp32")
         spec = ModelSpec(name, variant, precision, None, INPUT_NAMES[name])
-    elif name.endswith(".onnx"):
-        for key in ("variant", "precision"):
-            if key in m:
-                r.problem(f"model.{key}", "applies only to the built-in models resnet50 and bert",
-                          f"remove model.{key}: the ONNX file fixes it")
-        path = _resolve(name, base)
-        if not path.is_file():
-            r.problem("model.name", f"model file {path} does not exist",
-                      "give the path of an existing .onnx file (relative paths start at the "
-                      "spec file's folder)")
-            return ModelSpec(name, None, "fp32", str(path), ())
-        try:
-            names = read_model_io(path).input_names
-        except Exception as exc:
-            r.problem("model.name", f"{path} is not a readable ONNX model: {exc}",
-                      "export the model to ONNX again")
-            return ModelSpec(name, None, "fp32", str(path), ())
-        spec = ModelSpec(name, None, "as-exported", str(path), names)
+    elif name.endswith(ONNX_SUFFIX):
+        spec, readable = _read_onnx_model(r, m, name, base)
+        if not readable:
+            return spec
     else:
-        r.problem("model.name", f"unknown model {name!r}",
-                  "set model.name to resnet50, bert or the path of a .onnx file")
-        return ModelSpec("resnet50", "full", "fp32", None, INPUT_NAMES["resnet50"])
-    expected = m.get("input_names")
-    if expected is not None:
-        if not isinstance(expected, list) or not all(isinstance(x, str) for x in expected):
-            r.problem("model.input_names", "must be a list of strings",
-                      f"set it to {list(spec.input_names)} or remove it")
-        else:
-            for wrong in sorted(set(expected) - set(spec.input_names)):
-                r.problem("model.input_names", f"{wrong!r} is not an input of the model "
-                          f"(its inputs: {', '.join(spec.input_names)})",
-                          f"use the model's input names {list(spec.input_names)}")
+        r.problem("model.name", f"unknown model {name!r}", f"set model.name to {_MODEL_CHOICES}")
+        return _FALLBACK_MODEL
+    _check_input_names(r, m, spec)
     return spec
 
 
-def _read_backend(r: _Reader, doc: dict[str, Any], model: ModelSpec) -> BackendSpec:
+def _read_backend(r: SpecReader, doc: dict[str, Any], model: ModelSpec) -> BackendSpec:
     b = r.section(doc, "backend", {"name", "threads", "url", "protocol", "model_name",
                                    "in_flight"})
-    name = r.choice(b, "name", "backend.name", BACKENDS, "onnxruntime")
+    name = r.choice(b, "name", "backend.name", INFERENCE_BACKENDS, "onnxruntime")
     threads = r.integer(b, "threads", "backend.threads", None, 1)
     if name == "onnxruntime":
         for key in ("url", "protocol", "model_name", "in_flight"):
             if key in b:
                 r.problem(f"backend.{key}", "applies only to backend.name triton",
                           f"remove backend.{key} or set backend.name to triton")
-        return BackendSpec(name, threads, None, None, None, 1)
-    protocol = r.choice(b, "protocol", "backend.protocol", PROTOCOLS, "grpc")
+        return BackendSpec(name, threads)
+    protocol = r.choice(b, "protocol", "backend.protocol", TRITON_PROTOCOLS, "grpc")
     url = r.text(b, "url", "backend.url") or f"localhost:{DEFAULT_TRITON_PORT[protocol]}"
     host, _, port = url.rpartition(":")
     if "://" in url or not host or not port.isdigit():
@@ -241,7 +132,7 @@ def _read_backend(r: _Reader, doc: dict[str, Any], model: ModelSpec) -> BackendS
     return BackendSpec(name, threads, url, protocol, model_name, in_flight)
 
 
-def _read_device(r: _Reader, doc: dict[str, Any]) -> DeviceSpec:
+def _read_device(r: SpecReader, doc: dict[str, Any]) -> DeviceSpec:
     d = r.section(doc, "device", {"kind", "index", "uuid"})
     kind = r.choice(d, "kind", "device.kind", DEVICE_KINDS, "cpu")
     index = r.integer(d, "index", "device.index", None, 0)
@@ -260,12 +151,12 @@ def _read_device(r: _Reader, doc: dict[str, Any]) -> DeviceSpec:
     return DeviceSpec(kind, index, uuid)
 
 
-def _read_loadgen(r: _Reader, doc: dict[str, Any], has_dataset: bool) -> LoadgenSpec:
+def _read_loadgen(r: SpecReader, doc: dict[str, Any], has_dataset: bool) -> LoadgenSpec:
     lg = r.section(doc, "loadgen", {
         "scenario", "mode", "min_duration_ms", "max_duration_ms", "min_query_count",
         "target_qps", "target_latency_ms", "samples_per_query", "performance_sample_count"})
-    scenario = r.choice(lg, "scenario", "loadgen.scenario", SCENARIOS, "Offline")
-    mode = r.choice(lg, "mode", "loadgen.mode", MODES, "PerformanceOnly")
+    scenario = r.choice(lg, "scenario", "loadgen.scenario", LOADGEN_SCENARIOS, "Offline")
+    mode = r.choice(lg, "mode", "loadgen.mode", LOADGEN_MODES, "PerformanceOnly")
     if mode == "AccuracyOnly" and not has_dataset:
         r.problem("loadgen.mode", "AccuracyOnly needs a dataset with labels",
                   "set dataset to an .npz file with the model's inputs and 'labels', "
@@ -293,7 +184,7 @@ def _read_loadgen(r: _Reader, doc: dict[str, Any], has_dataset: bool) -> Loadgen
     )
 
 
-def _read_dataset(r: _Reader, doc: dict[str, Any], base: Path, model: ModelSpec) -> str | None:
+def _read_dataset(r: SpecReader, doc: dict[str, Any], base: Path, model: ModelSpec) -> str | None:
     text = r.text(doc, "dataset", "dataset")
     if text is None:
         return None
@@ -319,17 +210,13 @@ def _read_dataset(r: _Reader, doc: dict[str, Any], base: Path, model: ModelSpec)
 
 def parse_spec(doc: Any, source: str = "<spec>", base: Path | None = None) -> Spec:
     """Validate a decoded JSON document; raise SpecError listing every problem."""
-    r = _Reader()
-    if not isinstance(doc, dict):
-        raise SpecError(source, [SpecProblem("(top level)", "must be a JSON object",
-                                             "write the spec as {...}")])
+    doc = require_object(doc, source)
+    r = SpecReader(source)
     base = base or Path.cwd()
     r.unknown_keys(doc, {"schema_version", "model", "backend", "device", "loadgen",
                          "batch_size", "seed", "warmup_queries", "instance_name", "cache_dir",
                          "dataset"})
-    if doc.get("schema_version") != SCHEMA_VERSION:
-        r.problem("schema_version", f"must be {SCHEMA_VERSION}, got "
-                  f"{doc.get('schema_version')!r}", f"set \"schema_version\": {SCHEMA_VERSION}")
+    r.schema_version(doc, INFERENCE_SCHEMA_VERSION)
     model = _read_model(r, doc, base)
     backend = _read_backend(r, doc, model)
     device = _read_device(r, doc)
@@ -337,7 +224,6 @@ def parse_spec(doc: Any, source: str = "<spec>", base: Path | None = None) -> Sp
     loadgen = _read_loadgen(r, doc, dataset is not None or "dataset" in doc)
     cache_dir = r.text(doc, "cache_dir", "cache_dir")
     spec = Spec(
-        schema_version=SCHEMA_VERSION,
         model=model,
         backend=backend,
         device=device,
@@ -350,22 +236,11 @@ def parse_spec(doc: Any, source: str = "<spec>", base: Path | None = None) -> Sp
         dataset=dataset,
         source=source,
     )
-    if r.problems:
-        raise SpecError(source, r.problems)
+    r.check()
     return spec
 
 
 def load_spec(path: str | Path) -> Spec:
     """Read and validate a spec file. Relative paths inside it start at its folder."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise SpecError(str(path), [SpecProblem("(file)", f"cannot read the spec: "
-                                                f"{exc.strerror}", "check the path")]) from exc
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SpecError(str(path), [SpecProblem(
-            f"(line {exc.lineno})", f"not valid JSON: {exc.msg}", "fix the JSON syntax")]) from exc
-    return parse_spec(doc, str(path), path.resolve().parent)
+    return parse_spec(load_json(path), str(path), path.resolve().parent)

@@ -6,11 +6,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from vgpu.errors import InputError
 from vgpu.model.load import load_scenario
 from vgpu.model.scenario import Scenario
+from vgpu.model.yamlsource import load_yaml
 
 _PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 
@@ -54,9 +53,9 @@ def catalogue() -> list[CatalogueEntry]:
     for d in scenario_dirs():
         for path in sorted(d.glob("*.yaml")):
             try:
-                data = yaml.safe_load(path.read_text(encoding="utf-8"))
-            except (OSError, yaml.YAMLError):
-                continue
+                data = load_yaml(path).data
+            except InputError:
+                continue  # a broken file is reported when it is used, by its own id
             if not isinstance(data, dict) or "id" not in data:
                 continue
             sid = str(data["id"])

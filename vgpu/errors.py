@@ -28,18 +28,30 @@ class Problem:
         return f"{text} (fix: {self.fix})" if self.fix else text
 
 
+MAX_LISTED_PROBLEMS = 50
+
+
 @dataclass
 class InputError(VgpuError):
-    """Bad user input (a scenario, an inventory, a flag). Nothing was changed anywhere."""
+    """Bad user input (a scenario, an inventory, a flag). Nothing was changed anywhere.
+    Its text lists the first MAX_LISTED_PROBLEMS problems and counts the rest; ``unlisted``
+    counts problems found but not kept (collectors may stop building them at the cap)."""
 
     problems: list[Problem] = field(default_factory=list)
+    unlisted: int = 0
     exit_code = 2
 
     def __post_init__(self) -> None:
         super().__init__(str(self))
 
     def __str__(self) -> str:
-        return "\n".join(str(p) for p in self.problems)
+        shown = self.problems[:MAX_LISTED_PROBLEMS]
+        more = len(self.problems) - len(shown) + self.unlisted
+        lines = [str(p) for p in shown]
+        if more:
+            lines.append(f"... and {more:,} more problem{'s' if more > 1 else ''} "
+                         "(fix those above first)")
+        return "\n".join(lines)
 
     @classmethod
     def single(

@@ -11,9 +11,10 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
+from loadgen.contract import INPUT_NAMES as CONTRACT_INPUT_NAMES
 from loadgen.models.graph import GraphBuilder
 
-INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
+INPUT_NAMES = CONTRACT_INPUT_NAMES["bert"]
 OUTPUT_NAMES = ("start_logits", "end_logits")
 INIT_STD = 0.02
 MASKED_SCORE = -10000.0

@@ -1,4 +1,5 @@
-"""The built-in models: names, variants, precisions and what their inputs are called."""
+"""The built-in models: builders and precisions; names, variants and input names are the
+contract's (loadgen.contract)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,23 @@ from collections.abc import Callable
 import numpy as np
 import onnx
 
+from loadgen.contract import (
+    DEFAULT_VARIANT,
+    INFERENCE_MODELS,
+    INFERENCE_PRECISIONS,
+    INFERENCE_VARIANTS,
+    INPUT_NAMES,
+    is_builtin_model,
+)
 from loadgen.models import bert, resnet50
 
 # Bump when a builder's graph or weights change: it is part of every cache key.
 BUILDER_VERSION = 1
 WEIGHT_SEED = 20240501
 
-PRECISIONS = {"fp32": np.dtype(np.float32), "fp16": np.dtype(np.float16)}
+PRECISIONS: dict[str, np.dtype] = {
+    name: np.dtype(f"float{name.removeprefix('fp')}") for name in INFERENCE_PRECISIONS
+}
 
 Builder = Callable[[str, np.dtype, int], onnx.ModelProto]
 
@@ -21,16 +32,8 @@ BUILDERS: dict[str, Builder] = {
     "resnet50": resnet50.build_resnet50,
     "bert": bert.build_bert,
 }
-VARIANTS: dict[str, tuple[str, ...]] = {
-    "resnet50": tuple(resnet50.VARIANTS),
-    "bert": tuple(bert.VARIANTS),
-}
-DEFAULT_VARIANT = {"resnet50": "full", "bert": "large"}
-INPUT_NAMES: dict[str, tuple[str, ...]] = {
-    "resnet50": (resnet50.INPUT_NAME,),
-    "bert": bert.INPUT_NAMES,
-}
+VARIANTS = INFERENCE_VARIANTS
+is_builtin = is_builtin_model
 
-
-def is_builtin(name: str) -> bool:
-    return name in BUILDERS
+__all__ = ["BUILDERS", "DEFAULT_VARIANT", "INFERENCE_MODELS", "INPUT_NAMES", "PRECISIONS",
+           "VARIANTS", "is_builtin"]

@@ -12,6 +12,7 @@ import numpy as np
 import onnx
 from onnx import helper
 
+from loadgen.contract import INPUT_NAMES
 from loadgen.models.graph import GraphBuilder
 
 STAGE_BLOCKS = (3, 4, 6, 3)
@@ -33,7 +34,7 @@ VARIANTS = {
     "tiny": ResNetConfig(base_width=8, image_size=32, num_classes=10),
 }
 
-INPUT_NAME = "input"
+(INPUT_NAME,) = INPUT_NAMES["resnet50"]
 OUTPUT_NAME = "probabilities"
 
 

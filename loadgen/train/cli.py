@@ -13,14 +13,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from loadgen.errors import SpecError
 from loadgen.train import result
-from loadgen.train.spec import (
-    AllreduceSpec,
-    TrainSpec,
-    TrainSpecError,
-    load_allreduce_spec,
-    load_train_spec,
-)
+from loadgen.train.spec import AllreduceSpec, TrainSpec, load_allreduce_spec, load_train_spec
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_SPEC = 0, 1, 2
 
@@ -61,8 +56,8 @@ def _run(
     args = _parser(command, what).parse_args(argv)
     try:
         spec = load(args.spec)
-    except TrainSpecError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except SpecError as exc:
+        print(f"error: invalid {command} spec\n{exc}", file=sys.stderr)
         return EXIT_BAD_SPEC
     if args.check:
         import torch  # the check exists to prove torch imports on this node
@@ -75,7 +70,7 @@ def _run(
     try:
         return body(spec, args.out)
     except Exception as exc:
-        return _fail(args.out, command, spec.to_dict(), exc)
+        return _fail(args.out, command, spec.to_json(), exc)
 
 
 def _train_body(spec: TrainSpec, out_dir: Path) -> int:
@@ -91,7 +86,7 @@ def _train_body(spec: TrainSpec, out_dir: Path) -> int:
         gathered: list[Any] = [None] * ctx.world_size
         dist.all_gather_object(gathered, timings)
         if ctx.is_leader:
-            record = result.base_record("train", spec.to_dict(), "ok", "")
+            record = result.base_record("train", spec.to_json(), "ok", "")
             record.update(result.training_totals(gathered))
             record.update(
                 world_size=ctx.world_size,
@@ -132,7 +127,7 @@ def _allreduce_body(spec: AllreduceSpec, out_dir: Path) -> int:
             gathered, {"host": ctx.host, "node_rank": ctx.node_rank, "seconds": seconds}
         )
         if ctx.is_leader:
-            record = result.base_record("allreduce", spec.to_dict(), "ok", "")
+            record = result.base_record("allreduce", spec.to_json(), "ok", "")
             record.update(
                 world_size=ctx.world_size,
                 backend=ctx.backend,

@@ -1,4 +1,5 @@
-"""ResNet definitions for synthetic-data training (no torchvision on the nodes).
+"""ResNet definitions for synthetic-data training (no torchvision on the nodes); the
+models and their shapes are the contract's (loadgen.contract).
 
 ResNet50 follows torchvision's v1.5 layout (stride on the 3x3 convolution of each
 bottleneck, blocks 3-4-6-3), so its parameter count matches the reference 25,557,032.
@@ -6,28 +7,16 @@ bottleneck, blocks 3-4-6-3), so its parameter count matches the reference 25,557
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 from torch import nn
 
+from loadgen.contract import BOTTLENECK_EXPANSION, TRAINING_SHAPES, ResNetShape
 
-@dataclass(frozen=True)
-class ResNetShape:
-    blocks: tuple[int, int, int, int]
-    base_width: int
-    num_classes: int
-
-
-RESNET_SHAPES: dict[str, ResNetShape] = {
-    "resnet50": ResNetShape(blocks=(3, 4, 6, 3), base_width=64, num_classes=1000),
-    # Small enough that four ranks train a few steps on two CPU cores in seconds.
-    "resnet-tiny": ResNetShape(blocks=(1, 1, 1, 1), base_width=8, num_classes=10),
-}
+RESNET_SHAPES = TRAINING_SHAPES
 
 
 class Bottleneck(nn.Module):
-    expansion = 4
+    expansion = BOTTLENECK_EXPANSION
 
     def __init__(self, in_channels: int, width: int, stride: int) -> None:
         super().__init__()

@@ -38,7 +38,7 @@ def test_harness_spec_is_accepted_by_the_harness_validator(tmp_path: Path) -> No
     effective = effective_workload(_resnet(), on_cpu=True, overrides=BenchOverrides())
     spec = harness_spec(effective, instance="s6-2g", device={"kind": "cpu"}, threads=1,
                         target_qps=1234.5, cache_dir=str(tmp_path))
-    parsed = parse_spec(spec, "bench", tmp_path)
+    parsed = parse_spec(spec.to_json(), "bench", tmp_path)
     assert parsed.instance_name == "s6-2g"
     assert (parsed.model.name, parsed.model.variant, parsed.model.precision) == (
         "resnet50", "tiny", "fp16")
@@ -57,7 +57,7 @@ def test_every_catalogue_inference_workload_makes_a_valid_spec(tmp_path: Path) -
             for on_cpu in (True, False):
                 effective = effective_workload(workload, on_cpu, BenchOverrides())
                 device = {"kind": "cpu"} if on_cpu else {"kind": "mig", "uuid": "MIG-x"}
-                parse_spec(harness_spec(effective, instance="i", device=device, threads=None),
-                           "bench", tmp_path)
+                spec = harness_spec(effective, instance="i", device=device, threads=None)
+                parse_spec(spec.to_json(), "bench", tmp_path)
                 checked += 1
     assert checked >= 16

@@ -20,7 +20,7 @@ from typing import IO, Any
 import pytest
 
 from loadgen.sync import READY_LINE
-from tests.labs.dockerlab import HarnessLab, memlock_unlimited_allowed
+from tests.labs.dockerlab import HarnessLab
 from tests.loadgen.harness_helpers import base_spec
 from vgpu.container import (
     ContainerSpec,
@@ -29,6 +29,7 @@ from vgpu.container import (
     harness_run_command,
     killed_by,
 )
+from vgpu.container.local import memlock_unlimited_allowed
 
 # The first test of a session pays for the image builds (fixture setup counts here).
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.timeout(2400)]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -33,15 +34,27 @@ def test_corpus_is_large_enough() -> None:
     assert len(BROKEN) >= 20
 
 
+def _files(*roots: Path) -> set[tuple[Path, float]]:
+    return {(p, p.stat().st_mtime) for root in roots for p in root.rglob("*") if p.is_file()}
+
+
 @pytest.mark.parametrize("path", BROKEN, ids=[p.stem for p in BROKEN])
-def test_broken_file_exits_2_naming_the_field(path: Path) -> None:
+def test_broken_file_exits_2_naming_the_field(
+    path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     expect, args = _arguments(path)
+    monkeypatch.chdir(tmp_path)
+    before = _files(tmp_path, path.parent)
+    started = time.perf_counter()
     code, out, err = run_cli(args)
+    elapsed = time.perf_counter() - started
     assert code == 2, (out, err)
     text = " ".join(err.split())
     wanted = f"{path}{expect}" if expect.startswith(":") else expect
     assert wanted in text, text
     assert "Traceback" not in err
+    assert elapsed < 2.0, f"took {elapsed:.2f} s"
+    assert _files(tmp_path, path.parent) == before, "a broken file must not write anything"
 
 
 def test_real_process_exit_code_and_stderr() -> None:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import resource
 import shutil
 import subprocess
 import tempfile
@@ -39,6 +38,7 @@ import pytest
 
 from vgpu.container import docker as dk
 from vgpu.container.images import ImageBuild, write_build_context
+from vgpu.container.local import build_env, host_ca_bundle
 
 BASE_TAG = "vgpu-test-base:bookworm"
 HARNESS_TAG = "vgpu-harness:test"
@@ -49,7 +49,6 @@ LOCK_DEADLINE_S = 900.0
 BASE_BUILD_TIMEOUT_S = 900.0
 HARNESS_BUILD_TIMEOUT_S = 1800.0
 SKIP_PREFIX = "docker lab: "
-CAP_SYS_RESOURCE = 24
 
 
 def cache_root() -> Path:
@@ -280,34 +279,6 @@ class DockerLab:
         image = self.image_id(tag)
         assert image, f"{tag} is missing after docker build"
         return BuildResult(tag, image, seconds, log)
-
-
-def memlock_unlimited_allowed() -> bool:
-    """Whether containers may get ``--ulimit memlock=-1`` here: the hard limit is already
-    unlimited or this process has CAP_SYS_RESOURCE (some sandboxes drop it; runc then
-    fails with "error setting rlimit type 8")."""
-    if resource.getrlimit(resource.RLIMIT_MEMLOCK)[1] == resource.RLIM_INFINITY:
-        return True
-    for line in Path("/proc/self/status").read_text(encoding="utf-8").splitlines():
-        if line.startswith("CapEff:"):
-            return bool(int(line.split()[1], 16) >> CAP_SYS_RESOURCE & 1)
-    return False
-
-
-def host_ca_bundle() -> Path | None:
-    """The CA bundle this machine's pip trusts (it may sit behind a TLS-inspecting proxy),
-    handed to the image build so pip inside trusts the same."""
-    for candidate in (os.environ.get("PIP_CERT"), os.environ.get("REQUESTS_CA_BUNDLE"),
-                      os.environ.get("SSL_CERT_FILE"), "/etc/ssl/certs/ca-certificates.crt"):
-        if candidate and Path(candidate).is_file():
-            return Path(candidate)
-    return None
-
-
-def build_env() -> dict[str, str]:
-    """The environment for docker commands: the classic builder (this docker client may
-    have no buildx plugin)."""
-    return {**os.environ, "DOCKER_BUILDKIT": "0"}
 
 
 def _terminate_pid(pid: int) -> None:

@@ -11,7 +11,8 @@ import pytest
 
 pytest.importorskip("torch", reason="the train extra (torch) is not installed")
 
-from loadgen.train.spec import TrainSpecError, parse_allreduce_spec, parse_train_spec
+from loadgen.errors import SpecError
+from loadgen.train.spec import parse_allreduce_spec, parse_train_spec
 
 pytestmark = pytest.mark.train
 
@@ -52,16 +53,25 @@ def test_check_flag_accepts_a_good_spec_and_reports_torch(tmp_path: Path) -> Non
     ],
 )
 def test_train_spec_field_errors(fields: dict[str, object], field: str, words: str) -> None:
-    with pytest.raises(TrainSpecError) as caught:
+    with pytest.raises(SpecError) as caught:
         parse_train_spec({"schema_version": 1, **fields}, "job.json")
-    assert caught.value.field_path == field
+    assert [p.field for p in caught.value.problems] == [field]
     assert words in str(caught.value) and "job.json" in str(caught.value)
 
 
+def test_train_spec_reports_every_problem_at_once() -> None:
+    with pytest.raises(SpecError) as caught:
+        parse_train_spec({"schema_version": 1, "model": "bert", "batch_size": 0,
+                          "backend": "nccl", "shufle": True}, "job.json")
+    assert caught.value.exit_code == 2
+    assert [p.field for p in caught.value.problems] == ["shufle", "backend", "model",
+                                                        "batch_size"]
+
+
 def test_allreduce_sizes_must_be_whole_elements() -> None:
-    with pytest.raises(TrainSpecError) as caught:
+    with pytest.raises(SpecError) as caught:
         parse_allreduce_spec({"schema_version": 1, "sizes_bytes": [1024, 1026]}, "probe.json")
-    assert caught.value.field_path == "sizes_bytes[1]"
+    assert [p.field for p in caught.value.problems] == ["sizes_bytes[1]"]
     spec = parse_allreduce_spec(
         {"schema_version": 1, "sizes_bytes": [4096], "dtype": "bfloat16"}, "probe.json"
     )

@@ -7,10 +7,12 @@ import os
 import socket
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from loadgen.contract import TrainRunSpec
 from vgpu.errors import InputError, PlanError, RemoteError
 from vgpu.remote.local import LocalTransport
 from vgpu.train import preflight
@@ -104,7 +106,7 @@ def test_too_few_gpus_per_node_is_a_plan_error(tmp_path: Path) -> None:
 
 def test_batch_that_does_not_fit_names_the_largest_that_does(tmp_path: Path) -> None:
     slice_10gb = _node(tmp_path, "vm-1", gpus=1, memory_bytes=10 * 2**30)
-    spec = {"model": "resnet50", "image_size": 224, "batch_size": 1024, "precision": "fp16"}
+    spec = TrainRunSpec(model="resnet50", image_size=224, batch_size=1024, precision="fp16")
     with pytest.raises(InputError) as caught:
         preflight.check_memory([slice_10gb], spec, 1, True, "x.yaml",
                                "workloads[0].batch_per_gpu")
@@ -112,13 +114,13 @@ def test_batch_that_does_not_fit_names_the_largest_that_does(tmp_path: Path) -> 
     assert "x.yaml workloads[0].batch_per_gpu" in text and "vm-1 has 10.0 GiB" in text
     largest = int(text.split("use a batch of at most ")[1].rstrip(")"))
     assert 0 < largest < 1024
-    preflight.check_memory([slice_10gb], {**spec, "batch_size": largest}, 1, True, "x.yaml",
+    preflight.check_memory([slice_10gb], replace(spec, batch_size=largest), 1, True, "x.yaml",
                            "workloads[0].batch_per_gpu")  # the suggested batch passes
 
 
 def test_cpu_ranks_share_host_memory(tmp_path: Path) -> None:
     host = _node(tmp_path, "h", memory_bytes=8 * 2**30)
-    spec = {"model": "resnet50", "image_size": 224, "batch_size": 32, "precision": "fp32"}
+    spec = TrainRunSpec(model="resnet50", image_size=224, batch_size=32, precision="fp32")
     preflight.check_memory([host], spec, 1, False, "x.yaml", "f")
     with pytest.raises(InputError, match="4 ranks share it"):
         preflight.check_memory([host], spec, 4, False, "x.yaml", "f")

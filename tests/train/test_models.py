@@ -1,4 +1,5 @@
-"""The ResNets the training harness builds, and the memory estimate made from them."""
+"""The ResNets the training harness builds, and the memory estimate vgpu makes from the
+contract's shapes without torch (checked here against the models on torch's meta device)."""
 
 from __future__ import annotations
 
@@ -6,12 +7,13 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="the train extra (torch) is not installed")
 
+from loadgen.contract import TRAINING_SHAPES  # noqa: E402
 from loadgen.train.models import (  # noqa: E402
     activation_bytes_per_sample,
     build_model,
     parameter_count,
 )
-from vgpu.train.memory import estimate_training_memory  # noqa: E402
+from vgpu.train.memory import estimate_training_memory, resnet_counts  # noqa: E402
 
 pytestmark = pytest.mark.train
 
@@ -58,3 +60,12 @@ def test_study_batch_fits_an_80gb_gpu_but_not_a_10gb_slice() -> None:
     assert 0 < fits < 1024
     smaller = estimate_training_memory("resnet50", 224, fits, "fp16", on_gpu=True)
     assert smaller.total_bytes <= 10e9
+
+
+@pytest.mark.parametrize("name", sorted(TRAINING_SHAPES))
+@pytest.mark.parametrize("image_size", [8, 17, 32, 224, 225])
+def test_counts_from_the_contract_shape_match_the_harness_model(name: str,
+                                                                image_size: int) -> None:
+    parameters, elements = resnet_counts(TRAINING_SHAPES[name], image_size)
+    assert parameters == parameter_count(name)
+    assert elements == activation_bytes_per_sample(name, image_size, 1)

@@ -65,11 +65,17 @@ def test_study_batch_on_a_10gb_slice_is_refused_before_launch(tmp_path: Path) ->
     assert not (tmp_path / "n0").exists()  # nothing was staged or started
 
 
-def test_training_bert_is_refused_with_the_models_available(tmp_path: Path) -> None:
-    scenario, workload = _scenario(tmp_path, SLICED.replace("model: resnet50", "model: bert"))
-    with pytest.raises(InputError, match=r"workloads\[0\].model: training model 'bert'"):
+def test_training_bert_is_refused_at_load_with_the_models_available(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"train_slices.yaml:11 workloads\[0\].model: no "
+                       r"trainer for model 'bert'; training models: resnet50, resnet-tiny"):
+        _scenario(tmp_path, SLICED.replace("model: resnet50", "model: bert"))
+
+
+def test_a_model_override_no_trainer_has_is_refused(tmp_path: Path) -> None:
+    scenario, workload = _scenario(tmp_path, SLICED)
+    with pytest.raises(InputError, match=r"workloads\[0\].model: training model 'vgg16'"):
         prepare_launch(scenario, 0, workload, _gpu_nodes(tmp_path, 2), tmp_path,
-                       Overrides(), [])
+                       Overrides(model="vgg16"), [])
 
 
 def test_cpu_nodes_fall_back_to_gloo_and_bf16_and_say_so(tmp_path: Path) -> None:

@@ -38,12 +38,19 @@ def instance_result(outcome: InstanceOutcome) -> InstanceResult:
     platform = target.platform
     if platform is not None:
         gpu = _get(record, "telemetry", "gpu") or {}
+        container = target.container
         platform = replace(
             platform,
             harness_version=record.get("harness_version"),
             guest_driver=gpu.get("driver_version") or platform.guest_driver,
             gpu=gpu.get("parent_name") or gpu.get("name") or platform.gpu,
             mig_profile=device.get("mig_profile") or platform.mig_profile,
+            runtime=target.runtime,
+            container_image=container.image if container else None,
+            container_image_id=container.image_id if container else None,
+            ort_package=_get(record, "software", "onnxruntime", "package"),
+            ort_version=_get(record, "software", "onnxruntime", "version"),
+            execution_provider=device.get("execution_provider"),
         )
     return InstanceResult(
         name=target.instance,

@@ -2,11 +2,13 @@
 until every one has loaded and warmed up (``VGPU-HARNESS READY``), send every one the same
 ``GO <t>``, wait for the timed runs to end and bring back result.json and the LoadGen logs.
 
-If an instance dies or fails, the others are stopped at once: a round measures the
-scenario's instances together or not at all."""
+If an instance dies before the start, the others are stopped at once: a round measures the
+scenario's instances together or not at all. One that dies during the timed run fails the
+round; the others run to their end and their records are kept beside its failure."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
 import time
@@ -127,12 +129,23 @@ def _describe_exit(code: int | None) -> str:
 
 def _stage(target: Target, tag: str, spec: dict[str, Any], log_dir: Path) -> str:
     if target.is_local:
-        remote_dir = str(log_dir)
+        remote_dir = str(log_dir.resolve())
     else:
         remote_dir = target.work_dir(tag)
         target.transport.run(f"mkdir -p {shlex.quote(remote_dir)}", check=True)
     target.transport.put(json.dumps(spec, indent=2), f"{remote_dir}/spec.json")
     return remote_dir
+
+
+def _remove_leftovers(item: _Running, tag: str) -> None:
+    """A container whose client was killed keeps running: remove it."""
+    if item.outcome.exit_code == 0:
+        return
+    command = item.target.cleanup_command(item.remote_dir, tag)
+    if command is not None:
+        # A host that is gone runs nothing of ours any more either.
+        with contextlib.suppress(RemoteError):
+            item.target.transport.run(command, timeout=60)
 
 
 def _collect(running: _Running) -> None:
@@ -164,7 +177,8 @@ def _problem_of(running: _Running) -> str | None:
         stderr = running.process.stderr_text.strip().splitlines()
         tail = f": {stderr[-1]}" if stderr else ""
         written = "" if record is not None else " and wrote no result.json"
-        return f"harness {_describe_exit(outcome.exit_code)}{written}{tail}"
+        who = "harness container" if running.target.container else "harness"
+        return f"{who} {_describe_exit(outcome.exit_code)}{written}{tail}"
     if record is None:
         return "the harness wrote no result.json"
     return None
@@ -192,7 +206,7 @@ def run_round(
             outcome = InstanceOutcome(target=target, log_dir=log_dir)
             result.outcomes.append(outcome)
             remote_dir = _stage(target, tag, specs[target.instance], log_dir)
-            command = target.command(f"{remote_dir}/spec.json", remote_dir)
+            command = target.command(f"{remote_dir}/spec.json", remote_dir, tag)
             process = target.transport.open_process(command)
             running.append(_Running(target, process, outcome, remote_dir))
             listen.state(target.instance, "loading")
@@ -215,6 +229,7 @@ def run_round(
             if not item.exited:
                 item.process.kill(grace=3.0)
                 item.poll_exit()
+            _remove_leftovers(item, tag)
     for item in running:
         _collect(item)
         item.outcome.problem = _problem_of(item)
@@ -247,11 +262,15 @@ def _wait_ready(running: list[_Running], listen: RoundListener, limit_s: float) 
 
 def _wait_done(running: list[_Running], listen: RoundListener, go: float, limit_s: float,
                clock: Callable[[], float]) -> str | None:
+    """Waits for every instance to end. One that fails during the timed run does not stop
+    the others: they finish and are stored beside its failure (the run is then failed and
+    kept out of the statistics), so a killed container costs one instance, not the
+    round's records."""
     while True:
         for item in running:
             item.drain()
             if item.poll_exit() and item.outcome.exit_code != 0:
-                return _stop_others(running, item, "during the run")
+                listen.state(item.target.instance, "failed")
         if all(item.exited for item in running):
             return None
         elapsed = clock() - go

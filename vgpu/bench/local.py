@@ -6,10 +6,12 @@ from __future__ import annotations
 import shlex
 import socket
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import psutil
 
+from vgpu.bench.containers import ContainerLaunch
 from vgpu.bench.devices import LocalDevice, cpu_count
 from vgpu.bench.targets import Target
 from vgpu.model.load import vgpu_requests
@@ -32,10 +34,23 @@ def planned_slices(scenario: Scenario) -> list[tuple[str, str]]:
             for name, requests in vgpu_requests(scenario).items()]
 
 
+def _launch(container: ContainerLaunch | None, device: LocalDevice,
+            threads: int | None) -> ContainerLaunch | None:
+    """The instance's container: its own GPU or MIG device (none for the CPU or the GPU
+    simulator), and its share of the cores when instances split the CPU."""
+    if container is None:
+        return None
+    real = device.kind != "cpu" and not device.simulated and device.uuid
+    return replace(container, devices=(device.uuid,) if real and device.uuid else (),
+                   cpus=float(threads) if threads else None)
+
+
 def local_targets(
-    scenario: Scenario, devices: list[LocalDevice], work_root: Path, cores: int | None = None
+    scenario: Scenario, devices: list[LocalDevice], work_root: Path, cores: int | None = None,
+    container: ContainerLaunch | None = None,
 ) -> tuple[list[Target], list[str]]:
-    """The targets and notes that say what this machine could and could not provide."""
+    """The targets and notes that say what this machine could and could not provide;
+    ``container`` set: every instance runs in its own container of the harness image."""
     harness = f"{shlex.quote(sys.executable)} -m loadgen"
     work_root.mkdir(parents=True, exist_ok=True)
     transport = LocalTransport(home=work_root)
@@ -58,6 +73,7 @@ def local_targets(
                 target_kind=kind, threads=threads, planned_slice=device.mig_profile,
                 platform=_platform(device, threads or cores), local_root=work_root,
                 env={"CUDA_VISIBLE_DEVICES": device.uuid} if simulated and device.uuid else {},
+                container=_launch(container, device, threads),
             ))
         wanted = ", ".join(label for _vm, label in planned)
         have = ", ".join(d.mig_profile or d.name for d in devices)
@@ -80,6 +96,7 @@ def local_targets(
             device=cpu.harness_device(), device_label=f"{CPU_DEVICE_NOTE} (planned {label})",
             target_kind=kind, threads=threads, planned_slice=label,
             platform=_platform(cpu, threads), local_root=work_root,
+            container=_launch(container, cpu, threads),
         )
         for vm, label in planned
     ]

@@ -192,7 +192,7 @@ def _run_series(
             t.instance: harness_spec(
                 effective, instance=t.instance, device=t.device, threads=t.threads,
                 seed=overrides.seed, target_qps=result.calibrated_qps.get(t.instance),
-            )
+            ).to_json()
             for t in targets
         }
         listen.begin_round([t.instance for t in targets], effective.duration_s)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vgpu.bench.containers import ContainerLaunch
 from vgpu.remote.transport import Transport
 from vgpu.results.records import Platform, TargetKind
 
@@ -27,15 +28,29 @@ class Target:
     platform: Platform | None = None
     local_root: Path | None = None  # set when work_root is this machine's folder
     env: dict[str, str] = field(default_factory=dict)
+    container: ContainerLaunch | None = None  # set: every round runs in its own container
 
     @property
     def is_local(self) -> bool:
         return self.local_root is not None
 
+    def cleanup_command(self, out_dir: str, tag: str) -> str | None:
+        """Removes what a killed round may leave running (its container), if anything."""
+        if self.container is None:
+            return None
+        return self.container.remove_command(self.instance, out_dir, tag)
+
     def work_dir(self, tag: str) -> str:
         return f"{self.work_root.rstrip('/')}/{tag}/{self.instance}"
 
-    def command(self, spec_path: str, out_dir: str) -> str:
+    @property
+    def runtime(self) -> str:
+        return "container" if self.container else "host"
+
+    def command(self, spec_path: str, out_dir: str, tag: str = "adhoc") -> str:
+        """Starts one round of this instance: ``spec_path`` lies in ``out_dir``."""
+        if self.container is not None:
+            return self.container.run_command(self.instance, out_dir, tag, self.env)
         env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(self.env.items()))
         run = (f"{self.harness} run {shlex.quote(spec_path)} --out {shlex.quote(out_dir)} "
                "--sync stdin")

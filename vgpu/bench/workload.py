@@ -6,13 +6,22 @@ a note, printed and stored with the run."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from loadgen.contract import (
+    INFERENCE_MODELS,
+    BackendSpec,
+    DeviceSpec,
+    InferenceRunSpec,
+    LoadgenSpec,
+    ModelSpec,
+    is_builtin_model,
+)
 from vgpu.model.scenario import InferenceWorkload
 
-CPU_VARIANT = {"resnet50": "tiny", "bert": "tiny"}
-SCHEMA_VERSION = 1
+CPU_VARIANT = dict.fromkeys(INFERENCE_MODELS, "tiny")
 PERFORMANCE_SAMPLES = 256
 
 
@@ -62,7 +71,7 @@ def effective_workload(
 ) -> EffectiveWorkload:
     notes: list[str] = []
     variant = workload.variant
-    builtin = not workload.model.endswith(".onnx")
+    builtin = is_builtin_model(workload.model)
     if on_cpu and builtin and variant is None and not overrides.full_models:
         variant = CPU_VARIANT[workload.model]
         notes.append(f"CPU only: model {workload.model} uses its '{variant}' variant "
@@ -85,45 +94,43 @@ def effective_workload(
     )
 
 
+def _device(section: DeviceSpec | Mapping[str, Any]) -> DeviceSpec:
+    if isinstance(section, DeviceSpec):
+        return section
+    return DeviceSpec(kind=str(section["kind"]), index=section.get("index"),
+                      uuid=section.get("uuid"))
+
+
 def harness_spec(
     workload: EffectiveWorkload,
     *,
     instance: str,
-    device: dict[str, Any],
+    device: DeviceSpec | Mapping[str, Any],
     threads: int | None,
     seed: int = 0,
     target_qps: float | None = None,
     duration_s: float | None = None,
     min_query_count: int = 1,
     cache_dir: str | None = None,
-) -> dict[str, Any]:
-    """The harness SPEC (schema_version 1, see docs/harness.md) for one instance."""
-    model: dict[str, Any] = {"name": workload.model}
-    if not workload.model.endswith(".onnx"):
-        model["precision"] = workload.precision
-        if workload.variant is not None:
-            model["variant"] = workload.variant
-    backend: dict[str, Any] = {"name": workload.backend}
-    if threads is not None:
-        backend["threads"] = threads
-    if workload.backend == "triton" and workload.triton_url:
-        backend["url"] = workload.triton_url
-    loadgen: dict[str, Any] = {
-        "scenario": workload.scenario,
-        "min_duration_ms": max(1, round((duration_s or workload.duration_s) * 1000)),
-        "min_query_count": min_query_count,
-        "performance_sample_count": PERFORMANCE_SAMPLES,
-    }
-    qps = target_qps if target_qps is not None else workload.target_qps
-    if qps is not None:
-        loadgen["target_qps"] = qps
-    if workload.target_latency_ms is not None:
-        loadgen["target_latency_ms"] = workload.target_latency_ms
-    spec: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION, "model": model, "backend": backend,
-        "device": device, "loadgen": loadgen, "batch_size": workload.batch, "seed": seed,
-        "instance_name": instance,
-    }
-    if cache_dir is not None:
-        spec["cache_dir"] = cache_dir
-    return spec
+) -> InferenceRunSpec:
+    """The harness run spec for one instance (docs/harness.md); ``device`` is a target's
+    device section. Ship it as ``to_json()``."""
+    model = ModelSpec(workload.model, workload.variant, workload.precision)
+    url = workload.triton_url if workload.backend == "triton" else None
+    return InferenceRunSpec(
+        model=model,
+        backend=BackendSpec(workload.backend, threads=threads, url=url),
+        device=_device(device),
+        loadgen=LoadgenSpec(
+            scenario=workload.scenario,
+            min_duration_ms=max(1, round((duration_s or workload.duration_s) * 1000)),
+            min_query_count=min_query_count,
+            target_qps=target_qps if target_qps is not None else workload.target_qps,
+            target_latency_ms=workload.target_latency_ms,
+            performance_sample_count=PERFORMANCE_SAMPLES,
+        ),
+        batch_size=workload.batch,
+        seed=seed,
+        instance_name=instance,
+        cache_dir=cache_dir,
+    )

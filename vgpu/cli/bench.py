@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-import yaml
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -25,6 +24,7 @@ from vgpu.cli.common import scenario_from_args
 from vgpu.errors import InputError, RemoteError, VerdictFailed
 from vgpu.model.load import load_inventory
 from vgpu.model.scenario import InferenceWorkload, Scenario
+from vgpu.model.yamlsource import load_yaml
 from vgpu.results.compare import Comparison, Reference
 from vgpu.results.export import export_csv, export_json
 from vgpu.results.judge import compare_series, compare_with_references, default_kind
@@ -244,12 +244,7 @@ def baseline_list(db: DbOpt = DEFAULT_DB) -> None:
 
 
 def _references(path: Path) -> dict[str, Reference]:
-    try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise InputError.single(str(path), "--references", f"cannot read it: {exc}",
-                                fix="give a YAML/JSON file of metric: {value, lower, upper}"
-                                ) from exc
+    data = load_yaml(path).data
     if not isinstance(data, dict):
         raise InputError.single(str(path), "(top level)", "must map metric names to "
                                 "references", fix="write metric: {value: ..., lower: -0.02}")

@@ -135,7 +135,7 @@ def _check_provision_inputs(sc: Scenario, inv_path: Path, dry_run: bool) -> None
             "apply provisions the guests once the VMs are up, and the inventory lacks what "
             "that needs (above); no VM was created or changed",
             fix="complete the inventory, or pass --no-provision to create the VMs only")],
-        ) from None
+            unlisted=exc.unlisted) from None
 
 
 def _apply_bare_metal(sc: Scenario, inventory: Path | None, enable_mig: bool, dry_run: bool,

@@ -7,8 +7,9 @@ import difflib
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic_core import ErrorDetails
 
-from vgpu.errors import InputError, Problem
+from vgpu.errors import MAX_LISTED_PROBLEMS, InputError, Problem
 from vgpu.model.yamlsource import Loc, SourceDoc, format_loc
 
 M = TypeVar("M", bound=BaseModel)
@@ -68,38 +69,47 @@ def _with_tags(loc: tuple[Any, ...]) -> tuple[Any, ...]:
 
 def problems_from_validation(
     exc: ValidationError, doc: SourceDoc, model: type[BaseModel], prefix: Loc = ()
-) -> list[Problem]:
+) -> tuple[list[Problem], int]:
+    """The problems pydantic found, each at its file line; past MAX_LISTED_PROBLEMS, only
+    how many more there are (a file of 100,000 typos must not take minutes)."""
+    errors = exc.errors(include_url=False)
     problems: list[Problem] = []
-    seen: set[tuple[Loc, str]] = set()
-    for err in exc.errors(include_url=False):
-        loc = (*prefix, *_clean_loc(err["loc"]))
-        kind = err["type"]
-        message, fix = err["msg"], None
-        if message.startswith("Value error, "):
-            message = message[len("Value error, "):]
-        if kind == "extra_forbidden":
-            owner = _model_at(model, _with_tags(err["loc"])[:-1])
-            valid = sorted(owner.model_fields) if owner else []
-            key = str(loc[-1])
-            close = difflib.get_close_matches(key, valid, n=1)
-            message = f"unknown key '{key}'"
-            fix = (f"did you mean '{close[0]}'? " if close else "") + (
-                f"valid keys here: {', '.join(valid)}" if valid else "remove it")
-        elif kind == "missing":
-            fix = f"add '{loc[-1]}'"
-            message = "required field is missing"
-        elif kind == "literal_error":
-            fix = "use one of the listed values"
-        if (loc, message) in seen:
-            continue
-        seen.add((loc, message))
-        problems.append(Problem(doc.path, format_loc(loc), message, line=doc.line_of(loc),
-                                fix=fix))
-    return problems
+    seen: set[tuple[str, str]] = set()
+    for index, err in enumerate(errors):
+        if len(problems) == MAX_LISTED_PROBLEMS:
+            return problems, len(errors) - index
+        problem = _problem(err, doc, model, prefix)
+        if (problem.field, problem.message) not in seen:
+            seen.add((problem.field, problem.message))
+            problems.append(problem)
+    return problems, 0
+
+
+def _problem(err: ErrorDetails, doc: SourceDoc, model: type[BaseModel], prefix: Loc) -> Problem:
+    loc = (*prefix, *_clean_loc(err["loc"]))
+    kind = err["type"]
+    message, fix = err["msg"], err.get("ctx", {}).get("fix")
+    if message.startswith("Value error, "):
+        message = message[len("Value error, "):]
+    if kind == "extra_forbidden":
+        owner = _model_at(model, _with_tags(err["loc"])[:-1])
+        valid = sorted(owner.model_fields) if owner else []
+        key = str(loc[-1])
+        close = difflib.get_close_matches(key, valid, n=1)
+        message = f"unknown key '{key}'"
+        fix = (f"did you mean '{close[0]}'? " if close else "") + (
+            f"valid keys here: {', '.join(valid)}" if valid else "remove it")
+    elif kind == "missing":
+        fix = f"add '{loc[-1]}'"
+        message = "required field is missing"
+    elif kind == "literal_error":
+        fix = "use one of the listed values"
+    return Problem(doc.path, format_loc(loc), message, line=doc.line_of(loc), fix=fix)
 
 
 def validate_doc(model: type[M], doc: SourceDoc) -> M:
     try:
         return model.model_validate(doc.data)
     except ValidationError as exc:
-        raise InputError(problems_from_validation(exc, doc, model)) from None
+        problems, unlisted = problems_from_validation(exc, doc, model)
+        raise InputError(problems, unlisted=unlisted) from None

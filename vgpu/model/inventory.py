@@ -13,6 +13,7 @@ from pydantic import Field, field_validator, model_validator
 
 from vgpu import mig
 from vgpu.model.base import StrictModel
+from vgpu.model.names import Name
 
 
 class Secret(StrictModel):
@@ -117,7 +118,7 @@ class GpuInventory(StrictModel):
 
 
 class EsxiHost(StrictModel):
-    name: str = Field(description="host name as vCenter shows it")
+    name: Name = Field(description="host name as vCenter shows it")
     gpus: list[GpuInventory] = Field(default_factory=list)
     max_vms: int | None = Field(None, ge=1)
 
@@ -180,7 +181,7 @@ class SshDefaults(StrictModel):
 
 
 class BareMetalHost(StrictModel):
-    name: str
+    name: Name
     address: str = Field(description="IP or host name; 'local' for this machine")
     gpus: list[GpuInventory] = Field(default_factory=list)
     ssh: SshDefaults | None = Field(None, description="overrides the inventory's ssh defaults")

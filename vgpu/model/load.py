@@ -4,12 +4,14 @@ InputError (exit code 2)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 from vgpu import mig
 from vgpu.errors import InputError, Problem
 from vgpu.model.base import validate_doc
 from vgpu.model.inventory import Inventory
+from vgpu.model.names import NAME_FIX, name_problem
 from vgpu.model.scenario import InferenceWorkload, Scenario, TrainingWorkload
 from vgpu.model.vgpu_request import VgpuRequest, parse_vgpu
 from vgpu.model.yamlsource import Loc, SourceDoc, format_loc, load_yaml
@@ -21,6 +23,19 @@ def _problem(doc: SourceDoc, loc: Loc, message: str, fix: str | None = None) -> 
 
 def check_scenario(scenario: Scenario, doc: SourceDoc) -> list[Problem]:
     """Rules that need more than one field at a time."""
+    problems = _vgpu_problems(scenario, doc) + _vm_name_problems(scenario, doc)
+    names = scenario.vm_names()
+    for name in _repeated(names):
+        problems.append(_problem(doc, ("vms",), f"VM name '{name}' is used twice",
+                                 fix="give each VM group a distinct name pattern"))
+    return problems + _workload_problems(scenario, doc, len(names))
+
+
+def _repeated(values: list[str]) -> list[str]:
+    return sorted(value for value, n in Counter(values).items() if n > 1)
+
+
+def _vgpu_problems(scenario: Scenario, doc: SourceDoc) -> list[Problem]:
     problems: list[Problem] = []
     gpu = scenario.gpu_model
     for i, spec in enumerate(scenario.vms):
@@ -39,15 +54,30 @@ def check_scenario(scenario: Scenario, doc: SourceDoc) -> list[Problem]:
             problems.append(_problem(doc, ("vms", i, "vgpus"),
                                      "a bare-metal instance uses exactly one MIG device or GPU",
                                      fix="list one vGPU per instance"))
-    names = scenario.vm_names()
-    for name in sorted({n for n in names if names.count(n) > 1}):
-        problems.append(_problem(doc, ("vms",), f"VM name '{name}' is used twice",
-                                 fix="give each VM group a distinct name pattern"))
+    return problems
+
+
+def _vm_name_problems(scenario: Scenario, doc: SourceDoc) -> list[Problem]:
+    """Each group's expanded names (a pattern is checked with n=1 when it is read)."""
+    problems: list[Problem] = []
+    for i, spec in enumerate(scenario.vms):
+        for name in spec.names():
+            reason = name_problem(name)
+            if reason is not None:
+                problems.append(_problem(doc, ("vms", i, "name"),
+                                         f"VM name '{name}' (from '{spec.name}') {reason}",
+                                         fix=NAME_FIX))
+                break
+    return problems
+
+
+def _workload_problems(scenario: Scenario, doc: SourceDoc, vm_count: int) -> list[Problem]:
+    problems: list[Problem] = []
     for k, workload in enumerate(scenario.workloads):
-        if isinstance(workload, TrainingWorkload) and workload.nodes > len(names):
+        if isinstance(workload, TrainingWorkload) and workload.nodes > vm_count:
             problems.append(_problem(
                 doc, ("workloads", k, "nodes"),
-                f"{workload.nodes} nodes but the scenario has {len(names)} VM(s)",
+                f"{workload.nodes} nodes but the scenario has {vm_count} VM(s)",
                 fix="one VM (or bare-metal instance) per node: add VMs or lower 'nodes'"))
         if isinstance(workload, InferenceWorkload) and workload.model.endswith(".onnx"):
             path = Path(workload.model)
@@ -57,8 +87,7 @@ def check_scenario(scenario: Scenario, doc: SourceDoc) -> list[Problem]:
                 problems.append(_problem(doc, ("workloads", k, "model"),
                                          f"model file {workload.model} does not exist",
                                          fix="give a path relative to the scenario file"))
-    labels = [w.label for w in scenario.workloads]
-    for label in sorted({x for x in labels if labels.count(x) > 1}):
+    for label in _repeated([w.label for w in scenario.workloads]):
         problems.append(_problem(doc, ("workloads",), f"two workloads are both named '{label}'",
                                  fix="set 'name' on one of them"))
     return problems

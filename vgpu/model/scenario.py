@@ -8,17 +8,30 @@ from typing import Annotated, Literal
 
 from pydantic import Discriminator, Field, PrivateAttr, Tag, field_validator, model_validator
 
+from loadgen.contract import (
+    INFERENCE_MODELS,
+    INFERENCE_VARIANTS,
+    ONNX_SUFFIX,
+    TRAINING_MODELS,
+    CommBackend,
+    InferenceBackend,
+    LoadgenScenario,
+    TrainingModel,
+    TrainingPrecision,
+)
+from loadgen.contract import InferencePrecision as Precision
 from vgpu import mig
 from vgpu.model.base import UNION_TAGS, StrictModel
+from vgpu.model.names import Name, NamePattern, expand_pattern
 
-LoadgenScenario = Literal["Offline", "Server", "SingleStream", "MultiStream"]
-Precision = Literal["fp32", "fp16"]
+_MODELS = ", ".join(INFERENCE_MODELS)
+_VARIANTS = "; ".join(f"{model}: {'|'.join(names)}" for model, names in INFERENCE_VARIANTS.items())
 
 
 class VmSpec(StrictModel):
     """One group of identical VMs (or, on bare metal, harness instances)."""
 
-    name: str = Field(description="name, or pattern with {n} (1-based) when count > 1")
+    name: NamePattern = Field(description="name, or pattern with {n} (1-based) when count > 1")
     count: int = Field(1, ge=1, le=64)
     vcpu: int = Field(32, ge=1, le=768)
     memory_gb: int = Field(64, ge=1, le=24576)
@@ -32,10 +45,7 @@ class VmSpec(StrictModel):
                          "(one VM per node, as multinode studies do)")
 
     def names(self) -> list[str]:
-        if self.count == 1 and "{n" not in self.name:
-            return [self.name]
-        pattern = self.name if "{n" in self.name else self.name + "-{n}"
-        return [pattern.format(n=i) for i in range(1, self.count + 1)]
+        return expand_pattern(self.name, self.count)
 
 
 class AtsSetting(StrictModel):
@@ -76,10 +86,10 @@ class GuestStack(StrictModel):
 
 class InferenceWorkload(StrictModel):
     kind: Literal["inference"] = "inference"
-    name: str | None = None
-    model: str = Field(description="resnet50, bert, or a path to an .onnx file")
-    variant: str | None = Field(None, description="resnet50: full|tiny; bert: large|base|tiny")
-    backend: Literal["onnxruntime", "triton"] = "onnxruntime"
+    name: Name | None = None
+    model: str = Field(description=f"{_MODELS}, or a path to an {ONNX_SUFFIX} file")
+    variant: str | None = Field(None, description=_VARIANTS)
+    backend: InferenceBackend = "onnxruntime"
     scenario: LoadgenScenario = "Offline"
     batch: int = Field(1, ge=1, le=4096)
     precision: Precision = "fp32"
@@ -94,15 +104,14 @@ class InferenceWorkload(StrictModel):
     @field_validator("model")
     @classmethod
     def _model(cls, value: str) -> str:
-        if value in {"resnet50", "bert"} or value.endswith(".onnx"):
+        if value in INFERENCE_MODELS or value.endswith(ONNX_SUFFIX):
             return value
-        raise ValueError(f"'{value}' is not a model; valid: resnet50, bert, or a path "
-                         "ending in .onnx")
+        raise ValueError(f"'{value}' is not a model; valid: {_MODELS}, or a path "
+                         f"ending in {ONNX_SUFFIX}")
 
     @model_validator(mode="after")
     def _consistent(self) -> InferenceWorkload:
-        variants = {"resnet50": {"full", "tiny"}, "bert": {"large", "base", "tiny"}}
-        allowed = variants.get(self.model)
+        allowed = INFERENCE_VARIANTS.get(self.model)
         if self.variant is not None and allowed is not None and self.variant not in allowed:
             raise ValueError(f"variant '{self.variant}' is not one of {self.model}'s: "
                              f"{', '.join(sorted(allowed))}")
@@ -125,18 +134,26 @@ class TrainingNetwork(StrictModel):
 
 class TrainingWorkload(StrictModel):
     kind: Literal["training"] = "training"
-    name: str | None = None
-    model: Literal["resnet50", "resnet-tiny", "bert"] = "resnet50"
+    name: Name | None = None
+    model: TrainingModel = "resnet50"
     nodes: int = Field(1, ge=1, le=1024)
     gpus_per_node: int = Field(1, ge=1, le=16)
     batch_per_gpu: int = Field(256, ge=1)
-    precision: Literal["fp32", "fp16", "bf16"] = "fp32"
-    comm_backend: Literal["nccl", "gloo"] = "nccl"
+    precision: TrainingPrecision = "fp32"
+    comm_backend: CommBackend = "nccl"
     warmup_steps: int = Field(10, ge=0)
     steps: int = Field(100, ge=1)
     cpu_steps: int = Field(5, ge=1, description="measured steps when only a CPU is there")
     image_size: int = Field(224, ge=8)
     network: TrainingNetwork = Field(default_factory=TrainingNetwork)
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _model(cls, value: object) -> object:
+        if isinstance(value, str) and value not in TRAINING_MODELS:
+            raise ValueError(f"no trainer for model '{value}'; training models: "
+                             f"{', '.join(TRAINING_MODELS)}")
+        return value
 
     @property
     def label(self) -> str:
@@ -177,7 +194,7 @@ class Tolerances(StrictModel):
 
 
 class Scenario(StrictModel):
-    id: str = Field(description="short id used with --scenario")
+    id: Name = Field(description="short id used with --scenario")
     name: str = Field(description="human-readable name")
     description: str = ""
     study: str | None = Field(None, description="the lab study this reproduces")

@@ -71,6 +71,15 @@ MIGRATIONS: tuple[str, ...] = (
         created_at REAL NOT NULL
     );
     """,
+    # 2: where the harness ran (container image or host venv) and its inference runtime
+    """
+    ALTER TABLE platforms ADD COLUMN runtime TEXT;
+    ALTER TABLE platforms ADD COLUMN container_image TEXT;
+    ALTER TABLE platforms ADD COLUMN container_image_id TEXT;
+    ALTER TABLE platforms ADD COLUMN ort_package TEXT;
+    ALTER TABLE platforms ADD COLUMN ort_version TEXT;
+    ALTER TABLE platforms ADD COLUMN execution_provider TEXT;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -31,6 +31,12 @@ class Platform:
     vcpus: int | None = None
     memory_gb: float | None = None
     harness_version: str | None = None
+    runtime: str | None = None  # container | host
+    container_image: str | None = None  # the harness image's tag
+    container_image_id: str | None = None  # sha256:... of that image
+    ort_package: str | None = None  # onnxruntime-gpu | onnxruntime
+    ort_version: str | None = None
+    execution_provider: str | None = None  # what ONNX Runtime ran on (CUDA, TensorRT, CPU)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from loadgen.contract import TRAINING_MODELS, TrainRunSpec
 from vgpu.errors import InputError, RemoteError
 from vgpu.model.load import vgpu_requests
 from vgpu.model.scenario import Scenario, TrainingWorkload
@@ -27,8 +28,6 @@ from vgpu.train.launch import Launch, TrainNode, run_launch
 from vgpu.train.netenv import NetworkOptions, comm_environment, port_mapping_environment
 from vgpu.train.portmap import hca_ports
 from vgpu.train.records import store_training_record
-
-HARNESS_MODELS = ("resnet50", "resnet-tiny")
 
 
 @dataclass(frozen=True)
@@ -85,27 +84,26 @@ def local_node(workdir: Path, python: str = sys.executable) -> TrainNode:
 def _harness_spec(
     workload: TrainingWorkload, device: str, backend: str, precision: str, over: Overrides,
     source: str, where: str,
-) -> dict[str, Any]:
+) -> TrainRunSpec:
     model = over.model or workload.model
-    if model not in HARNESS_MODELS:
+    if model not in TRAINING_MODELS:
         raise InputError.single(
             source, f"{where}.model", f"training model '{model}' is not available",
-            fix=f"use one of {', '.join(HARNESS_MODELS)}",
+            fix=f"use one of {', '.join(TRAINING_MODELS)}",
         )
     on_gpu = device == "gpu"
     steps = workload.steps if on_gpu else workload.cpu_steps
-    return {
-        "schema_version": 1,
-        "model": model,
-        "image_size": over.image_size or workload.image_size,
-        "batch_size": over.batch_per_gpu or workload.batch_per_gpu,
-        "precision": precision,
-        "backend": backend,
-        "device": device,
-        "warmup_steps": workload.warmup_steps if over.warmup_steps is None else over.warmup_steps,
-        "measured_steps": over.steps or steps,
-        "instance_name": workload.label,
-    }
+    return TrainRunSpec(
+        model=model,
+        image_size=over.image_size or workload.image_size,
+        batch_size=over.batch_per_gpu or workload.batch_per_gpu,
+        precision=precision,
+        backend=backend,
+        device=device,
+        warmup_steps=workload.warmup_steps if over.warmup_steps is None else over.warmup_steps,
+        measured_steps=over.steps or steps,
+        instance_name=workload.label,
+    )
 
 
 def _device_plan(
@@ -188,7 +186,7 @@ def prepare_launch(
     elif net.port_mapping:
         notes.append("port_mapping applies to NCCL over InfiniBand/RoCE: ignored with gloo")
     launch = Launch(
-        nodes=nodes, procs_per_node=procs, command="train", spec=spec,
+        nodes=nodes, procs_per_node=procs, command="train", spec=spec.to_json(),
         master_port=net.master_port, comm_env=comm_env,
     )
     preflight.check_nodes_ready(launch, source)

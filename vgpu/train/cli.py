@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
+from loadgen.contract import AllreduceRunSpec
 from vgpu import catalog
 from vgpu.cli import app
 from vgpu.cli.common import console, scenario_from_args
@@ -146,13 +148,14 @@ def probe_command(
     if ranks < 2:
         raise InputError.single("command line", "--ranks", f"must be >= 2, got {ranks}",
                                 fix="give --ranks 2 or more")
-    spec: dict[str, object] = {"schema_version": 1, "iterations": iterations}
-    if size:
-        spec["sizes_bytes"] = size
     with tempfile.TemporaryDirectory(prefix="vgpu-probe-") as work:
         node = local_node(Path(work) / "node", python=sys.executable)
-        spec["device"] = "gpu" if node.gpus >= ranks else "cpu"
-        outcome = run_launch(Launch([node], ranks, "allreduce", spec), Path(work) / "out")
+        spec = AllreduceRunSpec(iterations=iterations,
+                                device="gpu" if node.gpus >= ranks else "cpu")
+        if size:
+            spec = replace(spec, sizes_bytes=tuple(size))
+        outcome = run_launch(Launch([node], ranks, "allreduce", spec.to_json()),
+                             Path(work) / "out")
     record = outcome.record
     if record.get("status") != "ok":
         raise RemoteError(f"allreduce probe failed: {record.get('reason')}")

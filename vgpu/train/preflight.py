@@ -8,6 +8,7 @@ import shlex
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
+from loadgen.contract import TrainRunSpec
 from vgpu.errors import InputError, PlanError, Problem
 from vgpu.train.launch import SPEC_FILE, Launch, TrainNode, run_bash, stage_spec
 from vgpu.train.memory import estimate_training_memory
@@ -39,13 +40,12 @@ def check_gpus(nodes: Sequence[TrainNode], gpus_per_node: int, source: str, fiel
 
 
 def check_memory(
-    nodes: Sequence[TrainNode], spec: dict[str, object], ranks_per_node: int, on_gpu: bool,
+    nodes: Sequence[TrainNode], spec: TrainRunSpec, ranks_per_node: int, on_gpu: bool,
     source: str, field: str,
 ) -> None:
     """On GPUs each rank has its own GPU memory; on CPU the node's ranks share host memory."""
     estimate = estimate_training_memory(
-        str(spec["model"]), int(str(spec["image_size"])), int(str(spec["batch_size"])),
-        str(spec["precision"]), on_gpu,
+        spec.model, spec.image_size, spec.batch_size, spec.precision, on_gpu
     )
     sharers = 1 if on_gpu else ranks_per_node
     problems: list[Problem] = []
@@ -58,8 +58,8 @@ def check_memory(
             problems.append(Problem(
                 file=source, field=field,
                 message=(
-                    f"batch {estimate.batch} of {spec['model']} at {spec['image_size']}px "
-                    f"{spec['precision']} needs about {estimate.total_bytes / GIB:.1f} GiB per "
+                    f"batch {estimate.batch} of {spec.model} at {spec.image_size}px "
+                    f"{spec.precision} needs about {estimate.total_bytes / GIB:.1f} GiB per "
                     f"rank but {node.name} has {available / GIB:.1f} GiB of {where} memory"
                 ),
                 fix=f"use a batch of at most {estimate.largest_batch(available)}",

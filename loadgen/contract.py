@@ -1,0 +1,237 @@
+"""The contract between the orchestrator (vgpu) and the node harness (loadgen): schema
+versions, the names either side may use, and the run specs as frozen dataclasses.
+
+Standard library only, so that vgpu imports it without numpy, onnx or torch. vgpu builds
+specs with these types and ships ``to_json()``; the harness's readers (``loadgen.spec``,
+``loadgen.train.spec``) turn a JSON document back into the same types."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, get_args
+
+HARNESS_VERSION = "1.0.0"
+INFERENCE_SCHEMA_VERSION = 1
+TRAINING_SCHEMA_VERSION = 1
+SCHEMA_VERSION = INFERENCE_SCHEMA_VERSION
+
+LoadgenScenario = Literal["Offline", "Server", "SingleStream", "MultiStream"]
+LoadgenMode = Literal["PerformanceOnly", "AccuracyOnly"]
+InferenceBackend = Literal["onnxruntime", "triton"]
+TritonProtocol = Literal["grpc", "http"]
+DeviceKind = Literal["cpu", "gpu", "mig"]
+InferenceModel = Literal["resnet50", "bert"]
+InferencePrecision = Literal["fp32", "fp16"]
+TrainingModel = Literal["resnet50", "resnet-tiny"]
+TrainingPrecision = Literal["fp32", "fp16", "bf16"]
+CommBackend = Literal["nccl", "gloo"]
+TrainingBackend = Literal["auto", "nccl", "gloo"]
+TrainingDeviceKind = Literal["cpu", "gpu"]
+AllreduceDtype = Literal["float32", "float16", "bfloat16"]
+
+LOADGEN_SCENARIOS: tuple[LoadgenScenario, ...] = get_args(LoadgenScenario)
+LOADGEN_MODES: tuple[LoadgenMode, ...] = get_args(LoadgenMode)
+INFERENCE_BACKENDS: tuple[InferenceBackend, ...] = get_args(InferenceBackend)
+TRITON_PROTOCOLS: tuple[TritonProtocol, ...] = get_args(TritonProtocol)
+DEVICE_KINDS: tuple[DeviceKind, ...] = get_args(DeviceKind)
+INFERENCE_MODELS: tuple[InferenceModel, ...] = get_args(InferenceModel)
+INFERENCE_PRECISIONS: tuple[InferencePrecision, ...] = get_args(InferencePrecision)
+TRAINING_MODELS: tuple[TrainingModel, ...] = get_args(TrainingModel)
+TRAINING_PRECISIONS: tuple[TrainingPrecision, ...] = get_args(TrainingPrecision)
+COMM_BACKENDS: tuple[CommBackend, ...] = get_args(CommBackend)
+TRAINING_BACKENDS: tuple[TrainingBackend, ...] = get_args(TrainingBackend)
+TRAINING_DEVICE_KINDS: tuple[TrainingDeviceKind, ...] = get_args(TrainingDeviceKind)
+ALLREDUCE_DTYPES: tuple[AllreduceDtype, ...] = get_args(AllreduceDtype)
+ALLREDUCE_DTYPE_BYTES: dict[str, int] = {"float32": 4, "float16": 2, "bfloat16": 2}
+
+ONNX_SUFFIX = ".onnx"
+INFERENCE_VARIANTS: dict[str, tuple[str, ...]] = {
+    "resnet50": ("full", "tiny"),
+    "bert": ("large", "base", "tiny"),
+}
+DEFAULT_VARIANT: dict[str, str] = {"resnet50": "full", "bert": "large"}
+INPUT_NAMES: dict[str, tuple[str, ...]] = {
+    "resnet50": ("input",),
+    "bert": ("input_ids", "input_mask", "segment_ids"),
+}
+DEFAULT_TRITON_PORT: dict[str, int] = {"grpc": 8001, "http": 8000}
+BOTTLENECK_EXPANSION = 4
+
+
+@dataclass(frozen=True)
+class ResNetShape:
+    """A training ResNet: bottleneck blocks per stage, stem width and classes."""
+
+    blocks: tuple[int, int, int, int]
+    base_width: int
+    num_classes: int
+
+
+TRAINING_SHAPES: dict[str, ResNetShape] = {
+    "resnet50": ResNetShape(blocks=(3, 4, 6, 3), base_width=64, num_classes=1000),
+    # Small enough that four ranks train a few steps on two CPU cores in seconds.
+    "resnet-tiny": ResNetShape(blocks=(1, 1, 1, 1), base_width=8, num_classes=10),
+}
+
+
+def is_builtin_model(name: str) -> bool:
+    return name in INFERENCE_MODELS
+
+
+def _present(data: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in data.items() if value is not None}
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A built-in model (name, variant, precision) or an ONNX file (name is its path).
+    ``path`` and ``input_names`` are filled in by the harness's reader; a spec that lists
+    ``input_names`` asks the reader to check that the model has those inputs."""
+
+    name: str
+    variant: str | None = None
+    precision: str = "fp32"
+    path: str | None = None
+    input_names: tuple[str, ...] = ()
+
+    @property
+    def builtin(self) -> bool:
+        return is_builtin_model(self.name)
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"name": self.name if self.builtin else self.path or self.name}
+        if self.builtin:
+            data["precision"] = self.precision
+            if self.variant is not None:
+                data["variant"] = self.variant
+        if self.input_names:
+            data["input_names"] = list(self.input_names)
+        return data
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    name: str = "onnxruntime"
+    threads: int | None = None
+    url: str | None = None
+    protocol: str | None = None
+    model_name: str | None = None
+    in_flight: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data = _present(asdict(self))
+        if self.name != "triton":
+            for key in ("url", "protocol", "model_name", "in_flight"):
+                data.pop(key, None)
+        return data
+
+
+@dataclass(frozen=True)
+class DeviceSpec:
+    kind: str = "cpu"
+    index: int | None = None
+    uuid: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return _present(asdict(self))
+
+
+@dataclass(frozen=True)
+class LoadgenSpec:
+    scenario: str = "Offline"
+    mode: str = "PerformanceOnly"
+    min_duration_ms: int = 60000
+    max_duration_ms: int | None = None
+    min_query_count: int = 1
+    target_qps: float | None = None
+    target_latency_ms: float | None = None
+    samples_per_query: int | None = None
+    performance_sample_count: int = 256
+
+    def to_json(self) -> dict[str, Any]:
+        return _present(asdict(self))
+
+
+@dataclass(frozen=True)
+class InferenceRunSpec:
+    """``python -m loadgen run SPEC``. ``source`` says where a parsed spec came from; it is
+    not part of the document."""
+
+    model: ModelSpec
+    backend: BackendSpec = field(default_factory=BackendSpec)
+    device: DeviceSpec = field(default_factory=DeviceSpec)
+    loadgen: LoadgenSpec = field(default_factory=LoadgenSpec)
+    batch_size: int = 1
+    seed: int = 0
+    warmup_queries: int = 4
+    instance_name: str | None = None
+    cache_dir: str | None = None
+    dataset: str | None = None
+    schema_version: int = INFERENCE_SCHEMA_VERSION
+    source: str = field(default="<spec>", compare=False)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Every field with its value, as the result record echoes it."""
+        data = asdict(self)
+        data["model"]["input_names"] = list(self.model.input_names)
+        return data
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "schema_version": self.schema_version,
+            "model": self.model.to_json(),
+            "backend": self.backend.to_json(),
+            "device": self.device.to_json(),
+            "loadgen": self.loadgen.to_json(),
+            "batch_size": self.batch_size,
+            "seed": self.seed,
+            "warmup_queries": self.warmup_queries,
+        }
+        optional = {"instance_name": self.instance_name, "cache_dir": self.cache_dir,
+                    "dataset": self.dataset}
+        return {**data, **_present(optional)}
+
+
+@dataclass(frozen=True)
+class TrainRunSpec:
+    """``python -m loadgen train SPEC`` on every rank."""
+
+    model: str = "resnet50"
+    image_size: int = 224
+    batch_size: int = 32
+    precision: str = "fp32"
+    backend: str = "auto"
+    device: str = "cpu"
+    warmup_steps: int = 3
+    measured_steps: int = 10
+    comm_probe_steps: int = 3
+    learning_rate: float = 0.01
+    threads: int | None = None
+    seed: int = 0
+    collective_timeout_s: float = 300.0
+    instance_name: str = ""
+    schema_version: int = TRAINING_SCHEMA_VERSION
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class AllreduceRunSpec:
+    """``python -m loadgen allreduce SPEC`` on every rank."""
+
+    sizes_bytes: tuple[int, ...] = (1 << 10, 1 << 14, 1 << 18, 1 << 20, 1 << 22, 1 << 24,
+                                    1 << 26)
+    iterations: int = 20
+    warmup_iterations: int = 5
+    backend: str = "auto"
+    device: str = "cpu"
+    dtype: str = "float32"
+    collective_timeout_s: float = 300.0
+    instance_name: str = ""
+    schema_version: int = TRAINING_SCHEMA_VERSION
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["sizes_bytes"] = list(self.sizes_bytes)
+        return data

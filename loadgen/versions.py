@@ -1,0 +1,62 @@
+"""What the harness runs with: its own version and its runtime's (ONNX Runtime package,
+version and execution providers, LoadGen, NumPy, ONNX, Python). Printed by
+``python -m loadgen --version`` and written into every result record, so a stored result
+says which runtime measured it (the GPU build or the CPU one)."""
+
+from __future__ import annotations
+
+import platform
+import sys
+from importlib import metadata
+from typing import Any
+
+
+def _distribution_version(*names: str) -> tuple[str | None, str | None]:
+    """(name, version) of the first of ``names`` that is installed, else (None, None)."""
+    for name in names:
+        try:
+            return name, metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return None, None
+
+
+def _onnxruntime_info() -> dict[str, Any]:
+    package, version = _distribution_version("onnxruntime-gpu", "onnxruntime")
+    info: dict[str, Any] = {"package": package, "version": version, "providers": [],
+                            "device": None}
+    try:
+        import onnxruntime as ort
+    except ImportError as exc:
+        info["error"] = str(exc)
+        return info
+    info["version"] = ort.__version__
+    info["providers"] = list(ort.get_available_providers())
+    info["device"] = ort.get_device()
+    return info
+
+
+def _torch_info() -> dict[str, Any] | None:
+    """PyTorch's CUDA and cuDNN, when a backend of this process loaded torch (importing it
+    only to report would cost seconds on every run)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    return {"version": torch.__version__, "cuda": torch.version.cuda, "cudnn": cudnn}
+
+
+def version_info() -> dict[str, Any]:
+    from loadgen import HARNESS_VERSION, SCHEMA_VERSION
+
+    return {
+        "harness": HARNESS_VERSION,
+        "schema_version": SCHEMA_VERSION,
+        "python": platform.python_version(),
+        "executable": sys.executable,
+        "onnxruntime": _onnxruntime_info(),
+        "mlcommons-loadgen": _distribution_version("mlcommons-loadgen")[1],
+        "numpy": _distribution_version("numpy")[1],
+        "onnx": _distribution_version("onnx")[1],
+        "torch": _torch_info(),
+    }
