@@ -68,7 +68,7 @@ def model_main(argv: Sequence[str] | None = None) -> int:
 
 def triton_repo_main(argv: Sequence[str] | None = None) -> int:
     from loadgen.models import DEFAULT_VARIANT, PRECISIONS, VARIANTS, build_model
-    from loadgen.triton_repo import KINDS, RepositoryError, write_repository
+    from loadgen.triton_repo import DEVICES, KINDS, RepositoryError, write_repository
 
     parser = argparse.ArgumentParser(
         prog="vgpu-harness triton-repo",
@@ -80,6 +80,9 @@ def triton_repo_main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--kind", choices=KINDS, default="python",
                         help="python: onnxruntime inside Triton's python backend (KIND_CPU); "
                         "onnxruntime: Triton's onnxruntime backend (KIND_GPU)")
+    parser.add_argument("--device", choices=DEVICES,
+                        help="instance group KIND_GPU or KIND_CPU (default: cpu for python, "
+                        "gpu for onnxruntime)")
     parser.add_argument("--model-name", help="name in the repository (default: the model's)")
     parser.add_argument("--max-batch-size", type=int, default=64)
     parser.add_argument("--instances", type=int, default=1)
@@ -104,7 +107,8 @@ def triton_repo_main(argv: Sequence[str] | None = None) -> int:
     try:
         model_dir = write_repository(args.out, model_path, name, kind=args.kind,
                                      max_batch_size=args.max_batch_size,
-                                     instances=args.instances, intra_op_threads=args.threads)
+                                     instances=args.instances, intra_op_threads=args.threads,
+                                     device=args.device)
     except RepositoryError as exc:
         _eprint(f"error: {exc}")
         return 2

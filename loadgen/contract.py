@@ -17,7 +17,7 @@ SCHEMA_VERSION = INFERENCE_SCHEMA_VERSION
 
 LoadgenScenario = Literal["Offline", "Server", "SingleStream", "MultiStream"]
 LoadgenMode = Literal["PerformanceOnly", "AccuracyOnly"]
-InferenceBackend = Literal["onnxruntime", "triton"]
+InferenceBackend = Literal["onnxruntime", "triton", "torch"]
 TritonProtocol = Literal["grpc", "http"]
 DeviceKind = Literal["cpu", "gpu", "mig"]
 InferenceModel = Literal["resnet50", "bert"]
@@ -55,6 +55,7 @@ INPUT_NAMES: dict[str, tuple[str, ...]] = {
     "bert": ("input_ids", "input_mask", "segment_ids"),
 }
 DEFAULT_TRITON_PORT: dict[str, int] = {"grpc": 8001, "http": 8000}
+TRITON_ONLY_OPTIONS = ("url", "protocol", "model_name", "in_flight")
 BOTTLENECK_EXPANSION = 4
 
 
@@ -121,7 +122,7 @@ class BackendSpec:
     def to_json(self) -> dict[str, Any]:
         data = _present(asdict(self))
         if self.name != "triton":
-            for key in ("url", "protocol", "model_name", "in_flight"):
+            for key in TRITON_ONLY_OPTIONS:
                 data.pop(key, None)
         return data
 

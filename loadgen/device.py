@@ -1,5 +1,6 @@
 """Binds the run to a GPU or MIG slice through CUDA_VISIBLE_DEVICES, which must be set
-before any CUDA context exists (so before onnxruntime creates a GPU session)."""
+before any CUDA context exists (so before onnxruntime creates a GPU session and before
+torch initialises CUDA)."""
 
 from __future__ import annotations
 
@@ -17,12 +18,14 @@ class DeviceBinding:
     kind: str
     cuda_visible_devices: str | None
     onnxruntime_imported_before: bool
+    torch_cuda_initialized_before: bool = False
 
     def as_dict(self) -> dict[str, object]:
         return {
             "kind": self.kind,
             "cuda_visible_devices": self.cuda_visible_devices,
             "onnxruntime_imported_before_binding": self.onnxruntime_imported_before,
+            "torch_cuda_initialized_before_binding": self.torch_cuda_initialized_before,
         }
 
 
@@ -37,9 +40,16 @@ def visible_devices_for(device: DeviceSpec) -> str | None:
     return None
 
 
+def _torch_cuda_initialized() -> bool:
+    torch = sys.modules.get("torch")
+    return bool(torch is not None and torch.cuda.is_initialized())
+
+
 def bind_device(device: DeviceSpec) -> DeviceBinding:
     imported = "onnxruntime" in sys.modules
+    torch_cuda = _torch_cuda_initialized()
     value = visible_devices_for(device)
     if value is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = value
-    return DeviceBinding(device.kind, os.environ.get("CUDA_VISIBLE_DEVICES"), imported)
+    return DeviceBinding(device.kind, os.environ.get("CUDA_VISIBLE_DEVICES"), imported,
+                         torch_cuda)

@@ -92,6 +92,11 @@ def write_result(out_dir: Path, record: dict[str, Any]) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / RESULT_FILE
     fd, tmp = tempfile.mkstemp(prefix=".result-", suffix=".json", dir=out_dir)
+    # mkstemp makes the file 0600: give it the mode any other file there gets, so the
+    # orchestrator's login can read what a harness container (another user) wrote.
+    umask = os.umask(0)
+    os.umask(umask)
+    os.fchmod(fd, 0o666 & ~umask)
     with os.fdopen(fd, "w") as handle:
         json.dump(record, handle, indent=2, sort_keys=True, default=str)
         handle.write("\n")

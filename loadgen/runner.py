@@ -16,7 +16,8 @@ from loadgen.backends import Backend
 from loadgen.device import CPU_NOTE, DeviceBinding, bind_device
 from loadgen.errors import HarnessError
 from loadgen.mllog import summarize
-from loadgen.models import ModelIO, build_model, read_model_io
+from loadgen.models import ModelIO, build_model, builtin_model_io, read_model_io
+from loadgen.models.catalog import WEIGHT_SEED
 from loadgen.qsl import SampleLibrary
 from loadgen.result import write_result
 from loadgen.spec import LoadgenSpec, Spec
@@ -72,8 +73,22 @@ def _model_path(spec: Spec) -> Path:
     return build_model(m.name, m.variant, m.precision, spec.cache_dir)
 
 
-def _open_backend(spec: Spec, model_path: Path, model_io: ModelIO) -> Backend:
+def _model_io(spec: Spec) -> tuple[Path | None, ModelIO]:
+    """The ONNX file and its I/O; backend torch builds its own model and needs no file."""
+    m = spec.model
+    if spec.backend.name == "torch":
+        assert m.variant is not None
+        return None, builtin_model_io(m.name, m.variant, m.precision)
+    path = _model_path(spec)
+    return path, read_model_io(path)
+
+
+def _open_backend(spec: Spec, model_path: Path | None, model_io: ModelIO) -> Backend:
     b = spec.backend
+    if b.name == "torch":
+        from loadgen.backends.pytorch import TorchBackend
+
+        return TorchBackend(spec.model, b.threads, spec.device.kind, WEIGHT_SEED)
     if b.name == "triton":
         from loadgen.backends.triton import TritonBackend
 
@@ -81,6 +96,7 @@ def _open_backend(spec: Spec, model_path: Path, model_io: ModelIO) -> Backend:
         return TritonBackend(b.url, b.protocol, b.model_name, b.in_flight, model_io)
     from loadgen.backends.ort import OrtBackend
 
+    assert model_path is not None
     return OrtBackend(str(model_path), b.threads, spec.device.kind)
 
 
@@ -243,9 +259,9 @@ def run(spec: Spec, out_dir: str | Path, sync: StdinSync | None = None) -> dict[
     backend: Backend | None = None
     telemetry: Telemetry | None = None
     try:
-        model_path = _model_path(spec)
-        model_io = read_model_io(model_path)
-        state.model = {"path": str(model_path), "builtin": spec.model.builtin,
+        model_path, model_io = _model_io(spec)
+        state.model = {"path": str(model_path) if model_path else None,
+                       "builtin": spec.model.builtin,
                        "inputs": _tensor_dicts(model_io.inputs),
                        "outputs": _tensor_dicts(model_io.outputs)}
         library = SampleLibrary(model_io, spec.seed, spec.loadgen.performance_sample_count,

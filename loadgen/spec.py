@@ -23,6 +23,7 @@ from loadgen.contract import (
     LOADGEN_MODES,
     LOADGEN_SCENARIOS,
     ONNX_SUFFIX,
+    TRITON_ONLY_OPTIONS,
     TRITON_PROTOCOLS,
     BackendSpec,
     DeviceSpec,
@@ -114,8 +115,8 @@ def _read_backend(r: SpecReader, doc: dict[str, Any], model: ModelSpec) -> Backe
                                    "in_flight"})
     name = r.choice(b, "name", "backend.name", INFERENCE_BACKENDS, "onnxruntime")
     threads = r.integer(b, "threads", "backend.threads", None, 1)
-    if name == "onnxruntime":
-        for key in ("url", "protocol", "model_name", "in_flight"):
+    if name != "triton":
+        for key in TRITON_ONLY_OPTIONS:
             if key in b:
                 r.problem(f"backend.{key}", "applies only to backend.name triton",
                           f"remove backend.{key} or set backend.name to triton")
@@ -130,6 +131,18 @@ def _read_backend(r: SpecReader, doc: dict[str, Any], model: ModelSpec) -> Backe
     model_name = r.text(b, "model_name", "backend.model_name") or default_name
     in_flight = r.integer(b, "in_flight", "backend.in_flight", 2, 1) or 2
     return BackendSpec(name, threads, url, protocol, model_name, in_flight)
+
+
+def _check_torch(r: SpecReader, model: ModelSpec, device: DeviceSpec) -> None:
+    """Backend torch builds the built-in models itself, and runs fp16 only on a GPU."""
+    if not model.builtin:
+        r.problem("model.name", f"backend torch runs only the built-in models "
+                  f"{' and '.join(INFERENCE_MODELS)}, not an ONNX file",
+                  "set backend.name to onnxruntime or triton for an ONNX file")
+    elif model.precision == "fp16" and device.kind == "cpu":
+        r.problem("model.precision", "fp16 on backend torch needs a GPU: PyTorch's CPU "
+                  "kernels are not a float16 measurement",
+                  "use precision fp32 on device.kind cpu, or device.kind gpu or mig")
 
 
 def _read_device(r: SpecReader, doc: dict[str, Any]) -> DeviceSpec:
@@ -220,6 +233,8 @@ def parse_spec(doc: Any, source: str = "<spec>", base: Path | None = None) -> Sp
     model = _read_model(r, doc, base)
     backend = _read_backend(r, doc, model)
     device = _read_device(r, doc)
+    if backend.name == "torch":
+        _check_torch(r, model, device)
     dataset = _read_dataset(r, doc, base, model)
     loadgen = _read_loadgen(r, doc, dataset is not None or "dataset" in doc)
     cache_dir = r.text(doc, "cache_dir", "cache_dir")

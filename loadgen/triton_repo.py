@@ -6,6 +6,9 @@ Two kinds:
 - ``python``: Triton's python backend running onnxruntime inside (1/model.py next to
   1/model.onnx) on KIND_CPU with ``dynamic_batching {}``: for machines without the
   onnxruntime backend, such as the pytriton wheel's server.
+
+``device`` overrides the instance group's kind (``gpu``: KIND_GPU, ``cpu``: KIND_CPU), e.g.
+the onnxruntime backend on a machine without a GPU.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ import numpy as np
 from loadgen.models import TensorInfo, read_model_io
 
 KINDS = ("python", "onnxruntime")
+DEVICES = ("gpu", "cpu")
+DEFAULT_DEVICE = {"python": "cpu", "onnxruntime": "gpu"}
 PYTHON_MODEL_SOURCE = Path(__file__).with_name("triton_python_model.py")
 TRITON_TYPES = {
     np.dtype(np.float32): "TYPE_FP32",
@@ -50,10 +55,12 @@ def _tensor_block(tensors: tuple[TensorInfo, ...], batched: bool) -> str:
 
 def model_config(
     model_path: Path, model_name: str, kind: str, max_batch_size: int, instances: int,
-    intra_op_threads: int | None = None,
+    intra_op_threads: int | None = None, device: str | None = None,
 ) -> str:
     if kind not in KINDS:
         raise RepositoryError(f"kind {kind!r} is not one of {KINDS}")
+    if device is not None and device not in DEVICES:
+        raise RepositoryError(f"device {device!r} is not one of {DEVICES}")
     io = read_model_io(model_path)
     batched = all(t.batched for t in io.inputs) and all(t.batched for t in io.outputs)
     lines = [f'name: "{model_name}"']
@@ -64,8 +71,8 @@ def model_config(
     lines.append(f"max_batch_size: {max_batch_size if batched else 0}")
     lines.append(f"input [\n{_tensor_block(io.inputs, batched)}\n]")
     lines.append(f"output [\n{_tensor_block(io.outputs, batched)}\n]")
-    device = "KIND_CPU" if kind == "python" else "KIND_GPU"
-    lines.append(f"instance_group [\n  {{\n    kind: {device}\n    count: {instances}\n  }}\n]")
+    group = f"KIND_{(device or DEFAULT_DEVICE[kind]).upper()}"
+    lines.append(f"instance_group [\n  {{\n    kind: {group}\n    count: {instances}\n  }}\n]")
     if batched:
         lines.append("dynamic_batching { }" if kind == "python"
                      else "dynamic_batching {\n  max_queue_delay_microseconds: 100\n}")
@@ -83,13 +90,14 @@ def write_repository(
     max_batch_size: int = 64,
     instances: int = 1,
     intra_op_threads: int | None = None,
+    device: str | None = None,
 ) -> Path:
     """Write ``repository/model_name/{config.pbtxt,1/model.onnx[,1/model.py]}``; returns
     the model's folder. An existing model folder of that name is replaced."""
     if max_batch_size < 1 or instances < 1:
         raise RepositoryError("max_batch_size and instances must be >= 1")
     config = model_config(Path(model_path), model_name, kind, max_batch_size, instances,
-                          intra_op_threads)
+                          intra_op_threads, device)
     model_dir = Path(repository) / model_name
     if model_dir.exists():
         shutil.rmtree(model_dir)

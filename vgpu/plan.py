@@ -11,13 +11,15 @@ Hosts are filled in inventory order, so plans are deterministic.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import cast
 
-from vgpu import mig
+from vgpu import mig, stepnames
 from vgpu.errors import PlanError, Problem
 from vgpu.model.inventory import BareMetalHost, EsxiHost, GpuInventory, Inventory
 from vgpu.model.load import vgpu_requests
 from vgpu.model.plan import (
     BenchItem,
+    GpuMode,
     Plan,
     PlannedGpu,
     PlannedSlice,
@@ -105,20 +107,24 @@ def vm_extra_config(scenario: Scenario, requests: list[VgpuRequest]) -> dict[str
 
 def guest_steps(scenario: Scenario) -> list[str]:
     g = scenario.guest
-    steps = ["os-facts"]
+    steps = [stepnames.OS_FACTS]
     if g.base_packages:
-        steps.append("base-packages")
+        steps.append(stepnames.BASE_PACKAGES)
     if g.container_runtime != "none":
-        steps.append(f"container-runtime:{g.container_runtime}")
+        steps.append(stepnames.CONTAINER_RUNTIMES[g.container_runtime])
     if g.driver != "none":
-        steps.append("nvidia-driver")
+        steps.append(stepnames.NVIDIA_DRIVER)
         if g.container_runtime == "docker":
-            steps.append("nvidia-container-toolkit")
+            steps.append(stepnames.CONTAINER_TOOLKIT)
     if g.licensing and g.driver == "vgpu-guest" and scenario.platform == "vsphere":
-        steps.append("vgpu-licensing")
+        steps.append(stepnames.VGPU_LICENSING)
     if g.passwordless_ssh:
-        steps.append("passwordless-ssh")
-    steps += ["node-harness", "verify-gpu"]
+        steps.append(stepnames.PASSWORDLESS_SSH)
+    container = g.effective_runtime == "container"
+    steps += [stepnames.HARNESS_IMAGE if container else stepnames.NODE_HARNESS,
+              stepnames.VERIFY_GPU]
+    if container and g.driver != "none":
+        steps.append(stepnames.GPU_PROBE)
     return steps
 
 
@@ -284,7 +290,7 @@ def build_plan(scenario: Scenario, inventory: Inventory | None = None, *,
     hosts = _host_states(scenario, inventory, held or [], notes)
     if not hosts or not any(h.gpus for h in hosts):
         where = "bare_metal" if scenario.platform == "bare-metal" else "hosts"
-        raise PlanError([Problem(inventory_name or "inventory", where,
+        raise PlanError([Problem(_inventory_file(inventory, inventory_name), where,
                                  f"no host has a {model.key} GPU",
                                  fix=f"add a host with gpus: [{{model: {model.key}}}]")])
     requests = vgpu_requests(scenario)
@@ -319,6 +325,11 @@ def build_plan(scenario: Scenario, inventory: Inventory | None = None, *,
     )
     plan.plan_hash = plan.compute_hash()
     return plan
+
+
+def _inventory_file(inventory: Inventory | None, inventory_name: str | None) -> str:
+    """What a problem with the inventory names: the file, where it is known."""
+    return inventory_name or (inventory.source if inventory else None) or "inventory"
 
 
 def _instances_for(workload: object, n_vms: int) -> int:
@@ -407,10 +418,20 @@ def _finalise_gpus(hosts: list[_HostState]) -> tuple[list[PlannedGpu],
                         vgpu_type=g.timesliced_type, gpu_index=g.index, pci_id=g.pci_id))
             gpus_out.append(PlannedGpu(
                 host=host.name, index=g.index, model=g.model.key, pci_id=g.pci_id,
-                mode=g.mode if g.mode != "unused" or not g.held else "mig",  # type: ignore[arg-type]
+                mode=_shown_mode(g),
                 slices=sorted(mig_slices.get(g.index, []), key=lambda s: s.start),
                 timesliced_type=g.timesliced_type, tenants=list(g.tenants)))
     return gpus_out, by_vm
+
+
+def _shown_mode(gpu: _GpuState) -> GpuMode:
+    """The GPU's mode in the plan: ours where we place something, else the kind of what
+    other VMs hold on it (a GPU held in passthrough is not a MIG GPU)."""
+    if gpu.mode != "unused" or not gpu.held:
+        return gpu.mode
+    kinds = {h.kind for h in gpu.held}
+    only = kinds.pop() if len(kinds) == 1 else "mig"
+    return cast(GpuMode, only)
 
 
 def _planned_vms(scenario: Scenario, inventory: Inventory | None,
@@ -436,7 +457,7 @@ def _planned_vms(scenario: Scenario, inventory: Inventory | None,
                 ip=ip))
     if scenario.platform == "vsphere" and pool and any(vm.ip is None for vm in vms):
         missing = [vm.name for vm in vms if vm.ip is None]
-        raise PlanError([Problem(inventory_name or "inventory", "network.ip_pool",
+        raise PlanError([Problem(_inventory_file(inventory, inventory_name), "network.ip_pool",
                                  f"the pool has too few addresses for {', '.join(missing)}",
                                  fix="widen ip_pool or add static addresses")])
     return vms

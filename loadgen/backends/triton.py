@@ -19,6 +19,7 @@ from loadgen.errors import RunFailed
 from loadgen.models import ModelIO
 
 STAT_KINDS = ("success", "fail", "queue", "compute_input", "compute_infer", "compute_output")
+SPLIT_KINDS = ("queue", "compute_input", "compute_infer", "compute_output")
 
 
 def _as_int(value: Any) -> int:
@@ -59,6 +60,12 @@ def statistics_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str,
         ns = after[kind]["ns"] - before[kind]["ns"]
         delta[kind] = {"count": count, "ns": ns, "mean_us": (ns / count / 1000) if count else None}
     return delta
+
+
+def server_split_us(delta: dict[str, Any]) -> dict[str, float | None]:
+    """Where a request's time went on the server during the timed run: mean microseconds
+    per request waiting in the queue, copying inputs, inferring and copying outputs."""
+    return {kind: delta[kind]["mean_us"] for kind in SPLIT_KINDS}
 
 
 class TritonBackend:
@@ -198,6 +205,7 @@ class TritonBackend:
         stats: dict[str, Any] = {"cumulative": after}
         if self._statistics_before is not None and not after.get("missing"):
             stats["timed_run"] = statistics_delta(self._statistics_before, after)
+            stats["split_us"] = server_split_us(stats["timed_run"])
         return stats
 
     def describe(self) -> dict[str, Any]:

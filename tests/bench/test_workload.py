@@ -61,3 +61,14 @@ def test_every_catalogue_inference_workload_makes_a_valid_spec(tmp_path: Path) -
                 parse_spec(spec.to_json(), "bench", tmp_path)
                 checked += 1
     assert checked >= 16
+
+
+def test_torch_fp16_on_a_cpu_runs_fp32_and_says_so(tmp_path: Path) -> None:
+    workload = InferenceWorkload(model="resnet50", backend="torch", precision="fp16")
+    on_cpu = effective_workload(workload, on_cpu=True, overrides=BenchOverrides())
+    assert on_cpu.precision == "fp32"
+    assert any("torch runs fp16 on CUDA only" in n for n in on_cpu.notes)
+    spec = harness_spec(on_cpu, instance="i", device={"kind": "cpu"}, threads=1).to_json()
+    assert parse_spec(spec, base=tmp_path).model.precision == "fp32"
+    on_gpu = effective_workload(workload, on_cpu=False, overrides=BenchOverrides())
+    assert on_gpu.precision == "fp16"

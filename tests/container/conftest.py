@@ -1,3 +1,1 @@
-"""The docker lab fixture for the container tests (tests/labs/dockerlab.py)."""
-
-from tests.labs.dockerlab import docker_lab  # noqa: F401
+"""The container tests use the docker lab fixtures of tests/conftest.py."""

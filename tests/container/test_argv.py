@@ -61,7 +61,9 @@ def test_run_argv_options() -> None:
     assert argv[argv.index("--gpus") + 1] == '"device=GPU-a,GPU-b"'
     assert argv[argv.index("--cpus") + 1] == "0.5"
     assert argv[argv.index("--user") + 1] == "1000:1000"
-    assert argv[argv.index("-e") + 1] == "OMP_NUM_THREADS=2"
+    # Run as a user the image does not know, the harness gets /work as its HOME.
+    assert [argv[i + 1] for i, a in enumerate(argv) if a == "-e"] == [
+        "HOME=/work", "OMP_NUM_THREADS=2"]
     for flag in ("-i", "--init", "--ipc=host", "--network=host", "memlock=-1"):
         assert flag not in argv
     labels = [argv[i + 1] for i, a in enumerate(argv) if a == "--label"]
@@ -198,3 +200,11 @@ def test_build_context_holds_dockerfile_requirements_and_loadgen(tmp_path: Path)
     pins = [line for line in (context / "harness-requirements.txt").read_text().splitlines()
             if line and not line.startswith("#")]
     assert pins and all("==" in line for line in pins)
+
+
+def test_run_argv_mounts_the_model_cache_and_points_the_harness_at_it() -> None:
+    argv = docker.run_argv(spec(cache_dir=Path("/home/lab/.cache/vgpu-harness/models")))
+    mounts = [argv[i + 1] for i, a in enumerate(argv) if a == "-v"]
+    assert mounts[1] == "/home/lab/.cache/vgpu-harness/models:/cache"
+    assert mounts[0].endswith(":/work")
+    assert [argv[i + 1] for i, a in enumerate(argv) if a == "-e"] == ["VGPU_HARNESS_CACHE=/cache"]

@@ -347,6 +347,20 @@ def docker_lab() -> Iterator[HarnessLab]:
         yield HarnessLab(lab, lab.build_harness())
 
 
+@pytest.fixture
+def daemon(docker_lab: HarnessLab) -> Iterator[str]:
+    """The lab daemon's address, its socket opened to every local user meanwhile."""
+    socket = docker_lab.lab.socket
+    modes = [(path, path.stat().st_mode & 0o7777) for path in (socket.parent, socket)]
+    socket.parent.chmod(0o711)
+    socket.chmod(0o666)
+    try:
+        yield f"unix://{socket}"
+    finally:
+        for path, mode in modes:
+            path.chmod(mode)
+
+
 def main() -> int:
     """``python -m tests.labs.dockerlab``: make the cached images ahead of a test run."""
     reason = lab_available()

@@ -1,5 +1,6 @@
-"""Telemetry: NVML facts and samples (through the NVML SIMULATOR, as there is no GPU here),
-the real pynvml failing cleanly without a driver, and process CPU/RSS sampling."""
+"""Telemetry: NVML facts and samples (through PynvmlSimulator over the GPU simulator, as
+there is no GPU here), the real pynvml failing cleanly without a driver, and process CPU/RSS
+sampling."""
 
 from __future__ import annotations
 
@@ -11,7 +12,27 @@ import pytest
 
 from loadgen.spec import DeviceSpec
 from loadgen.telemetry import ProcessSampler, Telemetry
-from tests.loadgen.nvml_simulator import GPU_NAME, MIG_UUID, NvmlSimulator
+from tests.labs.pynvml_simulator import DRIVER_VERSION, PynvmlSimulator, SimulatedReadings
+from vgpu.nvml.simulator import SimulatedGpuBackend
+
+GPU_NAME = "NVIDIA H100 80GB"
+
+
+def h100() -> PynvmlSimulator:
+    """One H100, MIG off."""
+    return PynvmlSimulator.started(SimulatedGpuBackend(["H100-80GB"]))
+
+
+def h100_with_a_1g_slice(power_mw: int) -> tuple[PynvmlSimulator, str]:
+    """One H100 with MIG on and one 1g.10gb MIG device: 9 GiB used on the GPU, 3 on the
+    slice. Returns the pynvml simulator and the slice's UUID."""
+    sim = SimulatedGpuBackend(["H100-80GB"], mig_enabled=True)
+    gi = sim.create_gpu_instance(0, 19, 0, 1)
+    sim.create_compute_instance(0, gi.id)
+    [gpu], [mig_device] = sim.gpus(), sim.mig_devices(0)
+    readings = SimulatedReadings(power_mw=power_mw, memory_used={
+        gpu.uuid: 9 * 2**30, mig_device.uuid: 3 * 2**30})
+    return PynvmlSimulator.started(sim, readings=readings), mig_device.uuid
 
 
 def sampled(device: DeviceSpec, nvml: object, seconds: float = 0.3) -> dict:
@@ -22,12 +43,13 @@ def sampled(device: DeviceSpec, nvml: object, seconds: float = 0.3) -> dict:
 
 
 def test_mig_slice_facts_and_unsupported_utilisation() -> None:
-    record = sampled(DeviceSpec("mig", None, MIG_UUID), NvmlSimulator(power_mw=250_000))
+    nvml, mig_uuid = h100_with_a_1g_slice(power_mw=250_000)
+    record = sampled(DeviceSpec("mig", None, mig_uuid), nvml)
     gpu = record["gpu"]
     assert record["nvml"] == {"available": True}
-    assert (gpu["is_mig"], gpu["mig_profile"], gpu["mig_uuid"]) == (True, "1g.10gb", MIG_UUID)
+    assert (gpu["is_mig"], gpu["mig_profile"], gpu["mig_uuid"]) == (True, "1g.10gb", mig_uuid)
     assert gpu["parent_name"] == GPU_NAME
-    assert (gpu["driver_version"], gpu["cuda_driver_version"]) == ("550.90.07", "12.4")
+    assert (gpu["driver_version"], gpu["cuda_driver_version"]) == (DRIVER_VERSION, "12.4")
     assert gpu["unsupported"] == {"gpu_utilization_percent": "Not Supported",
                                   "memory_utilization_percent": "Not Supported"}
     metrics = gpu["metrics"]
@@ -39,7 +61,7 @@ def test_mig_slice_facts_and_unsupported_utilisation() -> None:
 
 
 def test_whole_gpu_samples_utilisation() -> None:
-    record = sampled(DeviceSpec("gpu", 0, None), NvmlSimulator())
+    record = sampled(DeviceSpec("gpu", 0, None), h100())
     gpu = record["gpu"]
     assert gpu["is_mig"] is False and gpu["mig_profile"] is None
     assert gpu["unsupported"] == {}
@@ -47,7 +69,7 @@ def test_whole_gpu_samples_utilisation() -> None:
 
 
 def test_unknown_uuid_is_reported_not_raised() -> None:
-    record = sampled(DeviceSpec("mig", None, "MIG-does-not-exist"), NvmlSimulator(), 0.1)
+    record = sampled(DeviceSpec("mig", None, "MIG-does-not-exist"), h100(), 0.1)
     assert record["nvml"]["available"] is False
     assert "Not Found" in record["nvml"]["reason"]
     assert record["gpu"] is None
@@ -67,7 +89,7 @@ def test_real_pynvml_without_a_driver_says_why() -> None:
 
 
 def test_cpu_runs_never_touch_nvml() -> None:
-    simulator = NvmlSimulator()
+    simulator = PynvmlSimulator(SimulatedGpuBackend(["H100-80GB"]))
     record = sampled(DeviceSpec("cpu", None, None), simulator, 0.1)
     assert record["gpu"] is None and simulator.calls == []
     host = record["host"]

@@ -1,6 +1,6 @@
 """NvmlBackend, the real-GPU path: how it behaves without a driver here, and its own code
 (profile index -> id, ctypes arrays and references, handles) run against the simulated GPU
-through SimulatedNvmlLibrary, a pynvml stand-in."""
+through PynvmlSimulator, the pynvml-shaped facade over it."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pathlib import Path
 import pynvml
 import pytest
 
+from tests.labs.pynvml_simulator import PynvmlSimulator
 from vgpu import mig
 from vgpu.nvml import errors
 from vgpu.nvml.bench import mig_devices_for_bench
@@ -24,7 +25,6 @@ from vgpu.nvml.state import StateStore
 from vgpu.nvml.teardown import destroy_layout
 
 from .conftest import layout_of
-from .nvml_library_sim import SimulatedNvmlLibrary
 
 
 def _has_nvml_library() -> bool:
@@ -66,9 +66,9 @@ def test_without_a_driver_the_simulator_is_used_only_when_asked(
 def test_a_real_gpu_wins_over_the_simulator_request(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("VGPU_GPU_SIMULATOR", "A100-80GB")
-    library = SimulatedNvmlLibrary(SimulatedGpuBackend(["H100-80GB"]))
+    library = PynvmlSimulator(SimulatedGpuBackend(["H100-80GB"]))
 
-    def load() -> SimulatedNvmlLibrary:
+    def load() -> PynvmlSimulator:
         library.nvmlInit()
         return library
 
@@ -80,9 +80,7 @@ def test_a_real_gpu_wins_over_the_simulator_request(
 
 @pytest.fixture
 def nvml_backend(sim: SimulatedGpuBackend) -> NvmlBackend:
-    library = SimulatedNvmlLibrary(sim)
-    library.nvmlInit()
-    return NvmlBackend(library)
+    return NvmlBackend(PynvmlSimulator.started(sim))
 
 
 def test_gpu_listing_reads_model_from_pci_device_id(nvml_backend: NvmlBackend) -> None:
@@ -133,9 +131,7 @@ def test_nvml_refusals_arrive_as_mig_errors_with_the_driver_code(
 
 def test_enable_mig_through_nvml_backend_reports_the_pending_reset(
         tmp_path: Path) -> None:
-    library = SimulatedNvmlLibrary(SimulatedGpuBackend(["A100-80GB"]))
-    library.nvmlInit()
-    backend = NvmlBackend(library)
+    backend = NvmlBackend(PynvmlSimulator.started(SimulatedGpuBackend(["A100-80GB"])))
     mode = backend.set_mig_mode(0, True)
     assert (mode.current, mode.pending, mode.reset_pending) == (False, True, True)
     assert backend.mig_devices(0) == []
@@ -159,21 +155,18 @@ def test_catalogue_check_names_every_difference(nvml_backend: NvmlBackend) -> No
 
 def test_catalogue_check_with_mig_off_compares_what_the_driver_lists() -> None:
     sim = SimulatedGpuBackend(["A100-80GB"])
-    placements_hidden = SimulatedNvmlLibrary(sim, hidden_without_mig="placements")
-    placements_hidden.nvmlInit()
+    placements_hidden = PynvmlSimulator.started(sim, hidden_without_mig="placements")
     report = check_catalogue(NvmlBackend(placements_hidden), 0)
     assert report.differences == []
     assert any("placements were not compared" in n for n in report.notes)
 
-    profiles_hidden = SimulatedNvmlLibrary(sim, hidden_without_mig="profiles")
-    profiles_hidden.nvmlInit()
+    profiles_hidden = PynvmlSimulator.started(sim, hidden_without_mig="profiles")
     with pytest.raises(NvmlUnavailable, match="lists profiles only with MIG mode on"):
         check_catalogue(NvmlBackend(profiles_hidden), 0)
 
 
 def test_a_driver_without_the_v2_profile_call_still_gets_profile_names() -> None:
-    library = SimulatedNvmlLibrary(SimulatedGpuBackend(["A100-80GB"]), old_driver=True)
-    library.nvmlInit()
+    library = PynvmlSimulator.started(SimulatedGpuBackend(["A100-80GB"]), old_driver=True)
     profiles = NvmlBackend(library).gpu_instance_profiles(0)
     assert sorted(p.name for p in profiles) == sorted(mig.GPU_MODELS["A100-80GB"].profile_names())
     assert compare_catalogue(mig.GPU_MODELS["A100-80GB"], profiles) == []

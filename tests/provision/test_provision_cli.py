@@ -22,7 +22,7 @@ from tests.provision.lab_jobs import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-SCENARIO = ROOT / "scenarios" / "mig_1x1g.yaml"
+CATALOGUE_SCENARIO = ROOT / "scenarios" / "mig_1x1g.yaml"
 pytestmark = [pytest.mark.sshd, pytest.mark.slow]
 
 
@@ -49,12 +49,23 @@ def write_inventory(lab: SshLab, directory: Path, **drivers: str) -> Path:
     return path
 
 
+def host_runtime_scenario(directory: Path) -> Path:
+    """Scenario 5 with the harness venv: the lab's guests have a simulated docker, not a
+    daemon to build the harness image in."""
+    doc = yaml.safe_load(CATALOGUE_SCENARIO.read_text())
+    doc["guest"]["runtime"] = "host"
+    path = directory / CATALOGUE_SCENARIO.name
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
 def vgpu(inventory: Path, *args: str) -> subprocess.CompletedProcess[str]:
     state = inventory.parent
     env = {**os.environ, SUDO_ENV: SUDO_PASSWORD, "COLUMNS": "250"}
     return subprocess.run(
-        [sys.executable, "-m", "vgpu", "provision", str(SCENARIO), "--inventory",
-         str(inventory), "--log-dir", str(state / "logs"), "--state-dir", str(state / "st"),
+        [sys.executable, "-m", "vgpu", "provision", str(host_runtime_scenario(state)),
+         "--inventory", str(inventory), "--log-dir", str(state / "logs"),
+         "--state-dir", str(state / "st"),
          "--no-harness-deps", "--retries", "0", *args],
         capture_output=True, text=True, env=env, cwd=state, timeout=300, check=False,
     )

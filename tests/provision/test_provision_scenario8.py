@@ -50,6 +50,9 @@ def scenario8_jobs(lab: SshLab, files: Path) -> list[Job]:
     127.0.0.11 like the lab; each VM then gets its lab host's port, user and key."""
     driver, token = guest_files(files)
     scenario = load_scenario(ROOT / "scenarios" / "mig_7x1g.yaml")
+    # The harness venv: the lab's guests have a simulated docker, not a daemon to build in.
+    scenario = scenario.model_copy(update={"guest": scenario.guest.model_copy(
+        update={"runtime": "host"})})
     inventory = load_inventory(ROOT / "inventory" / "sim.yaml")
     inventory = inventory.model_copy(update={"drivers": Drivers(
         guest_driver=str(driver), licence_token=str(token))})

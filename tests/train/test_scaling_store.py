@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 from vgpu.cli import _register, app
 from vgpu.errors import InputError
 from vgpu.results.records import Metric, RunStart
+from vgpu.results.series import TRAINING_THROUGHPUT, load_series
 from vgpu.results.store import ResultStore
 from vgpu.train.report import build_scaling_report, store_scaling_report
-from vgpu.train.session import series_throughputs
 
 STUDY_VM = {1: 2757.21, 2: 5391.75, 4: 10675.09}
 STUDY_BARE_METAL_4 = 10818.0
@@ -82,7 +82,7 @@ def test_latest_series_and_repeats_are_used(store: ResultStore) -> None:
     report = build_scaling_report(store, [f"train_multinode_{n}" for n in (1, 2)])
     assert report.rows[0].throughput.mean == 2750.0 and report.rows[0].throughput.n == 2
     assert report.rows[1].speedup == pytest.approx(5391.75 / 2750.0)
-    assert series_throughputs(store, "vm1-new") == [2700.0, 2800.0]
+    assert load_series(store, "vm1-new").samples[TRAINING_THROUGHPUT].values == [2700.0, 2800.0]
 
 
 def test_scenarios_differing_in_more_than_nodes_are_refused(store: ResultStore) -> None:

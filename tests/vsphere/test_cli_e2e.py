@@ -193,3 +193,17 @@ def test_preflight_fails_a_scenario_planned_on_a_host_in_maintenance_or_absent(
     assert "esx-gone: in vCenter: not found; the cluster has: DC0_C0_H0, DC0_C0_H1" in err
     assert "scenario: planned hosts: the plan uses DC0_C0_H0, which fail their checks" in err
     assert "DC0_C0_H1:" not in err
+
+
+def test_whole_gpu_inference_vm_gets_four_gpus_by_pci_address_and_mmio_for_four(
+    vcsim_lab: VcsimLab, tmp_path: Path,
+) -> None:
+    inventory = str(vcsim_lab.write_inventory(tmp_path / "inv.yaml"))
+    code, _, err = run_cli(["apply", "--no-provision", "--scenario", "pt4", "-i", inventory,
+                            "--yes"])
+    assert code == 0, err
+    vm = vms_of(vcsim_lab)["pt4-vm"]
+    ids = sorted(d.backing.id for d in vm.passthrough_devices)  # type: ignore[attr-defined]
+    assert len(ids) == 4 and len(set(ids)) == 4
+    assert vm.vgpus == ()  # type: ignore[attr-defined]
+    assert vm.extra_config["pciPassthru.64bitMMIOSizeGB"] == "1024"  # type: ignore[attr-defined]

@@ -6,7 +6,8 @@ from dataclasses import replace
 from typing import Any
 
 from vgpu.bench.fanout import InstanceOutcome
-from vgpu.results.records import CPU_DEVICE_NOTE, InstanceResult
+from vgpu.results.records import CPU_DEVICE_NOTE, InstanceResult, Metric
+from vgpu.results.server_split import SPLIT_METRICS, SPLIT_UNIT
 
 _LATENCY_KEYS = {"p50": "p50", "p90": "p90", "p95": "p95", "p97": "p97", "p99": "p99",
                  "p99.9": "p99_9", "min": "min", "max": "max", "mean": "mean"}
@@ -70,3 +71,16 @@ def instance_result(outcome: InstanceOutcome) -> InstanceResult:
         result=record,
         platform=platform,
     )
+
+
+def server_split_metrics(outcome: InstanceOutcome) -> list[Metric]:
+    """A Triton instance's server-side split of the timed run (mean microseconds per
+    request in the queue, copying inputs, inferring, copying outputs) as metrics of that
+    instance; none for other backends or when the server's statistics were unreadable."""
+    timed = _get(outcome.record or {}, "backend", "server_statistics", "timed_run") or {}
+    metrics = []
+    for kind, name in SPLIT_METRICS.items():
+        value = _get(timed, kind, "mean_us")
+        if isinstance(value, int | float):
+            metrics.append(Metric(name, float(value), SPLIT_UNIT, outcome.target.instance))
+    return metrics

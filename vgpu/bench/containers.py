@@ -29,6 +29,8 @@ class ContainerLaunch:
     devices: tuple[str, ...] = ()
     cpus: float | None = None
     memlock_unlimited: bool = True
+    user: str | None = None  # uid:gid the harness runs as (the login's, so it owns results)
+    cache_dir: str | None = None  # host model cache mounted into every container
 
     def spec(self, instance: str, work_dir: str, tag: str,
              env: dict[str, str]) -> ContainerSpec:
@@ -36,7 +38,8 @@ class ContainerLaunch:
             image=self.image, run_id=f"{self.session}-{tag}", instance=instance,
             work_dir=Path(work_dir), command=harness_run_command(SPEC_FILE, "."),
             devices=self.devices, cpus=self.cpus, env=env,
-            memlock_unlimited=self.memlock_unlimited)
+            memlock_unlimited=self.memlock_unlimited, user=self.user,
+            cache_dir=Path(self.cache_dir) if self.cache_dir else None)
 
     def run_command(self, instance: str, work_dir: str, tag: str,
                     env: dict[str, str]) -> str:

@@ -1,12 +1,17 @@
 """What this machine offers a benchmark: its MIG devices, else its GPUs, else the CPU.
-Read through NVML (pynvml); any NVML failure means no GPU is usable here."""
+Read through the NVML layer's GpuBackend (vgpu.nvml): the real GPU, or the GPU simulator
+when one was asked for (VGPU_GPU_SIMULATOR); no GPU usable here means the CPU."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any, Literal
+
+from vgpu.nvml.backend import GpuBackend
+from vgpu.nvml.bench import MigDeviceInfo, mig_devices_for_bench
+from vgpu.nvml.errors import NvmlUnavailable
+from vgpu.nvml.select import backend_for_this_machine
 
 DeviceKind = Literal["cpu", "gpu", "mig"]
 
@@ -33,69 +38,39 @@ class LocalDevice:
         return {"kind": "cpu"}
 
 
-def _text(value: object) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def _mig_devices(nvml: Any, handle: Any, parent_name: str) -> list[LocalDevice]:
+def discover(backend: GpuBackend | None = None) -> list[LocalDevice]:
+    """MIG devices if any GPU has some, else whole GPUs, else ``[CPU]``. Without
+    ``backend``: this machine's (backend_for_this_machine, closed again afterwards). A
+    simulated GPU runs nothing itself: of the simulator only MIG devices are offered, and
+    the CPU does their work."""
+    if backend is not None:
+        return _devices(backend)
     try:
-        current, _pending = nvml.nvmlDeviceGetMigMode(handle)
-    except nvml.NVMLError:
-        return []  # not a MIG-capable GPU
-    if current != nvml.NVML_DEVICE_MIG_ENABLE:
-        return []
-    devices = []
-    for slot in range(nvml.nvmlDeviceGetMaxMigDeviceCount(handle)):
-        try:
-            mig = nvml.nvmlDeviceGetMigDeviceHandleByIndex(handle, slot)
-        except nvml.NVMLError:
-            continue  # an empty slot
-        name = _text(nvml.nvmlDeviceGetName(mig))
-        profile = name.split("MIG", 1)[1].strip() if "MIG" in name else name
-        devices.append(LocalDevice(
-            kind="mig", name=f"MIG {profile} on {parent_name}",
-            uuid=_text(nvml.nvmlDeviceGetUUID(mig)), mig_profile=profile,
-        ))
-    return devices
-
-
-def simulated_mig_devices() -> list[LocalDevice]:
-    """MIG devices of the GPU simulator, only when one was asked for explicitly
-    (VGPU_GPU_SIMULATOR) and this machine has no GPU."""
-    if not os.environ.get("VGPU_GPU_SIMULATOR"):
-        return []
-    from vgpu.nvml.bench import mig_devices_for_bench
-
-    return [LocalDevice(kind="mig", name=f"simulated MIG {d.profile} (GPU simulator; the CPU "
-                        "does the work)", index=d.gpu_index, uuid=d.uuid, mig_profile=d.profile,
-                        simulated=True, owner=d.owner)
-            for d in mig_devices_for_bench() if d.simulated]
-
-
-def discover(nvml: ModuleType | Any | None = None) -> list[LocalDevice]:
-    """MIG devices if any GPU has some, else whole GPUs, else the simulator's MIG devices
-    when one was asked for, else ``[CPU]``."""
-    if nvml is None:
-        try:
-            import pynvml as nvml
-        except ImportError:
-            return simulated_mig_devices() or [cpu_device()]
+        backend = backend_for_this_machine()
+    except NvmlUnavailable:
+        return [cpu_device()]
     try:
-        nvml.nvmlInit()
-    except Exception:  # NVML missing or no driver: NVMLError or OSError alike
-        return simulated_mig_devices() or [cpu_device()]
-    try:
-        gpus: list[LocalDevice] = []
-        migs: list[LocalDevice] = []
-        for index in range(nvml.nvmlDeviceGetCount()):
-            handle = nvml.nvmlDeviceGetHandleByIndex(index)
-            name = _text(nvml.nvmlDeviceGetName(handle))
-            gpus.append(LocalDevice(kind="gpu", name=name, index=index,
-                                    uuid=_text(nvml.nvmlDeviceGetUUID(handle))))
-            migs += _mig_devices(nvml, handle, name)
+        return _devices(backend)
     finally:
-        nvml.nvmlShutdown()
-    return migs or gpus or [cpu_device()]
+        backend.close()
+
+
+def _devices(backend: GpuBackend) -> list[LocalDevice]:
+    gpus = backend.gpus()
+    names = {gpu.index: gpu.name for gpu in gpus}
+    migs = [_mig_device(d, names[d.gpu_index]) for d in mig_devices_for_bench(backend)]
+    if migs or backend.simulated:
+        return migs or [cpu_device()]
+    return [LocalDevice(kind="gpu", name=gpu.name, index=gpu.index, uuid=gpu.uuid)
+            for gpu in gpus] or [cpu_device()]
+
+
+def _mig_device(device: MigDeviceInfo, parent_name: str) -> LocalDevice:
+    name = (f"simulated MIG {device.profile} (GPU simulator; the CPU does the work)"
+            if device.simulated else f"MIG {device.profile} on {parent_name}")
+    return LocalDevice(kind="mig", name=name, index=device.gpu_index, uuid=device.uuid,
+                       mig_profile=device.profile, simulated=device.simulated,
+                       owner=device.owner)
 
 
 def cpu_device() -> LocalDevice:

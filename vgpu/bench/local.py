@@ -29,9 +29,16 @@ def _platform(device: LocalDevice, vcpus: int) -> Platform:
 
 
 def planned_slices(scenario: Scenario) -> list[tuple[str, str]]:
-    """(VM name, its vGPU label) for every planned VM of the scenario."""
-    return [(name, "+".join(r.label for r in requests) or "no GPU")
-            for name, requests in vgpu_requests(scenario).items()]
+    """(instance, its vGPU label) for every planned VM of the scenario; a VM with several
+    whole GPUs passed through is one instance per GPU, as on the lab (bench.remote)."""
+    out: list[tuple[str, str]] = []
+    for name, requests in vgpu_requests(scenario).items():
+        labels = [r.label for r in requests]
+        if len(labels) > 1 and all(label == "passthrough" for label in labels):
+            out += [(f"{name}-gpu{k}", "passthrough") for k in range(len(labels))]
+        else:
+            out.append((name, "+".join(labels) or "no GPU"))
+    return out
 
 
 def _launch(container: ContainerLaunch | None, device: LocalDevice,

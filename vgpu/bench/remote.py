@@ -7,17 +7,18 @@ from __future__ import annotations
 import shlex
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from vgpu.bench.containers import ContainerLaunch
+from vgpu.bench.hostprobe import HostHarness, probe_host
 from vgpu.bench.targets import Target
 from vgpu.errors import RemoteError
 from vgpu.model.inventory import Inventory
-from vgpu.model.plan import Plan
+from vgpu.model.plan import Plan, PlannedVM
 from vgpu.model.scenario import Scenario
 from vgpu.provision.adapter import jobs_from_plan
-from vgpu.provision.facts import GPU_LIST_COMMAND, parse_gpu_list
 from vgpu.provision.steps.harness import HARNESS_DIR
 from vgpu.remote.hostlog import HostLog
 from vgpu.remote.local import LocalTransport
@@ -43,6 +44,7 @@ class Placement:
     planned_slice: str
     target_kind: TargetKind
     platform: Platform
+    gpu_index: int | None = None  # a whole GPU: its index on the host / in the guest
 
 
 NO_GPU = "no GPU"
@@ -50,6 +52,23 @@ NO_GPU = "no GPU"
 
 def _slice_of(plan: Plan, name: str) -> str:
     return "+".join(v.label for v in plan.vm(name).vgpus) or NO_GPU
+
+
+def per_whole_gpu(vm: PlannedVM, base: Placement) -> list[Placement]:
+    """A VM with several whole GPUs passed through gets one harness instance per GPU
+    (``<vm>-gpu<k>``, GPU k in the guest), so every GPU is measured; any other VM is one
+    instance on GPU 0 of its guest."""
+    whole = [v for v in vm.vgpus if v.kind == "passthrough"]
+    if len(whole) < 2 or len(whole) != len(vm.vgpus):
+        return [replace(base, gpu_index=0 if vm.vgpus else None)]
+    return [replace(base, instance=f"{vm.name}-gpu{k}", planned_slice="passthrough",
+                    gpu_index=k) for k in range(len(whole))]
+
+
+def _whole_gpu_index(vm: PlannedVM) -> int | None:
+    """The host GPU index of a bare-metal tenant that has a whole GPU (not a MIG slice)."""
+    whole = [v for v in vm.vgpus if v.kind == "passthrough"]
+    return whole[0].gpu_index if whole else None
 
 
 def vsphere_placements(scenario: Scenario, inventory: Inventory,
@@ -90,8 +109,8 @@ def vsphere_placements(scenario: Scenario, inventory: Inventory,
             attachment="passthrough" if actual.passthrough_ids else "vgpu",
             vcpus=actual.num_cpus, memory_gb=actual.memory_mb / 1024,
         )
-        placements.append(Placement(vm.name, jobs[vm.name], _slice_of(plan, vm.name), "vm",
-                                    platform))
+        placements += per_whole_gpu(vm, Placement(vm.name, jobs[vm.name],
+                                                  _slice_of(plan, vm.name), "vm", platform))
     return placements
 
 
@@ -107,23 +126,10 @@ def bare_metal_placements(scenario: Scenario, inventory: Inventory,
         Placement(vm.name, None if vm.host in local else jobs[vm.host],
                   _slice_of(plan, vm.name), "bare-metal",
                   Platform(host=vm.host, gpu=scenario.gpu, attachment="none",
-                           mig_profile=_slice_of(plan, vm.name)))
+                           mig_profile=_slice_of(plan, vm.name)),
+                  gpu_index=_whole_gpu_index(vm))
         for vm in plan.vms
     ]
-
-
-def _providers(transport: Transport, python: str, name: str) -> list[str]:
-    probe = transport.run(f"{python} -c 'import loadgen, onnxruntime as o; "
-                          "print(\",\".join(o.get_available_providers()))'", timeout=120)
-    if not probe.ok:
-        raise RemoteError(f"{name}: the node harness is not usable ({probe.tail()}); run "
-                          "`vgpu provision` for this scenario first")
-    return probe.stdout.strip().split(",")
-
-
-def _mig_uuids(transport: Transport) -> dict[str, list[str]]:
-    listing = transport.run(GPU_LIST_COMMAND, timeout=60)
-    return parse_gpu_list(listing.stdout if listing.ok else "").mig_uuids()
 
 
 def build_targets(
@@ -132,34 +138,43 @@ def build_targets(
     options: ConnectOptions = ConnectOptions(),
     host_target_hook: HostTargetHook | None = None,
     allow_cpu: bool = False,
+    container: ContainerLaunch | None = None,
 ) -> tuple[list[Target], list[str]]:
     """Connect to every host (one SSH session per host), check the harness there and pick
     each instance's device: the VM's GPU (a vGPU is GPU 0 in its guest), the host's MIG
     device of the planned profile. A planned GPU that the harness cannot use fails the
-    instance; only ``allow_cpu`` (or a plan with no GPU) runs it on the CPU, said in notes."""
-    transports: dict[str, Transport] = {}
-    mig_pool: dict[str, dict[str, list[str]]] = {}
-    providers: dict[str, list[str]] = {}
+    instance; only ``allow_cpu`` (or a plan with no GPU) runs it on the CPU, said in notes.
+    ``container`` set: every instance runs in its own container of that harness image,
+    given only its own GPU or MIG device."""
+    hosts: dict[str, HostHarness] = {}
     targets: list[Target] = []
     notes: list[str] = []
     redactor = Redactor()
     try:
         for placement in placements:
             key = placement.host_target.name if placement.host_target else "local"
-            if key not in transports:
-                transports[key] = _open(placement, log_root, options, host_target_hook,
-                                        redactor)
-                python = HARNESS_PYTHON if placement.host_target else sys.executable
-                providers[key] = _providers(transports[key], python, key)
-                mig_pool[key] = _mig_uuids(transports[key]) \
-                    if placement.target_kind == "bare-metal" else {}
-            targets.append(_target(placement, transports[key], providers[key], mig_pool[key],
-                                   notes, log_root, allow_cpu))
+            if key not in hosts:
+                transport = _open(placement, log_root, options, host_target_hook, redactor)
+                hosts[key] = _probe(transport, key, placement, log_root, container)
+            targets.append(_target(placement, hosts[key], notes, allow_cpu))
     except BaseException:
-        for transport in transports.values():
-            transport.close()
+        for host in hosts.values():
+            host.transport.close()
         raise
     return targets, notes
+
+
+def _probe(transport: Transport, name: str, placement: Placement, log_root: Path,
+           container: ContainerLaunch | None) -> HostHarness:
+    remote = placement.host_target is not None
+    try:
+        return probe_host(transport, name,
+                          python=HARNESS_PYTHON if remote else shlex.quote(sys.executable),
+                          work_root=WORK_ROOT if remote else str(log_root.resolve()),
+                          container=container)
+    except BaseException:
+        transport.close()
+        raise
 
 
 def _open(placement: Placement, log_root: Path, options: ConnectOptions,
@@ -174,40 +189,49 @@ def _open(placement: Placement, log_root: Path, options: ConnectOptions,
     return transport
 
 
-def _target(placement: Placement, transport: Transport, providers: list[str],
-            migs: dict[str, list[str]], notes: list[str], log_root: Path,
+def _refuse_cpu(placement: Placement, providers: list[str]) -> RemoteError:
+    where = placement.host_target.name if placement.host_target else "this machine"
+    return RemoteError(
+        f"{placement.instance} on {where}: planned {placement.planned_slice}, but the "
+        f"harness there finds no GPU provider (ONNX Runtime has "
+        f"{', '.join(providers) or 'none'}); a CPU run would not measure the GPU. Fix: run "
+        "`vgpu provision` for this scenario (it installs the GPU build of the harness), "
+        "check `nvidia-smi` in the guest, or pass --allow-cpu for a functional check on "
+        "the CPU")
+
+
+def _target(placement: Placement, host: HostHarness, notes: list[str],
             allow_cpu: bool) -> Target:
     remote = placement.host_target is not None
-    harness = f"{HARNESS_PYTHON if remote else shlex.quote(sys.executable)} -m loadgen"
     common: dict[str, Any] = {
-        "instance": placement.instance, "transport": transport, "harness": harness,
-        "work_root": WORK_ROOT if remote else str(log_root), "target_kind": placement.target_kind,
-        "planned_slice": placement.planned_slice, "platform": placement.platform,
-        "local_root": None if remote else log_root,
+        "instance": placement.instance, "transport": host.transport,
+        "harness": host.harness, "work_root": host.work_root,
+        "target_kind": placement.target_kind, "planned_slice": placement.planned_slice,
+        "platform": placement.platform,
+        "local_root": None if remote else Path(host.work_root),
     }
-    if not any(p in providers for p in GPU_PROVIDERS):
+    if not any(p in host.providers for p in GPU_PROVIDERS):
         if placement.planned_slice != NO_GPU and not allow_cpu:
-            where = placement.host_target.name if placement.host_target else "this machine"
-            raise RemoteError(
-                f"{placement.instance} on {where}: planned {placement.planned_slice}, but "
-                f"the harness there finds no GPU provider (ONNX Runtime has "
-                f"{', '.join(providers) or 'none'}); a CPU run would not measure the GPU. "
-                "Fix: run `vgpu provision` for this scenario (it installs the GPU build of "
-                "the harness), check `nvidia-smi` in the guest, or pass --allow-cpu for a "
-                "functional check on the CPU")
+            raise _refuse_cpu(placement, host.providers)
         notes.append(f"{placement.instance}: ONNX Runtime there has no GPU provider "
-                     f"({', '.join(providers)}): runs on the CPU, no MIG slice used")
+                     f"({', '.join(host.providers)}): runs on the CPU, no MIG slice used")
         return Target(device={"kind": "cpu"},
                       device_label=f"{CPU_DEVICE_NOTE} (planned {placement.planned_slice})",
-                      **common)
-    if placement.target_kind == "bare-metal":
-        pool = migs.get(placement.planned_slice, [])
+                      container=host.launch_for(()), **common)
+    if placement.target_kind == "bare-metal" and placement.gpu_index is None:
+        pool = host.mig_pool.get(placement.planned_slice, [])
         if not pool:
             raise RemoteError(f"{placement.instance}: no free MIG device "
                               f"{placement.planned_slice} on its host: run "
                               "`vgpu mig apply` first")
         uuid = pool.pop(0)
         return Target(device={"kind": "mig", "uuid": uuid},
-                      device_label=f"MIG {placement.planned_slice} {uuid}", **common)
-    return Target(device={"kind": "gpu", "index": 0},
-                  device_label=f"vGPU {placement.platform.vgpu_profile}", **common)
+                      device_label=f"MIG {placement.planned_slice} {uuid}",
+                      container=host.launch_for((uuid,)), **common)
+    index = placement.gpu_index or 0
+    listed = host.listing.gpu_devices
+    uuid_of = (listed[index].uuid,) if index < len(listed) else ()
+    label = (f"GPU {index} (passthrough)" if placement.planned_slice == "passthrough"
+             else f"vGPU {placement.platform.vgpu_profile}")
+    return Target(device={"kind": "gpu", "index": index}, device_label=label,
+                  container=host.launch_for(uuid_of), **common)

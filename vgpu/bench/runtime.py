@@ -5,14 +5,19 @@ carry; the image comes from vgpu's Dockerfile (vgpu.container)."""
 
 from __future__ import annotations
 
+import os
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from vgpu.bench.containers import ContainerLaunch
+from vgpu.bench.hostprobe import HOST_CACHE
 from vgpu.container.docker import DockerCli
 from vgpu.container.images import DEFAULT_BASE_IMAGE, ImageBuild, default_tag
 from vgpu.container.local import ensure_image, memlock_unlimited_allowed
+from vgpu.model.inventory import Inventory
+from vgpu.model.scenario import Scenario
 
 Runtime = Literal["host", "container"]
 RUNTIMES: tuple[str, ...] = ("host", "container")
@@ -53,6 +58,22 @@ def local_container(options: RuntimeOptions, gpu: bool) -> tuple[ContainerLaunch
     if not memlock:
         notes.append("container runtime: no --ulimit memlock=-1 (this machine does not allow "
                      "it; pinned host memory for GPU copies may be smaller)")
+    cache = Path.home() / HOST_CACHE
+    cache.mkdir(parents=True, exist_ok=True)
     launch = ContainerLaunch(image=image.tag, image_id=image.image_id, session=new_session(),
-                             cli=options.cli, memlock_unlimited=memlock)
+                             cli=options.cli, memlock_unlimited=memlock,
+                             user=f"{os.getuid()}:{os.getgid()}", cache_dir=str(cache))
     return launch, notes
+
+
+def remote_container(scenario: Scenario, inventory: Inventory,
+                     options: RuntimeOptions) -> ContainerLaunch | None:
+    """The launch for the instances on an inventory's guests or hosts: the scenario's
+    ``guest.runtime`` unless --runtime says otherwise; the image is the one `vgpu
+    provision` made there (step harness-image), under vgpu's tag."""
+    runtime = options.runtime or scenario.guest.effective_runtime
+    if runtime != "container":
+        return None
+    return ContainerLaunch(image=default_tag(), session=new_session(),
+                           cli=inventory.docker_cli(),
+                           memlock_unlimited=inventory.docker.unlimited_memlock)

@@ -4,22 +4,26 @@ each repeat stored as a run; statistics and the verdict against the scenario's b
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
 from typing import Protocol
 
 from vgpu.bench.calibrate import HEADROOM, calibrate_offline
-from vgpu.bench.collect import instance_result
+from vgpu.bench.collect import instance_result, server_split_metrics
 from vgpu.bench.fanout import InstanceOutcome, RoundListener, RoundTimeouts, run_round
 from vgpu.bench.provenance import scenario_revision
 from vgpu.bench.targets import Target
+from vgpu.bench.triton import TritonSetup, deployed
 from vgpu.bench.workload import BenchOverrides, EffectiveWorkload, effective_workload, harness_spec
 from vgpu.errors import RemoteError
 from vgpu.model.scenario import InferenceWorkload, Scenario
 from vgpu.results.compare import Comparison
-from vgpu.results.judge import compare_series, default_kind
+from vgpu.results.judge import judge_against_baseline
 from vgpu.results.records import RunStart
-from vgpu.results.series import WORST_P99, SeriesData, load_series
+from vgpu.results.series import SeriesData, load_series
+from vgpu.results.server_split import Split, series_split
 from vgpu.results.store import ResultStore
 
 
@@ -58,6 +62,7 @@ class WorkloadOutcome:
     comparison: Comparison | None = None
     baseline_note: str | None = None
     calibrated_qps: dict[str, float] = field(default_factory=dict)
+    server_split: Split = field(default_factory=dict)  # Triton: instance -> part -> us
 
 
 @dataclass
@@ -88,40 +93,11 @@ def inference_workloads(
     return chosen, notes
 
 
-def _baseline_series(
-    store: ResultStore, scenario: Scenario, workload_key: str, exclude: str
-) -> tuple[SeriesData | None, str]:
-    baseline = scenario.baseline
-    if baseline is None:
-        return None, "the scenario names no baseline"
-    if baseline.reference_run:
-        named = store.baseline(baseline.reference_run)
-        if named is None:
-            return None, (f"baseline '{baseline.reference_run}' is not set in {store.path} "
-                          "(`vgpu baseline set RUN_ID --name ...`)")
-        return load_series(store, named.series_id), f"baseline '{baseline.reference_run}'"
-    series_id = store.latest_series(scenario_id=str(baseline.scenario), workload=workload_key,
-                                    exclude_series=exclude)
-    if series_id is None:
-        return None, (f"no ok run of baseline scenario {baseline.scenario} with workload "
-                      f"{workload_key} in {store.path}: run `vgpu bench --scenario "
-                      f"{baseline.scenario}` with the same settings first")
-    return load_series(store, series_id), f"scenario {baseline.scenario}"
-
-
 def _judge(store: ResultStore, scenario: Scenario, outcome: WorkloadOutcome) -> None:
     if outcome.series is None:
         return
-    reference, note = _baseline_series(store, scenario, outcome.workload.key,
-                                       outcome.series_id)
-    outcome.baseline_note = note
-    if reference is None:
-        return
-    tolerance = scenario.tolerances.throughput_pct / 100.0
-    outcome.comparison = compare_series(
-        default_kind(outcome.series, reference), outcome.series, reference,
-        tolerance=tolerance, tolerances={WORST_P99: scenario.tolerances.latency_pct / 100.0},
-    )
+    outcome.comparison, outcome.baseline_note = judge_against_baseline(
+        store, scenario, outcome.series)
 
 
 def run_bench(
@@ -135,9 +111,12 @@ def run_bench(
     workload_names: Sequence[str] | None = None,
     listener: BenchListener | None = None,
     timeouts: RoundTimeouts = RoundTimeouts(),
+    triton: TritonSetup | None = None,
 ) -> BenchOutcome:
     """Run, store and judge. Stops at the first failed repeat; Ctrl-C stops every
-    instance, stores the run as aborted and re-raises KeyboardInterrupt."""
+    instance, stores the run as aborted and re-raises KeyboardInterrupt. A Triton
+    workload without ``overrides.triton_url`` gets a server per host for its rounds
+    (``triton``, default: the scenario's guest.triton_image), removed afterwards."""
     listen: BenchListener = listener or QuietListener()
     workloads, notes = inference_workloads(scenario, workload_names)
     outcome = BenchOutcome(scenario=scenario, targets=targets, notes=[*target_notes, *notes])
@@ -147,13 +126,43 @@ def run_bench(
         effective = effective_workload(workload, on_cpu, overrides)
         result = WorkloadOutcome(workload=effective, series_id=uuid.uuid4().hex)
         outcome.workloads.append(result)
-        _run_series(store, scenario, targets, result, repeats, overrides, listen, timeouts)
+        series = partial(_run_series, store, scenario, targets, result, repeats, overrides,
+                         listen, timeouts)
+        if effective.deploys_triton:
+            _with_triton(series, targets, result, listen, store.logs_root / "triton",
+                         triton or TritonSetup(image=scenario.guest.triton_image))
+        else:
+            series()
         if store.runs(series_id=result.series_id, status="ok"):
             result.series = load_series(store, result.series_id)
+            result.server_split = series_split(store, result.series)
         _judge(store, scenario, result)
         if result.failure:
             break
     return outcome
+
+
+def _with_triton(series: Callable[[], None], targets: list[Target], result: WorkloadOutcome,
+                 listen: BenchListener, log_root: Path, setup: TritonSetup) -> None:
+    """Runs ``series`` against one Triton server per host, deployed for it; a server that
+    does not come up fails the workload before any run begins (nothing stored)."""
+    effective = result.workload
+    try:
+        with deployed(targets, effective, setup, result.series_id[:10],
+                      log_root / result.series_id, listen.phase) as hosts:
+            effective.triton = {"image": setup.image, "deployed": True,
+                                "servers": {h.host: h.describe() for h in hosts}}
+            for host in hosts:
+                assert host.spec is not None
+                effective.triton_urls.update(
+                    {t.instance: host.spec.grpc_url for t in host.targets})
+                effective.notes.append(
+                    f"Triton: container {host.spec.name} of {setup.image} on {host.host}, "
+                    f"{host.kind} backend on KIND_{host.device.upper()}, max batch "
+                    f"{effective.batch}, ready in {host.ready_s or 0:.1f} s")
+            series()
+    except RemoteError as exc:
+        result.failure = f"Triton server: {exc}"
 
 
 def _run_series(
@@ -161,67 +170,102 @@ def _run_series(
     repeats: int, overrides: BenchOverrides, listen: BenchListener, timeouts: RoundTimeouts,
 ) -> None:
     effective = result.workload
-    if effective.scenario == "Offline" and effective.target_qps is None:
-        listen.phase(f"{effective.label}: probing the Offline rate of each instance")
-        probe_root = store.logs_root / "probes" / result.series_id
-        listen.begin_round([t.instance for t in targets], 2.0)
-        try:
-            result.calibrated_qps = calibrate_offline(
-                targets, effective, lambda n, inst: probe_root / f"probe-{n}" / inst,
-                listen, timeouts, seed=overrides.seed,
-            )
-        except RemoteError as exc:
-            result.failure = str(exc)  # nothing stored: no run began
-            return
-        finally:
-            listen.end_round()
-        rates = ", ".join(f"{k} {v:.4g}/s" for k, v in result.calibrated_qps.items())
-        effective.notes.append(f"Offline expected QPS from a probe round (x{HEADROOM}): {rates}")
+    offline_unknown = effective.scenario == "Offline" and effective.target_qps is None
+    if offline_unknown and not _calibrate(store, targets, result, overrides, listen, timeouts):
+        return
     for repeat in range(repeats):
         listen.phase(f"{effective.label}: repeat {repeat + 1}/{repeats}")
-        run_id = store.begin_run(RunStart(
-            series_id=result.series_id, scenario_id=scenario.id, scenario_name=scenario.name,
-            workload=effective.key, target_kind=targets[0].target_kind, repeat_index=repeat,
-            scenario_file=scenario.source, scenario_revision=scenario_revision(scenario.source),
-            workload_detail={**effective.detail(), "calibrated_qps": result.calibrated_qps,
-                             "repeats": repeats,
-                             "instances": {t.instance: t.device_label for t in targets}},
-        ))
-        result.run_ids.append(run_id)
-        specs = {
-            t.instance: harness_spec(
-                effective, instance=t.instance, device=t.device, threads=t.threads,
-                seed=overrides.seed, target_qps=result.calibrated_qps.get(t.instance),
-            ).to_json()
-            for t in targets
-        }
-        listen.begin_round([t.instance for t in targets], effective.duration_s)
-        try:
-            round_result = run_round(
-                targets, specs, {t.instance: store.log_dir(run_id, t.instance) for t in targets},
-                tag=f"run-{run_id}", expected_s=effective.duration_s, listener=listen,
-                timeouts=timeouts,
-            )
-        except KeyboardInterrupt:
-            store.finish_run(run_id, "aborted",
-                             reason="interrupted (Ctrl-C); every harness instance was stopped")
-            raise
-        except RemoteError as exc:  # a host became unreachable while staging or starting
-            store.finish_run(run_id, "failed", reason=str(exc))
-            result.failure = f"run {run_id}: {exc}"
-            return
-        finally:
-            listen.end_round()
-        store.finish_run(
-            run_id, "failed" if round_result.failure else "ok", reason=round_result.failure,
-            instances=[instance_result(o) for o in round_result.outcomes],
-            sync_skew_s=round_result.skew_s,
-        )
-        if round_result.failure:
-            result.failure = f"run {run_id}: {round_result.failure}"
+        outcomes = _run_repeat(store, scenario, targets, result, repeat, repeats, overrides,
+                               listen, timeouts)
+        if outcomes is None:
             return
         if result.calibrated_qps and repeat + 1 < repeats:
-            _recalibrate(result, round_result.outcomes)
+            _recalibrate(result, outcomes)
+
+
+def _calibrate(
+    store: ResultStore, targets: list[Target], result: WorkloadOutcome,
+    overrides: BenchOverrides, listen: BenchListener, timeouts: RoundTimeouts,
+) -> bool:
+    """Probes each instance's Offline rate into ``result.calibrated_qps``; False (with
+    ``result.failure`` set, nothing stored: no run began) when the probe round failed."""
+    effective = result.workload
+    listen.phase(f"{effective.label}: probing the Offline rate of each instance")
+    probe_root = store.logs_root / "probes" / result.series_id
+    listen.begin_round([t.instance for t in targets], 2.0)
+    try:
+        result.calibrated_qps = calibrate_offline(
+            targets, effective, lambda n, inst: probe_root / f"probe-{n}" / inst,
+            listen, timeouts, seed=overrides.seed,
+        )
+    except RemoteError as exc:
+        result.failure = str(exc)
+        return False
+    finally:
+        listen.end_round()
+    rates = ", ".join(f"{k} {v:.4g}/s" for k, v in result.calibrated_qps.items())
+    effective.notes.append(f"Offline expected QPS from a probe round (x{HEADROOM}): {rates}")
+    return True
+
+
+def _begin_run(store: ResultStore, scenario: Scenario, targets: list[Target],
+               result: WorkloadOutcome, repeat: int, repeats: int) -> int:
+    effective = result.workload
+    run_id = store.begin_run(RunStart(
+        series_id=result.series_id, scenario_id=scenario.id, scenario_name=scenario.name,
+        workload=effective.key, target_kind=targets[0].target_kind, repeat_index=repeat,
+        scenario_file=scenario.source, scenario_revision=scenario_revision(scenario.source),
+        workload_detail={**effective.detail(), "calibrated_qps": result.calibrated_qps,
+                         "repeats": repeats,
+                         "instances": {t.instance: t.device_label for t in targets}},
+    ))
+    result.run_ids.append(run_id)
+    return run_id
+
+
+def _run_repeat(
+    store: ResultStore, scenario: Scenario, targets: list[Target], result: WorkloadOutcome,
+    repeat: int, repeats: int, overrides: BenchOverrides, listen: BenchListener,
+    timeouts: RoundTimeouts,
+) -> Sequence[InstanceOutcome] | None:
+    """One repeat on every target, stored as a run; its instance outcomes, or None (with
+    ``result.failure`` set) when it failed."""
+    effective = result.workload
+    run_id = _begin_run(store, scenario, targets, result, repeat, repeats)
+    specs = {
+        t.instance: harness_spec(
+            effective, instance=t.instance, device=t.device, threads=t.threads,
+            seed=overrides.seed, target_qps=result.calibrated_qps.get(t.instance),
+        ).to_json()
+        for t in targets
+    }
+    listen.begin_round([t.instance for t in targets], effective.duration_s)
+    try:
+        round_result = run_round(
+            targets, specs, {t.instance: store.log_dir(run_id, t.instance) for t in targets},
+            tag=f"run-{run_id}", expected_s=effective.duration_s, listener=listen,
+            timeouts=timeouts,
+        )
+    except KeyboardInterrupt:
+        store.finish_run(run_id, "aborted",
+                         reason="interrupted (Ctrl-C); every harness instance was stopped")
+        raise
+    except RemoteError as exc:  # a host became unreachable while staging or starting
+        store.finish_run(run_id, "failed", reason=str(exc))
+        result.failure = f"run {run_id}: {exc}"
+        return None
+    finally:
+        listen.end_round()
+    store.finish_run(
+        run_id, "failed" if round_result.failure else "ok", reason=round_result.failure,
+        instances=[instance_result(o) for o in round_result.outcomes],
+        metrics=[m for o in round_result.outcomes for m in server_split_metrics(o)],
+        sync_skew_s=round_result.skew_s,
+    )
+    if round_result.failure:
+        result.failure = f"run {run_id}: {round_result.failure}"
+        return None
+    return round_result.outcomes
 
 
 def _recalibrate(result: WorkloadOutcome, outcomes: Sequence[InstanceOutcome]) -> None:

@@ -11,6 +11,7 @@ from rich.table import Table
 from vgpu.bench.session import BenchOutcome, WorkloadOutcome
 from vgpu.results.compare import check_as_dict
 from vgpu.results.series import SYSTEM_THROUGHPUT
+from vgpu.results.server_split import split_rows
 from vgpu.results.stats import Summary, summarize
 
 _VERDICT_STYLE = {"PASS": "bold green", "FAIL": "bold red", "INCONCLUSIVE": "bold yellow"}
@@ -56,6 +57,18 @@ def workload_table(outcome: WorkloadOutcome) -> Table:
     return table
 
 
+def split_table(outcome: WorkloadOutcome) -> Table:
+    """Triton's server-side time per request, mean over the repeats."""
+    title = f"{escape(outcome.workload.label)}: Triton server-side time per request"
+    headers, rows = split_rows(outcome.server_split)
+    table = Table(title=title, title_justify="left")
+    for column in headers:
+        table.add_column(column, justify="left" if column == "instance" else "right")
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
 def render(outcome: BenchOutcome, console: Console, db: str, report: str | None) -> None:
     for note in outcome.notes:
         console.print(f"[dim]note:[/dim] {escape(note)}")
@@ -63,6 +76,8 @@ def render(outcome: BenchOutcome, console: Console, db: str, report: str | None)
         for note in workload.workload.notes:
             console.print(f"[dim]note:[/dim] {escape(note)}")
         console.print(workload_table(workload))
+        if workload.server_split:
+            console.print(split_table(workload))
         skews = _skews(workload)
         if skews:
             console.print(f"synchronised start: skew max {max(skews) * 1e3:.1f} ms over "
@@ -100,6 +115,7 @@ def as_json(outcome: BenchOutcome, db: str, report: str | None) -> dict[str, Any
             "workload": w.workload.key, "detail": w.workload.detail(),
             "series_id": w.series_id, "run_ids": w.run_ids, "failure": w.failure,
             "calibrated_qps": w.calibrated_qps, "statistics": stats, "instances": instances,
+            "triton_server_split_us": w.server_split,
             "sync_skew_s": _skews(w),
             "baseline": w.baseline_note,
             "verdict": None if w.comparison is None else w.comparison.verdict,

@@ -46,6 +46,8 @@ class EffectiveWorkload:
     target_latency_ms: float | None
     duration_s: float
     triton_url: str | None = None
+    triton_urls: dict[str, str] = field(default_factory=dict)  # instance -> its server
+    triton: dict[str, Any] = field(default_factory=dict)  # the servers, as stored
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -56,14 +58,22 @@ class EffectiveWorkload:
         return (f"{self.label} ({model} {self.precision} {self.scenario} b{self.batch} "
                 f"{self.backend})")
 
+    @property
+    def deploys_triton(self) -> bool:
+        """A Triton workload without an existing server (--triton-url) gets its own."""
+        return self.backend == "triton" and self.triton_url is None
+
     def detail(self) -> dict[str, Any]:
-        return {
+        detail = {
             "label": self.label, "model": self.model, "variant": self.variant,
             "precision": self.precision, "backend": self.backend,
             "loadgen_scenario": self.scenario, "batch": self.batch,
             "target_qps": self.target_qps, "target_latency_ms": self.target_latency_ms,
             "duration_s": self.duration_s, "notes": list(self.notes),
         }
+        if self.backend == "triton":
+            detail["triton"] = self.triton or {"url": self.triton_url, "deployed": False}
+        return detail
 
 
 def effective_workload(
@@ -76,6 +86,10 @@ def effective_workload(
         variant = CPU_VARIANT[workload.model]
         notes.append(f"CPU only: model {workload.model} uses its '{variant}' variant "
                      "(pass --full-models to keep the full size)")
+    precision = workload.precision
+    if on_cpu and workload.backend == "torch" and precision == "fp16":
+        precision = "fp32"
+        notes.append("CPU only: torch runs fp16 on CUDA only, so this CPU run uses fp32")
     if overrides.duration_s is not None:
         duration = overrides.duration_s
         notes.append(f"duration {workload.duration_s:g} s -> {duration:g} s (--duration)")
@@ -87,7 +101,7 @@ def effective_workload(
         duration = workload.duration_s
     return EffectiveWorkload(
         label=workload.label, model=workload.model, variant=variant,
-        precision=workload.precision, backend=workload.backend, scenario=workload.scenario,
+        precision=precision, backend=workload.backend, scenario=workload.scenario,
         batch=workload.batch, target_qps=workload.target_qps,
         target_latency_ms=workload.target_latency_ms, duration_s=duration,
         triton_url=overrides.triton_url, notes=notes,
@@ -116,7 +130,9 @@ def harness_spec(
     """The harness run spec for one instance (docs/harness.md); ``device`` is a target's
     device section. Ship it as ``to_json()``."""
     model = ModelSpec(workload.model, workload.variant, workload.precision)
-    url = workload.triton_url if workload.backend == "triton" else None
+    url = None
+    if workload.backend == "triton":
+        url = workload.triton_urls.get(instance, workload.triton_url)
     return InferenceRunSpec(
         model=model,
         backend=BackendSpec(workload.backend, threads=threads, url=url),

@@ -5,21 +5,12 @@ from __future__ import annotations
 
 import sys
 
-import typer
-from rich.console import Console
 from rich.text import Text
 
+from vgpu.cli.root import app, err_console
 from vgpu.errors import VgpuError
 
-app = typer.Typer(
-    name="vgpu",
-    help="Declarative vGPU/MIG labs on vSphere, benchmarked with MLPerf LoadGen and "
-    "judged against bare metal.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-)
-err_console = Console(stderr=True, soft_wrap=True)
+__all__ = ["app", "err_console", "main"]
 
 
 def _register() -> None:
@@ -29,9 +20,9 @@ def _register() -> None:
         core,  # noqa: F401
         mig,  # noqa: F401
         provision,  # noqa: F401
+        train,  # noqa: F401
         vsphere,  # noqa: F401
     )
-    from vgpu.train import cli as train_cli  # noqa: F401
 
 
 @app.callback()

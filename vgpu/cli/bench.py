@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import typer
 from rich.console import Console
@@ -15,12 +16,36 @@ from vgpu import catalog
 from vgpu.bench import devices
 from vgpu.bench.local import local_targets
 from vgpu.bench.progress import RichListener
+from vgpu.bench.runtime import (
+    RUNTIMES,
+    Runtime,
+    RuntimeOptions,
+    local_container,
+    remote_container,
+)
 from vgpu.bench.session import BenchOutcome, run_bench
 from vgpu.bench.summary import as_json, render
 from vgpu.bench.targets import Target
+from vgpu.bench.triton import TritonSetup
 from vgpu.bench.workload import BenchOverrides
-from vgpu.cli import app, common
+from vgpu.cli import common
 from vgpu.cli.common import scenario_from_args
+from vgpu.cli.options import (
+    DEFAULT_BASE,
+    BaseImageOpt,
+    DbOpt,
+    DockerHostOpt,
+    FullModelsOpt,
+    ImageOpt,
+    JsonOpt,
+    RunsOpt,
+    RuntimeOpt,
+    ScenarioFile,
+    ScenarioRef,
+)
+from vgpu.cli.root import app
+from vgpu.cli.train_view import train_and_report
+from vgpu.container.docker import DockerCli
 from vgpu.errors import InputError, RemoteError, VerdictFailed
 from vgpu.model.load import load_inventory
 from vgpu.model.scenario import InferenceWorkload, Scenario
@@ -30,11 +55,9 @@ from vgpu.results.export import export_csv, export_json
 from vgpu.results.judge import compare_series, compare_with_references, default_kind
 from vgpu.results.junit import write_junit
 from vgpu.results.report import build_report, write_report
-from vgpu.results.series import load_series, series_of_run
+from vgpu.results.series import SeriesData, load_series, series_of_run
 from vgpu.results.store import DEFAULT_DB, ResultStore
 
-DbOpt = Annotated[Path, typer.Option("--db", help="results database (SQLite file)")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="machine-readable output on stdout")]
 DEFAULT_REPORT = Path("vgpu-report.html")
 _STYLE = {"PASS": "bold green", "FAIL": "bold red", "INCONCLUSIVE": "bold yellow"}
 
@@ -43,82 +66,95 @@ baseline_app = typer.Typer(help="Name runs as baselines for later comparisons.",
 app.add_typer(baseline_app, name="baseline")
 
 
+BenchInventoryOpt = Annotated[Path | None, typer.Option(
+    "--inventory", "-i", help="run on the scenario's VMs / bare-metal hosts of this "
+    "inventory (default: this machine)")]
+DurationOpt = Annotated[float | None, typer.Option(
+    "--duration", help="LoadGen min duration per run in seconds (default: the "
+    "workload's; on a CPU its cpu_duration_s)")]
+WorkloadOpt = Annotated[list[str] | None, typer.Option(
+    "--workload", "-w", help="run only this workload (repeatable)")]
+ReportOpt = Annotated[Path | None, typer.Option("--report", help="HTML report to write")]
+NoReportOpt = Annotated[bool, typer.Option("--no-report", help="write no report")]
+AllowCpuOpt = Annotated[bool, typer.Option(
+    "--allow-cpu", help="with --inventory: run instances whose planned GPU the harness "
+    "cannot use on the CPU instead of failing them (a functional check, recorded as such)")]
+WithBaselineOpt = Annotated[bool, typer.Option(
+    "--with-baseline", help="first run the scenario's baseline scenario (e.g. bm6 for 6) "
+    "on the same targets and settings, so this run ends in a verdict")]
+TritonUrlOpt = Annotated[str | None, typer.Option(
+    "--triton-url", help="HOST:PORT (gRPC) of a running Triton server for the workloads "
+    "with backend triton: nothing is deployed (default: a server container per host)")]
+TritonImageOpt = Annotated[str | None, typer.Option(
+    "--triton-image", help="tritonserver image deployed for the workloads with backend "
+    "triton (default: the scenario's guest.triton_image)")]
+
+
 def _positive(value: float | None, flag: str) -> None:
     if value is not None and value <= 0:
         raise InputError.single("command line", flag, f"must be > 0, got {value}",
                                 fix=f"give {flag} a positive number")
 
 
+@dataclass(frozen=True)
+class _BenchRun:
+    """What `vgpu bench` was asked, checked."""
+
+    scenario: Scenario
+    inventory: Path | None
+    runs: int | None
+    workloads: list[str] | None
+    overrides: BenchOverrides
+    allow_cpu: bool
+    runtime: RuntimeOptions
+    triton_image: str | None = None
+
+
 @app.command()
 def bench(
-    file: Annotated[Path | None, typer.Argument(help="scenario YAML file",
-                                                show_default=False)] = None,
-    scenario: Annotated[str | None, typer.Option("--scenario", "-s",
-                                                 help="catalogue scenario id, e.g. 6")] = None,
-    inventory: Annotated[Path | None, typer.Option(
-        "--inventory", "-i", help="run on the scenario's VMs / bare-metal hosts of this "
-        "inventory (default: this machine)")] = None,
-    runs: Annotated[int | None, typer.Option("--runs", help="repeats (default: the "
-                                             "scenario's, usually 3)")] = None,
-    duration: Annotated[float | None, typer.Option(
-        "--duration", help="LoadGen min duration per run in seconds (default: the "
-        "workload's; on a CPU its cpu_duration_s)")] = None,
-    workload: Annotated[list[str] | None, typer.Option(
-        "--workload", "-w", help="run only this workload (repeatable)")] = None,
-    full_models: Annotated[bool, typer.Option(
-        "--full-models", help="on a CPU, keep the scenario's model sizes instead of the "
-        "tiny variants")] = False,
+    file: ScenarioFile = None,
+    scenario: ScenarioRef = None,
+    inventory: BenchInventoryOpt = None,
+    runs: RunsOpt = None,
+    duration: DurationOpt = None,
+    workload: WorkloadOpt = None,
+    full_models: FullModelsOpt = False,
     db: DbOpt = DEFAULT_DB,
-    report: Annotated[Path | None, typer.Option("--report", help="HTML report to write")] =
-    DEFAULT_REPORT,
-    no_report: Annotated[bool, typer.Option("--no-report", help="write no report")] = False,
+    report: ReportOpt = DEFAULT_REPORT,
+    no_report: NoReportOpt = False,
     as_json_flag: JsonOpt = False,
-    allow_cpu: Annotated[bool, typer.Option(
-        "--allow-cpu", help="with --inventory: run instances whose planned GPU the harness "
-        "cannot use on the CPU instead of failing them (a functional check, recorded as "
-        "such)")] = False,
-    with_baseline: Annotated[bool, typer.Option(
-        "--with-baseline", help="first run the scenario's baseline scenario (e.g. bm6 for 6) "
-        "on the same targets and settings, so this run ends in a verdict")] = False,
+    allow_cpu: AllowCpuOpt = False,
+    with_baseline: WithBaselineOpt = False,
+    runtime: RuntimeOpt = None,
+    image: ImageOpt = None,
+    base_image: BaseImageOpt = DEFAULT_BASE,
+    docker_host: DockerHostOpt = None,
+    triton_url: TritonUrlOpt = None,
+    triton_image: TritonImageOpt = None,
 ) -> None:
     """Run a scenario's inference workloads on every target at once (synchronised start),
     repeated; store the runs, print statistics and the verdict against the baseline."""
     sc = scenario_from_args(file, scenario)
-    if runs is not None and runs < 1:
-        raise InputError.single("command line", "--runs", f"must be >= 1, got {runs}",
-                                fix="give --runs 1 or more")
-    _positive(duration, "--duration")
+    _check_counts(runs, duration)
     if not any(isinstance(w, InferenceWorkload) for w in sc.workloads):
-        # A training scenario (e.g. train_multinode_4): torchrun on every node.
-        from vgpu.train.cli import run_command
-
-        if with_baseline or workload or duration is not None:
-            raise InputError.single("command line", "--with-baseline/--workload/--duration",
-                                    f"scenario {sc.id} has only training workloads; these "
-                                    "options apply to inference", fix="leave them out")
-        run_command(file=file, scenario=scenario, runs=runs, inventory=inventory,
-                    full_models=full_models, db=db)
+        _bench_training(sc, runs, inventory, full_models, db,
+                        with_baseline or bool(workload) or duration is not None)
         return
-    known = [w.label for w in sc.workloads]
-    for name in workload or []:
-        if name not in known:
-            raise InputError.single(sc.source or "scenario", "--workload",
-                                    f"no workload named '{name}'",
-                                    fix=f"use one of: {', '.join(known)}")
-    out = Console(stderr=True) if as_json_flag else common.console
-    overrides = BenchOverrides(duration_s=duration, full_models=full_models)
+    _check_workloads(sc, workload)
+    deploys = _check_triton(sc, workload, triton_url, triton_image)
+    request = _BenchRun(sc, inventory, runs, workload,
+                        BenchOverrides(duration_s=duration, full_models=full_models,
+                                       triton_url=triton_url),
+                        allow_cpu, _runtime_options(runtime, image, base_image, docker_host,
+                                                    inventory is not None, deploys),
+                        triton_image)
     base = _baseline_scenario(sc) if with_baseline else None
+    out = Console(stderr=True) if as_json_flag else common.console
+    report_path = None if no_report else report
     with ResultStore.open(db) as store:
         if base is not None:
-            out.print(f"[bold]Baseline first:[/] scenario {base.id} ({base.name})")
-            base_outcome = _run_scenario(base, inventory, store, runs, overrides, workload,
-                                         allow_cpu)
-            if not as_json_flag:
-                render(base_outcome, out, str(db), None)
-            if base_outcome.failure:
-                raise RemoteError(f"baseline scenario {base.id}: {base_outcome.failure}")
-        outcome = _run_scenario(sc, inventory, store, runs, overrides, workload, allow_cpu)
-        report_path = None if no_report or report is None else report
+            _run_baseline(base, request, store, out, quiet=as_json_flag)
+        outcome = _run_scenario(sc, request, store)
         if report_path is not None:
             write_report(build_report(store, outcome.comparisons), report_path)
     if as_json_flag:
@@ -129,6 +165,84 @@ def bench(
         raise RemoteError(outcome.failure)
     if any(c.verdict == "FAIL" for c in outcome.comparisons):
         raise VerdictFailed("verdict FAIL against the baseline")
+
+
+def _check_counts(runs: int | None, duration: float | None) -> None:
+    if runs is not None and runs < 1:
+        raise InputError.single("command line", "--runs", f"must be >= 1, got {runs}",
+                                fix="give --runs 1 or more")
+    _positive(duration, "--duration")
+
+
+def _check_workloads(sc: Scenario, wanted: list[str] | None) -> None:
+    known = [w.label for w in sc.workloads]
+    for name in wanted or []:
+        if name not in known:
+            raise InputError.single(sc.source or "scenario", "--workload",
+                                    f"no workload named '{name}'",
+                                    fix=f"use one of: {', '.join(known)}")
+
+
+def _check_triton(sc: Scenario, wanted: list[str] | None, url: str | None,
+                  image: str | None) -> bool:
+    """Whether a Triton server will be deployed (a chosen workload has backend triton and
+    no --triton-url names a running one)."""
+    if url is not None:
+        host, _, port = url.rpartition(":")
+        if "://" in url or not host or not port.isdigit():
+            raise InputError.single("command line", "--triton-url", f"'{url}' is not "
+                                    "HOST:PORT", fix="give the server's gRPC address, e.g. "
+                                    "10.0.0.5:8001")
+        if image is not None:
+            raise InputError.single("command line", "--triton-image", "nothing is deployed "
+                                    "with --triton-url", fix="give one of the two")
+    chosen = [w for w in sc.workloads if isinstance(w, InferenceWorkload)
+              and (not wanted or w.label in wanted)]
+    return url is None and any(w.backend == "triton" for w in chosen)
+
+
+def _runtime_options(runtime: str | None, image: str | None, base_image: str,
+                     docker_host: str | None, remote: bool,
+                     triton_here: bool = False) -> RuntimeOptions:
+    if runtime is not None and runtime not in RUNTIMES:
+        raise InputError.single("command line", "--runtime", f"'{runtime}' is not a runtime",
+                                fix=f"use one of: {', '.join(RUNTIMES)}")
+    given = [flag for flag, value in (("--image", image), ("--docker-host", docker_host))
+             if value is not None]
+    if given and remote:
+        raise InputError.single("command line", "/".join(given),
+                                "applies to containers on this machine only; on an "
+                                "inventory's guests the image is the one `vgpu provision` "
+                                "made and the daemon is the inventory's docker.host",
+                                fix="leave it out, or set docker.host in the inventory")
+    if triton_here:  # the Triton server container goes to --docker-host as well
+        given = [flag for flag in given if flag != "--docker-host"]
+    if given and runtime != "container":
+        raise InputError.single("command line", "/".join(given),
+                                "applies only to --runtime container",
+                                fix="add --runtime container or leave it out")
+    return RuntimeOptions(runtime=cast(Runtime | None, runtime), image=image,
+                          base_image=base_image, docker_host=docker_host)
+
+
+def _bench_training(sc: Scenario, runs: int | None, inventory: Path | None,
+                    full_models: bool, db: Path, inference_only_options: bool) -> None:
+    """A training scenario (e.g. train_multinode_4): torchrun on every node."""
+    if inference_only_options:
+        raise InputError.single("command line", "--with-baseline/--workload/--duration",
+                                f"scenario {sc.id} has only training workloads; these "
+                                "options apply to inference", fix="leave them out")
+    train_and_report(sc, inventory, runs, full_models, db)
+
+
+def _run_baseline(base: Scenario, request: _BenchRun, store: ResultStore, out: Console,
+                  quiet: bool) -> None:
+    out.print(f"[bold]Baseline first:[/] scenario {base.id} ({base.name})")
+    outcome = _run_scenario(base, request, store)
+    if not quiet:
+        render(outcome, out, str(store.path), None)
+    if outcome.failure:
+        raise RemoteError(f"baseline scenario {base.id}: {outcome.failure}")
 
 
 def _baseline_scenario(sc: Scenario) -> Scenario:
@@ -146,24 +260,32 @@ def _baseline_scenario(sc: Scenario) -> Scenario:
                                 fix=exc.problems[0].fix) from None
 
 
-def _run_scenario(sc: Scenario, inventory: Path | None, store: ResultStore,
-                  runs: int | None, overrides: BenchOverrides,
-                  workload: list[str] | None, allow_cpu: bool) -> BenchOutcome:
-    if inventory is not None:
-        targets, notes = _inventory_targets(sc, inventory, store.logs_root / "ssh", allow_cpu)
+def _run_scenario(sc: Scenario, request: _BenchRun, store: ResultStore) -> BenchOutcome:
+    if request.inventory is not None:
+        targets, notes, cli = _inventory_targets(sc, request.inventory,
+                                                 store.logs_root / "ssh", request.allow_cpu,
+                                                 request.runtime)
     else:
-        targets, notes = local_targets(sc, devices.discover(), store.logs_root / "work")
+        found = devices.discover()
+        gpu = any(d.kind != "cpu" and not d.simulated for d in found)
+        container, notes = local_container(request.runtime, gpu)
+        targets, more = local_targets(sc, found, store.logs_root / "work", container=container)
+        notes += more
+        cli = request.runtime.cli
+    triton = TritonSetup(image=request.triton_image or sc.guest.triton_image, cli=cli)
     try:
-        return run_bench(sc, targets, notes, store, runs=runs, overrides=overrides,
-                         workload_names=workload, listener=RichListener(Console(stderr=True)))
+        return run_bench(sc, targets, notes, store, runs=request.runs,
+                         overrides=request.overrides, workload_names=request.workloads,
+                         listener=RichListener(Console(stderr=True)), triton=triton)
     finally:
         for transport in {id(t.transport): t.transport for t in targets}.values():
             transport.close()
 
 
 def _inventory_targets(
-    scenario: Scenario, inventory: Path, log_root: Path, allow_cpu: bool
-) -> tuple[list[Target], list[str]]:
+    scenario: Scenario, inventory: Path, log_root: Path, allow_cpu: bool,
+    runtime: RuntimeOptions,
+) -> tuple[list[Target], list[str], DockerCli]:
     from vgpu.bench.remote import bare_metal_placements, build_targets, vsphere_placements
 
     path = catalog.resolve_inventory(inventory)
@@ -171,12 +293,14 @@ def _inventory_targets(
     if scenario.platform == "bare-metal" and loaded.is_local:
         # This machine only: its devices come from NVML (or the GPU simulator), as without
         # an inventory, so MIG devices `vgpu apply` created are found by their owner.
-        return local_targets(scenario, devices.discover(), log_root)
+        return (*local_targets(scenario, devices.discover(), log_root), loaded.docker_cli())
     if scenario.platform == "vsphere":
         placements = vsphere_placements(scenario, loaded, path)
     else:
         placements = bare_metal_placements(scenario, loaded, path)
-    return build_targets(placements, log_root, allow_cpu=allow_cpu)
+    targets, notes = build_targets(placements, log_root, allow_cpu=allow_cpu,
+                                   container=remote_container(scenario, loaded, runtime))
+    return targets, notes, loaded.docker_cli()
 
 
 def _text(path: Path | None) -> str | None:
@@ -186,7 +310,7 @@ def _text(path: Path | None) -> str | None:
 @app.command()
 def results(
     db: DbOpt = DEFAULT_DB,
-    scenario: Annotated[str | None, typer.Option("--scenario", "-s")] = None,
+    scenario: ScenarioRef = None,
     status: Annotated[str | None, typer.Option("--status", help="running|ok|failed|aborted")]
     = None,
     export: Annotated[str | None, typer.Option("--export", help="csv or json")] = None,
@@ -303,6 +427,23 @@ def compare(
 ) -> None:
     """Judge a run's series against another series, a named baseline or reference values.
     Exit code 3 when the verdict is FAIL."""
+    _check_compare_inputs(reference, baseline, references, kind)
+    with ResultStore.open_existing(db) as store:
+        cand = load_series(store, series_of_run(store, candidate))
+        if references is not None:
+            comparison = _against_references(cand, references)
+        else:
+            ref = _reference_series(store, db, reference, baseline)
+            chosen: Any = kind or ("run-vs-baseline" if baseline else default_kind(cand, ref))
+            comparison = compare_series(
+                chosen, cand, ref, tolerance=tolerance / 100.0,
+                min_gain=None if min_gain is None else min_gain / 100.0,
+            )
+    _emit_comparison(comparison, junit, as_json_flag)
+
+
+def _check_compare_inputs(reference: int | None, baseline: str | None,
+                          references: Path | None, kind: str | None) -> None:
     given = [x for x in (reference, baseline, references) if x is not None]
     if len(given) != 1:
         raise InputError.single("command line", "REFERENCE / --baseline / --references",
@@ -312,31 +453,29 @@ def compare(
     if kind is not None and kind not in kinds:
         raise InputError.single("command line", "--kind", f"'{kind}' is not a kind",
                                 fix=f"use one of: {', '.join(kinds)}")
-    with ResultStore.open_existing(db) as store:
-        cand = load_series(store, series_of_run(store, candidate))
-        if references is not None:
-            try:
-                comparison = compare_with_references(cand, _references(references),
-                                                     str(references))
-            except KeyError as exc:
-                raise InputError.single(str(references), "(metric)", str(exc.args[0]),
-                                        fix="use metric names the candidate has") from None
-        else:
-            if baseline is not None:
-                named = store.baseline(baseline)
-                if named is None:
-                    raise InputError.single(str(db), "--baseline",
-                                            f"no baseline named '{baseline}'",
-                                            fix="see `vgpu baseline list`")
-                ref = load_series(store, named.series_id)
-            else:
-                assert reference is not None
-                ref = load_series(store, series_of_run(store, reference))
-            chosen: Any = kind or ("run-vs-baseline" if baseline else default_kind(cand, ref))
-            comparison = compare_series(
-                chosen, cand, ref, tolerance=tolerance / 100.0,
-                min_gain=None if min_gain is None else min_gain / 100.0,
-            )
+
+
+def _against_references(cand: SeriesData, references: Path) -> Comparison:
+    try:
+        return compare_with_references(cand, _references(references), str(references))
+    except KeyError as exc:
+        raise InputError.single(str(references), "(metric)", str(exc.args[0]),
+                                fix="use metric names the candidate has") from None
+
+
+def _reference_series(store: ResultStore, db: Path, reference: int | None,
+                      baseline: str | None) -> SeriesData:
+    if baseline is None:
+        assert reference is not None
+        return load_series(store, series_of_run(store, reference))
+    named = store.baseline(baseline)
+    if named is None:
+        raise InputError.single(str(db), "--baseline", f"no baseline named '{baseline}'",
+                                fix="see `vgpu baseline list`")
+    return load_series(store, named.series_id)
+
+
+def _emit_comparison(comparison: Comparison, junit: Path | None, as_json_flag: bool) -> None:
     if junit is not None:
         write_junit([comparison], junit)
     if as_json_flag:

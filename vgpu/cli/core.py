@@ -3,26 +3,19 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
 from rich.table import Table
 
 from vgpu import __version__, catalog
-from vgpu.cli import app
 from vgpu.cli.common import console, inventory_from_args, scenario_from_args
+from vgpu.cli.options import InventoryOpt, ScenarioFile, ScenarioRef
 from vgpu.cli.plan_view import render_plan
+from vgpu.cli.root import app
 from vgpu.model.inventory import Inventory
 from vgpu.model.scenario import Scenario
 from vgpu.plan import build_plan
-
-ScenarioFile = Annotated[Path | None, typer.Argument(help="scenario YAML file",
-                                                     show_default=False)]
-ScenarioRef = Annotated[str | None, typer.Option("--scenario", "-s",
-                                                 help="catalogue scenario id, e.g. 6")]
-InventoryOpt = Annotated[Path | None, typer.Option("--inventory", "-i",
-                                                   help="inventory YAML (or name in inventory/)")]
 
 
 @app.command()

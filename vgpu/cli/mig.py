@@ -12,8 +12,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from vgpu.cli import app
 from vgpu.cli.common import console, inventory_from_args, scenario_from_args
+from vgpu.cli.options import JsonOpt, ScenarioFile, ScenarioRef
+from vgpu.cli.root import app
 from vgpu.errors import InputError
 from vgpu.nvml.backend import GpuBackend
 from vgpu.nvml.catalogue_check import check_catalogue
@@ -35,7 +36,6 @@ notice = Console(stderr=True)
 SimulatorOpt = Annotated[str | None, typer.Option(
     "--simulator", help=f"use a simulated GPU of this model when NVML finds no GPU (same as "
     f"{SIMULATOR_ENV}); a real GPU always wins")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="machine-readable output")]
 StateFileOpt = Annotated[Path | None, typer.Option(
     "--state-file", help="layout state file (default ~/.local/state/vgpu/mig-layout-<gpu>.json)")]
 
@@ -98,9 +98,8 @@ def status(simulator: SimulatorOpt = None, as_json: JsonOpt = False) -> None:
 
 @mig_app.command()
 def apply(
-    file: Annotated[Path | None, typer.Argument(help="bare-metal scenario YAML")] = None,
-    scenario: Annotated[str | None, typer.Option("--scenario", "-s",
-                                                 help="catalogue scenario id, e.g. bm6")] = None,
+    file: ScenarioFile = None,
+    scenario: ScenarioRef = None,
     gpu: Annotated[list[int] | None, typer.Option(
         "--gpu", help="local GPU index for each planned GPU (repeat; default 0, 1, ...)")] = None,
     inventory: Annotated[Path | None, typer.Option(

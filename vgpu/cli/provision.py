@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from vgpu import catalog
-from vgpu.cli import app
 from vgpu.cli.common import console, scenario_from_args
+from vgpu.cli.options import InventoryOpt, ScenarioFile, ScenarioRef
+from vgpu.cli.root import app
 from vgpu.errors import InputError, RemoteError
 from vgpu.model.inventory import Inventory
 from vgpu.model.load import load_inventory
@@ -66,12 +67,9 @@ def run_provision(jobs: list[Job], *, scenario_id: str, options: ConnectOptions,
 
 @app.command()
 def provision(
-    file: Annotated[Path | None, typer.Argument(help="scenario YAML file",
-                                                show_default=False)] = None,
-    scenario: Annotated[str | None, typer.Option("--scenario", "-s",
-                                                 help="catalogue scenario id, e.g. 8")] = None,
-    inventory: Annotated[Path | None, typer.Option(
-        "--inventory", "-i", help="inventory YAML (or name in inventory/)")] = None,
+    file: ScenarioFile = None,
+    scenario: ScenarioRef = None,
+    inventory: InventoryOpt = None,
     host: Annotated[list[str] | None, typer.Option(
         "--host", help="only these VMs / hosts (repeatable)")] = None,
     dry_run: Annotated[bool, typer.Option(

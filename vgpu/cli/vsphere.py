@@ -10,8 +10,10 @@ from typing import Annotated
 import typer
 
 from vgpu import catalog
-from vgpu.cli import app, common
+from vgpu.cli import common
 from vgpu.cli.common import scenario_from_args
+from vgpu.cli.options import InventoryReq, ScenarioFile, ScenarioRef
+from vgpu.cli.root import app
 from vgpu.errors import InputError, Problem
 from vgpu.model.inventory import Inventory
 from vgpu.model.load import load_inventory
@@ -20,12 +22,6 @@ from vgpu.plan import build_plan
 from vgpu.sim.lab import DEFAULT_PORT, LabShape
 from vgpu.vsphere.limits import DEFAULT_CONCURRENCY, DEFAULT_IP_TIMEOUT_S
 
-ScenarioFile = Annotated[Path | None, typer.Argument(help="scenario YAML file",
-                                                     show_default=False)]
-ScenarioRef = Annotated[str | None, typer.Option("--scenario", "-s",
-                                                 help="catalogue scenario id, e.g. 8")]
-InventoryReq = Annotated[Path, typer.Option("--inventory", "-i",
-                                            help="inventory YAML (or name in inventory/)")]
 InventoryOpt = Annotated[Path | None, typer.Option(
     "--inventory", "-i", help="inventory YAML (or name in inventory/); a bare-metal scenario "
     "without one is applied on this machine")]

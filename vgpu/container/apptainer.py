@@ -34,7 +34,7 @@ def apptainer_build_argv(sif: Path, image: str, cli: ApptainerCli = APPTAINER,
 
 
 def _env_args(spec: ContainerSpec) -> list[str]:
-    env = {"VGPU_RUN": spec.run_id, "VGPU_INSTANCE": spec.instance, **spec.env}
+    env = {"VGPU_RUN": spec.run_id, "VGPU_INSTANCE": spec.instance, **spec.environment()}
     if spec.devices:
         env["CUDA_VISIBLE_DEVICES"] = ",".join(spec.devices)
         env["NVIDIA_VISIBLE_DEVICES"] = ",".join(spec.devices)
@@ -52,5 +52,7 @@ def exec_argv(spec: ContainerSpec, cli: ApptainerCli = APPTAINER) -> list[str]:
     if spec.cpus is not None:
         args += ["--cpus", f"{spec.cpus:g}"]
     args += _env_args(spec)
-    args += ["--bind", f"{spec.work_dir}:{WORK_MOUNT}", "--pwd", WORK_MOUNT]
+    for host_path, container_path in spec.mount_args():
+        args += ["--bind", f"{host_path}:{container_path}"]
+    args += ["--pwd", WORK_MOUNT]
     return cli.argv(*args, spec.image, *spec.python_argv())

@@ -80,9 +80,11 @@ def run_argv(spec: ContainerSpec, cli: DockerCli = DOCKER) -> list[str]:
     args += _resource_args(spec)
     if spec.user:
         args += ["--user", spec.user]
-    for key, value in spec.env.items():
+    for key, value in spec.environment().items():
         args += ["-e", f"{key}={value}"]
-    args += ["-v", f"{spec.work_dir}:{WORK_MOUNT}", "-w", WORK_MOUNT]
+    for host_path, container_path in spec.mount_args():
+        args += ["-v", f"{host_path}:{container_path}"]
+    args += ["-w", WORK_MOUNT]
     return cli.argv(*args, spec.image, *spec.python_argv())
 
 

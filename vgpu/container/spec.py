@@ -16,6 +16,9 @@ HARNESS_PYTHON = "/opt/harness/bin/python"
 """The harness interpreter in the image (a venv; works on NGC and Debian bases alike)."""
 WORK_MOUNT = "/work"
 """Where the host work dir is mounted inside the container."""
+CACHE_MOUNT = "/cache"
+"""Where a host model cache is mounted; the harness finds it through CACHE_ENV."""
+CACHE_ENV = "VGPU_HARNESS_CACHE"
 RUN_LABEL = "vgpu.run"
 INSTANCE_LABEL = "vgpu.instance"
 SYNC_STDIN = "stdin"
@@ -84,6 +87,7 @@ class ContainerSpec:
     network: str | None = "host"
     memlock_unlimited: bool = True
     extra_labels: Mapping[str, str] = field(default_factory=dict)
+    cache_dir: Path | None = None  # host folder mounted at CACHE_MOUNT (model cache)
 
     def __post_init__(self) -> None:
         container_name(self.run_id, self.instance)
@@ -95,6 +99,21 @@ class ContainerSpec:
         bad = [key for key in self.env if not _ENV_KEY.match(key)]
         if bad:
             raise ValueError(f"bad environment variable names: {', '.join(bad)}")
+
+    def mount_args(self) -> list[tuple[str, str]]:
+        """(host path, container path) of every mount: the work dir, and the cache."""
+        mounts = [(str(self.work_dir), WORK_MOUNT)]
+        if self.cache_dir is not None:
+            mounts.append((str(self.cache_dir), CACHE_MOUNT))
+        return mounts
+
+    def environment(self) -> dict[str, str]:
+        """``env`` plus what the harness needs to find the mounted cache (and a HOME it
+        may write to when it runs as a user the image does not know)."""
+        extra = {CACHE_ENV: CACHE_MOUNT} if self.cache_dir is not None else {}
+        if self.user:
+            extra["HOME"] = WORK_MOUNT
+        return {**extra, **self.env}
 
     @property
     def name(self) -> str:

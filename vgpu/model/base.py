@@ -6,7 +6,7 @@ from __future__ import annotations
 import difflib
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
 from pydantic_core import ErrorDetails
 
 from vgpu.errors import MAX_LISTED_PROBLEMS, InputError, Problem
@@ -24,6 +24,22 @@ class StrictModel(BaseModel):
     """Unknown keys are errors: a typo in a lab file must never pass silently."""
 
     model_config = ConfigDict(extra="forbid", frozen=False, populate_by_name=True)
+
+
+class FileModel(StrictModel):
+    """A model read from a file of its own (a scenario, an inventory), which it remembers
+    so that later problems can name it."""
+
+    _source: str | None = PrivateAttr(None)
+
+    @property
+    def source(self) -> str | None:
+        """The file this was loaded from, if any."""
+        return self._source
+
+    @source.setter
+    def source(self, path: str) -> None:
+        self._source = path
 
 
 def _model_at(model: type[BaseModel], loc: Loc) -> type[BaseModel] | None:

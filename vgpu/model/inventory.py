@@ -10,9 +10,11 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from vgpu import mig
-from vgpu.model.base import StrictModel
+from vgpu.container.docker import DockerCli
+from vgpu.model.base import FileModel, StrictModel
 from vgpu.model.names import Name
 
 
@@ -200,7 +202,32 @@ class Drivers(StrictModel):
                                                          "(.tok) for nvidia-gridd")
 
 
-class Inventory(StrictModel):
+DOCKER_HOST_SCHEMES = ("unix://", "tcp://", "ssh://", "fd://")
+
+
+class DockerSettings(StrictModel):
+    """How vgpu calls docker on the guests and bare-metal hosts."""
+
+    host: str | None = Field(None, description="daemon address passed as `docker -H`, e.g. "
+                             "unix:///run/docker.sock; unset: docker's own default")
+    binary: str = Field("docker", description="the docker CLI (name on PATH or full path)")
+    unlimited_memlock: bool = Field(
+        True, description="give harness containers `--ulimit memlock=-1` (pinned host memory "
+        "for GPU copies, as NVIDIA's containers expect); false only where the daemon may not "
+        "raise the limit")
+
+    @field_validator("host")
+    @classmethod
+    def _address(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(DOCKER_HOST_SCHEMES):
+            raise PydanticCustomError("vgpu_docker_host", "{message}", {
+                "message": f"'{value}' is not a docker daemon address",
+                "fix": f"start it with one of {', '.join(DOCKER_HOST_SCHEMES)}, e.g. "
+                       "unix:///run/docker.sock"})
+        return value
+
+
+class Inventory(FileModel):
     name: str
     description: str = ""
     vcenter: VCenter | None = None
@@ -210,6 +237,8 @@ class Inventory(StrictModel):
     ssh: SshDefaults = Field(default_factory=SshDefaults)
     bare_metal: list[BareMetalHost] = Field(default_factory=list)
     drivers: Drivers = Field(default_factory=Drivers)
+    docker: DockerSettings = Field(default_factory=DockerSettings,
+                                   description="how docker is called on the guests")
 
     @model_validator(mode="after")
     def _consistent(self) -> Inventory:
@@ -227,3 +256,7 @@ class Inventory(StrictModel):
     @property
     def is_local(self) -> bool:
         return not self.vcenter and all(b.is_local for b in self.bare_metal)
+
+    def docker_cli(self) -> DockerCli:
+        """The docker CLI every guest command goes through (``-H`` where docker.host is set)."""
+        return DockerCli(binary=self.docker.binary, host=self.docker.host)

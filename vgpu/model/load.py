@@ -105,7 +105,9 @@ def load_scenario(path: str | Path) -> Scenario:
 
 def load_inventory(path: str | Path) -> Inventory:
     doc = load_yaml(path)
-    return validate_doc(Inventory, doc)
+    inventory = validate_doc(Inventory, doc)
+    inventory.source = str(path)
+    return inventory
 
 
 def vgpu_requests(scenario: Scenario) -> dict[str, list[VgpuRequest]]:

@@ -6,7 +6,15 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Discriminator, Field, PrivateAttr, Tag, field_validator, model_validator
+from pydantic import (
+    Discriminator,
+    Field,
+    Tag,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from loadgen.contract import (
     INFERENCE_MODELS,
@@ -21,9 +29,12 @@ from loadgen.contract import (
 )
 from loadgen.contract import InferencePrecision as Precision
 from vgpu import mig
-from vgpu.model.base import UNION_TAGS, StrictModel
+from vgpu.container.images import DEFAULT_BASE_IMAGE
+from vgpu.container.triton import DEFAULT_TRITON_IMAGE
+from vgpu.model.base import UNION_TAGS, FileModel, StrictModel
 from vgpu.model.names import Name, NamePattern, expand_pattern
 
+HarnessRuntime = Literal["container", "host"]
 _MODELS = ", ".join(INFERENCE_MODELS)
 _VARIANTS = "; ".join(f"{model}: {'|'.join(names)}" for model, names in INFERENCE_VARIANTS.items())
 
@@ -82,6 +93,41 @@ class GuestStack(StrictModel):
                                              "Server / AI Enterprise)")
     passwordless_ssh: bool = Field(False, description="SSH between the scenario's VMs "
                                                       "(multinode training)")
+    runtime: HarnessRuntime | None = Field(
+        None, description="where the harness runs on the guests: `container` (each instance "
+        "in its own container of the harness image, made by the harness-image step) or "
+        "`host` (a venv, made by the node-harness step); unset: container where "
+        "container_runtime is docker, else host (the harness image is a Docker image)")
+    base_image: str = Field(DEFAULT_BASE_IMAGE, description="image the harness image is built "
+                            "FROM on each guest (runtime container)")
+    harness_image: str | None = Field(
+        None, description="registry image of the harness that the guests pull (and tag "
+        "`vgpu-harness:<harness version>`) instead of building it; its label "
+        "vgpu.harness.version must be this vgpu's harness version")
+    triton_image: str = Field(
+        DEFAULT_TRITON_IMAGE, description="tritonserver image `vgpu bench` runs on each "
+        "guest (one container per guest) for workloads with backend triton, unless "
+        "--triton-url names an existing server")
+
+    @field_validator("runtime")
+    @classmethod
+    def _runtime_has_engine(cls, value: HarnessRuntime | None,
+                            info: ValidationInfo) -> HarnessRuntime | None:
+        if value == "container" and info.data.get("container_runtime") == "none":
+            raise PydanticCustomError("vgpu_runtime", "{message}", {
+                "message": "runtime 'container' needs a container runtime, but "
+                           "container_runtime is 'none'",
+                "fix": "set container_runtime: docker, or runtime: host"})
+        return value
+
+    @property
+    def effective_runtime(self) -> HarnessRuntime:
+        """``runtime`` as given, else container where Docker is the container runtime
+        (the harness image is built and run with Docker; an Apptainer guest runs the
+        harness venv unless asked otherwise)."""
+        if self.runtime is not None:
+            return self.runtime
+        return "container" if self.container_runtime == "docker" else "host"
 
 
 class InferenceWorkload(StrictModel):
@@ -193,7 +239,7 @@ class Tolerances(StrictModel):
                                description="allowed latency increase vs the baseline")
 
 
-class Scenario(StrictModel):
+class Scenario(FileModel):
     id: Name = Field(description="short id used with --scenario")
     name: str = Field(description="human-readable name")
     description: str = ""
@@ -213,16 +259,6 @@ class Scenario(StrictModel):
     baseline: Baseline | None = Field(None, description="what results are judged against")
     tolerances: Tolerances = Field(default_factory=Tolerances,
                                    description="allowed differences from the baseline")
-    _source: str | None = PrivateAttr(None)
-
-    @property
-    def source(self) -> str | None:
-        """The file this scenario was loaded from, if any."""
-        return self._source
-
-    @source.setter
-    def source(self, path: str) -> None:
-        self._source = path
 
     @field_validator("id", mode="before")
     @classmethod

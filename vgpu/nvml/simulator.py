@@ -7,6 +7,8 @@ the driver refuses, with the same MigError and NVML return code: overlaps, exhau
 profiles or compute slices -> Insufficient Resources; destroying an instance that still has
 compute instances or processes -> In use by another client; instances with MIG off -> Not
 Supported. A MIG mode change stays pending until ``reset`` (a simulated GPU reset).
+A GPU without MIG (NON_MIG_GPUS, e.g. a T4) can sit beside them, as on machines that mix
+GPUs: every MIG call on it answers Not Supported.
 
 Its state can live in a JSON file (env VGPU_GPU_SIMULATOR_STATE) so separate processes
 (CLI calls) see the same simulated GPU.
@@ -41,6 +43,15 @@ SIMULATED_DRIVER = DriverInfo(driver_version="550.127.05 (simulated)", cuda_vers
                               nvml_version="12.550.127.05 (simulated)")
 _UUID_NAMESPACE = uuid.UUID("6f0b7a52-6d1e-4c55-9d1c-3b0f7e1a9c11")
 
+
+@dataclass(frozen=True)
+class NonMigGpu:
+    display_name: str
+    pci_device_id: int
+    memory_gb: int
+
+
+NON_MIG_GPUS: dict[str, NonMigGpu] = {"T4": NonMigGpu("Tesla T4", 0x1EB8, 16)}
 
 
 @dataclass
@@ -77,6 +88,10 @@ class _SimGpu:
     def model(self) -> mig.GpuModel:
         return mig.GPU_MODELS[self.model_key]
 
+    @property
+    def mig_capable(self) -> bool:
+        return self.model_key not in NON_MIG_GPUS
+
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> _SimGpu:
         gis = [_SimGi(**{**g, "cis": [_SimCi(**c) for c in g.get("cis", [])]})
@@ -104,7 +119,9 @@ def parse_simulator_spec(spec: str) -> list[str]:
 
 
 class SimulatedGpuBackend(GpuBackend):
-    """Simulated GPUs. ``state_file``: load from / save to this JSON after every change."""
+    """Simulated GPUs: catalogue keys of vgpu.mig or of NON_MIG_GPUS (default one
+    A100-80GB; ``[]`` a machine whose driver sees no GPU). ``state_file``: load from / save
+    to this JSON after every change."""
 
     simulated = True
 
@@ -117,14 +134,15 @@ class SimulatedGpuBackend(GpuBackend):
         if state_file is not None and state_file.exists():
             self._gpus = self._load(state_file)
             return
-        keys = models or ["A100-80GB"]
+        keys = ["A100-80GB"] if models is None else models
         self._gpus = [
             _SimGpu(index=i, model_key=k,
                     uuid=f"GPU-{uuid.uuid5(_UUID_NAMESPACE, f'gpu/{i}/{k}')}",
-                    pci_bus_id=f"00000000:{0x17 + 0x20 * i:02X}:00.0",
-                    mig_current=mig_enabled, mig_pending=mig_enabled)
+                    pci_bus_id=f"00000000:{0x17 + 0x20 * i:02X}:00.0")
             for i, k in enumerate(keys)
         ]
+        for g in self._gpus:
+            g.mig_current = g.mig_pending = mig_enabled and g.mig_capable
         self._save()
 
     # ---- persistence ---------------------------------------------------------------------
@@ -155,14 +173,21 @@ class SimulatedGpuBackend(GpuBackend):
         return SIMULATED_DRIVER
 
     def gpus(self) -> list[GpuInfo]:
-        out = []
-        for g in self._gpus:
+        return [self._info(g) for g in self._gpus]
+
+    @staticmethod
+    def _info(g: _SimGpu) -> GpuInfo:
+        plain = NON_MIG_GPUS.get(g.model_key)
+        if plain is not None:
+            name, pci, memory_gb, key = (plain.display_name, plain.pci_device_id,
+                                         plain.memory_gb, None)
+        else:
             model = g.model
-            out.append(GpuInfo(index=g.index, name=f"{model.display_name} (simulated)",
-                               uuid=g.uuid, pci_bus_id=g.pci_bus_id,
-                               pci_device_id=model.pci_device_ids[0],
-                               memory_mb=model.memory_gb * 1024, model_key=model.key))
-        return out
+            name, pci, memory_gb, key = (model.display_name, model.pci_device_ids[0],
+                                         model.memory_gb, model.key)
+        return GpuInfo(index=g.index, name=f"{name} (simulated)", uuid=g.uuid,
+                       pci_bus_id=g.pci_bus_id, pci_device_id=pci, memory_mb=memory_gb * 1024,
+                       model_key=key)
 
     def _gpu(self, gpu: int) -> _SimGpu:
         if not 0 <= gpu < len(self._gpus):
@@ -170,12 +195,20 @@ class SimulatedGpuBackend(GpuBackend):
                            f"the simulator has GPUs 0..{len(self._gpus) - 1}")
         return self._gpus[gpu]
 
+    @staticmethod
+    def _require_mig_capable(g: _SimGpu, operation: str) -> None:
+        if not g.mig_capable:
+            raise MigError(errors.NOT_SUPPORTED, f"{operation} on GPU {g.index}",
+                           f"a {g.model_key} has no MIG")
+
     def mig_mode(self, gpu: int) -> MigMode:
         g = self._gpu(gpu)
+        self._require_mig_capable(g, "read MIG mode")
         return MigMode(current=g.mig_current, pending=g.mig_pending)
 
     def set_mig_mode(self, gpu: int, enabled: bool) -> MigMode:
         g = self._gpu(gpu)
+        self._require_mig_capable(g, "set MIG mode")
         if not self.privileged:
             raise MigError(errors.NO_PERMISSION, f"set MIG mode on GPU {gpu}")
         if g.processes:
@@ -215,6 +248,8 @@ class SimulatedGpuBackend(GpuBackend):
 
     def gpu_instance_profiles(self, gpu: int) -> list[GpuInstanceProfile]:
         g = self._gpu(gpu)
+        if not g.mig_capable:
+            return []
         return [GpuInstanceProfile(
             index=p.shape.nvml_index, id=p.shape.nvml_id, name=p.name,
             slice_count=p.compute_slices, instance_count=p.shape.max_count,
@@ -235,6 +270,7 @@ class SimulatedGpuBackend(GpuBackend):
                                                    for c in gi.cis))
 
     def _require_mig(self, g: _SimGpu, operation: str) -> None:
+        self._require_mig_capable(g, operation)
         if not self.privileged:
             raise MigError(errors.NO_PERMISSION, f"{operation} on GPU {g.index}")
         if not g.mig_current:

@@ -8,11 +8,17 @@ import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
+from vgpu import stepnames
 from vgpu.model.inventory import BareMetalHost, Inventory, SshDefaults
 from vgpu.model.plan import Plan, PlannedVM
 from vgpu.model.scenario import Scenario
 from vgpu.provision.fanout import Job
-from vgpu.provision.requirements import GuestRequirements, HarnessSpec, is_url
+from vgpu.provision.requirements import (
+    GuestRequirements,
+    HarnessImageSpec,
+    HarnessSpec,
+    is_url,
+)
 from vgpu.provision.steps.harness import harness_version
 from vgpu.remote.targets import HostTarget, JumpHost
 from vgpu.remote.transport import SudoSettings
@@ -60,6 +66,34 @@ def harness_spec(options: HarnessOptions, gpu: bool = False) -> HarnessSpec:
     )
 
 
+def image_spec(scenario: Scenario, gpu: bool) -> HarnessImageSpec:
+    """The harness image for a container guest: ONNX Runtime's GPU build where a GPU is
+    planned, as for the host venv."""
+    return HarnessImageSpec(base_image=scenario.guest.base_image,
+                            pull=scenario.guest.harness_image,
+                            ort_package=GPU_BUILDS["onnxruntime"] if gpu else "onnxruntime")
+
+
+@dataclass(frozen=True)
+class _GuestPlan:
+    """What one job's guest gets beyond the scenario: its steps and harness, by GPU."""
+
+    steps: tuple[str, ...]
+    harness: HarnessSpec | None
+    image: HarnessImageSpec | None
+
+
+def _guest_plans(plan: Plan, scenario: Scenario,
+                 options: HarnessOptions) -> dict[bool, _GuestPlan]:
+    venv = stepnames.NODE_HARNESS in plan.guest_steps
+    container = stepnames.HARNESS_IMAGE in plan.guest_steps
+    return {gpu: _GuestPlan(
+        steps=tuple(s for s in plan.guest_steps if gpu or s != stepnames.GPU_PROBE),
+        harness=harness_spec(options, gpu) if venv else None,
+        image=image_spec(scenario, gpu) if container else None,
+    ) for gpu in (False, True)}
+
+
 def _local_path(value: str | None, base_dir: Path) -> str | None:
     if value is None or is_url(value):
         return value
@@ -88,12 +122,12 @@ def _target(name: str, address: str, ssh: SshDefaults, base_dir: Path) -> HostTa
     )
 
 
-def _requirements(scenario: Scenario, inventory: Inventory, steps: list[str],
-                  vgpu_types: list[str], mig_profiles: list[str], base_dir: Path,
-                  harness: HarnessSpec | None) -> GuestRequirements:
+def _requirements(scenario: Scenario, inventory: Inventory, guest: _GuestPlan,
+                  vgpu_types: list[str], mig_profiles: list[str],
+                  base_dir: Path) -> GuestRequirements:
     token = _local_path(inventory.drivers.licence_token, base_dir)
     return GuestRequirements(
-        steps=tuple(steps),
+        steps=guest.steps,
         base_packages=tuple(scenario.guest.base_packages),
         container_runtime=scenario.guest.container_runtime,
         driver_source=_local_path(inventory.drivers.guest_driver, base_dir),
@@ -101,7 +135,9 @@ def _requirements(scenario: Scenario, inventory: Inventory, steps: list[str],
         licence_token_file=Path(token) if token else None,
         expected_vgpu_types=tuple(vgpu_types),
         expected_mig_profiles=tuple(mig_profiles),
-        harness=harness,
+        harness=guest.harness,
+        image=guest.image,
+        docker=inventory.docker_cli(),
     )
 
 
@@ -116,9 +152,7 @@ def jobs_from_plan(
     harness: HarnessOptions | None = None,
 ) -> list[Job]:
     """One job per VM (vSphere) or per bare-metal host the plan uses."""
-    options = harness or HarnessOptions()
-    wanted = "node-harness" in plan.guest_steps
-    specs = {gpu: harness_spec(options, gpu) if wanted else None for gpu in (False, True)}
+    guests = _guest_plans(plan, scenario, harness or HarnessOptions())
     jobs: list[Job] = []
     if plan.platform == "vsphere":
         for vm in plan.vms:
@@ -126,8 +160,8 @@ def jobs_from_plan(
                 continue
             types, migs = _vm_expectations(vm)
             jobs.append(Job(_target(vm.name, vm.ip, inventory.ssh, inventory_dir),
-                            _requirements(scenario, inventory, plan.guest_steps, types, migs,
-                                          inventory_dir, specs[bool(vm.vgpus)])))
+                            _requirements(scenario, inventory, guests[bool(vm.vgpus)], types,
+                                          migs, inventory_dir)))
         return jobs
     hosts: dict[str, BareMetalHost] = {h.name: h for h in inventory.bare_metal}
     by_host: dict[str, list[PlannedVM]] = {}
@@ -138,8 +172,9 @@ def jobs_from_plan(
         migs = [label for vm in vms for label in _vm_expectations(vm)[1]]
         jobs.append(Job(_target(host.name, host.address, host.ssh or inventory.ssh,
                                 inventory_dir),
-                        _requirements(scenario, inventory, plan.guest_steps, [], migs,
-                                      inventory_dir, specs[any(vm.vgpus for vm in vms)])))
+                        _requirements(scenario, inventory,
+                                      guests[any(vm.vgpus for vm in vms)], [], migs,
+                                      inventory_dir)))
     return jobs
 
 

@@ -1,13 +1,32 @@
-"""Facts: tiny parsers that turn command output into data. Pure, so they are tested on
-captured text; the steps decide what to change by comparing these with the requirements."""
+"""Facts: each binds the command that reads something on a host to the parser of its
+output. Pure, so they are tested on captured text; the steps decide what to change by
+comparing these with the requirements."""
 
 from __future__ import annotations
 
 import re
+import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Fact(Generic[T]):
+    """A command and the one parser of what it prints (pyinfra's shape)."""
+
+    command: str
+    parse: Callable[[str], T]
+
+    def process(self, output: str) -> T:
+        return self.parse(output)
+
 
 FIELD_SEP = "|"
-OS_FACTS_COMMAND = (
+_OS_FACTS_COMMAND = (
     '. /etc/os-release 2>/dev/null; printf "%s|%s|%s|%s|%s|%s|%s|%s|%s\\n" "${ID:-unknown}" '
     '"${VERSION_ID:-}" "$(uname -r)" "$(nproc)" '
     "\"$(awk '/^MemTotal:/ {print $2}' /proc/meminfo)\" "
@@ -47,6 +66,9 @@ def parse_os_facts(text: str) -> OsFacts:
                    home=home, system_root=root or "/", arch=arch)
 
 
+OS_FACTS = Fact(_OS_FACTS_COMMAND, parse_os_facts)
+
+
 def parse_dpkg_installed(text: str) -> set[str]:
     """Names from ``dpkg-query -W -f='${Package}\\t${Status}\\n'`` that are installed."""
     installed = set()
@@ -63,7 +85,19 @@ def parse_rpm_installed(text: str, wanted: tuple[str, ...]) -> set[str]:
     return {name for name in wanted if name not in missing}
 
 
-GPU_LIST_COMMAND = "nvidia-smi -L"
+def dpkg_installed(packages: tuple[str, ...]) -> Fact[set[str]]:
+    """Which of ``packages`` dpkg has installed (Debian family)."""
+    names = " ".join(shlex.quote(p) for p in packages)
+    return Fact(f"dpkg-query -W -f='${{Package}}\\t${{Status}}\\n' {names}",
+                parse_dpkg_installed)
+
+
+def rpm_installed(packages: tuple[str, ...]) -> Fact[set[str]]:
+    """Which of ``packages`` rpm has installed (RHEL family); process stdout and stderr."""
+    names = " ".join(shlex.quote(p) for p in packages)
+    return Fact(f"rpm -q {names}", partial(parse_rpm_installed, wanted=packages))
+
+
 GPU_LINE = re.compile(r"^GPU (\d+): (.+?) \(UUID: (GPU-[^)]+)\)")
 MIG_LINE = re.compile(r"^\s+MIG (\S+)\s+Device\s+(\d+): \(UUID: (MIG-[^)]+)\)")
 
@@ -107,7 +141,7 @@ class GpuListing:
 
 
 def parse_gpu_list(text: str) -> GpuListing:
-    """The output of GPU_LIST_COMMAND; the one parser of it in vgpu."""
+    """The output of ``nvidia-smi -L`` (GPU_LIST); the one parser of it in vgpu."""
     gpus, migs = [], []
     for line in text.splitlines():
         if match := GPU_LINE.match(line):
@@ -115,6 +149,9 @@ def parse_gpu_list(text: str) -> GpuListing:
         elif match := MIG_LINE.match(line):
             migs.append(ListedDevice(match.group(1), match.group(3)))
     return GpuListing(tuple(gpus), tuple(migs))
+
+
+GPU_LIST = Fact("nvidia-smi -L", parse_gpu_list)
 
 
 LICENSE_LINE = re.compile(r"^\s*License Status\s*:\s*(.+?)\s*$", re.MULTILINE)
@@ -125,6 +162,9 @@ def parse_license_status(text: str) -> list[str]:
     return LICENSE_LINE.findall(text)
 
 
+LICENSE_STATUS = Fact("nvidia-smi -q", parse_license_status)
+
+
 def is_licensed(statuses: list[str]) -> bool:
     return bool(statuses) and all(s.startswith("Licensed") for s in statuses)
 
@@ -132,6 +172,10 @@ def is_licensed(statuses: list[str]) -> bool:
 def parse_driver_versions(text: str) -> set[str]:
     """``nvidia-smi --query-gpu=driver_version --format=csv,noheader``."""
     return {line.strip() for line in text.splitlines() if line.strip()}
+
+
+DRIVER_VERSIONS = Fact("nvidia-smi --query-gpu=driver_version --format=csv,noheader",
+                       parse_driver_versions)
 
 
 FEATURE_TYPE_LINE = re.compile(r"^[ \t]*FeatureType[ \t]*=[ \t]*(\d+)[ \t]*$", re.MULTILINE)

@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from vgpu import stepnames
 from vgpu.errors import InputError, Problem
 from vgpu.provision.report import HostReport, RunReport, StepReport
 from vgpu.provision.requirements import GuestRequirements, MeshPeer, MeshSpec
@@ -144,39 +145,48 @@ def provision_all(
     workers = max(1, min(concurrency, len(jobs)))
 
     def connect(job: Job) -> Transport | HostReport:
-        log = HostLog(log_dir / f"{job.target.name}.log", redactor)
-        log.line(f"=== vgpu provision {'(dry run) ' if dry_run else ''}{job.target.name} "
-                 f"{job.target.user}@{job.target.address}:{job.target.port}")
-        events(job.target.name, "connect", None, "connecting")
-        try:
-            return factory(job.target, log)
-        except ProvisionError as exc:
-            log.line(f"[connect] failed: {exc}")
-            events(job.target.name, "connect", Outcome.FAILED, redactor.redact(exc.message))
-            report = HostReport(job.target.name, job.target.address, log.path)
-            report.steps.append(StepReport("connect", Outcome.FAILED,
-                                           redactor.redact(exc.message), fix=exc.fix))
-            return report
+        return _connect(job, factory, log_dir, redactor, events, dry_run)
 
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="vgpu-connect") as pool:
         connected = list(pool.map(connect, jobs))
 
-    if any("passwordless-ssh" in job.requirements.steps for job in jobs):
+    if any(stepnames.PASSWORDLESS_SSH in job.requirements.steps for job in jobs):
         mesh = mesh_spec(mesh_members or jobs, scenario, state_dir)
         jobs = [dataclasses.replace(job, requirements=dataclasses.replace(
             job.requirements, mesh=mesh)) for job in jobs]
 
     def run(pair: tuple[Job, Transport | HostReport]) -> HostReport:
-        job, transport = pair
-        if isinstance(transport, HostReport):
-            return transport
-        ctx = HostContext(job.target, transport, job.requirements, dry_run=dry_run)
-        try:
-            return provision_host(ctx, build_steps(job.requirements), job.target.address,
-                                  events)
-        finally:
-            transport.close()
+        return _provision_connected(pair[0], pair[1], events, dry_run)
 
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="vgpu-provision") as pool:
         reports = list(pool.map(run, zip(jobs, connected, strict=True)))
     return RunReport(reports, time.monotonic() - started, dry_run)
+
+
+def _connect(job: Job, factory: TransportFactory, log_dir: Path, redactor: Redactor,
+             events: EventSink, dry_run: bool) -> Transport | HostReport:
+    """The host's transport, or its report with the failed connect step."""
+    log = HostLog(log_dir / f"{job.target.name}.log", redactor)
+    log.line(f"=== vgpu provision {'(dry run) ' if dry_run else ''}{job.target.name} "
+             f"{job.target.user}@{job.target.address}:{job.target.port}")
+    events(job.target.name, "connect", None, "connecting")
+    try:
+        return factory(job.target, log)
+    except ProvisionError as exc:
+        log.line(f"[connect] failed: {exc}")
+        events(job.target.name, "connect", Outcome.FAILED, redactor.redact(exc.message))
+        report = HostReport(job.target.name, job.target.address, log.path)
+        report.steps.append(StepReport("connect", Outcome.FAILED,
+                                       redactor.redact(exc.message), fix=exc.fix))
+        return report
+
+
+def _provision_connected(job: Job, transport: Transport | HostReport, events: EventSink,
+                         dry_run: bool) -> HostReport:
+    if isinstance(transport, HostReport):
+        return transport
+    ctx = HostContext(job.target, transport, job.requirements, dry_run=dry_run)
+    try:
+        return provision_host(ctx, build_steps(job.requirements), job.target.address, events)
+    finally:
+        transport.close()

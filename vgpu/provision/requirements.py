@@ -6,6 +6,10 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import loadgen
+from vgpu.container.docker import DOCKER, DockerCli
+from vgpu.container.images import DEFAULT_BASE_IMAGE, default_tag
+
 DRIVER_VERSION_IN_NAME = re.compile(r"(\d{3,}\.\d+(?:\.\d+)?)")
 
 
@@ -47,6 +51,18 @@ class HarnessSpec:
 
 
 @dataclass(frozen=True)
+class HarnessImageSpec:
+    """The harness image a container guest gets: built on the guest FROM ``base_image``
+    with ``ort_package``, or, where ``pull`` names a registry image, pulled and tagged."""
+
+    base_image: str = DEFAULT_BASE_IMAGE
+    pull: str | None = None
+    ort_package: str = "onnxruntime"
+    tag: str = field(default_factory=default_tag)
+    version: str = loadgen.HARNESS_VERSION
+
+
+@dataclass(frozen=True)
 class MeshPeer:
     name: str
     address: str
@@ -81,6 +97,8 @@ class GuestRequirements:
     expected_vgpu_types: tuple[str, ...] = ()  # e.g. ("A100D-1-10C",)
     expected_mig_profiles: tuple[str, ...] = ()  # e.g. ("1g.10gb",)
     harness: HarnessSpec | None = None
+    image: HarnessImageSpec | None = None
+    docker: DockerCli = DOCKER
     mesh: MeshSpec | None = None
 
     @property

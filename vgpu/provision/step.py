@@ -9,7 +9,9 @@ import shlex
 import uuid
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from typing import TypeVar
 
+from vgpu import stepnames
 from vgpu.provision.facts import OsFacts
 from vgpu.provision.requirements import GuestRequirements
 from vgpu.remote.errors import ProvisionError
@@ -88,6 +90,12 @@ class Step(ABC):
     name: str = "step"
     read_only: bool = False  # facts and verification: nothing to apply
 
+    @classmethod
+    def for_guest(cls, requirements: GuestRequirements) -> Step:
+        """The step object for one guest; steps with settings take theirs from
+        ``requirements``."""
+        return cls()
+
     def preflight(self, requirements: GuestRequirements) -> list[tuple[str, str, str]]:
         """Local checks before any host is touched: (field, message, fix) per problem."""
         return []
@@ -119,3 +127,19 @@ class Step(ABC):
             raise self.fail(ctx, f"`{command}` exited {result.exit_code}: {result.tail()}",
                             fix or f"see the host log; run the command on {ctx.name} by hand")
         return result
+
+
+StepClass = TypeVar("StepClass", bound=type[Step])
+
+REGISTRY: dict[str, type[Step]] = {}
+"""Step name -> its class; filled by ``@guest_step`` as vgpu.provision.steps imports them."""
+
+
+def guest_step(cls: StepClass) -> StepClass:
+    """Register a step class under its ``name``, which must be one of vgpu.stepnames.ALL."""
+    if cls.name not in stepnames.ALL:
+        raise ValueError(f"{cls.__name__}.name {cls.name!r} is not in vgpu.stepnames")
+    if REGISTRY.setdefault(cls.name, cls) is not cls:
+        raise ValueError(f"guest step {cls.name!r} is registered twice: "
+                         f"{REGISTRY[cls.name].__name__} and {cls.__name__}")
+    return cls

@@ -1,10 +1,12 @@
 """Builds the three kinds of comparison from stored series: VM vs bare metal, scenario vs
-scenario, run vs baseline (series or reference values)."""
+scenario, run vs baseline (series or reference values); and a scenario's series judged
+against the series its baseline names."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from vgpu.model.scenario import Scenario
 from vgpu.results.compare import (
     Band,
     Check,
@@ -15,14 +17,17 @@ from vgpu.results.compare import (
     check_reference,
     compare_samples,
 )
-from vgpu.results.series import SYSTEM_THROUGHPUT, WORST_P99, SeriesData
+from vgpu.results.series import WORST_P99, SeriesData, load_series
+from vgpu.results.store import ResultStore
 
 
 def _shared_checks(
     candidate: SeriesData, reference: SeriesData, tolerances: Mapping[str, float],
     default_tolerance: float, metrics: list[str] | None = None,
 ) -> list[Check]:
-    names = metrics or [n for n in candidate.samples if n in reference.samples]
+    names = metrics or candidate.judged_metrics or [
+        n for n in candidate.samples if n in reference.samples
+    ]
     checks = []
     for name in names:
         if name not in candidate.samples or name not in reference.samples:
@@ -47,18 +52,20 @@ def compare_series(
     min_gain: float | None = None,
 ) -> Comparison:
     """``vm-vs-bare-metal`` and ``run-vs-baseline`` judge every shared metric (throughput
-    may not drop, latency may not rise, beyond its tolerance). ``scenario-vs-scenario``
-    judges system throughput: the gain must be at least ``min_gain`` (default
-    -tolerance, i.e. not worse)."""
+    may not drop, latency may not rise, beyond its tolerance; a training series only its
+    throughput). ``scenario-vs-scenario`` judges the headline throughput (system samples/s,
+    training images/s): the gain must be at least ``min_gain`` (default -tolerance, i.e.
+    not worse)."""
     per_metric = dict(tolerances or {})
     if kind == "scenario-vs-scenario":
         checks: list[Check] = []
-        if SYSTEM_THROUGHPUT in candidate.samples and SYSTEM_THROUGHPUT in reference.samples:
+        headline = candidate.headline
+        if headline in candidate.samples and headline in reference.samples:
             floor = -tolerance if min_gain is None else min_gain
+            sample = candidate.samples[headline]
             checks.append(compare_samples(
-                SYSTEM_THROUGHPUT, candidate.samples[SYSTEM_THROUGHPUT].values,
-                reference.samples[SYSTEM_THROUGHPUT].values,
-                Band(lower_pct=floor * 100.0), "samples/s",
+                headline, sample.values, reference.samples[headline].values,
+                Band(lower_pct=floor * 100.0), sample.unit,
             ))
         title = f"scenario {candidate.scenario_id} vs scenario {reference.scenario_id}"
     else:
@@ -102,3 +109,47 @@ def default_kind(candidate: SeriesData, reference: SeriesData) -> ComparisonKind
     if candidate.scenario_id != reference.scenario_id:
         return "scenario-vs-scenario"
     return "run-vs-baseline"
+
+
+def baseline_series(
+    store: ResultStore, scenario: Scenario, workload: str, exclude_series: str,
+    run_command: str = "vgpu bench",
+) -> tuple[SeriesData | None, str]:
+    """The series ``scenario``'s baseline names for ``workload``: the named baseline
+    (`vgpu baseline set`), else the newest series of the baseline scenario other than
+    ``exclude_series``; and a note saying which, or why there is none (``run_command`` is
+    what stores a series of the baseline scenario)."""
+    baseline = scenario.baseline
+    if baseline is None:
+        return None, "the scenario names no baseline"
+    if baseline.reference_run:
+        named = store.baseline(baseline.reference_run)
+        if named is None:
+            return None, (f"baseline '{baseline.reference_run}' is not set in {store.path} "
+                          "(`vgpu baseline set RUN_ID --name ...`)")
+        return load_series(store, named.series_id), f"baseline '{baseline.reference_run}'"
+    series_id = store.latest_series(scenario_id=str(baseline.scenario), workload=workload,
+                                    exclude_series=exclude_series)
+    if series_id is None:
+        return None, (f"no ok run of baseline scenario {baseline.scenario} with workload "
+                      f"{workload} in {store.path}: run `{run_command} --scenario "
+                      f"{baseline.scenario}` with the same settings first")
+    return load_series(store, series_id), f"scenario {baseline.scenario}"
+
+
+def judge_against_baseline(
+    store: ResultStore, scenario: Scenario, candidate: SeriesData,
+    run_command: str = "vgpu bench",
+) -> tuple[Comparison | None, str]:
+    """A stored series judged against its scenario's baseline with the scenario's
+    tolerances, and the note of :func:`baseline_series`."""
+    reference, note = baseline_series(store, scenario, candidate.workload,
+                                      candidate.series_id, run_command)
+    if reference is None:
+        return None, note
+    comparison = compare_series(
+        default_kind(candidate, reference), candidate, reference,
+        tolerance=scenario.tolerances.throughput_pct / 100.0,
+        tolerances={WORST_P99: scenario.tolerances.latency_pct / 100.0},
+    )
+    return comparison, note

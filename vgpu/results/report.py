@@ -16,6 +16,7 @@ from vgpu.model.load import load_scenario
 from vgpu.results.compare import Band, Comparison, compare_samples
 from vgpu.results.judge import compare_series
 from vgpu.results.series import SYSTEM_THROUGHPUT, SeriesData, all_series
+from vgpu.results.server_split import series_split, split_rows
 from vgpu.results.stats import summarize
 from vgpu.results.store import ResultStore
 
@@ -255,6 +256,19 @@ def _training_points(series: Sequence[SeriesData]) -> dict[str, list[tuple[float
     return {k: v for k, v in points.items() if len(v) >= 2}
 
 
+def split_sections(store: ResultStore,
+                   series: Sequence[SeriesData]) -> list[tuple[str, Table | Chart]]:
+    """A small table per Triton series: the server-side time per request by instance."""
+    sections: list[tuple[str, Table | Chart]] = []
+    for data in series:
+        split = series_split(store, data)
+        if split:
+            headers, rows = split_rows(split)
+            sections.append((f"Triton server-side time per request (mean over repeats): "
+                             f"{data.label}", Table(headers, rows)))
+    return sections
+
+
 def build_report(
     store: ResultStore,
     comparisons: Sequence[Comparison] = (),
@@ -295,6 +309,7 @@ def build_report(
         recent = inference[-INSTANCE_TABLE_SERIES:]
         sections.append((f"Instances of the latest {len(recent)} series",
                          instance_table(recent)))
+        sections += split_sections(store, recent)
     sections.append(("All runs", runs_table(store)))
     return report
 

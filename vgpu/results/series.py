@@ -14,6 +14,7 @@ from vgpu.results.store import ResultStore
 
 SYSTEM_THROUGHPUT = "system_throughput"
 WORST_P99 = "latency_p99_worst"
+TRAINING_THROUGHPUT = "throughput"  # a training run's total images/s (run-level metric)
 _LOWER_IS_BETTER_WORDS = ("latency", "time", "duration", "seconds")
 
 
@@ -42,12 +43,32 @@ class SeriesData:
     samples: dict[str, Sample] = field(default_factory=dict)
 
     @property
+    def runtimes(self) -> list[str]:
+        """Where the harness ran (container, host) as the instances' records say."""
+        found = {inst.result.platform.runtime for stored in self.instances.values()
+                 for inst in stored if inst.result.platform and inst.result.platform.runtime}
+        return sorted(found)
+
+    @property
     def label(self) -> str:
-        return f"scenario {self.scenario_id} {self.workload} [{self.target_kind}]"
+        where = ", ".join([self.target_kind, *self.runtimes])
+        return f"scenario {self.scenario_id} {self.workload} [{where}]"
 
     @property
     def run_ids(self) -> list[int]:
         return [run.id for run in self.runs]
+
+    @property
+    def headline(self) -> str:
+        """The sample that stands for the series' throughput: the training job's images/s,
+        or the sum of the inference instances' samples/s."""
+        return TRAINING_THROUGHPUT if self.kind == "training" else SYSTEM_THROUGHPUT
+
+    @property
+    def judged_metrics(self) -> list[str] | None:
+        """What a comparison against another series judges: a training series its
+        throughput (its other metrics describe the run), None for every shared sample."""
+        return [TRAINING_THROUGHPUT] if self.kind == "training" else None
 
     @property
     def latency_matters(self) -> bool:

@@ -1,8 +1,9 @@
 """Training benchmarks: launch torchrun across nodes, store results, scaling reports.
 
-``run_training_scenario`` is what `vgpu bench` calls for a scenario's training workloads:
-``targets=None`` runs them on this machine; ``nodes_from_targets`` turns bench targets
-(one per GPU/VM) into training nodes (one per host)."""
+`vgpu train run` and `vgpu bench` of a training scenario call
+``session.run_training_bench``; ``run_training_scenario`` runs and stores one repeat of the
+scenario's training workloads (``targets=None``: on this machine); ``nodes_from_targets``
+turns bench targets (one per GPU/VM) into training nodes (one per host)."""
 
 from __future__ import annotations
 

@@ -1,24 +1,31 @@
-"""Repeats of a scenario's training workloads, stored as one series, and the verdict of the
-series against the scenario's baseline (e.g. its bare-metal counterpart)."""
+"""Repeats of a scenario's training workloads, stored as one series per workload and
+judged against the scenario's baseline (its bare-metal counterpart or a named baseline)
+the way inference series are (`vgpu.results.judge`). :func:`run_training_bench` is what
+`vgpu train run` and `vgpu bench` of a training scenario call."""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from vgpu import catalog
+from vgpu.model.load import load_inventory
 from vgpu.model.scenario import Scenario, TrainingWorkload
-from vgpu.results.compare import Check, band_for, compare_samples
+from vgpu.results.compare import Comparison
+from vgpu.results.judge import judge_against_baseline
 from vgpu.results.records import TargetKind
+from vgpu.results.series import load_series
 from vgpu.results.store import ResultStore
-from vgpu.train.bench import Overrides, TrainingRun, run_training_scenario
+from vgpu.train.bench import Overrides, TrainingRun, local_gpu_count, run_training_scenario
 from vgpu.train.launch import TrainNode
-from vgpu.train.records import THROUGHPUT
+from vgpu.train.targets import inventory_nodes
 
 # On a CPU the study's ResNet50 at batch 1024 would take hours per step: a CPU run is a
 # functional check of the whole path, so it uses the small ResNet unless asked otherwise.
 CPU_CHECK = Overrides(model="resnet-tiny", image_size=32, batch_per_gpu=8)
+RUN_COMMAND = "vgpu train run"
 
 
 @dataclass
@@ -26,45 +33,39 @@ class WorkloadSeries:
     workload: str
     series_id: str
     runs: list[TrainingRun] = field(default_factory=list)
-    check: Check | None = None
+    comparison: Comparison | None = None
     baseline_note: str = ""
 
+
+@dataclass
+class TrainingOutcome:
+    """What `vgpu train run` did: the series of every training workload."""
+
+    scenario: Scenario
+    series: list[WorkloadSeries]
+
     @property
-    def throughputs(self) -> list[float]:
-        return [r.record["totals"]["images_per_s"] for r in self.runs
-                if r.record.get("status") == "ok"]
+    def failure(self) -> str | None:
+        for one in self.series:
+            for run in one.runs:
+                if run.record.get("status") != "ok":
+                    return f"{one.workload}: {run.record.get('reason')}"
+        return None
+
+    @property
+    def verdict_failed(self) -> bool:
+        return any(s.comparison is not None and s.comparison.verdict == "FAIL"
+                   for s in self.series)
 
 
-def series_throughputs(store: ResultStore, series_id: str) -> list[float]:
-    values: list[float] = []
-    for run in store.runs(series_id=series_id, status="ok", kind="training"):
-        values.extend(m.value for m in store.metrics(run.id)
-                      if m.name == THROUGHPUT and m.instance is None)
-    return values
-
-
-def judge_against_baseline(
-    store: ResultStore, scenario: Scenario, series: WorkloadSeries
-) -> None:
-    if scenario.baseline is None or scenario.baseline.scenario is None:
-        series.baseline_note = "the scenario names no baseline scenario"
+def judge_series(store: ResultStore, scenario: Scenario, series: WorkloadSeries) -> None:
+    """The stored series judged against the scenario's baseline (its throughput, with the
+    scenario's tolerance); without an ok run there is nothing to judge."""
+    if not store.runs(series_id=series.series_id, status="ok"):
+        series.baseline_note = "no repeat finished ok"
         return
-    reference_id = store.latest_series(
-        scenario_id=scenario.baseline.scenario, workload=series.workload,
-        exclude_series=series.series_id,
-    )
-    if reference_id is None:
-        series.baseline_note = (
-            f"no ok training run of {scenario.baseline.scenario} ({series.workload}) stored: "
-            f"run `vgpu train run --scenario {scenario.baseline.scenario}` first"
-        )
-        return
-    band = band_for(higher_is_better=True, tolerance=scenario.tolerances.throughput_pct / 100)
-    series.check = compare_samples(
-        THROUGHPUT, series.throughputs, series_throughputs(store, reference_id), band,
-        "images/s",
-    )
-    series.baseline_note = f"against scenario {scenario.baseline.scenario}"
+    series.comparison, series.baseline_note = judge_against_baseline(
+        store, scenario, load_series(store, series.series_id), RUN_COMMAND)
 
 
 def run_training_series(
@@ -90,6 +91,51 @@ def run_training_series(
             )
             one.runs.append(run)
     for one in series.values():
-        judge_against_baseline(store, scenario, one)
+        judge_series(store, scenario, one)
     return list(series.values())
 
+
+def _inventory_nodes(
+    scenario: Scenario, inventory: Path, store: ResultStore
+) -> tuple[list[TrainNode], TargetKind, list[str]]:
+    path = catalog.resolve_inventory(inventory)
+    return inventory_nodes(scenario, load_inventory(path), path,
+                           store.logs_root / "train-hosts")
+
+
+def _close(nodes: Sequence[TrainNode]) -> None:
+    for node in nodes:
+        close = getattr(node.shell, "close", None)
+        if close is not None:
+            close()
+
+
+def run_training_bench(
+    scenario: Scenario,
+    inventory: Path | None,
+    store: ResultStore,
+    *,
+    runs: int | None = None,
+    full_models: bool = False,
+    on_note: Callable[[str], None] = lambda _note: None,
+) -> TrainingOutcome:
+    """The scenario's training workloads on the VMs / bare-metal hosts of ``inventory``
+    (one torchrun node each; ``on_note`` hears what was noted finding them) or, without
+    one, on this machine; ``runs`` repeats (default: the scenario's), stored and judged.
+    Without GPUs the small functional check runs unless ``full_models``."""
+    nodes: list[TrainNode] | None = None
+    target_kind: TargetKind = "local"
+    if inventory is not None:
+        nodes, target_kind, notes = _inventory_nodes(scenario, inventory, store)
+        for note in notes:
+            on_note(note)
+    has_gpus = all(n.gpus for n in nodes) if nodes is not None else local_gpu_count() > 0
+    try:
+        series = run_training_series(
+            scenario, nodes, store.logs_root / "train" / scenario.id, store, repeats=runs,
+            overrides=Overrides() if full_models or has_gpus else CPU_CHECK,
+            target_kind=target_kind,
+        )
+    finally:
+        _close(nodes or [])
+    return TrainingOutcome(scenario, series)

@@ -9,8 +9,9 @@ import tarfile
 from pathlib import Path
 
 import vgpu
+from vgpu import stepnames
 from vgpu.provision.requirements import HarnessSpec
-from vgpu.provision.step import Check, HostContext, Step
+from vgpu.provision.step import Check, HostContext, Step, guest_step
 from vgpu.remote.transport import quote
 
 HARNESS_DIR = ".vgpu/harness"
@@ -50,8 +51,9 @@ def harness_paths(home: str) -> dict[str, str]:
             "python": f"{root}/venv/bin/python", "version": f"{root}/VERSION"}
 
 
+@guest_step
 class HarnessStep(Step):
-    name = "node-harness"
+    name = stepnames.NODE_HARNESS
 
     def _spec(self, ctx: HostContext) -> HarnessSpec:
         spec = ctx.requirements.harness

@@ -10,8 +10,9 @@ from pathlib import Path
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from vgpu import stepnames
 from vgpu.provision.requirements import MeshPeer, MeshSpec
-from vgpu.provision.step import Check, HostContext, Step
+from vgpu.provision.step import Check, HostContext, Step, guest_step
 from vgpu.remote.transport import quote
 
 BEGIN = "# >>> vgpu scenario {scenario} >>>"
@@ -74,8 +75,9 @@ def with_lines(text: str, lines: list[str]) -> str:
     return body + "".join(f"{line}\n" for line in missing)
 
 
+@guest_step
 class MeshStep(Step):
-    name = "passwordless-ssh"
+    name = stepnames.PASSWORDLESS_SSH
 
     def __init__(self) -> None:
         self.stale: dict[str, str] = {}  # file -> desired text, from the latest check

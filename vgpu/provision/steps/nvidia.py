@@ -7,17 +7,17 @@ import hashlib
 import time
 from pathlib import Path
 
+from vgpu import stepnames
 from vgpu.provision.facts import (
-    GPU_LIST_COMMAND,
+    DRIVER_VERSIONS,
+    GPU_LIST,
+    LICENSE_STATUS,
     gridd_feature_type,
     is_licensed,
-    parse_driver_versions,
-    parse_gpu_list,
-    parse_license_status,
     with_feature_type,
 )
 from vgpu.provision.requirements import GuestRequirements, is_url
-from vgpu.provision.step import Check, HostContext, Step
+from vgpu.provision.step import Check, HostContext, Step, guest_step
 from vgpu.provision.steps.system import APT_UPDATED, install_packages, installed_packages
 from vgpu.remote.transport import quote
 
@@ -34,8 +34,9 @@ def sha256_of(ctx: HostContext, path: str, sudo: bool = False) -> str | None:
     return result.stdout.split()[0] if result.ok and result.stdout.strip() else None
 
 
+@guest_step
 class DriverStep(Step):
-    name = "nvidia-driver"
+    name = stepnames.NVIDIA_DRIVER
 
     def preflight(self, req: GuestRequirements) -> list[tuple[str, str, str]]:
         if not req.driver_source:
@@ -55,8 +56,8 @@ class DriverStep(Step):
         return problems
 
     def _versions(self, ctx: HostContext) -> set[str] | None:
-        result = ctx.run("nvidia-smi --query-gpu=driver_version --format=csv,noheader")
-        return parse_driver_versions(result.stdout) if result.ok else None
+        result = ctx.run(DRIVER_VERSIONS.command)
+        return DRIVER_VERSIONS.process(result.stdout) if result.ok else None
 
     def check(self, ctx: HostContext) -> Check:
         want = ctx.requirements.expected_driver_version
@@ -85,8 +86,9 @@ class DriverStep(Step):
                   "and build-essential must be installed")
 
 
+@guest_step
 class ContainerToolkitStep(Step):
-    name = "nvidia-container-toolkit"
+    name = stepnames.CONTAINER_TOOLKIT
     package = "nvidia-container-toolkit"
 
     def _configured(self, ctx: HostContext) -> bool:
@@ -128,8 +130,9 @@ class ContainerToolkitStep(Step):
                   fix="look at `journalctl -u docker` on the guest")
 
 
+@guest_step
 class LicensingStep(Step):
-    name = "vgpu-licensing"
+    name = stepnames.VGPU_LICENSING
 
     def __init__(self) -> None:
         self.last_conf = ""  # gridd.conf as the latest check read it
@@ -166,7 +169,7 @@ class LicensingStep(Step):
         return conf, problems
 
     def _licence(self, ctx: HostContext) -> list[str]:
-        return parse_license_status(ctx.run("nvidia-smi -q").stdout)
+        return LICENSE_STATUS.process(ctx.run(LICENSE_STATUS.command).stdout)
 
     def check(self, ctx: HostContext) -> Check:
         self.last_conf, problems = self._state(ctx)
@@ -203,17 +206,18 @@ class LicensingStep(Step):
             time.sleep(1.0)
 
 
+@guest_step
 class VerifyGpuStep(Step):
-    name = "verify-gpu"
+    name = stepnames.VERIFY_GPU
     read_only = True
 
     def check(self, ctx: HostContext) -> Check:
         req = ctx.requirements
-        result = ctx.run(GPU_LIST_COMMAND)
+        result = ctx.run(GPU_LIST.command)
         if not result.ok:
-            raise self.fail(ctx, f"{GPU_LIST_COMMAND} failed: {result.tail()}",
-                            "install the guest driver (step nvidia-driver) first")
-        listing = parse_gpu_list(result.stdout)
+            raise self.fail(ctx, f"{GPU_LIST.command} failed: {result.tail()}",
+                            f"install the guest driver (step {stepnames.NVIDIA_DRIVER}) first")
+        listing = GPU_LIST.process(result.stdout)
         problems = []
         if req.expected_vgpu_types and sorted(listing.vgpu_types) != sorted(
                 req.expected_vgpu_types):

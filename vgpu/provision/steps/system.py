@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-from vgpu.provision.facts import (
-    OS_FACTS_COMMAND,
-    OsFacts,
-    parse_dpkg_installed,
-    parse_os_facts,
-    parse_rpm_installed,
-)
-from vgpu.provision.step import Check, HostContext, Step
+from vgpu import stepnames
+from vgpu.provision.facts import OS_FACTS, OsFacts, dpkg_installed, rpm_installed
+from vgpu.provision.requirements import GuestRequirements
+from vgpu.provision.step import Check, HostContext, Step, guest_step
 from vgpu.remote.transport import quote
 
 APT_ENV = "DEBIAN_FRONTEND=noninteractive"
@@ -18,8 +14,9 @@ APT_UPDATED = "apt-index-refreshed"
 RPM_NAMES = {"build-essential": ("gcc", "gcc-c++", "make"), "docker.io": ("docker-ce",)}
 
 
+@guest_step
 class OsFactsStep(Step):
-    name = "os-facts"
+    name = stepnames.OS_FACTS
     read_only = True
 
     def check(self, ctx: HostContext) -> Check:
@@ -28,7 +25,7 @@ class OsFactsStep(Step):
 
 
 def read_os_facts(ctx: HostContext, step: Step) -> OsFacts:
-    return parse_os_facts(step.must(ctx, OS_FACTS_COMMAND).stdout)
+    return OS_FACTS.process(step.must(ctx, OS_FACTS.command).stdout)
 
 
 def package_manager(ctx: HostContext, step: Step) -> str:
@@ -50,12 +47,12 @@ def native_names(manager: str, packages: tuple[str, ...]) -> tuple[str, ...]:
 def installed_packages(ctx: HostContext, step: Step, packages: tuple[str, ...]) -> set[str]:
     manager = package_manager(ctx, step)
     names = native_names(manager, packages)
-    quoted = " ".join(quote(p) for p in names)
     if manager == "apt-get":
-        result = ctx.run(f"dpkg-query -W -f='${{Package}}\\t${{Status}}\\n' {quoted}")
-        return parse_dpkg_installed(result.stdout)
-    result = ctx.run(f"rpm -q {quoted}")
-    return parse_rpm_installed(result.stdout + result.stderr, names)
+        dpkg = dpkg_installed(names)
+        return dpkg.process(ctx.run(dpkg.command).stdout)
+    rpm = rpm_installed(names)
+    result = ctx.run(rpm.command)
+    return rpm.process(result.stdout + result.stderr)
 
 
 def install_packages(ctx: HostContext, step: Step, packages: tuple[str, ...]) -> None:
@@ -75,8 +72,7 @@ def install_packages(ctx: HostContext, step: Step, packages: tuple[str, ...]) ->
 class PackagesStep(Step):
     """Packages through the guest's package manager (idempotent: installs only missing)."""
 
-    def __init__(self, name: str, packages: tuple[str, ...]) -> None:
-        self.name = name
+    def __init__(self, packages: tuple[str, ...]) -> None:
         self.packages = packages
         self.last_missing: list[str] = []  # from the latest check; one step object per host
 
@@ -97,14 +93,22 @@ class PackagesStep(Step):
         install_packages(ctx, self, tuple(self.last_missing))
 
 
+@guest_step
 class BasePackagesStep(PackagesStep):
-    def __init__(self, packages: tuple[str, ...]) -> None:
-        super().__init__("base-packages", packages)
+    name = stepnames.BASE_PACKAGES
+
+    @classmethod
+    def for_guest(cls, requirements: GuestRequirements) -> Step:
+        return cls(requirements.base_packages)
 
 
+@guest_step
 class DockerStep(PackagesStep):
-    def __init__(self, package: str) -> None:
-        super().__init__("container-runtime:docker", (package,))
+    name = stepnames.DOCKER
+
+    @classmethod
+    def for_guest(cls, requirements: GuestRequirements) -> Step:
+        return cls((requirements.docker_package,))
 
     def check(self, ctx: HostContext) -> Check:
         self.last_missing = []
@@ -128,9 +132,13 @@ class DockerStep(PackagesStep):
         return detail
 
 
+@guest_step
 class ApptainerStep(PackagesStep):
-    def __init__(self, package: str) -> None:
-        super().__init__("container-runtime:apptainer", (package,))
+    name = stepnames.APPTAINER
+
+    @classmethod
+    def for_guest(cls, requirements: GuestRequirements) -> Step:
+        return cls((requirements.apptainer_package,))
 
     def verify(self, ctx: HostContext) -> str:
         detail = super().verify(ctx)

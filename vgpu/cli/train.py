@@ -14,32 +14,25 @@ import typer
 from rich.table import Table
 
 from loadgen.contract import AllreduceRunSpec
-from vgpu import catalog
-from vgpu.cli import app
 from vgpu.cli.common import console, scenario_from_args
-from vgpu.errors import InputError, RemoteError, VerdictFailed
-from vgpu.model import load_inventory
-from vgpu.results.records import TargetKind
+from vgpu.cli.options import DbOpt, JsonOpt, ScenarioFile, ScenarioRef
+from vgpu.cli.root import app
+from vgpu.cli.train_view import train_and_report
+from vgpu.errors import InputError, RemoteError
 from vgpu.results.store import DEFAULT_DB, ResultStore
-from vgpu.train.bench import Overrides, local_gpu_count, local_node
-from vgpu.train.launch import Launch, TrainNode, run_launch
+from vgpu.train.bench import local_node
+from vgpu.train.launch import Launch, run_launch
 from vgpu.train.report import build_scaling_report, render_scaling_report, store_scaling_report
-from vgpu.train.session import CPU_CHECK, run_training_series
-from vgpu.train.targets import inventory_nodes
 
 train_app = typer.Typer(help="Multinode training benchmarks (PyTorch DDP under torchrun).",
                         no_args_is_help=True)
 app.add_typer(train_app, name="train")
 
-DbOpt = Annotated[Path, typer.Option("--db", help="results database (SQLite file)")]
-
 
 @train_app.command("run")
 def run_command(
-    file: Annotated[Path | None, typer.Argument(help="scenario YAML file",
-                                                show_default=False)] = None,
-    scenario: Annotated[str | None, typer.Option("--scenario", "-s",
-                                                 help="catalogue scenario id")] = None,
+    file: ScenarioFile = None,
+    scenario: ScenarioRef = None,
     runs: Annotated[int | None, typer.Option("--runs", help="repeats (default: the "
                                              "scenario's)")] = None,
     inventory: Annotated[Path | None, typer.Option(
@@ -56,60 +49,7 @@ def run_command(
     if runs is not None and runs < 1:
         raise InputError.single("command line", "--runs", f"must be >= 1, got {runs}",
                                 fix="give --runs 1 or more")
-    with ResultStore.open(db) as store:
-        nodes: list[TrainNode] | None = None
-        target_kind: TargetKind = "local"
-        if inventory is not None:
-            path = catalog.resolve_inventory(inventory)
-            nodes, target_kind, notes = inventory_nodes(
-                sc, load_inventory(path), path, store.logs_root / "train-hosts")
-            for note in notes:
-                console.print(f"note: {note}")
-        has_gpus = all(n.gpus for n in nodes) if nodes is not None else local_gpu_count() > 0
-        over = Overrides() if full_models or has_gpus else CPU_CHECK
-        try:
-            all_series = run_training_series(
-                sc, nodes, store.logs_root / "train" / sc.id, store, repeats=runs,
-                overrides=over, target_kind=target_kind,
-            )
-        finally:
-            for node in nodes or []:
-                close = getattr(node.shell, "close", None)
-                if close is not None:
-                    close()
-    table = Table(title=f"{sc.id}: training runs stored in {db}")
-    for column in ("workload", "repeat", "status", "world", "images/s", "step p50 ms",
-                   "comm share", "params in sync"):
-        table.add_column(column)
-    failure = None
-    for series in all_series:
-        for index, run in enumerate(series.runs):
-            record = run.record
-            if record.get("status") != "ok":
-                failure = failure or f"{series.workload}: {record.get('reason')}"
-                table.add_row(series.workload, str(index), "failed", "-", "-", "-", "-", "-")
-                continue
-            totals = record["totals"]
-            share = record["communication"].get("share_mean")
-            table.add_row(
-                series.workload, str(index), "ok", str(record["world_size"]),
-                f"{totals['images_per_s']:.1f}", f"{totals['step_time_s']['p50'] * 1e3:.1f}",
-                "-" if share is None else f"{share * 100:.1f}%",
-                "yes" if totals["params_in_sync"] else "NO",
-            )
-    console.print(table)
-    for series in all_series:
-        for note in sorted({n for run in series.runs for n in run.notes}):
-            console.print(f"note: {note}")
-        if series.check is not None:
-            console.print(f"{series.workload} {series.baseline_note}: "
-                          f"[bold]{series.check.verdict}[/bold] ({series.check.reason})")
-        else:
-            console.print(f"{series.workload}: no verdict ({series.baseline_note})")
-    if failure:
-        raise RemoteError(failure)
-    if any(s.check is not None and s.check.verdict == "FAIL" for s in all_series):
-        raise VerdictFailed("verdict FAIL against the baseline")
+    train_and_report(sc, inventory, runs, full_models, db)
 
 
 @train_app.command("scaling")
@@ -142,7 +82,7 @@ def probe_command(
     size: Annotated[list[int] | None, typer.Option(
         "--size", help="message size in bytes (repeat)")] = None,
     iterations: Annotated[int, typer.Option("--iterations")] = 20,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Allreduce bus bandwidth over message sizes on this machine (as nccl-tests report)."""
     if ranks < 2:

@@ -1,0 +1,162 @@
+"""PyTorch in-process backend: the built-in models as torch modules (loadgen.torchmodels)
+under ``torch.inference_mode()``, on CUDA for a gpu/mig device, on the CPU otherwise.
+
+torch is imported when the backend opens, after the device binding has set
+CUDA_VISIBLE_DEVICES, so the bound GPU or MIG slice is CUDA device 0. A gpu/mig run on a
+torch without CUDA fails; it never falls back to the CPU. Two batches may be in flight:
+``submit`` starts a batch (on CUDA: copied in from pinned memory, run, and copied out
+without waiting) and a waiter thread hands each finished batch back, so that the SUT
+gathers the next batch while the GPU still runs the last."""
+
+from __future__ import annotations
+
+import os
+import queue
+import sys
+import threading
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from loadgen.backends.base import Done, Feeds
+from loadgen.contract import INPUT_NAMES, ModelSpec
+from loadgen.errors import RunFailed
+
+if TYPE_CHECKING:
+    import torch
+
+IN_FLIGHT = 2
+PROVIDERS = {"cuda": "torch-cuda", "cpu": "torch-cpu"}
+
+
+def import_torch() -> ModuleType:
+    try:
+        import torch
+    except ImportError as exc:
+        raise RunFailed(f"backend torch needs PyTorch, which {sys.executable} cannot import "
+                        f"({exc}): install torch (a CUDA build for device.kind gpu or mig) "
+                        f"or set backend.name to onnxruntime") from exc
+    return torch
+
+
+def choose_device(th: ModuleType, device_kind: str) -> torch.device:
+    if device_kind == "cpu":
+        return th.device("cpu")
+    if not th.cuda.is_available():
+        build = f"built for CUDA {th.version.cuda}" if th.version.cuda else "a CPU-only build"
+        raise RunFailed(
+            f"device.kind {device_kind} needs CUDA, but torch {th.__version__} ({build}) "
+            f"sees no CUDA device with CUDA_VISIBLE_DEVICES="
+            f"{os.environ.get('CUDA_VISIBLE_DEVICES')!r}: install a CUDA build of torch, or "
+            f"check the driver and the device binding")
+    return th.device("cuda", 0)
+
+
+def place_model(th: ModuleType, model: Any, spec: ModelSpec, device: torch.device) -> Any:
+    """The model in the spec's precision on ``device`` (channels-last for ResNet on CUDA)."""
+    dtype = th.float16 if spec.precision == "fp16" else th.float32
+    model = model.to(device=device, dtype=dtype)
+    if device.type == "cuda" and spec.name == "resnet50":
+        model = model.to(memory_format=th.channels_last)
+    return model
+
+
+class TorchBackend:
+    name = "torch"
+
+    def __init__(self, model: ModelSpec, threads: int | None, device_kind: str,
+                 seed: int) -> None:
+        torch = import_torch()
+        from loadgen.torchmodels import build_torch_model
+
+        assert model.variant is not None
+        self._torch = torch
+        if threads:
+            torch.set_num_threads(threads)
+        self.device = choose_device(torch, device_kind)
+        self.on_cuda = self.device.type == "cuda"
+        self.spec, self.seed = model, seed
+        self.input_names = INPUT_NAMES[model.name]
+        self.module = place_model(torch, build_torch_model(model.name, model.variant, seed),
+                                  model, self.device)
+        self.concurrency = IN_FLIGHT
+        self._slots = threading.Semaphore(self.concurrency)
+        self._finished: queue.Queue[tuple[Any, list[Any], Done] | None] = queue.Queue()
+        self._waiter = threading.Thread(target=self._wait_loop, daemon=True, name="torch-wait")
+        self._waiter.start()
+
+    def _forward(self, feeds: Feeds) -> list[torch.Tensor]:
+        torch = self._torch
+        tensors = []
+        for name in self.input_names:
+            tensor = torch.from_numpy(np.ascontiguousarray(feeds[name]))
+            if self.on_cuda:
+                tensor = tensor.pin_memory().to(self.device, non_blocking=True)
+            tensors.append(tensor)
+        with torch.inference_mode():
+            return list(self.module(*tensors))
+
+    def infer(self, feeds: Feeds) -> list[np.ndarray]:
+        return [output.cpu().numpy() for output in self._forward(feeds)]
+
+    def submit(self, feeds: Feeds, done: Done) -> None:
+        self._slots.acquire()
+        try:
+            outputs = self._forward(feeds)
+            fence = None
+            if self.on_cuda:
+                outputs = [out.to("cpu", non_blocking=True) for out in outputs]
+                fence = self._torch.cuda.Event()
+                fence.record()
+        except Exception as exc:
+            self._slots.release()
+            done(None, exc)
+            return
+        self._finished.put((fence, outputs, done))
+
+    def _wait_loop(self) -> None:
+        while (job := self._finished.get()) is not None:
+            fence, outputs, done = job
+            try:
+                if fence is not None:
+                    fence.synchronize()
+                arrays = [tensor.numpy() for tensor in outputs]
+            except Exception as exc:
+                self._slots.release()
+                done(None, exc)
+                continue
+            self._slots.release()
+            done(arrays, None)
+
+    def describe(self) -> dict[str, Any]:
+        torch = self._torch
+        cudnn = torch.backends.cudnn
+        return {
+            "name": self.name,
+            "torch_version": torch.__version__,
+            "cuda_version": torch.version.cuda,
+            "cudnn_version": cudnn.version() if cudnn.is_available() else None,
+            "execution_provider": PROVIDERS[self.device.type],
+            "device": str(self.device),
+            "device_name": torch.cuda.get_device_name(self.device) if self.on_cuda else None,
+            "precision": self.spec.precision,
+            "weight_seed": self.seed,
+            "intra_op_threads": torch.get_num_threads(),
+            "in_flight": self.concurrency,
+            "channels_last": self.on_cuda and self.spec.name == "resnet50",
+        }
+
+    def mark_statistics_start(self) -> None:
+        return None
+
+    def statistics(self) -> dict[str, Any] | None:
+        return None
+
+    def close(self) -> None:
+        self._finished.put(None)
+        self._waiter.join(timeout=60)
+        self.module = None
+        if self.on_cuda:
+            self._torch.cuda.synchronize()
+            self._torch.cuda.empty_cache()

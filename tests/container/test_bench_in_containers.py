@@ -1,0 +1,130 @@
+"""`vgpu bench --runtime container` on this machine: every harness instance of scenario 6
+runs in its own container of the harness image (seen in `docker ps` during the run), the
+records carry the image and its ID, and a container killed mid-run fails that instance
+with the reason while the others are stored."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.labs.dockerlab import HarnessLab
+from vgpu.container import docker
+from vgpu.container.spec import INSTANCE_LABEL, RUN_LABEL
+from vgpu.results.store import ResultStore
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.timeout(2400)]
+ROOT = Path(__file__).resolve().parents[2]
+INSTANCES = {"s6-4g", "s6-2g", "s6-1g"}
+
+
+def _bench(lab: HarnessLab, db: Path, duration: str, runs: str) -> subprocess.Popen[str]:
+    host = lab.lab.cli.host
+    assert host is not None
+    argv = [sys.executable, "-m", "vgpu", "bench", "--scenario", "6", "-w", "resnet50-offline",
+            "--runs", runs, "--duration", duration, "--db", str(db), "--no-report",
+            "--runtime", "container", "--image", lab.image.tag, "--docker-host", host]
+    return subprocess.Popen(argv, cwd=db.parent, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def _running(lab: HarnessLab) -> dict[str, str]:
+    """Instance -> container name of vgpu's running harness containers."""
+    fmt = '{{.Names}} {{.Label "' + INSTANCE_LABEL + '"}}'
+    argv = lab.lab.cli.argv("ps", "--filter", f"label={RUN_LABEL}", "--format", fmt)
+    listing = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=60)
+    pairs = (line.split() for line in docker.output_lines(listing.stdout))
+    return {instance: name for name, instance in pairs}
+
+
+def _watch(lab: HarnessLab, process: subprocess.Popen[str], until: float,
+           wanted: int) -> dict[str, str]:
+    """Polls `docker ps` while the bench runs; the first listing with ``wanted`` of
+    vgpu's containers running (or {} when the bench ended first)."""
+    while time.monotonic() < until and process.poll() is None:
+        seen = _running(lab)
+        if len(seen) >= wanted:
+            return seen
+        time.sleep(0.2)
+    return {}
+
+
+def test_every_instance_runs_in_its_own_container(docker_lab: HarnessLab,
+                                                  tmp_path: Path) -> None:
+    process = _bench(docker_lab, tmp_path / "r.db", duration="3", runs="1")
+    seen = _watch(docker_lab, process, time.monotonic() + 600, len(INSTANCES))
+    out, err = process.communicate(timeout=600)
+    assert process.returncode == 0, out + err
+    assert set(seen) == INSTANCES, seen
+    assert "container runtime: each instance in its own container of" in out + err
+    with ResultStore.open(tmp_path / "r.db") as store:
+        [run] = store.runs(status="ok")
+        instances = store.instances(run.id)
+        assert {i.result.name for i in instances} == INSTANCES
+        for item in instances:
+            platform = item.result.platform
+            assert platform is not None and platform.runtime == "container"
+            assert platform.container_image == docker_lab.image.tag
+            assert platform.container_image_id == docker_lab.image.image_id
+            assert platform.ort_package == "onnxruntime" and platform.ort_version
+            assert item.result.throughput and item.result.throughput > 0
+
+
+def test_a_killed_container_fails_its_instance_and_the_others_are_stored(
+        docker_lab: HarnessLab, tmp_path: Path) -> None:
+    process = _bench(docker_lab, tmp_path / "r.db", duration="20", runs="1")
+    deadline = time.monotonic() + 600
+    # After the probe round, the timed round's three containers run together.
+    seen = {}
+    while time.monotonic() < deadline and process.poll() is None:
+        seen = _watch(docker_lab, process, deadline, len(INSTANCES))
+        if seen and "-run-" in seen["s6-2g"]:
+            break
+        time.sleep(0.5)
+    assert seen and "-run-" in seen["s6-2g"], seen
+    time.sleep(5)  # well inside the 20 s timed run
+    subprocess.run(docker.kill_argv([seen["s6-2g"]], docker_lab.lab.cli), check=True,
+                   capture_output=True, timeout=60)
+    out, err = process.communicate(timeout=600)
+    assert process.returncode == 1, out + err
+    assert "instance s6-2g: harness container was killed by signal 9" in " ".join(err.split())
+    with ResultStore.open(tmp_path / "r.db") as store:
+        [run] = store.runs()
+        assert run.status == "failed"
+        by_name = {i.result.name: i.result for i in store.instances(run.id)}
+        assert by_name["s6-2g"].status == "failed"
+        for name in ("s6-4g", "s6-1g"):
+            assert by_name[name].status == "ok" and by_name[name].throughput
+    assert _running(docker_lab) == {}
+
+
+def test_container_and_host_runs_of_one_scenario_are_compared(docker_lab: HarnessLab,
+                                                              tmp_path: Path) -> None:
+    db = tmp_path / "r.db"
+    in_container = _bench(docker_lab, db, duration="2", runs="2")
+    out, err = in_container.communicate(timeout=900)
+    assert in_container.returncode == 0, out + err
+    on_host = subprocess.run(
+        [sys.executable, "-m", "vgpu", "bench", "--scenario", "6", "-w", "resnet50-offline",
+         "--runs", "2", "--duration", "2", "--db", str(db), "--no-report"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=900,
+        env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert on_host.returncode == 0, on_host.stdout + on_host.stderr
+    with ResultStore.open(db) as store:
+        runs = store.runs(status="ok")
+    container_run, host_run = runs[0].id, runs[-1].id
+    compared = subprocess.run(
+        [sys.executable, "-m", "vgpu", "compare", str(container_run), str(host_run),
+         "--db", str(db), "--tolerance", "50"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT)})
+    text = " ".join((compared.stdout + compared.stderr).split())
+    assert compared.returncode in (0, 3), text
+    assert "[local, container]" in text and "[local, host]" in text
+    assert "verdict:" in text

@@ -1,0 +1,127 @@
+"""The package's import graph, read from the source with ``ast`` (every import, also those
+inside functions): vgpu has no import cycle, the harness (loadgen/) never imports vgpu,
+vgpu reaches the harness only through its contract, and only the CLI layer imports the
+CLI."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("vgpu", "loadgen")
+HARNESS_API = {"loadgen", "loadgen.contract"}
+CLI_ENTRY_POINTS = {"vgpu.__main__"}  # `python -m vgpu` runs the CLI
+
+Graph = dict[str, set[str]]
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(path): path
+            for package in PACKAGES for path in sorted((ROOT / package).rglob("*.py"))}
+
+
+def _absolute(node: ast.ImportFrom, module: str, is_package: bool) -> str:
+    if node.level == 0:
+        return node.module or ""
+    base = module.split(".")
+    base = base if is_package else base[:-1]
+    base = base[:len(base) - (node.level - 1)]
+    return ".".join([*base, node.module] if node.module else base)
+
+
+def _imported(tree: ast.AST, module: str, is_package: bool, known: set[str]) -> Iterator[str]:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            source = _absolute(node, module, is_package)
+            for alias in node.names:
+                submodule = f"{source}.{alias.name}"
+                yield submodule if submodule in known else source
+
+
+def import_graph() -> Graph:
+    """Module -> the vgpu/loadgen modules it imports. ``from pkg import name`` imports
+    ``pkg.name`` when that is a module, else ``pkg`` itself (its ``__init__``)."""
+    modules = _modules()
+    known = set(modules)
+    graph: Graph = {}
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(), str(path))
+        is_package = path.name == "__init__.py"
+        graph[name] = {target for target in _imported(tree, name, is_package, known)
+                       if target.split(".")[0] in PACKAGES and target != name}
+    return graph
+
+
+def find_cycle(graph: Graph) -> list[str] | None:
+    """One cycle among the modules of ``graph`` (edges to unknown names are ignored)."""
+    state: dict[str, str] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = "open"
+        stack.append(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in graph:
+                continue
+            if state.get(target) == "open":
+                return [*stack[stack.index(target):], target]
+            if target not in state and (found := visit(target)) is not None:
+                return found
+        stack.pop()
+        state[node] = "done"
+        return None
+
+    for start in sorted(graph):
+        if start not in state and (found := visit(start)) is not None:
+            return found
+    return None
+
+
+def _in(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+def test_vgpu_has_no_import_cycle() -> None:
+    graph = import_graph()
+    vgpu = {name: {t for t in targets if _in(t, "vgpu")}
+            for name, targets in graph.items() if _in(name, "vgpu")}
+    cycle = find_cycle(vgpu)
+    assert cycle is None, " -> ".join(cycle or [])
+
+
+def test_the_harness_never_imports_vgpu() -> None:
+    offenders = {name: sorted(t for t in targets if _in(t, "vgpu"))
+                 for name, targets in import_graph().items() if _in(name, "loadgen")}
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_vgpu_reaches_the_harness_only_through_its_contract() -> None:
+    offenders = {name: sorted(t for t in targets if _in(t, "loadgen") and t not in HARNESS_API)
+                 for name, targets in import_graph().items() if _in(name, "vgpu")}
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_only_the_cli_layer_imports_the_cli() -> None:
+    offenders = {name: sorted(t for t in targets if _in(t, "vgpu.cli"))
+                 for name, targets in import_graph().items()
+                 if _in(name, "vgpu") and not _in(name, "vgpu.cli")
+                 and name not in CLI_ENTRY_POINTS}
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_the_graph_sees_function_level_imports() -> None:
+    graph = import_graph()
+    assert "vgpu.cli.bench" in graph["vgpu.cli"]  # imported inside _register()
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None

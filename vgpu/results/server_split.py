@@ -1,0 +1,51 @@
+"""The Triton server-side split of a request's time: queue, compute input, compute infer
+and compute output, in mean microseconds per request over a timed run, stored as metrics
+of each instance (``triton_queue_us`` ...). Instance metrics are not judged against
+baselines: they explain a throughput or latency, they are not one."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from vgpu.results.series import SeriesData
+from vgpu.results.store import ResultStore
+
+SPLIT_METRICS = {
+    "queue": "triton_queue_us",
+    "compute_input": "triton_compute_input_us",
+    "compute_infer": "triton_compute_infer_us",
+    "compute_output": "triton_compute_output_us",
+}
+SPLIT_LABELS = {"queue": "queue", "compute_input": "compute input",
+                "compute_infer": "compute infer", "compute_output": "compute output"}
+SPLIT_UNIT = "us"
+_KIND_OF = {name: kind for kind, name in SPLIT_METRICS.items()}
+
+Split = dict[str, dict[str, float]]  # instance -> split kind -> mean us per request
+
+
+def series_split(store: ResultStore, series: SeriesData) -> Split:
+    """Per instance, each part of the split averaged over the series' ok repeats; empty
+    when the series did not run on Triton."""
+    values: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for run in series.runs:
+        for metric in store.metrics(run.id):
+            kind = _KIND_OF.get(metric.name)
+            if kind is not None and metric.instance is not None:
+                values[metric.instance][kind].append(metric.value)
+    return {
+        instance: {kind: sum(v) / len(v) for kind, v in kinds.items()}
+        for instance, kinds in values.items()
+    }
+
+
+def split_rows(split: Split) -> tuple[list[str], list[list[str]]]:
+    """Headers and rows of a table of the split: one row per instance."""
+    headers = ["instance", *(f"{SPLIT_LABELS[k]} us" for k in SPLIT_METRICS), "total us"]
+    rows = []
+    for instance, kinds in sorted(split.items()):
+        cells = [kinds.get(k) for k in SPLIT_METRICS]
+        total = sum(c for c in cells if c is not None)
+        rows.append([instance, *("-" if c is None else f"{c:.4g}" for c in cells),
+                     f"{total:.4g}"])
+    return headers, rows
