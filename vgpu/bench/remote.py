@@ -132,6 +132,15 @@ def bare_metal_placements(scenario: Scenario, inventory: Inventory,
     ]
 
 
+def scenario_placements(scenario: Scenario, inventory: Inventory,
+                        inventory_path: Path) -> list[Placement]:
+    """Where the scenario's instances run on an inventory: its VMs as vCenter reports
+    them, or its bare-metal hosts. Bench and training both start from here."""
+    if scenario.platform == "vsphere":
+        return vsphere_placements(scenario, inventory, inventory_path)
+    return bare_metal_placements(scenario, inventory, inventory_path)
+
+
 def build_targets(
     placements: list[Placement],
     log_root: Path,

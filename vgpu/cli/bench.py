@@ -286,7 +286,7 @@ def _inventory_targets(
     scenario: Scenario, inventory: Path, log_root: Path, allow_cpu: bool,
     runtime: RuntimeOptions,
 ) -> tuple[list[Target], list[str], DockerCli]:
-    from vgpu.bench.remote import bare_metal_placements, build_targets, vsphere_placements
+    from vgpu.bench.remote import build_targets, scenario_placements
 
     path = catalog.resolve_inventory(inventory)
     loaded = load_inventory(path)
@@ -294,10 +294,7 @@ def _inventory_targets(
         # This machine only: its devices come from NVML (or the GPU simulator), as without
         # an inventory, so MIG devices `vgpu apply` created are found by their owner.
         return (*local_targets(scenario, devices.discover(), log_root), loaded.docker_cli())
-    if scenario.platform == "vsphere":
-        placements = vsphere_placements(scenario, loaded, path)
-    else:
-        placements = bare_metal_placements(scenario, loaded, path)
+    placements = scenario_placements(scenario, loaded, path)
     targets, notes = build_targets(placements, log_root, allow_cpu=allow_cpu,
                                    container=remote_container(scenario, loaded, runtime))
     return targets, notes, loaded.docker_cli()

@@ -101,12 +101,9 @@ def inventory_nodes(
 ) -> tuple[list[TrainNode], TargetKind, list[str]]:
     """The scenario's VMs (as vCenter reports them) or bare-metal hosts of the inventory,
     reached over SSH with the harness `vgpu provision` installed, as training nodes."""
-    from vgpu.bench.remote import bare_metal_placements, build_targets, vsphere_placements
+    from vgpu.bench.remote import build_targets, scenario_placements
 
-    if scenario.platform == "vsphere":
-        placements = vsphere_placements(scenario, inventory, inventory_path)
-    else:
-        placements = bare_metal_placements(scenario, inventory, inventory_path)
+    placements = scenario_placements(scenario, inventory, inventory_path)
     # Training checks its devices through torch on every node (probe_node), not through
     # ONNX Runtime's providers, so the inference harness's GPU-provider rule is not applied.
     targets, notes = build_targets(placements, log_root, allow_cpu=True)
