@@ -10,6 +10,10 @@ from pathlib import Path
 from vgpu.model.inventory import Inventory
 from vgpu.model.plan import Plan
 from vgpu.model.scenario import Scenario
+from vgpu.nvml.backend import GpuBackend
+from vgpu.nvml.layout import ApplyResult
+from vgpu.nvml.spec import LayoutSpec
+from vgpu.nvml.state import StateStore
 from vgpu.plan import build_plan
 
 Log = Callable[[str], None]
@@ -42,27 +46,42 @@ def apply_bare_metal(scenario: Scenario, inventory: Inventory | None,
     return lines
 
 
+def apply_layouts_here(
+    backend: GpuBackend, specs: list[LayoutSpec], stores: Callable[[], StateStore], *,
+    source: str, gpu_flag_given: bool = False, enable_mig: bool = False,
+    replace_existing: bool = False, dry_run: bool = False, log: Log = print,
+) -> list[ApplyResult]:
+    """The one way a MIG layout is applied on this machine (`vgpu mig apply` and `vgpu
+    apply` of a bare-metal scenario): every planned GPU checked first, then each layout."""
+    from vgpu.nvml.layout import apply_layout
+    from vgpu.nvml.preconditions import check_gpus_present
+
+    check_gpus_present(backend, specs, source, gpu_flag_given=gpu_flag_given)
+    return [apply_layout(backend, spec, stores(), enable_mig=enable_mig,
+                         replace_existing=replace_existing, dry_run=dry_run, source=source,
+                         log=log) for spec in specs]
+
+
+def result_lines(result: ApplyResult, prefix: str = "") -> list[str]:
+    """What was done on one GPU, a line each, ``prefix`` before every line (the host)."""
+    lines = [f"{prefix}GPU {result.gpu}: {a}" for a in result.actions]
+    lines += [f"{prefix}GPU {result.gpu}: {c.owner}: {c.profile}@{c.start} -> {c.uuid}"
+              for c in result.created]
+    return lines
+
+
 def _apply_here(plan: Plan, host: str, scenario: Scenario, enable_mig: bool, dry_run: bool,
                 log: Log) -> list[str]:
     from vgpu.nvml.from_plan import layouts_from_plan
-    from vgpu.nvml.layout import apply_layout
-    from vgpu.nvml.preconditions import check_gpus_present
     from vgpu.nvml.select import backend_for_this_machine
-    from vgpu.nvml.state import StateStore
 
     backend = backend_for_this_machine()
     if backend.simulated:
         log(backend.description)
-    lines: list[str] = []
     specs = layouts_from_plan(plan, None, host=host if len(plan.hosts) > 1 else None)
-    check_gpus_present(backend, specs, scenario.source or scenario.id, gpu_flag_given=False)
-    for spec in specs:
-        result = apply_layout(backend, spec, StateStore(), enable_mig=enable_mig,
-                              dry_run=dry_run, source=scenario.source or scenario.id, log=log)
-        lines += [f"{host} GPU {result.gpu}: {a}" for a in result.actions]
-        lines += [f"{host} GPU {result.gpu}: {c.owner}: {c.profile}@{c.start} -> {c.uuid}"
-                  for c in result.created]
-    return lines
+    results = apply_layouts_here(backend, specs, StateStore, source=scenario.source or
+                                 scenario.id, enable_mig=enable_mig, dry_run=dry_run, log=log)
+    return [line for result in results for line in result_lines(result, f"{host} ")]
 
 
 def _apply_remote(plan: Plan, host: str, scenario: Scenario, inventory: Inventory,

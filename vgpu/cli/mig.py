@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from vgpu.baremetal import apply_layouts_here, result_lines
 from vgpu.cli.common import console, inventory_from_args, scenario_from_args
 from vgpu.cli.options import JsonOpt, ScenarioFile, ScenarioRef
 from vgpu.cli.root import app
@@ -19,8 +20,6 @@ from vgpu.errors import InputError
 from vgpu.nvml.backend import GpuBackend
 from vgpu.nvml.catalogue_check import check_catalogue
 from vgpu.nvml.from_plan import layouts_from_plan
-from vgpu.nvml.layout import apply_layout
-from vgpu.nvml.preconditions import check_gpus_present
 from vgpu.nvml.select import SIMULATOR_ENV, backend_for_this_machine
 from vgpu.nvml.simulator import SimulatedGpuBackend
 from vgpu.nvml.state import StateStore
@@ -130,10 +129,10 @@ def apply(
         raise InputError.single("command line", "--state-file", "one state file cannot hold "
                                 f"the layouts of {len(specs)} GPUs", fix="leave it out")
     backend = _backend(simulator)
-    check_gpus_present(backend, specs, source, gpu_flag_given=gpu is not None)
-    results = [apply_layout(backend, spec, _store(state_file), enable_mig=enable_mig,
-                            replace_existing=replace_existing, dry_run=dry_run, source=source,
-                            log=notice.print) for spec in specs]
+    results = apply_layouts_here(backend, specs, lambda: _store(state_file), source=source,
+                                 gpu_flag_given=gpu is not None, enable_mig=enable_mig,
+                                 replace_existing=replace_existing, dry_run=dry_run,
+                                 log=notice.print)
     if as_json:
         typer.echo(json.dumps({"simulated": backend.simulated, "results": [
             {"gpu": r.gpu, "dry_run": r.dry_run, "already_applied": r.already_applied,
@@ -143,10 +142,8 @@ def apply(
             indent=2))
         return
     for r in results:
-        for line in r.actions:
-            console.print(f"GPU {r.gpu}: {line}")
-        for c in r.created:
-            console.print(f"GPU {r.gpu}: {c.owner}: {c.profile}@{c.start} -> {c.uuid}")
+        for line in result_lines(r):
+            console.print(line)
         if r.created:
             console.print(f"GPU {r.gpu}: verified: {len(r.created)} MIG devices match the plan")
 
