@@ -2,7 +2,7 @@
 measured side by side: the same spec (model, batch, threads, LoadGen settings) run
 alternately on the host and in a container of the harness image (private Docker daemon
 of tests/labs/dockerlab.py, image built FROM a local Debian base with the CPU
-onnxruntime), several rounds, the order swapped every round.
+onnxruntime of the host venv's version), several rounds, the order swapped every round.
 
 Prints each round's samples/s and the ratio container/host, then the median ratio
 (goal >= 0.98), and the same from the harness's CPU time per sample, which other load on
@@ -23,6 +23,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -100,7 +101,10 @@ def main() -> int:
     ratios: list[float] = []
     cpu_ratios: list[float] = []
     with DockerLab() as lab, tempfile.TemporaryDirectory(prefix="vgpu-ovh-") as folder:
-        image = lab.build_harness().tag
+        # The same ONNX Runtime as the host venv, so the ratio is the container's cost and
+        # not a difference between two ORT releases.
+        image = lab.build_harness(tag="vgpu-harness:overhead",
+                                  ort_version=metadata.version("onnxruntime")).tag
         work = Path(folder)
         # A short host run builds the shared model cache and measures the rate that LoadGen's
         # Offline expected QPS is then set from (x1.1), so both runs last about --seconds.

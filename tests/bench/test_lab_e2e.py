@@ -5,16 +5,15 @@ workload on this machine, and reported."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sysconfig
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.core.cli import run_cli
-from tests.labs.sshlab import SshLab
+from tests.labs.sshlab import SshLab, lab_host_targets
 from tests.labs.sshlab import lab_available as ssh_lab_available
 from tests.labs.vcsim import VcsimLab
 from tests.labs.vcsim import lab_available as vcsim_available
@@ -29,7 +28,7 @@ from vgpu.provision.adapter import HarnessOptions, harness_spec
 from vgpu.provision.fanout import Job, provision_all
 from vgpu.provision.requirements import GuestRequirements
 from vgpu.remote.redact import Redactor
-from vgpu.remote.targets import ConnectOptions, HostTarget
+from vgpu.remote.targets import ConnectOptions
 from vgpu.results.report import build_report, write_report
 from vgpu.results.store import ResultStore
 
@@ -53,15 +52,6 @@ def labs() -> Iterator[tuple[VcsimLab, SshLab]]:
         yield vcenter, ssh
 
 
-def _lab_host_target(ssh: SshLab) -> Callable[[HostTarget], HostTarget]:
-    by_address = {host.address: host for host in ssh.hosts}
-
-    def to_lab(target: HostTarget) -> HostTarget:
-        host = by_address[target.address]
-        return dataclasses.replace(target, port=host.port, user=host.user,
-                                   key_file=host.key_path, known_hosts=host.known_hosts_path)
-
-    return to_lab
 
 
 def test_scenario_6_apply_provision_bench_over_ssh_compare_with_bare_metal_and_report(
@@ -79,7 +69,7 @@ def test_scenario_6_apply_provision_bench_over_ssh_compare_with_bare_metal_and_r
     assert [(p.instance, p.host_target.address if p.host_target else None)
             for p in placements] == [("s6-4g", "127.0.0.11"), ("s6-2g", "127.0.0.12"),
                                      ("s6-1g", "127.0.0.13")]
-    to_lab = _lab_host_target(ssh)
+    to_lab = lab_host_targets(ssh)
 
     # provision: the node harness in a venv on every VM (its Python packages from ours)
     harness = harness_spec(HarnessOptions(

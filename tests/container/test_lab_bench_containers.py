@@ -6,7 +6,6 @@ record carries the runtime and the image ID."""
 
 from __future__ import annotations
 
-import dataclasses
 import shutil
 import subprocess
 import threading
@@ -17,7 +16,7 @@ import pytest
 
 from tests.core.cli import run_cli
 from tests.labs.dockerlab import HarnessLab
-from tests.labs.sshlab import SshLab
+from tests.labs.sshlab import SshLab, lab_host_targets
 from tests.labs.sshlab import lab_available as ssh_lab_available
 from tests.labs.vcsim import VcsimLab
 from tests.labs.vcsim import lab_available as vcsim_available
@@ -31,7 +30,7 @@ from vgpu.container.local import memlock_unlimited_allowed
 from vgpu.container.spec import INSTANCE_LABEL, RUN_LABEL
 from vgpu.errors import RemoteError
 from vgpu.model.load import load_inventory, load_scenario
-from vgpu.remote.targets import ConnectOptions, HostTarget
+from vgpu.remote.targets import ConnectOptions
 from vgpu.results.store import ResultStore
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,14 +46,6 @@ pytestmark = [
 ]
 
 
-def _to_lab(ssh: SshLab):  # type: ignore[no-untyped-def]
-    by_address = {host.address: host for host in ssh.hosts}
-
-    def to_lab(target: HostTarget) -> HostTarget:
-        host = by_address[target.address]
-        return dataclasses.replace(target, port=host.port, user=host.user,
-                                   key_file=host.key_path, known_hosts=host.known_hosts_path)
-    return to_lab
 
 
 def _running(cli: DockerCli) -> set[str]:
@@ -93,11 +84,11 @@ def _bench_on_the_lab(launch: ContainerLaunch, docker_lab: HarnessLab, tmp_path:
                                         inventory_path)
         with pytest.raises(RemoteError, match=r"s6-4g on s6-4g: planned 4g.40gb, but the "
                            r"harness there finds no GPU provider"):
-            build_targets(placements, tmp_path / "refused", FAST, _to_lab(ssh),
+            build_targets(placements, tmp_path / "refused", FAST, lab_host_targets(ssh),
                           container=launch)
         with ResultStore.open(tmp_path / "r.db") as store:
             targets, _notes = build_targets(placements, store.logs_root / "ssh", FAST,
-                                            _to_lab(ssh), allow_cpu=True, container=launch)
+                                            lab_host_targets(ssh), allow_cpu=True, container=launch)
             seen: set[str] = set()
             done = threading.Event()
 

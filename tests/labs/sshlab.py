@@ -18,6 +18,7 @@ server processes and the temp directory. Needs root and ``/usr/sbin/sshd``.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import os
 import shutil
@@ -28,9 +29,12 @@ import tempfile
 import time
 import uuid
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+
+from vgpu.remote.targets import HostTarget
 
 SSHD = Path("/usr/sbin/sshd")
 GUEST_SIM_DIR = Path(__file__).with_name("guest_sim")
@@ -424,3 +428,16 @@ def fake_driver_installer(directory: Path, version: str = "535.154.05") -> Path:
     )
     path.chmod(0o755)
     return path
+
+
+def lab_host_targets(lab: SshLab) -> Callable[[HostTarget], HostTarget]:
+    """Maps a planned guest (its IP from the plan) to the lab host serving that address:
+    the port, user, key and known_hosts of the lab's sshd for it."""
+    by_address = {host.address: host for host in lab.hosts}
+
+    def to_lab(target: HostTarget) -> HostTarget:
+        host = by_address[target.address]
+        return dataclasses.replace(target, port=host.port, user=host.user,
+                                   key_file=host.key_path, known_hosts=host.known_hosts_path)
+
+    return to_lab
