@@ -86,32 +86,3 @@ def build_model(name: str) -> ResNet:
 def num_classes(name: str) -> int:
     return RESNET_SHAPES[name].num_classes
 
-
-def activation_bytes_per_sample(name: str, image_size: int, bytes_per_element: float) -> float:
-    """Bytes kept for backward per input sample, counted on the meta device (no memory used):
-    the outputs of every leaf module, which is what autograd saves for a ResNet. In-place
-    ReLUs overwrite their input, so they add nothing."""
-    # eval(): batch-norm in training mode refuses one sample when a stage shrinks to 1x1.
-    model = build_model(name).to("meta").eval()
-    total = 0
-
-    def count(_module: nn.Module, _inputs: object, output: torch.Tensor) -> None:
-        nonlocal total
-        total += output.numel()
-
-    hooks = [
-        module.register_forward_hook(count)
-        for module in model.modules()
-        if not list(module.children()) and not isinstance(module, nn.ReLU)
-    ]
-    try:
-        with torch.no_grad():
-            model(torch.empty(1, 3, image_size, image_size, device="meta"))
-    finally:
-        for hook in hooks:
-            hook.remove()
-    return total * bytes_per_element
-
-
-def parameter_count(name: str) -> int:
-    return sum(p.numel() for p in build_model(name).to("meta").parameters())
