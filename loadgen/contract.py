@@ -57,6 +57,8 @@ INPUT_NAMES: dict[str, tuple[str, ...]] = {
 DEFAULT_TRITON_PORT: dict[str, int] = {"grpc": 8001, "http": 8000}
 TRITON_ONLY_OPTIONS = ("url", "protocol", "model_name", "in_flight")
 BOTTLENECK_EXPANSION = 4
+DEFAULT_ACCURACY_SAMPLES = 256
+ACCURACY_DATASET_KEYS = ("images", "labels")
 
 
 @dataclass(frozen=True)
@@ -154,6 +156,22 @@ class LoadgenSpec:
 
 
 @dataclass(frozen=True)
+class AccuracySpec:
+    """The accuracy gate: after the performance run, a LoadGen AccuracyOnly pass over
+    ``samples`` samples. Without ``dataset`` the labels are an fp32 CPU reference run of
+    the same model on the same inputs (cached in ``cache_dir``, default the model cache's
+    ``references`` folder); ``dataset`` is an .npz of ``images`` and ``labels``."""
+
+    target: float
+    dataset: str | None = None
+    samples: int = DEFAULT_ACCURACY_SAMPLES
+    cache_dir: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return _present(asdict(self))
+
+
+@dataclass(frozen=True)
 class InferenceRunSpec:
     """``python -m loadgen run SPEC``. ``source`` says where a parsed spec came from; it is
     not part of the document."""
@@ -168,6 +186,7 @@ class InferenceRunSpec:
     instance_name: str | None = None
     cache_dir: str | None = None
     dataset: str | None = None
+    accuracy: AccuracySpec | None = None
     schema_version: int = INFERENCE_SCHEMA_VERSION
     source: str = field(default="<spec>", compare=False)
 
@@ -189,7 +208,8 @@ class InferenceRunSpec:
             "warmup_queries": self.warmup_queries,
         }
         optional = {"instance_name": self.instance_name, "cache_dir": self.cache_dir,
-                    "dataset": self.dataset}
+                    "dataset": self.dataset,
+                    "accuracy": self.accuracy.to_json() if self.accuracy else None}
         return {**data, **_present(optional)}
 
 

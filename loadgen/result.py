@@ -14,6 +14,7 @@ from loadgen import SCHEMA_VERSION
 RESULT_FILE = "result.json"
 STATUSES = ("ok", "failed")
 VALIDITIES = ("VALID", "INVALID")
+ACCURACY_KEYS = ("metric", "value", "target", "samples", "passed", "labels_from")
 LATENCY_KEYS = ("min", "max", "mean", "p50", "p90", "p95", "p97", "p99", "p99.9")
 
 # field -> accepted types (None means the field may be null)
@@ -78,6 +79,9 @@ def schema_problems(record: dict[str, Any]) -> list[str]:
     latency = record.get("latency_ns")
     if isinstance(latency, dict):
         problems += [f"latency_ns.{k}: missing" for k in LATENCY_KEYS if k not in latency]
+    accuracy = record.get("accuracy")
+    if isinstance(accuracy, dict):
+        problems += [f"accuracy.{k}: missing" for k in ACCURACY_KEYS if k not in accuracy]
     if status == "ok" and record.get("mode") == "PerformanceOnly":
         for name in ("throughput", "latency_ns", "validity"):
             if not record.get(name):

@@ -15,6 +15,7 @@ from loadgen import HARNESS_VERSION, SCHEMA_VERSION
 from loadgen.backends import Backend
 from loadgen.device import CPU_NOTE, DeviceBinding, bind_device
 from loadgen.errors import HarnessError
+from loadgen.gate import ACCURACY_LOG, run_accuracy_pass
 from loadgen.mllog import summarize
 from loadgen.models import ModelIO, build_model, builtin_model_io, read_model_io
 from loadgen.models.catalog import WEIGHT_SEED
@@ -131,14 +132,16 @@ def _device_record(binding: DeviceBinding, backend: dict[str, Any] | None,
     return record
 
 
-def _accuracy(dispatcher: SampleDispatcher, library: SampleLibrary) -> dict[str, Any] | None:
+def _dataset_accuracy(spec: Spec, dispatcher: SampleDispatcher,
+                      library: SampleLibrary) -> dict[str, Any] | None:
+    """AccuracyOnly mode on a dataset: top-1 of the first output against its labels."""
     if library.labels is None or not dispatcher.predictions:
         return None
     indices = np.fromiter(dispatcher.predictions, dtype=np.int64)
-    predicted = np.fromiter(dispatcher.predictions.values(), dtype=np.int64)
+    predicted = np.fromiter((p[0] for p in dispatcher.predictions.values()), dtype=np.int64)
     labels = np.asarray(library.labels).reshape(len(library.labels), -1)[:, 0][indices]
-    return {"top1": float(np.mean(predicted == labels)), "count": len(indices),
-            "metric": "top-1 of the first model output against 'labels'"}
+    return {"metric": "top1", "value": float(np.mean(predicted == labels)), "target": None,
+            "samples": len(indices), "passed": None, "labels_from": f"dataset:{spec.dataset}"}
 
 
 class _Run:
@@ -211,7 +214,7 @@ class _Run:
             "timed_start_unix": self.timed[0],
             "timed_end_unix": self.timed[1],
             "qsl_load_s": self.qsl_load_s,
-            "logs": {name: name for name in (SUMMARY_LOG, DETAIL_LOG)
+            "logs": {name: name for name in (SUMMARY_LOG, DETAIL_LOG, ACCURACY_LOG)
                      if (self.out_dir / name).exists()},
         }
 
@@ -242,9 +245,22 @@ def _run_loadgen(state: _Run, backend: Backend, library: SampleLibrary,
     state.sut = {"batch_size": spec.batch_size, "batches": dispatcher.batches,
                  "completed_samples": dispatcher.completed_samples,
                  "failed_samples": dispatcher.failed_samples}
-    state.accuracy = _accuracy(dispatcher, library)
+    state.accuracy = _dataset_accuracy(spec, dispatcher, library)
     if dispatcher.error:
         state.reason = dispatcher.error
+
+
+def _end_timed_part(state: _Run, backend: Backend | None,
+                    telemetry: Telemetry | None) -> None:
+    """Telemetry and the server's statistics cover the timed run only."""
+    if telemetry is not None:
+        state.telemetry = telemetry.stop()
+        # Exact CPU time of this process (all threads) during LoadGen's timed part.
+        state.telemetry["host"]["process_cpu_seconds_timed"] = state.timed_cpu_s
+    if backend is not None:
+        stats = backend.statistics()
+        if stats is not None and state.backend is not None:
+            state.backend["server_statistics"] = stats
 
 
 def run(spec: Spec, out_dir: str | Path, sync: StdinSync | None = None) -> dict[str, Any]:
@@ -252,12 +268,13 @@ def run(spec: Spec, out_dir: str | Path, sync: StdinSync | None = None) -> dict[
     failed). Only a broken record (a bug) raises."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    for stale in (SUMMARY_LOG, DETAIL_LOG):
+    for stale in (SUMMARY_LOG, DETAIL_LOG, ACCURACY_LOG):
         (out / stale).unlink(missing_ok=True)
     binding = bind_device(spec.device)
     state = _Run(spec, out)
     backend: Backend | None = None
     telemetry: Telemetry | None = None
+    timed_ended = False
     try:
         model_path, model_io = _model_io(spec)
         state.model = {"path": str(model_path) if model_path else None,
@@ -277,17 +294,17 @@ def run(spec: Spec, out_dir: str | Path, sync: StdinSync | None = None) -> dict[
             sync.ready()
             state.sync = sync.wait_for_go()
         _run_loadgen(state, backend, library, telemetry)
+        _end_timed_part(state, backend, telemetry)
+        timed_ended = True
+        if spec.accuracy is not None and state.reason is None:
+            state.accuracy = run_accuracy_pass(spec, backend, model_io, model_path, out,
+                                               _log_settings)
     except Exception as exc:
         state.fail(exc)
     finally:
-        if telemetry is not None:
-            state.telemetry = telemetry.stop()
-            # Exact CPU time of this process (all threads) during LoadGen's timed part.
-            state.telemetry["host"]["process_cpu_seconds_timed"] = state.timed_cpu_s
+        if not timed_ended:
+            _end_timed_part(state, backend, telemetry)
         if backend is not None:
-            stats = backend.statistics()
-            if stats is not None and state.backend is not None:
-                state.backend["server_statistics"] = stats
             backend.close()
     record = state.record(binding)
     write_result(out, record)

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from loadgen.contract import (
+    ACCURACY_DATASET_KEYS,
+    DEFAULT_ACCURACY_SAMPLES,
     DEFAULT_TRITON_PORT,
     DEFAULT_VARIANT,
     DEVICE_KINDS,
@@ -25,6 +27,7 @@ from loadgen.contract import (
     ONNX_SUFFIX,
     TRITON_ONLY_OPTIONS,
     TRITON_PROTOCOLS,
+    AccuracySpec,
     BackendSpec,
     DeviceSpec,
     InferenceRunSpec,
@@ -40,8 +43,8 @@ LABELS_KEY = "labels"
 _MODEL_CHOICES = f"{', '.join(INFERENCE_MODELS)} or the path of a {ONNX_SUFFIX} file"
 _FALLBACK_MODEL = ModelSpec("resnet50", "full", "fp32", None, INPUT_NAMES["resnet50"])
 
-__all__ = ["BackendSpec", "DeviceSpec", "LoadgenSpec", "ModelSpec", "Spec", "SpecError",
-           "load_spec", "parse_spec"]
+__all__ = ["AccuracySpec", "BackendSpec", "DeviceSpec", "LoadgenSpec", "ModelSpec", "Spec",
+           "SpecError", "load_spec", "parse_spec"]
 
 
 def _resolve(path_text: str, base: Path) -> Path:
@@ -221,6 +224,59 @@ def _read_dataset(r: SpecReader, doc: dict[str, Any], base: Path, model: ModelSp
     return str(path)
 
 
+def _npz_keys(r: SpecReader, field: str, path: Path) -> set[str] | None:
+    if not path.is_file() or path.suffix != ".npz":
+        r.problem(field, f"{path} is not an existing .npz file",
+                  "give the path of an .npz file (relative paths start at the spec's folder)")
+        return None
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return {n.removesuffix(".npy") for n in archive.namelist()}
+    except zipfile.BadZipFile as exc:
+        r.problem(field, f"{path} is not a readable .npz: {exc}", "save it with numpy.savez")
+        return None
+
+
+def _read_accuracy_dataset(r: SpecReader, a: dict[str, Any], base: Path,
+                           model: ModelSpec) -> str | None:
+    text = r.text(a, "dataset", "accuracy.dataset")
+    if text is None:
+        return None
+    if model.name == "bert":
+        r.problem("accuracy.dataset", "a SQuAD dataset for bert is not supported yet",
+                  "remove accuracy.dataset: bert is gated against the fp32 CPU reference")
+        return None
+    path = _resolve(text, base)
+    keys = _npz_keys(r, "accuracy.dataset", path)
+    for missing in [k for k in ACCURACY_DATASET_KEYS if keys is not None and k not in keys]:
+        r.problem("accuracy.dataset", f"{path} has no array named {missing!r} "
+                  f"(it has: {', '.join(sorted(keys or ())) or 'nothing'})",
+                  "save it with numpy.savez(path, images=<N,C,H,W float32>, "
+                  "labels=<N integers>)")
+    return str(path)
+
+
+def _read_accuracy(r: SpecReader, doc: dict[str, Any], base: Path, model: ModelSpec,
+                   mode: str) -> AccuracySpec | None:
+    if doc.get("accuracy") is None:
+        return None
+    a = r.section(doc, "accuracy", {"target", "dataset", "samples", "cache_dir"})
+    target = r.positive(a, "target", "accuracy.target")
+    if target is None or target > 1:
+        r.problem("accuracy.target", f"must be a number in (0, 1], got {a.get('target')!r}",
+                  "set accuracy.target, e.g. 0.999")
+    if mode == "AccuracyOnly":
+        r.problem("accuracy", "applies to PerformanceOnly runs (it adds an accuracy pass)",
+                  "remove accuracy, or set loadgen.mode to PerformanceOnly")
+    cache_dir = r.text(a, "cache_dir", "accuracy.cache_dir")
+    return AccuracySpec(
+        target=min(target or 1.0, 1.0),
+        dataset=_read_accuracy_dataset(r, a, base, model),
+        samples=r.count(a, "samples", "accuracy.samples", DEFAULT_ACCURACY_SAMPLES, 1),
+        cache_dir=str(_resolve(cache_dir, base)) if cache_dir else None,
+    )
+
+
 def parse_spec(doc: Any, source: str = "<spec>", base: Path | None = None) -> Spec:
     """Validate a decoded JSON document; raise SpecError listing every problem."""
     doc = require_object(doc, source)
@@ -228,7 +284,7 @@ def parse_spec(doc: Any, source: str = "<spec>", base: Path | None = None) -> Sp
     base = base or Path.cwd()
     r.unknown_keys(doc, {"schema_version", "model", "backend", "device", "loadgen",
                          "batch_size", "seed", "warmup_queries", "instance_name", "cache_dir",
-                         "dataset"})
+                         "dataset", "accuracy"})
     r.schema_version(doc, INFERENCE_SCHEMA_VERSION)
     model = _read_model(r, doc, base)
     backend = _read_backend(r, doc, model)
@@ -249,6 +305,7 @@ def parse_spec(doc: Any, source: str = "<spec>", base: Path | None = None) -> Sp
         instance_name=r.text(doc, "instance_name", "instance_name"),
         cache_dir=str(_resolve(cache_dir, base)) if cache_dir else None,
         dataset=dataset,
+        accuracy=_read_accuracy(r, doc, base, model, loadgen.mode),
         source=source,
     )
     r.check()

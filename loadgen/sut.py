@@ -12,6 +12,7 @@ from typing import Any
 import mlperf_loadgen as lg
 import numpy as np
 
+from loadgen.accuracy import argmax_per_output
 from loadgen.backends import Backend
 from loadgen.qsl import SampleLibrary
 
@@ -24,7 +25,8 @@ class SampleDispatcher:
         self.library = library
         self.batch_size = batch_size
         self.keep_predictions = keep_predictions
-        self.predictions: dict[int, int] = {}
+        # sample index -> argmax of every output (AccuracyOnly only)
+        self.predictions: dict[int, np.ndarray] = {}
         self.error: str | None = None
         self.completed_samples = 0
         self.failed_samples = 0
@@ -81,13 +83,13 @@ class SampleDispatcher:
             responses = [lg.QuerySampleResponse(sample_id, 0, 0) for sample_id in ids]
             lg.QuerySamplesComplete(responses)
         else:
-            # Top-1 class per sample; LoadGen copies each response during the call.
-            top1 = np.asarray(outputs[0]).reshape(len(ids), -1).argmax(axis=1).astype(np.int64)
+            # Each output's argmax per sample; LoadGen copies each response during the call.
+            argmax = argmax_per_output(outputs, len(ids))
             responses = []
             for row, (sample_id, index) in enumerate(zip(ids, indices, strict=True)):
-                self.predictions[int(index)] = int(top1[row])
+                self.predictions[int(index)] = argmax[row]
                 responses.append(lg.QuerySampleResponse(
-                    sample_id, top1[row:].ctypes.data, top1.itemsize))
+                    sample_id, argmax[row].ctypes.data, argmax[row].nbytes))
             lg.QuerySamplesComplete(responses)
         with self._count_lock:
             if outputs is None:

@@ -33,7 +33,23 @@ def _onnxruntime_info() -> dict[str, Any]:
     info["version"] = ort.__version__
     info["providers"] = list(ort.get_available_providers())
     info["device"] = ort.get_device()
+    info.update(_onnxruntime_build())
     return info
+
+
+def _onnxruntime_build() -> dict[str, str | None]:
+    """The CUDA and cuDNN an onnxruntime-gpu wheel was built against (a CPU wheel names
+    none), and the TensorRT Python package beside it, if any."""
+    try:
+        from onnxruntime.capi import build_and_package_info as build
+    except ImportError:
+        build = None
+    return {
+        "cuda_version": getattr(build, "cuda_version", None) or None,
+        "cudnn_version": getattr(build, "cudnn_version", None) or None,
+        "tensorrt_version": _distribution_version("tensorrt", "tensorrt-cu12",
+                                                  "tensorrt-cu11")[1],
+    }
 
 
 def _torch_info() -> dict[str, Any] | None:

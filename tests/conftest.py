@@ -3,4 +3,13 @@ and the Docker lab's fixtures, registered once for the whole session (a fixture 
 into several modules is one fixture per module, and a second lab would then wait on the
 first one's lock)."""
 
+import pytest
+
 pytest_plugins = ["tests.labs.required", "tests.labs.dockerlab"]
+
+
+@pytest.fixture(autouse=True)
+def _no_default_inventory(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Commands see only the inventory a test names: a lab file in the folder the suite runs
+    from, or the user's own default, must not change what a test runs against."""
+    monkeypatch.setenv("VGPU_INVENTORY", "none")

@@ -39,6 +39,71 @@ def resolve_inventory(path: Path) -> Path:
     return named if not path.exists() and named.exists() else path
 
 
+INVENTORY_ENV = "VGPU_INVENTORY"
+LOCAL_INVENTORY = "vgpu-inventory.yaml"  # what `vgpu sim up` writes in the current folder
+NO_INVENTORY = "none"  # VGPU_INVENTORY=none: no default, commands work on this machine
+INVENTORY_SEARCH = (f"--inventory, ${INVENTORY_ENV}, ./{LOCAL_INVENTORY}, "
+                    "~/.config/vgpu/inventory.yaml")
+
+
+@dataclass(frozen=True)
+class InventoryChoice:
+    """The inventory a command uses and how it was found (said on stderr)."""
+
+    path: Path
+    how: str
+
+    def describe(self) -> str:
+        return f"inventory: {_shown(self.path)} ({self.how})"
+
+
+def user_inventory() -> Path:
+    """The user's default inventory: $XDG_CONFIG_HOME/vgpu/inventory.yaml, else
+    ~/.config/vgpu/inventory.yaml."""
+    config = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(config) / "vgpu" / "inventory.yaml"
+
+
+def find_inventory(explicit: Path | None) -> InventoryChoice | None:
+    """The inventory every command uses: --inventory (a path or a name in inventory/),
+    then $VGPU_INVENTORY, then ./vgpu-inventory.yaml, then the user's default. A file named
+    on the command line or in the environment must exist; None when nothing is found."""
+    if explicit is not None:
+        return InventoryChoice(_named(explicit, "command line", "--inventory"), "--inventory")
+    env = os.environ.get(INVENTORY_ENV, "").strip()
+    if env.lower() == NO_INVENTORY:
+        return None
+    if env:
+        return InventoryChoice(_named(Path(env).expanduser(), "environment", INVENTORY_ENV),
+                               f"${INVENTORY_ENV}")
+    local = Path(LOCAL_INVENTORY)
+    if local.is_file():
+        return InventoryChoice(local, "found in the current folder")
+    user = user_inventory()
+    if user.is_file():
+        return InventoryChoice(user, "your default")
+    return None
+
+
+def _named(path: Path, where: str, field_name: str) -> Path:
+    resolved = resolve_inventory(path)
+    if not resolved.is_file():
+        shipped = ", ".join(sorted(p.stem for p in default_inventory_dir().glob("*.yaml")))
+        raise InputError.single(where, field_name, f"inventory {path} does not exist",
+                                fix=f"give an existing inventory file or one of the shipped "
+                                    f"names ({shipped})")
+    return resolved
+
+
+def _shown(path: Path) -> str:
+    if path.is_absolute():
+        try:
+            return "~/" + str(path.relative_to(Path.home()))
+        except ValueError:
+            return str(path)
+    return str(path) if str(path).startswith(("./", "../")) else f"./{path}"
+
+
 @dataclass(frozen=True)
 class CatalogueEntry:
     id: str

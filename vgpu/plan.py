@@ -281,12 +281,19 @@ def _assign_vm(host: _HostState, vm: str, reqs: list[VgpuRequest]) -> bool:
 
 
 def build_plan(scenario: Scenario, inventory: Inventory | None = None, *,
-               held: list[HeldVgpu] | None = None, inventory_name: str | None = None) -> Plan:
-    notes: list[str] = []
+               held: list[HeldVgpu] | None = None, inventory_name: str | None = None,
+               unavailable: dict[str, str] | None = None) -> Plan:
+    """``unavailable`` maps hosts that must not get VMs (vCenter has them in maintenance
+    mode) to the reason; they stay in the plan's host list, unused."""
+    unavailable = unavailable or {}
+    notes = [f"host {name} is {why}: not used" for name, why in sorted(unavailable.items())]
     model = scenario.gpu_model
     if model.placements_assumed:
         notes.append(f"{model.key}: MIG placements assumed equal to H100's (no published "
                      "capture); check with `vgpu mig verify-catalogue` on the host")
+    if scenario.mig_parted is not None:
+        notes.append(f"instances from mig-parted config '{scenario.mig_parted.config}' in "
+                     f"{scenario.mig_parted.file}: one per MIG device or whole GPU")
     hosts = _host_states(scenario, inventory, held or [], notes)
     if not hosts or not any(h.gpus for h in hosts):
         where = "bare_metal" if scenario.platform == "bare-metal" else "hosts"
@@ -300,11 +307,13 @@ def build_plan(scenario: Scenario, inventory: Inventory | None = None, *,
         used_by_group: set[str] = set()
         for name in spec.names():
             candidates = [h for h in hosts if spec.host in (None, h.name)
+                          and h.name not in unavailable
                           and not (spec.spread and h.name in used_by_group)]
             host = next((h for h in candidates if _assign_vm(h, name, requests[name])), None)
             if host is None:
-                problems.append(_capacity_problem(scenario, name, requests[name], hosts,
-                                                  spec.host, spec.spread))
+                problem = _capacity_problem(scenario, name, requests[name], hosts,
+                                            spec.host, spec.spread)
+                problems.append(_with_unavailable(problem, spec.host, hosts, unavailable))
                 continue
             placed[name] = host
             used_by_group.add(host.name)
@@ -374,6 +383,18 @@ def _capacity_problem(scenario: Scenario, vm: str, reqs: list[VgpuRequest],
     return Problem(scenario.source or f"scenario {scenario.id}", "vms",
                    f"no room for VM {vm} ({labels}) on {where}{detail}",
                    fix="free GPUs, add hosts to the inventory, or pick smaller profiles")
+
+
+def _with_unavailable(problem: Problem, pinned: str | None, hosts: list[_HostState],
+                      unavailable: dict[str, str]) -> Problem:
+    """Say which hosts were left out, and why, in a capacity problem."""
+    skipped = [h.name for h in hosts if h.name in unavailable and pinned in (None, h.name)]
+    if not skipped:
+        return problem
+    why = "; ".join(f"host {name} is {unavailable[name]}" for name in skipped)
+    return Problem(problem.file, problem.field, f"{problem.message}; not used: {why}",
+                   fix=f"exit maintenance mode on {', '.join(skipped)}, or "
+                       + (problem.fix or "free GPUs"))
 
 
 def _finalise_gpus(hosts: list[_HostState]) -> tuple[list[PlannedGpu],

@@ -44,7 +44,7 @@ def _wait_for(path: Path, bench: subprocess.Popen[str], limit_s: float = 120) ->
 
 def _start(folder: Path, cache: Path, *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen([*VGPU, "bench", "--scenario", "6", "--workload",
-                             "resnet50-offline", "--no-report", *args],
+                             "resnet50-offline", "--no-report", "--no-baseline", *args],
                             cwd=folder, env=vgpu_env(cache), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint)
 

@@ -27,7 +27,7 @@ def _bench(lab: HarnessLab, db: Path, duration: str, runs: str) -> subprocess.Po
     host = lab.lab.cli.host
     assert host is not None
     argv = [sys.executable, "-m", "vgpu", "bench", "--scenario", "6", "-w", "resnet50-offline",
-            "--runs", runs, "--duration", duration, "--db", str(db), "--no-report",
+            "--runs", runs, "--duration", duration, "--db", str(db), "--no-report", "--no-baseline",
             "--runtime", "container", "--image", lab.image.tag, "--docker-host", host]
     return subprocess.Popen(argv, cwd=db.parent, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True,
@@ -112,7 +112,8 @@ def test_container_and_host_runs_of_one_scenario_are_compared(docker_lab: Harnes
     assert in_container.returncode == 0, out + err
     on_host = subprocess.run(
         [sys.executable, "-m", "vgpu", "bench", "--scenario", "6", "-w", "resnet50-offline",
-         "--runs", "2", "--duration", "2", "--db", str(db), "--no-report"],
+         "--runs", "2", "--duration", "2", "--db", str(db), "--no-report",
+         "--no-baseline"],
         cwd=tmp_path, capture_output=True, text=True, timeout=900,
         env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert on_host.returncode == 0, on_host.stdout + on_host.stderr

@@ -145,8 +145,10 @@ def test_accuracy_mode_reports_top1(model_cache: Path, tmp_path: Path) -> None:
     record = run(parse_spec(doc, "spec.json", tmp_path), tmp_path / "out")
     assert record["status"] == "ok", record["reason"]
     assert record["mode"] == "AccuracyOnly"
-    assert record["accuracy"]["count"] == 40
-    assert record["accuracy"]["top1"] == pytest.approx(0.75)
+    assert record["accuracy"]["samples"] == 40
+    assert record["accuracy"]["metric"] == "top1"
+    assert record["accuracy"]["value"] == pytest.approx(0.75)
+    assert record["accuracy"]["labels_from"] == f"dataset:{tmp_path / 'val.npz'}"
     assert record["throughput"] is None or record["throughput"]["samples_per_second"] is None
 
 

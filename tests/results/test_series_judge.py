@@ -81,9 +81,26 @@ def test_baseline_latency_and_training_metrics(store: ResultStore, add_series: A
     comparison = compare_series("run-vs-baseline", slower, base, tolerance=0.02,
                                 tolerances={WORST_P99: 0.05})
     verdicts = {c.metric: c.verdict for c in comparison.checks}
-    assert verdicts == {SYSTEM_THROUGHPUT: "PASS", WORST_P99: "FAIL", "step_time": "PASS"}
+    per_instance = {f"throughput {name}": "PASS" for name in SIX[0]}
+    assert verdicts == {SYSTEM_THROUGHPUT: "PASS", WORST_P99: "FAIL", "step_time": "PASS",
+                        **per_instance}
     assert comparison.verdict == "FAIL"
     assert not slower.samples["step_time"].higher_is_better
+
+
+def test_one_slower_instance_fails_against_its_baseline_while_the_total_holds(
+        store: ResultStore, add_series: AddSeries) -> None:
+    base = load_series(store, series_of_run(store, add_series(
+        [{"a": 500.0, "b": 500.0}, {"a": 502.0, "b": 498.0}, {"a": 499.0, "b": 501.0}])[0]))
+    shifted = load_series(store, series_of_run(store, add_series(
+        [{"a": 900.0, "b": 100.0}, {"a": 902.0, "b": 99.0}, {"a": 899.0, "b": 101.0}])[0]))
+    comparison = compare_series("run-vs-baseline", shifted, base, tolerance=0.02)
+    verdicts = {c.metric: c.verdict for c in comparison.checks}
+    assert verdicts[SYSTEM_THROUGHPUT] == "PASS"
+    assert verdicts["throughput a"] == "PASS" and verdicts["throughput b"] == "FAIL"
+    assert comparison.verdict == "FAIL"
+    vm_vs_bm = compare_series("vm-vs-bare-metal", shifted, base, tolerance=0.02)
+    assert [c.metric for c in vm_vs_bm.checks] == [SYSTEM_THROUGHPUT]  # names differ there
 
 
 def test_reference_data_comparison(store: ResultStore, add_series: AddSeries) -> None:

@@ -180,19 +180,38 @@ def test_passthrough_training_vm_gets_two_whole_gpus_by_pci_address(
     assert code == 0 and "nothing to change" in out
 
 
-def test_preflight_fails_a_scenario_planned_on_a_host_in_maintenance_or_absent(
+def test_plan_avoids_a_host_in_maintenance_and_preflight_names_an_absent_host(
     vcsim_lab: VcsimLab, tmp_path: Path,
 ) -> None:
     inventory = str(vcsim_lab.write_inventory(
         tmp_path / "inv.yaml", hosts=["DC0_C0_H0", "DC0_C0_H1", "esx-gone"]))
     vcsim_lab.set_maintenance("DC0_C0_H0", True)
-    code, _, err = run_cli(["preflight", "-i", inventory, "--scenario", "8",
+    code, out, err = run_cli(["preflight", "-i", inventory, "--scenario", "8",
                               "--results-dir", str(tmp_path / "pf")])
     assert code == 1
-    assert "DC0_C0_H0: maintenance mode: in maintenance mode: exit it before apply" in err
     assert "esx-gone: in vCenter: not found; the cluster has: DC0_C0_H0, DC0_C0_H1" in err
-    assert "scenario: planned hosts: the plan uses DC0_C0_H0, which fail their checks" in err
-    assert "DC0_C0_H1:" not in err
+    assert "DC0_C0_H0:" not in err and "planned hosts" not in err
+    assert "in maintenance mode: the plan does not use this host" in out
+
+    code, out, err = run_cli(["apply", "--no-provision", "--scenario", "8", "-i", inventory,
+                              "--dry-run"])
+    assert code == 0, err
+    assert out.count("DC0_C0_H1") == 7 and "7 to create" in out
+
+
+def test_plan_says_the_only_host_that_fits_is_in_maintenance(
+    vcsim_lab: VcsimLab, tmp_path: Path,
+) -> None:
+    inventory = str(vcsim_lab.write_inventory(tmp_path / "inv.yaml", hosts=["DC0_C0_H0"]))
+    vcsim_lab.set_maintenance("DC0_C0_H0", True)
+    tasks = vcsim_lab.recent_tasks()
+    code, _, err = run_cli(["apply", "--no-provision", "--scenario", "8", "-i", inventory,
+                            "--yes"])
+    assert code == 2
+    assert "no room for VM s8-1g-1 (1g.10gb) on 1 host(s); not used: host DC0_C0_H0 is in " \
+           "maintenance mode" in err
+    assert "exit maintenance mode on DC0_C0_H0" in err
+    assert vcsim_lab.recent_tasks() == tasks
 
 
 def test_whole_gpu_inference_vm_gets_four_gpus_by_pci_address_and_mmio_for_four(

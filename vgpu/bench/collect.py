@@ -22,6 +22,23 @@ def _get(record: dict[str, Any], *path: str) -> Any:
     return value
 
 
+def _software(record: dict[str, Any], gpu: dict[str, Any]) -> dict[str, str | None]:
+    """CUDA, cuDNN and TensorRT as the harness reported them: the inference runtime's
+    build (onnxruntime-gpu, else torch) and the driver's CUDA version."""
+    ort = _get(record, "software", "onnxruntime") or {}
+    torch = _get(record, "software", "torch") or {}
+
+    def text(*values: Any) -> str | None:
+        return next((str(v) for v in values if v not in (None, "")), None)
+
+    return {
+        "cuda_version": text(ort.get("cuda_version"), torch.get("cuda")),
+        "cuda_driver_version": text(gpu.get("cuda_driver_version")),
+        "cudnn_version": text(ort.get("cudnn_version"), torch.get("cudnn")),
+        "tensorrt_version": text(ort.get("tensorrt_version")),
+    }
+
+
 def instance_result(outcome: InstanceOutcome) -> InstanceResult:
     target = outcome.target
     record = outcome.record or {}
@@ -52,6 +69,7 @@ def instance_result(outcome: InstanceOutcome) -> InstanceResult:
             ort_package=_get(record, "software", "onnxruntime", "package"),
             ort_version=_get(record, "software", "onnxruntime", "version"),
             execution_provider=device.get("execution_provider"),
+            **_software(record, gpu),
         )
     return InstanceResult(
         name=target.instance,

@@ -23,7 +23,7 @@ from vgpu.remote.transport import RemoteProcess
 
 READY_LINE = "VGPU-HARNESS READY"
 RESULT_FILE = "result.json"
-LOG_FILES = ("mlperf_log_summary.txt", "mlperf_log_detail.txt")
+LOG_FILES = ("mlperf_log_summary.txt", "mlperf_log_detail.txt", "mlperf_log_accuracy.json")
 POLL_S = 0.1
 
 

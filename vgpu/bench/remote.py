@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vgpu.bench.containers import ContainerLaunch
 from vgpu.bench.hostprobe import HostHarness, probe_host
@@ -27,6 +27,9 @@ from vgpu.remote.ssh import SSHTransport
 from vgpu.remote.targets import ConnectOptions, HostTarget
 from vgpu.remote.transport import Transport
 from vgpu.results.records import CPU_DEVICE_NOTE, Platform, TargetKind
+
+if TYPE_CHECKING:
+    from vgpu.vsphere.facts import HostFacts
 
 HARNESS_PYTHON = f"{HARNESS_DIR}/venv/bin/python"  # relative to the login home
 WORK_ROOT = ".vgpu/bench"
@@ -74,6 +77,7 @@ def _whole_gpu_index(vm: PlannedVM) -> int | None:
 def vsphere_placements(scenario: Scenario, inventory: Inventory,
                        inventory_path: Path) -> list[Placement]:
     from vgpu.vsphere.connection import connect
+    from vgpu.vsphere.facts import read_host_drivers
     from vgpu.vsphere.from_inventory import target_from_inventory
     from vgpu.vsphere.workflow import read_scenario_state
 
@@ -81,7 +85,9 @@ def vsphere_placements(scenario: Scenario, inventory: Inventory,
         state = read_scenario_state(session, scenario, inventory, inventory_path)
         plan = state.build_plan()
         vms = state.state.vms
+        used = {vms[vm.name].host for vm in plan.vms if vm.name in vms}
         hosts = state.state.hosts
+        read_host_drivers({name: f for name, f in hosts.items() if name in used})
     found = {}
     for planned in plan.vms:
         actual = vms.get(planned.name)
@@ -104,6 +110,8 @@ def vsphere_placements(scenario: Scenario, inventory: Inventory,
         platform = Platform(
             host=actual.host, esxi_version=facts.version if facts else None,
             esxi_build=facts.build if facts else None, gpu=scenario.gpu,
+            host_driver=_driver_text(facts),
+            firmware=actual.firmware, vm_hardware_version=actual.hardware_version,
             vgpu_profile="+".join(actual.vgpus) or None,
             mig_profile="+".join(v.label for v in vm.vgpus if v.kind == "mig") or None,
             attachment="passthrough" if actual.passthrough_ids else "vgpu",
@@ -112,6 +120,11 @@ def vsphere_placements(scenario: Scenario, inventory: Inventory,
         placements += per_whole_gpu(vm, Placement(vm.name, jobs[vm.name],
                                                   _slice_of(plan, vm.name), "vm", platform))
     return placements
+
+
+def _driver_text(facts: HostFacts | None) -> str | None:
+    driver = facts.host_driver if facts else None
+    return f"{driver.name} {driver.version}" if driver else None
 
 
 def bare_metal_placements(scenario: Scenario, inventory: Inventory,

@@ -9,7 +9,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from vgpu.bench.session import BenchOutcome, WorkloadOutcome
+from vgpu.results.accuracy import ACCURACY_REFERENCE, InstanceAccuracy, instance_accuracies
 from vgpu.results.compare import check_as_dict
+from vgpu.results.platforms import describe_changes
 from vgpu.results.series import SYSTEM_THROUGHPUT
 from vgpu.results.server_split import split_rows
 from vgpu.results.stats import Summary, summarize
@@ -37,9 +39,32 @@ def _validity(outcome: WorkloadOutcome, instance: str) -> str:
     return ", ".join(f"{verdicts.count(v)}x {v}" for v in sorted(set(verdicts)))
 
 
+def _lowest_accuracy(outcome: WorkloadOutcome) -> dict[str, InstanceAccuracy]:
+    """Per instance, its lowest accuracy over the repeats (a missing one counts lowest)."""
+    lowest: dict[str, InstanceAccuracy] = {}
+    for found in instance_accuracies(outcome.series) if outcome.series else []:
+        held = lowest.get(found.instance)
+        if held is None or (held.value is not None and (
+                found.value is None or found.value < held.value)):
+            lowest[found.instance] = found
+    return lowest
+
+
+def _accuracy_cell(accuracy: InstanceAccuracy | None) -> str:
+    if accuracy is None:
+        return "-"
+    if accuracy.value is None:
+        return "[bold red]none[/]"
+    if accuracy.passed:
+        return f"{accuracy.value:.4f} [green]>= {accuracy.threshold:.4g}[/]"
+    return f"[bold red]{accuracy.value:.4f} < {accuracy.threshold:.4g}[/]"
+
+
 def workload_table(outcome: WorkloadOutcome) -> Table:
     table = Table(title=escape(outcome.workload.key), title_justify="left")
-    for column in ("instance", "device", "n", "mean samples/s", "95% CI", "LoadGen"):
+    accuracy = _lowest_accuracy(outcome)
+    columns = ["instance", "device", "n", "mean samples/s", "95% CI", "LoadGen"]
+    for column in columns + (["accuracy (lowest)"] if accuracy else []):
         table.add_column(column, justify="left" if column in ("instance", "device") else "right")
     series = outcome.series
     if series is None:
@@ -47,8 +72,9 @@ def workload_table(outcome: WorkloadOutcome) -> Table:
     devices = series.runs[0].workload_detail.get("instances", {})
     for name, values in series.per_instance_throughput.items():
         summary = summarize(values)
-        table.add_row(name, devices.get(name, "-"), str(summary.n), f"{summary.mean:.5g}",
-                      _ci(summary), _validity(outcome, name))
+        cells = [name, devices.get(name, "-"), str(summary.n), f"{summary.mean:.5g}",
+                 _ci(summary), _validity(outcome, name)]
+        table.add_row(*cells, *([_accuracy_cell(accuracy.get(name))] if accuracy else []))
     if SYSTEM_THROUGHPUT in series.samples:
         system = summarize(series.samples[SYSTEM_THROUGHPUT].values)
         mdd = "" if system.mdd is None else f"MDD {system.mdd / system.mean * 100:.1f}%"
@@ -86,14 +112,27 @@ def render(outcome: BenchOutcome, console: Console, db: str, report: str | None)
             console.print(f"[bold red]failed:[/bold red] {escape(workload.failure)}")
         if workload.comparison is not None:
             verdict = workload.comparison.verdict
-            console.print(f"verdict vs {escape(workload.baseline_note or '')}: "
+            against = workload.baseline_note or ""
+            if workload.comparison.reference == ACCURACY_REFERENCE:
+                against = f"the accuracy target (no baseline: {against})"
+            console.print(f"verdict vs {escape(against)}: "
                           f"[{_VERDICT_STYLE[verdict]}]{verdict}[/]")
             for check in workload.comparison.checks:
                 console.print(f"  {check.metric}: {check.difference_pct:+.2f}% "
                               f"({check.verdict}) {escape(check.reason)}")
+            for line in describe_changes(workload.comparison.platform_changes):
+                console.print(f"  [dim]platform:[/dim] {escape(line)}")
         elif workload.baseline_note:
             console.print(f"[dim]no verdict:[/dim] {escape(workload.baseline_note)}")
     console.print(f"results: {db}" + (f"; report: {report}" if report else ""))
+
+
+def _accuracy_json(accuracy: InstanceAccuracy | None) -> dict[str, Any] | None:
+    if accuracy is None:
+        return None
+    return {"metric": accuracy.metric, "lowest": accuracy.value, "threshold": accuracy.threshold,
+            "target": accuracy.target, "passed": accuracy.passed,
+            "labels_from": accuracy.labels_from}
 
 
 def as_json(outcome: BenchOutcome, db: str, report: str | None) -> dict[str, Any]:
@@ -101,6 +140,7 @@ def as_json(outcome: BenchOutcome, db: str, report: str | None) -> dict[str, Any
     for w in outcome.workloads:
         stats: dict[str, Any] = {}
         instances: dict[str, Any] = {}
+        accuracy = _lowest_accuracy(w)
         if w.series is not None:
             for name, sample in w.series.samples.items():
                 s = summarize(sample.values)
@@ -110,7 +150,8 @@ def as_json(outcome: BenchOutcome, db: str, report: str | None) -> dict[str, Any
             for name, values in w.series.per_instance_throughput.items():
                 s = summarize(values)
                 instances[name] = {"n": s.n, "mean": s.mean, "ci95_low": s.ci_low,
-                                   "ci95_high": s.ci_high, "values": values}
+                                   "ci95_high": s.ci_high, "values": values,
+                                   "accuracy": _accuracy_json(accuracy.get(name))}
         workloads.append({
             "workload": w.workload.key, "detail": w.workload.detail(),
             "series_id": w.series_id, "run_ids": w.run_ids, "failure": w.failure,

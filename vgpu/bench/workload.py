@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loadgen.contract import (
+    DEFAULT_ACCURACY_SAMPLES,
     INFERENCE_MODELS,
+    AccuracySpec,
     BackendSpec,
     DeviceSpec,
     InferenceRunSpec,
@@ -46,6 +48,9 @@ class EffectiveWorkload:
     target_latency_ms: float | None
     duration_s: float
     triton_url: str | None = None
+    accuracy_target: float | None = None
+    accuracy_dataset: str | None = None
+    accuracy_samples: int = DEFAULT_ACCURACY_SAMPLES
     triton_urls: dict[str, str] = field(default_factory=dict)  # instance -> its server
     triton: dict[str, Any] = field(default_factory=dict)  # the servers, as stored
     notes: list[str] = field(default_factory=list)
@@ -71,6 +76,10 @@ class EffectiveWorkload:
             "target_qps": self.target_qps, "target_latency_ms": self.target_latency_ms,
             "duration_s": self.duration_s, "notes": list(self.notes),
         }
+        if self.accuracy_target is not None:
+            detail["accuracy"] = {"target": self.accuracy_target,
+                                  "dataset": self.accuracy_dataset,
+                                  "samples": self.accuracy_samples}
         if self.backend == "triton":
             detail["triton"] = self.triton or {"url": self.triton_url, "deployed": False}
         return detail
@@ -105,6 +114,8 @@ def effective_workload(
         batch=workload.batch, target_qps=workload.target_qps,
         target_latency_ms=workload.target_latency_ms, duration_s=duration,
         triton_url=overrides.triton_url, notes=notes,
+        accuracy_target=workload.accuracy_target, accuracy_dataset=workload.accuracy_dataset,
+        accuracy_samples=workload.accuracy_samples,
     )
 
 
@@ -126,9 +137,11 @@ def harness_spec(
     duration_s: float | None = None,
     min_query_count: int = 1,
     cache_dir: str | None = None,
+    accuracy: bool = True,
 ) -> InferenceRunSpec:
     """The harness run spec for one instance (docs/harness.md); ``device`` is a target's
-    device section. Ship it as ``to_json()``."""
+    device section. Ship it as ``to_json()``. A workload with an accuracy target gets its
+    accuracy pass unless ``accuracy`` is False (a calibration probe)."""
     model = ModelSpec(workload.model, workload.variant, workload.precision)
     url = None
     if workload.backend == "triton":
@@ -149,4 +162,12 @@ def harness_spec(
         seed=seed,
         instance_name=instance,
         cache_dir=cache_dir,
+        accuracy=_accuracy_spec(workload) if accuracy else None,
     )
+
+
+def _accuracy_spec(workload: EffectiveWorkload) -> AccuracySpec | None:
+    if workload.accuracy_target is None:
+        return None
+    return AccuracySpec(target=workload.accuracy_target, dataset=workload.accuracy_dataset,
+                        samples=workload.accuracy_samples)

@@ -18,8 +18,10 @@ def _register() -> None:
     from vgpu.cli import (
         bench,  # noqa: F401
         core,  # noqa: F401
+        inventory,  # noqa: F401
         mig,  # noqa: F401
         provision,  # noqa: F401
+        revalidate,  # noqa: F401
         train,  # noqa: F401
         vsphere,  # noqa: F401
     )

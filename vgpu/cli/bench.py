@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, cast
 
@@ -13,20 +12,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from vgpu import catalog
-from vgpu.bench import devices
-from vgpu.bench.local import local_targets
-from vgpu.bench.progress import RichListener
+from vgpu.bench.job import BenchRequest, TwinChoice, bench_with_twin
 from vgpu.bench.runtime import (
     RUNTIMES,
     Runtime,
     RuntimeOptions,
-    local_container,
-    remote_container,
 )
-from vgpu.bench.session import BenchOutcome, run_bench
 from vgpu.bench.summary import as_json, render
-from vgpu.bench.targets import Target
-from vgpu.bench.triton import TritonSetup
+from vgpu.bench.twin import baseline_scenario
 from vgpu.bench.workload import BenchOverrides
 from vgpu.cli import common
 from vgpu.cli.common import scenario_from_args
@@ -42,10 +35,10 @@ from vgpu.cli.options import (
     RuntimeOpt,
     ScenarioFile,
     ScenarioRef,
+    inventory_option,
 )
 from vgpu.cli.root import app
 from vgpu.cli.train_view import train_and_report
-from vgpu.container.docker import DockerCli
 from vgpu.errors import InputError, RemoteError, VerdictFailed
 from vgpu.model.load import load_inventory
 from vgpu.model.scenario import InferenceWorkload, Scenario
@@ -54,9 +47,11 @@ from vgpu.results.compare import Comparison, Reference
 from vgpu.results.export import export_csv, export_json
 from vgpu.results.judge import compare_series, compare_with_references, default_kind
 from vgpu.results.junit import write_junit
+from vgpu.results.platforms import describe_changes
 from vgpu.results.report import build_report, write_report
 from vgpu.results.series import SeriesData, load_series, series_of_run
 from vgpu.results.store import DEFAULT_DB, ResultStore
+from vgpu.revalidate.flow import baseline_key
 
 DEFAULT_REPORT = Path("vgpu-report.html")
 _STYLE = {"PASS": "bold green", "FAIL": "bold red", "INCONCLUSIVE": "bold yellow"}
@@ -66,9 +61,9 @@ baseline_app = typer.Typer(help="Name runs as baselines for later comparisons.",
 app.add_typer(baseline_app, name="baseline")
 
 
-BenchInventoryOpt = Annotated[Path | None, typer.Option(
-    "--inventory", "-i", help="run on the scenario's VMs / bare-metal hosts of this "
-    "inventory (default: this machine)")]
+BenchInventoryOpt = Annotated[Path | None, inventory_option(
+    "run on the scenario's VMs / bare-metal hosts of this inventory; none found: this machine",
+    without="running on this machine")]
 DurationOpt = Annotated[float | None, typer.Option(
     "--duration", help="LoadGen min duration per run in seconds (default: the "
     "workload's; on a CPU its cpu_duration_s)")]
@@ -81,7 +76,10 @@ AllowCpuOpt = Annotated[bool, typer.Option(
     "cannot use on the CPU instead of failing them (a functional check, recorded as such)")]
 WithBaselineOpt = Annotated[bool, typer.Option(
     "--with-baseline", help="first run the scenario's baseline scenario (e.g. bm6 for 6) "
-    "on the same targets and settings, so this run ends in a verdict")]
+    "on the same targets and settings even when a run of it is stored")]
+NoBaselineOpt = Annotated[bool, typer.Option(
+    "--no-baseline", help="do not run the baseline scenario first, even when no run of "
+    "it is stored (default: run it, so the run ends in a verdict)")]
 TritonUrlOpt = Annotated[str | None, typer.Option(
     "--triton-url", help="HOST:PORT (gRPC) of a running Triton server for the workloads "
     "with backend triton: nothing is deployed (default: a server container per host)")]
@@ -94,20 +92,6 @@ def _positive(value: float | None, flag: str) -> None:
     if value is not None and value <= 0:
         raise InputError.single("command line", flag, f"must be > 0, got {value}",
                                 fix=f"give {flag} a positive number")
-
-
-@dataclass(frozen=True)
-class _BenchRun:
-    """What `vgpu bench` was asked, checked."""
-
-    scenario: Scenario
-    inventory: Path | None
-    runs: int | None
-    workloads: list[str] | None
-    overrides: BenchOverrides
-    allow_cpu: bool
-    runtime: RuntimeOptions
-    triton_image: str | None = None
 
 
 @app.command()
@@ -125,6 +109,7 @@ def bench(
     as_json_flag: JsonOpt = False,
     allow_cpu: AllowCpuOpt = False,
     with_baseline: WithBaselineOpt = False,
+    no_baseline: NoBaselineOpt = False,
     runtime: RuntimeOpt = None,
     image: ImageOpt = None,
     base_image: BaseImageOpt = DEFAULT_BASE,
@@ -133,28 +118,36 @@ def bench(
     triton_image: TritonImageOpt = None,
 ) -> None:
     """Run a scenario's inference workloads on every target at once (synchronised start),
-    repeated; store the runs, print statistics and the verdict against the baseline."""
+    repeated; store the runs, print statistics and the verdict against the baseline.
+    With no stored run of the baseline scenario (the bare-metal twin, e.g. bm6 for 6),
+    that runs first on the same targets, unless --no-baseline."""
     sc = scenario_from_args(file, scenario)
     _check_counts(runs, duration)
+    if with_baseline and no_baseline:
+        raise InputError.single("command line", "--with-baseline/--no-baseline",
+                                "the two contradict each other", fix="give one of them")
     if not any(isinstance(w, InferenceWorkload) for w in sc.workloads):
         _bench_training(sc, runs, inventory, full_models, db,
                         with_baseline or bool(workload) or duration is not None)
         return
     _check_workloads(sc, workload)
     deploys = _check_triton(sc, workload, triton_url, triton_image)
-    request = _BenchRun(sc, inventory, runs, workload,
-                        BenchOverrides(duration_s=duration, full_models=full_models,
-                                       triton_url=triton_url),
-                        allow_cpu, _runtime_options(runtime, image, base_image, docker_host,
-                                                    inventory is not None, deploys),
-                        triton_image)
-    base = _baseline_scenario(sc) if with_baseline else None
+    request = BenchRequest(inventory, runs, workload,
+                           BenchOverrides(duration_s=duration, full_models=full_models,
+                                          triton_url=triton_url),
+                           allow_cpu, _runtime_options(runtime, image, base_image, docker_host,
+                                                       inventory is not None, deploys),
+                           triton_image)
+    names_twin = sc.baseline is not None and sc.baseline.scenario is not None
+    if with_baseline or (names_twin and not no_baseline):
+        baseline_scenario(sc)  # a missing or broken twin is an input error before any run
+    if inventory is not None:
+        load_inventory(catalog.resolve_inventory(inventory))  # input errors before any run
     out = Console(stderr=True) if as_json_flag else common.console
     report_path = None if no_report else report
     with ResultStore.open(db) as store:
-        if base is not None:
-            _run_baseline(base, request, store, out, quiet=as_json_flag)
-        outcome = _run_scenario(sc, request, store)
+        outcome = bench_with_twin(sc, request, store, out=out, quiet=as_json_flag,
+                                  twin=TwinChoice(force=with_baseline, skip=no_baseline))
         if report_path is not None:
             write_report(build_report(store, outcome.comparisons), report_path)
     if as_json_flag:
@@ -235,71 +228,6 @@ def _bench_training(sc: Scenario, runs: int | None, inventory: Path | None,
     train_and_report(sc, inventory, runs, full_models, db)
 
 
-def _run_baseline(base: Scenario, request: _BenchRun, store: ResultStore, out: Console,
-                  quiet: bool) -> None:
-    out.print(f"[bold]Baseline first:[/] scenario {base.id} ({base.name})")
-    outcome = _run_scenario(base, request, store)
-    if not quiet:
-        render(outcome, out, str(store.path), None)
-    if outcome.failure:
-        raise RemoteError(f"baseline scenario {base.id}: {outcome.failure}")
-
-
-def _baseline_scenario(sc: Scenario) -> Scenario:
-    if sc.baseline is None or sc.baseline.scenario is None:
-        raise InputError.single(sc.source or f"scenario {sc.id}", "baseline.scenario",
-                                "--with-baseline needs a baseline scenario",
-                                fix="set baseline: {scenario: ID} in the scenario file")
-    try:
-        return catalog.load(sc.baseline.scenario)
-    except InputError as exc:
-        if not any(p.file == "--scenario" for p in exc.problems):
-            raise  # the baseline file itself is broken: its own problems name it
-        raise InputError.single(sc.source or f"scenario {sc.id}", "baseline.scenario",
-                                f"no scenario with id '{sc.baseline.scenario}'",
-                                fix=exc.problems[0].fix) from None
-
-
-def _run_scenario(sc: Scenario, request: _BenchRun, store: ResultStore) -> BenchOutcome:
-    if request.inventory is not None:
-        targets, notes, cli = _inventory_targets(sc, request.inventory,
-                                                 store.logs_root / "ssh", request.allow_cpu,
-                                                 request.runtime)
-    else:
-        found = devices.discover()
-        gpu = any(d.kind != "cpu" and not d.simulated for d in found)
-        container, notes = local_container(request.runtime, gpu)
-        targets, more = local_targets(sc, found, store.logs_root / "work", container=container)
-        notes += more
-        cli = request.runtime.cli
-    triton = TritonSetup(image=request.triton_image or sc.guest.triton_image, cli=cli)
-    try:
-        return run_bench(sc, targets, notes, store, runs=request.runs,
-                         overrides=request.overrides, workload_names=request.workloads,
-                         listener=RichListener(Console(stderr=True)), triton=triton)
-    finally:
-        for transport in {id(t.transport): t.transport for t in targets}.values():
-            transport.close()
-
-
-def _inventory_targets(
-    scenario: Scenario, inventory: Path, log_root: Path, allow_cpu: bool,
-    runtime: RuntimeOptions,
-) -> tuple[list[Target], list[str], DockerCli]:
-    from vgpu.bench.remote import build_targets, scenario_placements
-
-    path = catalog.resolve_inventory(inventory)
-    loaded = load_inventory(path)
-    if scenario.platform == "bare-metal" and loaded.is_local:
-        # This machine only: its devices come from NVML (or the GPU simulator), as without
-        # an inventory, so MIG devices `vgpu apply` created are found by their owner.
-        return (*local_targets(scenario, devices.discover(), log_root), loaded.docker_cli())
-    placements = scenario_placements(scenario, loaded, path)
-    targets, notes = build_targets(placements, log_root, allow_cpu=allow_cpu,
-                                   container=remote_container(scenario, loaded, runtime))
-    return targets, notes, loaded.docker_cli()
-
-
 def _text(path: Path | None) -> str | None:
     return None if path is None else str(path)
 
@@ -346,10 +274,20 @@ def baseline_set(
     run_id: Annotated[int, typer.Argument(help="a run of the series to use as baseline")],
     name: Annotated[str | None, typer.Option("--name", help="baseline name (default: "
                                              "'<scenario id>:<workload>')")] = None,
+    in_set: Annotated[str | None, typer.Option(
+        "--set", help="put it in this named set, as `vgpu revalidate --baseline SET` reads "
+        "it (e.g. pre-upgrade): stored as '<set>:<scenario id>:<workload>'")] = None,
     db: DbOpt = DEFAULT_DB,
 ) -> None:
     """Name the series of RUN_ID (all its ok repeats) as a baseline."""
+    if name is not None and in_set is not None:
+        raise InputError.single("command line", "--name/--set", "give one of the two",
+                                fix="--set for `vgpu revalidate`, --name for `vgpu compare`")
     with ResultStore.open_existing(db) as store:
+        if in_set is not None:
+            run = store.run(run_id)
+            if run is not None:
+                name = baseline_key(in_set, run.scenario_id, run.workload.split(" (")[0])
         chosen = store.set_baseline(run_id, name)
         runs = store.runs(series_id=chosen.series_id, status="ok")
     common.console.print(f"baseline '{chosen.name}' = series {chosen.series_id[:8]} "
@@ -400,6 +338,10 @@ def _print_comparison(comparison: Comparison) -> None:
     common.console.print(f"candidate: {escape(comparison.candidate)}\n"
                          f"reference: {escape(comparison.reference)}")
     common.console.print(f"verdict: [{_STYLE[comparison.verdict]}]{comparison.verdict}[/]")
+    if comparison.platform_changes:
+        common.console.print("platform differences (reference -> candidate):")
+        for line in describe_changes(comparison.platform_changes):
+            common.console.print(f"  {escape(line)}")
 
 
 @app.command()

@@ -12,9 +12,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from vgpu import mig, migparted
 from vgpu.baremetal import apply_layouts_here, result_lines
 from vgpu.cli.common import console, inventory_from_args, scenario_from_args
-from vgpu.cli.options import JsonOpt, ScenarioFile, ScenarioRef
+from vgpu.cli.options import JsonOpt, ScenarioFile, ScenarioRef, inventory_option
 from vgpu.cli.root import app
 from vgpu.errors import InputError
 from vgpu.nvml.backend import GpuBackend
@@ -101,8 +102,8 @@ def apply(
     scenario: ScenarioRef = None,
     gpu: Annotated[list[int] | None, typer.Option(
         "--gpu", help="local GPU index for each planned GPU (repeat; default 0, 1, ...)")] = None,
-    inventory: Annotated[Path | None, typer.Option(
-        "--inventory", "-i", help="inventory YAML naming the bare-metal hosts")] = None,
+    inventory: Annotated[Path | None, inventory_option(
+        "inventory YAML naming the bare-metal hosts", without="this machine")] = None,
     host: Annotated[str | None, typer.Option(
         "--host", help="this machine's name in the inventory (plans over several hosts)")]
         = None,
@@ -204,3 +205,69 @@ def simulated_reset(
                                 "GPU", fix=f"use `sudo nvidia-smi --gpu-reset -i {gpu}`")
     mode = backend.reset(gpu)
     console.print(f"simulated GPU {gpu} reset; MIG {mode.describe()}")
+
+
+CURRENT = "current"
+EXPORT_FORMATS = ("mig-parted",)
+
+
+@mig_app.command("export")
+def export(
+    file: ScenarioFile = None,
+    scenario: ScenarioRef = None,
+    fmt: Annotated[str, typer.Option("--format", help="output format: mig-parted")] =
+    "mig-parted",
+    config: Annotated[str | None, typer.Option(
+        "--config", help="config name in the file (default vgpu-<scenario id>, or current)")]
+        = None,
+    simulator: SimulatorOpt = None,
+) -> None:
+    """Write a bare-metal scenario's MIG layout, or the layout on this machine's GPUs now
+    (`current`, read through NVML), as an NVIDIA mig-parted config on stdout."""
+    if fmt not in EXPORT_FORMATS:
+        raise InputError.single("command line", "--format", f"'{fmt}' is not an export format",
+                                fix=f"use one of: {', '.join(EXPORT_FORMATS)}")
+    if _wants_current(file, scenario):
+        typer.echo(_current_config(config or CURRENT, simulator), nl=False)
+        return
+    sc = scenario_from_args(file, scenario)
+    if sc.platform != "bare-metal":
+        raise InputError.single(sc.source or f"scenario {sc.id}", "platform",
+                                f"scenario {sc.id} runs on vSphere VMs; a mig-parted config "
+                                "describes a bare-metal host's GPUs",
+                                fix="export its bare-metal twin (e.g. bm8 for 8)")
+    by_host = migparted.layouts_from_plan(build_plan(sc, None))
+    name = config or f"vgpu-{sc.id}"
+    configs = {name if len(by_host) == 1 else f"{name}-{host}": layouts
+               for host, layouts in by_host.items()}
+    header = [f"MIG layout of vgpu scenario {sc.id} ({sc.name}) for NVIDIA mig-parted:",
+              f"  nvidia-mig-parted apply -f FILE -c {next(iter(configs))}"]
+    typer.echo(migparted.render(configs, sc.gpu_model, header), nl=False)
+
+
+def _wants_current(file: Path | None, scenario: str | None) -> bool:
+    """No scenario, `--scenario current` or a bare `current` (not a file) ask for the
+    layout on this machine's GPUs."""
+    named_current = file is not None and str(file) == CURRENT and not file.exists()
+    if file is None or named_current:
+        return scenario in (None, CURRENT) if file is None else scenario is None
+    return False
+
+
+def _current_config(name: str, simulator: str | None) -> str:
+    backend = _backend(simulator)
+    layouts: list[migparted.GpuLayout] = []
+    models = set()
+    for snap in snapshots(backend):
+        models.add(snap.gpu.model_key)
+        if snap.mig_mode is None or not snap.mig_mode.current:
+            layouts.append(migparted.GpuLayout(snap.gpu.index, False))
+            continue
+        profiles = [snap.profile_name(gi.profile_id) for gi in snap.instances] or \
+            [d.profile or "?" for d in snap.devices]
+        layouts.append(migparted.GpuLayout(snap.gpu.index, True, tuple(profiles)))
+    key = next(iter(models)) if len(models) == 1 else None
+    gpu = mig.gpu_model(key) if key else None
+    header = [f"MIG layout on this machine's GPUs now ({backend.description}),",
+              f"for NVIDIA mig-parted: nvidia-mig-parted apply -f FILE -c {name}"]
+    return migparted.render({name: layouts}, gpu, header)

@@ -5,20 +5,53 @@ harness runs (container image or host venv)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
+from vgpu import catalog
+from vgpu.cli.root import err_console
 from vgpu.container.images import DEFAULT_BASE_IMAGE
+from vgpu.errors import InputError
 
 ScenarioFile = Annotated[Path | None, typer.Argument(help="scenario YAML file",
                                                      show_default=False)]
 ScenarioRef = Annotated[str | None, typer.Option(
     "--scenario", "-s", help="catalogue scenario id, e.g. 6 (see `vgpu scenarios`)")]
-InventoryOpt = Annotated[Path | None, typer.Option(
-    "--inventory", "-i", help="inventory YAML (or the name of one in inventory/)")]
-InventoryReq = Annotated[Path, typer.Option(
-    "--inventory", "-i", help="inventory YAML (or the name of one in inventory/)")]
+_INVENTORY_DEFAULTS = (f"default: ${catalog.INVENTORY_ENV}, then ./{catalog.LOCAL_INVENTORY}, "
+                       "then ~/.config/vgpu/inventory.yaml")
+
+
+def inventory_option(help_text: str = "inventory YAML (or the name of one in inventory/)",
+                     *, required: bool = False,
+                     without: str = "going on without one") -> Any:
+    """The --inventory option with the one resolution every command shares
+    (vgpu.catalog.find_inventory), said on stderr. ``required``: finding none is an input
+    error; else the command gets None and ``without`` says what it does then."""
+
+    def resolve(ctx: typer.Context, value: Path | None) -> Path | None:
+        if ctx.resilient_parsing:  # shell completion: parse only, say nothing
+            return value
+        choice = catalog.find_inventory(value)
+        if choice is not None:
+            err_console.print(choice.describe(), markup=False, highlight=False)
+            return choice.path
+        if required:
+            raise InputError.single(
+                "command line", "--inventory",
+                f"`{ctx.command_path}` needs an inventory and none was given or found",
+                fix=f"pass --inventory FILE, set ${catalog.INVENTORY_ENV}, or run `vgpu sim "
+                    f"up` here (it writes ./{catalog.LOCAL_INVENTORY})")
+        err_console.print(f"inventory: none found (looked for {catalog.INVENTORY_SEARCH}); "
+                          f"{without}", markup=False, highlight=False)
+        return None
+
+    return typer.Option("--inventory", "-i", help=f"{help_text} ({_INVENTORY_DEFAULTS})",
+                        callback=resolve, show_default=False)
+
+
+InventoryOpt = Annotated[Path | None, inventory_option()]
+InventoryReq = Annotated[Path | None, inventory_option(required=True)]
 DbOpt = Annotated[Path, typer.Option("--db", help="results database (SQLite file)")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="machine-readable output on stdout")]
 RunsOpt = Annotated[int | None, typer.Option(

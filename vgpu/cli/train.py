@@ -15,7 +15,7 @@ from rich.table import Table
 
 from loadgen.contract import AllreduceRunSpec
 from vgpu.cli.common import console, scenario_from_args
-from vgpu.cli.options import DbOpt, JsonOpt, ScenarioFile, ScenarioRef
+from vgpu.cli.options import DbOpt, JsonOpt, ScenarioFile, ScenarioRef, inventory_option
 from vgpu.cli.root import app
 from vgpu.cli.train_view import train_and_report
 from vgpu.errors import InputError, RemoteError
@@ -35,9 +35,9 @@ def run_command(
     scenario: ScenarioRef = None,
     runs: Annotated[int | None, typer.Option("--runs", help="repeats (default: the "
                                              "scenario's)")] = None,
-    inventory: Annotated[Path | None, typer.Option(
-        "--inventory", "-i", help="run on the scenario's VMs / bare-metal hosts of this "
-        "inventory, one torchrun node each (default: this machine)")] = None,
+    inventory: Annotated[Path | None, inventory_option(
+        "run on the scenario's VMs / bare-metal hosts of this inventory, one torchrun node "
+        "each; none found: this machine", without="running on this machine")] = None,
     full_models: Annotated[bool, typer.Option(
         "--full-models", help="on a CPU, keep the scenario's model, image size and batch "
         "instead of the small functional check")] = False,

@@ -12,19 +12,19 @@ import typer
 from vgpu import catalog
 from vgpu.cli import common
 from vgpu.cli.common import scenario_from_args
-from vgpu.cli.options import InventoryReq, ScenarioFile, ScenarioRef
+from vgpu.cli.options import InventoryReq, ScenarioFile, ScenarioRef, inventory_option
 from vgpu.cli.root import app
 from vgpu.errors import InputError, Problem
 from vgpu.model.inventory import Inventory
 from vgpu.model.load import load_inventory
 from vgpu.model.scenario import Scenario
 from vgpu.plan import build_plan
-from vgpu.sim.lab import DEFAULT_PORT, LabShape
+from vgpu.sim.lab import DEFAULT_PORT, ESXI_BUILD, VIB_VERSION, LabShape, host_name
 from vgpu.vsphere.limits import DEFAULT_CONCURRENCY, DEFAULT_IP_TIMEOUT_S
 
-InventoryOpt = Annotated[Path | None, typer.Option(
-    "--inventory", "-i", help="inventory YAML (or name in inventory/); a bare-metal scenario "
-    "without one is applied on this machine")]
+InventoryOpt = Annotated[Path | None, inventory_option(
+    "inventory YAML (or name in inventory/); a bare-metal scenario without one is applied on "
+    "this machine", without="a bare-metal scenario is applied on this machine")]
 YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="do not ask for confirmation")]
 ConcurrencyOpt = Annotated[int, typer.Option("--concurrency", min=1, max=64,
                                              help="VMs worked on at the same time")]
@@ -34,7 +34,8 @@ sim_app = typer.Typer(help="The vSphere simulator lab (govmomi vcsim shaped as a
 app.add_typer(sim_app, name="sim")
 
 
-def _inventory(path: Path) -> tuple[Inventory, Path]:
+def _inventory(path: Path | None) -> tuple[Inventory, Path]:
+    assert path is not None, "InventoryReq resolves or refuses"
     path = catalog.resolve_inventory(path)
     return load_inventory(path), path
 
@@ -50,20 +51,26 @@ def _vsphere_scenario(file: Path | None, scenario: str | None) -> Scenario:
 
 @app.command()
 def preflight(
-    inventory: InventoryReq,
+    inventory: InventoryReq = None,
     file: ScenarioFile = None,
     scenario: ScenarioRef = None,
     results_dir: Annotated[Path, typer.Option(help="where the facts JSON is stored")] =
     Path("vgpu-results/preflight"),
     as_json: Annotated[bool, typer.Option("--json", help="print the facts as JSON")] = False,
+    against: Annotated[str | None, typer.Option(
+        help="compare with an earlier run: 'last' (the newest saved for this inventory), a "
+        "run id (a saved file's name, e.g. preflight-20260301T101500Z-scenario-8) or a "
+        "facts file; exits 1 when a change breaks the scenario")] = None,
 ) -> None:
-    """Check the vCenter hosts (ESXi, GPUs, vGPU types, Shared Direct, capacity, state) and,
-    with a scenario, whether it can run there. Exits non-zero when it cannot."""
+    """Check the vCenter hosts (ESXi, host driver VIB, GPUs, vGPU types, Shared Direct,
+    capacity, state) and, with a scenario, whether it can run there. Exits non-zero when it
+    cannot. With --against, also shows what changed since an earlier run."""
     from vgpu.vsphere import commands
 
     inv, inv_path = _inventory(inventory)
     sc = scenario_from_args(file, scenario) if (file or scenario) else None
-    commands.preflight(inv, inv_path, sc, results_dir, as_json, common.console)
+    commands.preflight(inv, inv_path, sc, results_dir, as_json, common.console,
+                       against=against)
 
 
 @app.command()
@@ -151,7 +158,7 @@ def _apply_bare_metal(sc: Scenario, inventory: Path | None, enable_mig: bool, dr
 
 @app.command()
 def destroy(
-    inventory: InventoryReq,
+    inventory: InventoryReq = None,
     file: ScenarioFile = None,
     scenario: ScenarioRef = None,
     yes: YesOpt = False,
@@ -178,28 +185,57 @@ def sim_up(
     no_gpu_hosts: Annotated[int, typer.Option(min=0, help="hosts (from the end) with no "
                                               "GPU")] = 0,
     tls: Annotated[bool, typer.Option("--tls/--no-tls", help="serve https")] = True,
-    inventory_out: Annotated[Path, typer.Option(help="inventory file to write for the lab")] =
-    Path("vgpu-sim-inventory.yaml"),
+    esxi_build: Annotated[str, typer.Option(help="ESXi build every host reports")] =
+    ESXI_BUILD,
+    vib_version: Annotated[str, typer.Option(help="version of the NVIDIA host driver VIB "
+                                             "every host reports")] = VIB_VERSION,
+    remove_vgpu_type: Annotated[list[str] | None, typer.Option(
+        help="a vGPU type no host offers (repeat it), e.g. grid_a100d-1-10c")] = None,
+    maintenance: Annotated[list[int] | None, typer.Option(
+        min=0, help="index of a host in maintenance mode (repeat it), e.g. 0 for DC0_C0_H0")]
+    = None,
+    inventory_out: Annotated[Path, typer.Option(help="inventory file to write for the lab "
+                                                "(found by every command in this folder)")] =
+    Path(catalog.LOCAL_INVENTORY),
 ) -> None:
-    """Start the simulator lab in the background and write an inventory for it."""
+    """Start the simulator lab in the background and write an inventory for it. The build,
+    VIB, removed-type and maintenance options shape an "upgraded" lab for drift checks."""
     from vgpu.sim import state as simstate
 
     if no_vgpu_hosts + no_gpu_hosts > hosts:
         raise InputError.single("command line", "--no-vgpu-hosts/--no-gpu-hosts",
                                 "more special hosts than --hosts", fix="raise --hosts")
+    _check_host_indexes(maintenance or [], hosts)
     shape = LabShape(hosts=hosts, gpus_per_host=gpus, no_vgpu_hosts=no_vgpu_hosts,
-                     no_gpu_hosts=no_gpu_hosts, tls=tls, listen=f"127.0.0.1:{port}")
+                     no_gpu_hosts=no_gpu_hosts, tls=tls, listen=f"127.0.0.1:{port}",
+                     esxi_build=esxi_build, vib_version=vib_version,
+                     removed_vgpu_types=tuple(remove_vgpu_type or ()),
+                     maintenance=tuple(sorted(set(maintenance or []))))
     lab = simstate.up(shape, inventory_out)
     out = common.console
     out.print(f"[bold green]simulator lab running[/] at {lab.url} (pid {lab.pid})")
-    out.print(f"  {hosts} ESXi {shape.esxi_version} host(s) x {gpus} A100 80GB, "
+    out.print(f"  {hosts} ESXi {shape.esxi_version} (build {shape.esxi_build}) host(s) x "
+              f"{gpus} A100 80GB, host driver VIB {shape.vib_version}, "
               f"template {shape.template}, user {shape.username}")
+    if shape.removed_vgpu_types:
+        out.print(f"  vGPU types removed: {', '.join(shape.removed_vgpu_types)}")
+    if shape.maintenance:
+        out.print("  in maintenance mode: "
+                  + ", ".join(host_name(i) for i in shape.maintenance))
     out.print(f"  inventory written to {inventory_out.resolve()}")
     out.print(f"  password file {lab.workdir / simstate.PASSWORD_FILE}; for "
               f"inventory/sim.yaml: export VGPU_VCENTER_PASSWORD='{lab.password}'")
     out.print(f"next: vgpu preflight -i {inventory_out} --scenario 8\n"
               f"      vgpu apply -i {inventory_out} --scenario 8\n"
               "      vgpu sim down")
+
+
+def _check_host_indexes(indexes: list[int], hosts: int) -> None:
+    bad = sorted(i for i in indexes if i >= hosts)
+    if bad:
+        raise InputError.single("command line", "--maintenance",
+                                f"host index {bad[0]} is not below --hosts {hosts}",
+                                fix=f"use host indexes 0..{hosts - 1}")
 
 
 @sim_app.command("down")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -197,10 +198,26 @@ class Drivers(StrictModel):
     """Where guest software comes from. Files are uploaded; URLs are fetched on the guest."""
 
     guest_driver: str | None = Field(None, description="NVIDIA vGPU guest driver .run file or URL")
-    host_driver_version: str | None = Field(None, description="expected host (VIB) driver")
+    guest_driver_version: str | None = Field(
+        None, description="guest driver version, e.g. 535.161.08; unset: read from the "
+        "guest_driver file name (NVIDIA-Linux-x86_64-535.161.08-grid.run)")
+    host_driver_version: str | None = Field(
+        None, description="expected host driver (VIB) version, e.g. 535.161.05; preflight "
+        "says when a host's VIB differs")
     licence_token: str | None = Field(None, description="client configuration token file "
                                                          "(.tok) for nvidia-gridd")
 
+
+    def guest_version(self) -> str | None:
+        """The guest driver version: guest_driver_version, else the version in the
+        guest_driver file name, else None."""
+        if self.guest_driver_version:
+            return self.guest_driver_version
+        match = _DRIVER_FILE_VERSION.search(self.guest_driver or "")
+        return match.group(1) if match else None
+
+
+_DRIVER_FILE_VERSION = re.compile(r"(?:^|[-_/])(\d{3,4}\.\d+(?:\.\d+)?)(?:[-_.]|$)")
 
 DOCKER_HOST_SCHEMES = ("unix://", "tcp://", "ssh://", "fd://")
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from vgpu import mig
+from vgpu import mig, migparted
 from vgpu.errors import InputError, Problem
 from vgpu.model.base import validate_doc
 from vgpu.model.inventory import Inventory
@@ -95,6 +95,7 @@ def _workload_problems(scenario: Scenario, doc: SourceDoc, vm_count: int) -> lis
 
 def load_scenario(path: str | Path) -> Scenario:
     doc = load_yaml(path)
+    migparted.expand_scenario(doc)
     scenario = validate_doc(Scenario, doc)
     problems = check_scenario(scenario, doc)
     if problems:

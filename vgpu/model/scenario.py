@@ -17,6 +17,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from loadgen.contract import (
+    DEFAULT_ACCURACY_SAMPLES,
     INFERENCE_MODELS,
     INFERENCE_VARIANTS,
     ONNX_SUFFIX,
@@ -144,8 +145,15 @@ class InferenceWorkload(StrictModel):
     duration_s: float = Field(600, gt=0, description="LoadGen min_duration on a GPU lab")
     cpu_duration_s: float = Field(10, gt=0, description="min_duration used when only a CPU "
                                   "is there (a CPU run is a functional check, not a figure)")
-    accuracy_target: float | None = Field(None, gt=0, le=1,
-                                          description="e.g. 0.999 for BERT 99.9%")
+    accuracy_target: float | None = Field(
+        None, gt=0, le=1, description="e.g. 0.999: every instance also runs a LoadGen "
+        "accuracy pass and the workload FAILs below it (docs/results.md, accuracy gate)")
+    accuracy_dataset: str | None = Field(
+        None, description="path on every target of an .npz with `images` (N,C,H,W float32) "
+        "and `labels` (N integers) for the accuracy pass (resnet50 or a one-input ONNX "
+        "model); unset: labels are the fp32 CPU reference run of the same model")
+    accuracy_samples: int = Field(DEFAULT_ACCURACY_SAMPLES, ge=1, le=100000,
+                                  description="samples in the accuracy pass")
 
     @field_validator("model")
     @classmethod
@@ -163,6 +171,14 @@ class InferenceWorkload(StrictModel):
                              f"{', '.join(sorted(allowed))}")
         if self.scenario == "Server" and self.target_qps is None:
             raise ValueError("a Server workload needs target_qps")
+        if self.accuracy_dataset is not None and self.accuracy_target is None:
+            raise ValueError("accuracy_dataset needs accuracy_target (e.g. 0.999)")
+        if self.accuracy_dataset is not None and self.model == "bert":
+            raise ValueError("accuracy_dataset is not supported for bert yet (no SQuAD "
+                             "reader): remove it to gate against the fp32 CPU reference")
+        if self.accuracy_dataset is not None and not self.accuracy_dataset.endswith(".npz"):
+            raise ValueError(f"accuracy_dataset '{self.accuracy_dataset}' must be an .npz "
+                             "file with arrays `images` and `labels`")
         return self
 
     @property
@@ -239,6 +255,16 @@ class Tolerances(StrictModel):
                                description="allowed latency increase vs the baseline")
 
 
+class MigPartedRef(StrictModel):
+    """A bare-metal layout given as an NVIDIA mig-parted config instead of ``vms``: one
+    harness instance per MIG device (or whole GPU where mig-enabled is false)."""
+
+    file: str = Field(description="mig-parted config file (version v1), relative to the "
+                      "scenario file")
+    config: str = Field(description="name of the config under mig-configs")
+    gpus: int = Field(1, ge=1, le=16, description="how many GPUs `devices: all` stands for")
+
+
 class Scenario(FileModel):
     id: Name = Field(description="short id used with --scenario")
     name: str = Field(description="human-readable name")
@@ -247,7 +273,11 @@ class Scenario(FileModel):
     platform: Literal["vsphere", "bare-metal"] = Field(
         "vsphere", description="VMs on vSphere, or MIG instances on a bare-metal host")
     gpu: str = Field(description=f"GPU model: {', '.join(mig.gpu_model_names())}")
-    vms: list[VmSpec] = Field(min_length=1, description="VM groups (bare metal: instances)")
+    vms: list[VmSpec] = Field(min_length=1, description="VM groups (bare metal: instances; "
+                              "filled from mig_parted when that is given instead)")
+    mig_parted: MigPartedRef | None = Field(
+        None, description="bare metal: take the instances from a mig-parted config instead "
+        "of listing vms")
     vm_settings: VmSettings = Field(default_factory=VmSettings,
                                     description="VM advanced settings apply sets")
     guest: GuestStack = Field(default_factory=GuestStack,

@@ -179,14 +179,29 @@ def overall_verdict(checks: Sequence[Check]) -> Verdict:
 
 
 @dataclass(frozen=True)
+class PlatformChange:
+    """A platform record field whose value differs between candidate and reference."""
+
+    field: str
+    candidate: str | None
+    reference: str | None
+
+    def as_dict(self) -> dict[str, str | None]:
+        return {"field": self.field, "candidate": self.candidate,
+                "reference": self.reference}
+
+
+@dataclass(frozen=True)
 class Comparison:
-    """A named comparison: candidate vs reference with its checks and overall verdict."""
+    """A named comparison: candidate vs reference with its checks and overall verdict,
+    and the platform fields that differ between the two."""
 
     kind: ComparisonKind
     title: str
     candidate: str
     reference: str
     checks: list[Check] = field(default_factory=list)
+    platform_changes: list[PlatformChange] = field(default_factory=list)
 
     @property
     def verdict(self) -> Verdict:
@@ -200,6 +215,7 @@ class Comparison:
             "reference": self.reference,
             "verdict": self.verdict,
             "checks": [check_as_dict(c) for c in self.checks],
+            "platform_changes": [c.as_dict() for c in self.platform_changes],
         }
 
 

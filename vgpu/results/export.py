@@ -9,7 +9,7 @@ import json
 from dataclasses import asdict
 from typing import Any
 
-from vgpu.results.records import LATENCY_PERCENTILES, Run
+from vgpu.results.records import LATENCY_PERCENTILES, PLATFORM_COMPARED, Platform, Run
 from vgpu.results.store import ResultStore
 
 CSV_COLUMNS = (
@@ -17,7 +17,15 @@ CSV_COLUMNS = (
     "status", "reason", "repeat_index", "started_at", "ended_at", "sync_skew_s", "instance",
     "device", "mig_profile", "mig_uuid", "validity", "throughput",
     *(f"latency_{p}_ns" for p in LATENCY_PERCENTILES),
+    "platform_host", *(f"platform_{name}" for name in PLATFORM_COMPARED),
 )
+
+
+def _platform_columns(platform: Platform | None) -> dict[str, Any]:
+    if platform is None:
+        return {}
+    names = ("host", *PLATFORM_COMPARED)
+    return {f"platform_{name}": getattr(platform, name) for name in names}
 
 
 def run_as_dict(store: ResultStore, run: Run) -> dict[str, Any]:
@@ -48,7 +56,7 @@ def export_csv(store: ResultStore, runs: list[Run]) -> str:
         }
         instances = store.instances(run.id)
         if not instances:
-            writer.writerow(base)
+            writer.writerow({**base, **_platform_columns(run.platform)})
         for stored in instances:
             inst = stored.result
             row = dict(base)
@@ -57,6 +65,7 @@ def export_csv(store: ResultStore, runs: list[Run]) -> str:
                 "device": inst.device_note or inst.device_name or inst.device_kind,
                 "mig_profile": inst.mig_profile, "mig_uuid": inst.mig_uuid,
                 "validity": inst.validity, "throughput": inst.throughput,
+                **_platform_columns(inst.platform or run.platform),
             })
             for p in LATENCY_PERCENTILES:
                 row[f"latency_{p}_ns"] = inst.latency_ns.get(p)

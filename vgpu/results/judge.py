@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from vgpu.model.scenario import Scenario
+from vgpu.results.accuracy import with_accuracy_gate
 from vgpu.results.compare import (
     Band,
     Check,
@@ -17,6 +18,7 @@ from vgpu.results.compare import (
     check_reference,
     compare_samples,
 )
+from vgpu.results.platforms import platform_changes
 from vgpu.results.series import WORST_P99, SeriesData, load_series
 from vgpu.results.store import ResultStore
 
@@ -40,6 +42,20 @@ def _shared_checks(
             name, sample.values, reference.samples[name].values, band, sample.unit
         ))
     return checks
+
+
+def _instance_checks(candidate: SeriesData, reference: SeriesData,
+                     tolerance: float) -> list[Check]:
+    """Against a baseline of the same scenario, each instance's throughput on its own:
+    one slower guest is a finding even when the others, given the cores it no longer
+    uses, keep the system total."""
+    band = band_for(higher_is_better=True, tolerance=tolerance)
+    return [compare_samples(f"throughput {name}", values,
+                            reference.per_instance_throughput[name], band, "samples/s")
+            for name, values in candidate.per_instance_throughput.items()
+            if len(candidate.per_instance_throughput) > 1
+            and len(reference.per_instance_throughput.get(name, [])) >= 2
+            and len(values) >= 2]
 
 
 def compare_series(
@@ -70,6 +86,8 @@ def compare_series(
         title = f"scenario {candidate.scenario_id} vs scenario {reference.scenario_id}"
     else:
         checks = _shared_checks(candidate, reference, per_metric, tolerance)
+        if kind == "run-vs-baseline" and candidate.kind != "training":
+            checks += _instance_checks(candidate, reference, tolerance)
         title = (
             f"{candidate.workload}: VM vs bare metal, scenario {candidate.scenario_id}"
             if kind == "vm-vs-bare-metal"
@@ -77,7 +95,7 @@ def compare_series(
         )
     return Comparison(
         kind=kind, title=title, candidate=candidate.label, reference=reference.label,
-        checks=checks,
+        checks=checks, platform_changes=platform_changes(candidate, reference),
     )
 
 
@@ -142,14 +160,15 @@ def judge_against_baseline(
     run_command: str = "vgpu bench",
 ) -> tuple[Comparison | None, str]:
     """A stored series judged against its scenario's baseline with the scenario's
-    tolerances, and the note of :func:`baseline_series`."""
+    tolerances, and the note of :func:`baseline_series`; the accuracy gate
+    (vgpu.results.accuracy) is judged with or without a baseline."""
     reference, note = baseline_series(store, scenario, candidate.workload,
                                       candidate.series_id, run_command)
     if reference is None:
-        return None, note
+        return with_accuracy_gate(None, candidate), note
     comparison = compare_series(
         default_kind(candidate, reference), candidate, reference,
         tolerance=scenario.tolerances.throughput_pct / 100.0,
         tolerances={WORST_P99: scenario.tolerances.latency_pct / 100.0},
     )
-    return comparison, note
+    return with_accuracy_gate(comparison, candidate), note

@@ -80,6 +80,15 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE platforms ADD COLUMN ort_version TEXT;
     ALTER TABLE platforms ADD COLUMN execution_provider TEXT;
     """,
+    # 3: the rest of the software stack and the VM's hardware
+    """
+    ALTER TABLE platforms ADD COLUMN cuda_version TEXT;
+    ALTER TABLE platforms ADD COLUMN cuda_driver_version TEXT;
+    ALTER TABLE platforms ADD COLUMN cudnn_version TEXT;
+    ALTER TABLE platforms ADD COLUMN tensorrt_version TEXT;
+    ALTER TABLE platforms ADD COLUMN vm_hardware_version TEXT;
+    ALTER TABLE platforms ADD COLUMN firmware TEXT;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

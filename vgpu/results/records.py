@@ -37,6 +37,36 @@ class Platform:
     ort_package: str | None = None  # onnxruntime-gpu | onnxruntime
     ort_version: str | None = None
     execution_provider: str | None = None  # what ONNX Runtime ran on (CUDA, TensorRT, CPU)
+    cuda_version: str | None = None  # the CUDA the inference runtime was built against
+    cuda_driver_version: str | None = None  # the CUDA version the guest driver supports
+    cudnn_version: str | None = None
+    tensorrt_version: str | None = None
+    vm_hardware_version: str | None = None  # vmx-NN
+    firmware: str | None = None  # efi | bios
+
+    def differences(self, other: Platform) -> dict[str, tuple[str | None, str | None]]:
+        """Field -> (this, other) for every field the two records disagree on; ``host``
+        and per-image ids are left out (they differ between any two machines)."""
+        out: dict[str, tuple[str | None, str | None]] = {}
+        for name in PLATFORM_COMPARED:
+            mine, theirs = getattr(self, name), getattr(other, name)
+            if mine != theirs:
+                out[name] = (_shown(mine), _shown(theirs))
+        return out
+
+
+# What a lab engineer compares between two runs, in reading order.
+PLATFORM_COMPARED = (
+    "esxi_version", "esxi_build", "host_driver", "guest_driver", "cuda_driver_version",
+    "cuda_version", "cudnn_version", "tensorrt_version", "ort_package", "ort_version",
+    "execution_provider", "runtime", "container_image", "gpu", "vgpu_profile",
+    "mig_profile", "attachment", "vm_hardware_version", "firmware", "vcpus", "memory_gb",
+    "harness_version",
+)
+
+
+def _shown(value: object) -> str | None:
+    return None if value is None else str(value)
 
 
 @dataclass(frozen=True)

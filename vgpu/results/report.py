@@ -15,6 +15,8 @@ from vgpu.errors import VgpuError
 from vgpu.model.load import load_scenario
 from vgpu.results.compare import Band, Comparison, compare_samples
 from vgpu.results.judge import compare_series
+from vgpu.results.platforms import FIELD_LABELS, series_platform
+from vgpu.results.records import PLATFORM_COMPARED
 from vgpu.results.series import SYSTEM_THROUGHPUT, SeriesData, all_series
 from vgpu.results.server_split import series_split, split_rows
 from vgpu.results.stats import summarize
@@ -189,6 +191,23 @@ def comparison_table(comparisons: Sequence[Comparison]) -> Table:
                   "allowed", "verdict"], rows)
 
 
+def platform_change_table(comparisons: Sequence[Comparison]) -> Table:
+    rows = [[c.title, FIELD_LABELS.get(change.field, change.field), change.reference or "-",
+             change.candidate or "-"]
+            for c in comparisons for change in c.platform_changes]
+    return Table(["comparison", "platform field", "reference", "candidate"], rows)
+
+
+def platform_table(series: Sequence[SeriesData]) -> Table:
+    """One column per series, one row per platform field any of them recorded."""
+    platforms = [series_platform(data) for data in series]
+    rows = [[FIELD_LABELS.get(name, name), *(p[name] or "-" for p in platforms)]
+            for name in PLATFORM_COMPARED if any(p[name] for p in platforms)]
+    headers = ["field", *(f"{d.scenario_id} {d.workload.split(' (')[0]} "
+                          f"(run {d.runs[0].id})" for d in series)]
+    return Table(headers, rows)
+
+
 def _baseline_scenario(data: SeriesData) -> str | None:
     """The baseline scenario id named in the series' scenario file, if it can be read."""
     source = data.runs[0].scenario_file
@@ -283,6 +302,9 @@ def build_report(
     judged = [*comparisons, *automatic_comparisons(series, tolerance)]
     if judged:
         sections.append(("Verdicts", comparison_table(judged)))
+        changes = platform_change_table(judged)
+        if changes.rows:
+            sections.append(("Platform differences of the compared series", changes))
     inference = [s for s in series if s.per_instance_throughput]
     if inference:
         sections.append(("Throughput per scenario and instance",
@@ -305,6 +327,9 @@ def build_report(
                          Chart("training_speedup.png", plots.training_speedup(training))))
     sections.append(("Statistics per series (95% CI, MDD at alpha 0.05, power 0.8)",
                      series_table(series)))
+    if series:
+        sections.append(("Platform of the latest series",
+                         platform_table(series[-INSTANCE_TABLE_SERIES:])))
     if inference:
         recent = inference[-INSTANCE_TABLE_SERIES:]
         sections.append((f"Instances of the latest {len(recent)} series",

@@ -26,6 +26,8 @@ TEMPLATE = "vgpu-template"
 USERNAME = "user"
 ESXI_VERSION = "8.0.2"
 ESXI_BUILD = "22380479"
+VIB_NAME = "NVD-AIE_ESXi_8.0.0_Driver"  # the NVIDIA AI Enterprise host driver, as main.go names it
+VIB_VERSION = "535.161.05-1OEM.800.1.0.20613240"
 GPU_PCI_DEVICE_ID = 0x20B5  # A100 PCIe 80GB
 GPU_MODEL = "A100-80GB"
 DEFAULT_PORT = 8989
@@ -57,6 +59,9 @@ class LabShape:
     template: str = TEMPLATE
     method_delays_ms: dict[str, int] = field(default_factory=dict)
     disconnected: tuple[int, ...] = ()  # host indexes reported as disconnected
+    vib_version: str = VIB_VERSION
+    removed_vgpu_types: tuple[str, ...] = ()  # vGPU types no host offers
+    maintenance: tuple[int, ...] = ()  # host indexes in maintenance mode
 
     def host_names(self) -> list[str]:
         return [host_name(i) for i in range(self.hosts)]
@@ -65,16 +70,29 @@ class LabShape:
         """Hosts with GPUs and vGPU types."""
         return self.host_names()[: self.hosts - self.no_vgpu_hosts - self.no_gpu_hosts]
 
+    def describe(self) -> dict[str, object]:
+        """What shapes the hosts, as `vgpu sim up` records it."""
+        return {"hosts": self.hosts, "gpus_per_host": self.gpus_per_host,
+                "esxi_version": self.esxi_version, "esxi_build": self.esxi_build,
+                "vib": f"{VIB_NAME} {self.vib_version}",
+                "removed_vgpu_types": list(self.removed_vgpu_types),
+                "maintenance": [host_name(i) for i in self.maintenance],
+                "disconnected": [host_name(i) for i in self.disconnected]}
+
     def args(self, ca_out: Path | None) -> list[str]:
         args = [
             f"-listen={self.listen}", f"-hosts={self.hosts}", f"-gpus={self.gpus_per_host}",
             f"-no-vgpu-hosts={self.no_vgpu_hosts}", f"-no-gpu-hosts={self.no_gpu_hosts}",
             f"-tls={'true' if self.tls else 'false'}", f"-username={self.username}",
             f"-esxi-version={self.esxi_version}", f"-esxi-build={self.esxi_build}",
-            f"-template={self.template}",
+            f"-template={self.template}", f"-vib-version={self.vib_version}",
         ]
         if self.disconnected:
             args.append(f"-disconnected={','.join(str(i) for i in self.disconnected)}")
+        if self.maintenance:
+            args.append(f"-maintenance={','.join(str(i) for i in self.maintenance)}")
+        if self.removed_vgpu_types:
+            args.append(f"-remove-vgpu-types={','.join(self.removed_vgpu_types)}")
         if self.method_delays_ms:
             delays = ",".join(f"{k}={v}" for k, v in sorted(self.method_delays_ms.items()))
             args.append(f"-method-delay={delays}")
@@ -194,6 +212,18 @@ def start_lab(
                       f"(log: {log_file})")
 
 
+def _description(lab: RunningLab) -> str:
+    shape = lab.shape
+    text = (f"vSphere simulator lab at {lab.url}: {shape.hosts} ESXi {shape.esxi_version} "
+            f"(build {shape.esxi_build}) hosts, {shape.gpus_per_host} x {GPU_MODEL} each, "
+            f"host driver {VIB_NAME} {shape.vib_version}")
+    if shape.removed_vgpu_types:
+        text += f"; vGPU types removed: {', '.join(shape.removed_vgpu_types)}"
+    if shape.maintenance:
+        text += "; in maintenance: " + ", ".join(host_name(i) for i in shape.maintenance)
+    return text
+
+
 def inventory_data(
     lab: RunningLab, *, password_file: str, hosts: list[str] | None = None,
     gpus_per_host: int | None = None, ip_pool: tuple[str, str] = ("127.0.0.11", "127.0.0.40"),
@@ -209,9 +239,7 @@ def inventory_data(
         vcenter["ca_bundle"] = str(lab.ca_file)
     return {
         "name": "vcsim-lab",
-        "description": f"vSphere simulator lab at {lab.url}: {lab.shape.hosts} ESXi "
-                       f"{lab.shape.esxi_version} hosts, {lab.shape.gpus_per_host} x "
-                       f"{GPU_MODEL} each",
+        "description": _description(lab),
         "vcenter": vcenter,
         "placement": {"datacenter": DATACENTER, "cluster": CLUSTER, "datastore": DATASTORE,
                       "network": NETWORK, "template": lab.shape.template},

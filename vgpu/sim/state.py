@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import yaml
@@ -25,6 +25,7 @@ class LabRecord:
     url: str
     inventory: str
     workdir: str
+    shape: dict[str, object] = field(default_factory=dict)  # LabShape.describe()
 
 
 def state_dir() -> Path:
@@ -67,7 +68,7 @@ def up(shape: LabShape, inventory_out: Path) -> RunningLab:
         + yaml.safe_dump(inventory_data(lab, password_file=str(password_file)),
                          sort_keys=False), encoding="utf-8")
     record = LabRecord(pid=lab.pid, url=lab.url, inventory=str(inventory_out.resolve()),
-                       workdir=str(workdir))
+                       workdir=str(workdir), shape=shape.describe())
     (state_dir() / STATE_FILE).write_text(json.dumps(asdict(record)), encoding="utf-8")
     return lab
 

@@ -14,15 +14,17 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 
 from vgpu.errors import InputError, RemoteError
 from vgpu.model.inventory import Inventory
+from vgpu.model.load import vgpu_requests
 from vgpu.model.scenario import Scenario
 from vgpu.vsphere.connection import connect
 from vgpu.vsphere.diff import ChangeSet, Step
+from vgpu.vsphere.drift import CHECK_PREFIX, Drift, compute_drift, scenario_vgpu_types
 from vgpu.vsphere.execute import Executor, VmOutcome
 from vgpu.vsphere.from_inventory import target_from_inventory
 from vgpu.vsphere.limits import DEFAULT_IP_TIMEOUT_S
-from vgpu.vsphere.preflight import run_preflight, save_report
+from vgpu.vsphere.preflight import find_saved, load_saved, run_preflight, save_report
 from vgpu.vsphere.reconcile import ClusterState
-from vgpu.vsphere.render import render_changes, render_outcomes, render_preflight
+from vgpu.vsphere.render import render_changes, render_drift, render_outcomes, render_preflight
 from vgpu.vsphere.workflow import prepare_apply, prepare_destroy
 
 Confirm = Callable[[str], bool]
@@ -73,17 +75,45 @@ def _fail_if_any(failed: list[VmOutcome], total: int, command: str) -> None:
 
 
 def preflight(inventory: Inventory, inventory_path: Path, scenario: Scenario | None,
-              results_dir: Path, as_json: bool, console: Console) -> None:
+              results_dir: Path, as_json: bool, console: Console,
+              against: str | None = None) -> None:
+    # A bad --against is refused before vCenter is reached.
+    before = load_saved(find_saved(against, results_dir, inventory_path)) if against else None
     with connect(target_from_inventory(inventory, inventory_path)) as session:
         report = run_preflight(session, inventory, inventory_path, scenario)
+    drift = None
+    if before is not None:
+        used = scenario_vgpu_types(vgpu_requests(scenario)) if scenario else set()
+        drift = compute_drift(before, report, used)
+        report.drift = drift.to_json()
     saved = save_report(report, results_dir)
+    drift_file = _save_drift(drift, report.id, results_dir) if drift else None
     if as_json:
         typer.echo(json.dumps(report.to_json(), indent=2))
     else:
         render_preflight(report, console)
-        console.print(f"facts saved to {saved}")
-    if not report.ok:
-        raise RemoteError("preflight failed:\n  " + "\n  ".join(report.failures()))
+        if drift is not None:
+            render_drift(drift, console)
+            console.print(f"drift saved to {drift_file}")
+        console.print(f"facts saved to {saved} (run id {report.id})")
+    problems = report.failures() if not report.ok else []
+    if drift is not None and drift.breaking:
+        # Checks that now fail are listed above already.
+        problems += [f"drift since {drift.before_id}: {r.host}: {r.field}: {r.before} -> "
+                     f"{r.after} ({r.why})" for r in drift.rows
+                     if r.breaking and not r.field.startswith(CHECK_PREFIX)]
+        problems.append(f"drift since {drift.before_id}: "
+                        f"{sum(r.breaking for r in drift.rows)} breaking change(s)")
+    if problems:
+        raise RemoteError("preflight failed:\n  " + "\n  ".join(problems))
+
+
+def _save_drift(drift: Drift, report_id: str | None, results_dir: Path) -> Path:
+    """The drift beside the saved facts, as drift-<new run id>.json."""
+    drift.after_id = report_id
+    path = results_dir / f"drift-{report_id}.json"
+    path.write_text(json.dumps(drift.to_json(), indent=2) + "\n", encoding="utf-8")
+    return path
 
 
 def apply(scenario: Scenario, inventory: Inventory, inventory_path: Path, *, dry_run: bool,

@@ -1,12 +1,15 @@
-"""Read what vCenter has now: hosts (version, GPUs, vGPU types, graphics mode, state) and
-VMs (hardware, vGPUs, extraConfig, guest IP), each kind in one property-collector call."""
+"""Read what vCenter has now: hosts (version, GPUs, vGPU types, graphics mode per GPU,
+passthrough per GPU, state) and VMs (hardware, vGPUs, extraConfig, guest IP), each kind in
+one property-collector call. The host driver (VIB) needs one more call per host
+(HostImageConfigManager.FetchSoftwarePackages): ``read_host_drivers`` makes it."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyVmomi import vim
+from pyVmomi import vim, vmodl
 
 from vgpu.vsphere.connection import Session
 from vgpu.vsphere.desired import OWNER_KEY, OWNER_VALUE, SCENARIO_KEY
@@ -17,13 +20,14 @@ DISPLAY_CLASS_IDS = {0x0300, 0x0302}  # VGA controller, 3D controller
 HOST_PATHS = [
     "name", "runtime.connectionState", "runtime.inMaintenanceMode", "config.product",
     "hardware.pciDevice", "config.sharedPassthruGpuTypes", "config.graphicsConfig",
-    "config.graphicsInfo",
+    "config.graphicsInfo", "config.pciPassthruInfo", "configManager.imageConfigManager",
 ]
+NVIDIA_VIB_VENDORS = {"nvd", "nvidia"}
 VM_PATHS = [
     "name", "config.template", "config.extraConfig", "config.hardware.numCPU",
     "config.hardware.memoryMB", "config.hardware.device", "config.firmware",
     "config.memoryReservationLockedToMax", "config.guestId", "config.tools.pendingCustomization",
-    "runtime.host", "runtime.powerState", "guest.ipAddress",
+    "runtime.host", "runtime.powerState", "guest.ipAddress", "config.version",
 ]
 
 
@@ -44,6 +48,26 @@ class HeldVgpu:
     powered_on: bool
 
 
+@dataclass(frozen=True)
+class HostDriver:
+    """The NVIDIA host driver VIB (the vGPU manager) installed on an ESXi host."""
+
+    name: str
+    version: str
+    vendor: str
+
+    @property
+    def branch(self) -> int | None:
+        """The driver's major branch: 535 for 535.161.05-1OEM.800.1.0.20613240."""
+        return driver_branch(self.version)
+
+
+def driver_branch(version: str | None) -> int | None:
+    """The leading number of an NVIDIA driver version, or None when there is none."""
+    match = re.match(r"\s*(\d+)\.", version or "")
+    return int(match.group(1)) if match else None
+
+
 @dataclass
 class HostFacts:
     name: str
@@ -56,8 +80,12 @@ class HostFacts:
     vgpu_types: list[str]
     graphics_default_type: str | None
     graphics_per_gpu: dict[str, str] = field(default_factory=dict)  # pci id -> graphics type
+    passthrough_per_gpu: dict[str, str] = field(default_factory=dict)  # pci id -> state
     held_vgpus: list[HeldVgpu] = field(default_factory=list)
+    host_driver: HostDriver | None = None
+    host_driver_note: str | None = None  # why host_driver is None, once it was read
     ref: Any = None
+    image_manager: Any = None
 
     @property
     def usable(self) -> bool:
@@ -93,6 +121,7 @@ class VmActual:
     passthrough_devices: tuple[Any, ...]
     ip: str | None
     pending_customization: bool
+    hardware_version: str | None = None  # vmx-NN
 
     @property
     def owned(self) -> bool:
@@ -138,6 +167,7 @@ def _vm_from_props(ref: Any, props: dict[str, Any], host_names: dict[str, str]) 
         num_cpus=int(props.get("config.hardware.numCPU") or 0),
         memory_mb=int(props.get("config.hardware.memoryMB") or 0),
         firmware=props.get("config.firmware") or "bios",
+        hardware_version=props.get("config.version"),
         memory_reservation_locked=bool(props.get("config.memoryReservationLockedToMax")),
         guest_id=props.get("config.guestId"),
         is_template=bool(props.get("config.template")),
@@ -167,29 +197,98 @@ def read_vms(session: Session, datacenter: Any) -> dict[str, VmActual]:
     return vms
 
 
+def _graphics_per_gpu(props: dict[str, Any]) -> dict[str, str]:
+    """PCI id -> graphics type: the configured one (graphicsConfig.deviceType) where set,
+    else the active one (graphicsInfo)."""
+    out = {g.pciId: g.graphicsType for g in props.get("config.graphicsInfo") or []}
+    graphics = props.get("config.graphicsConfig")
+    for device in (graphics.deviceType if graphics else None) or []:
+        out[device.deviceId] = device.graphicsType
+    return out
+
+
+def _passthrough_state(info: Any) -> str:
+    if info.passthruActive:
+        return "active"
+    if info.passthruEnabled:
+        return "enabled, reboot pending"
+    return "capable, off" if info.passthruCapable else "not capable"
+
+
+def _passthrough_per_gpu(props: dict[str, Any], gpus: list[GpuDevice]) -> dict[str, str]:
+    wanted = {g.pci_id for g in gpus}
+    return {info.id: _passthrough_state(info)
+            for info in props.get("config.pciPassthruInfo") or [] if info.id in wanted}
+
+
+def _host_from_props(ref: Any, props: dict[str, Any], vms: dict[str, VmActual]) -> HostFacts:
+    product = props.get("config.product")
+    graphics = props.get("config.graphicsConfig")
+    name = props["name"]
+    gpus = _gpus(props.get("hardware.pciDevice") or [])
+    return HostFacts(
+        name=name,
+        connection_state=str(props.get("runtime.connectionState") or "unknown"),
+        in_maintenance=bool(props.get("runtime.inMaintenanceMode")),
+        version=product.version if product else None,
+        build=product.build if product else None,
+        full_name=product.fullName if product else None,
+        gpus=gpus,
+        vgpu_types=list(props.get("config.sharedPassthruGpuTypes") or []),
+        graphics_default_type=graphics.hostDefaultGraphicsType if graphics else None,
+        graphics_per_gpu=_graphics_per_gpu(props),
+        passthrough_per_gpu=_passthrough_per_gpu(props, gpus),
+        held_vgpus=[
+            HeldVgpu(vm=vm.name, vgpu_type=t, powered_on=vm.powered_on)
+            for vm in vms.values() if vm.host == name for t in vm.vgpus
+        ],
+        ref=ref,
+        image_manager=props.get("configManager.imageConfigManager"),
+    )
+
+
 def read_hosts(session: Session, root: Any, vms: dict[str, VmActual]) -> dict[str, HostFacts]:
     """Facts for every host under ``root`` (a cluster or a datacenter's host folder)."""
     hosts: dict[str, HostFacts] = {}
     for ref, props in session.collect(root, vim.HostSystem, HOST_PATHS):
-        product = props.get("config.product")
-        graphics = props.get("config.graphicsConfig")
-        name = props["name"]
-        hosts[name] = HostFacts(
-            name=name,
-            connection_state=str(props.get("runtime.connectionState") or "unknown"),
-            in_maintenance=bool(props.get("runtime.inMaintenanceMode")),
-            version=product.version if product else None,
-            build=product.build if product else None,
-            full_name=product.fullName if product else None,
-            gpus=_gpus(props.get("hardware.pciDevice") or []),
-            vgpu_types=list(props.get("config.sharedPassthruGpuTypes") or []),
-            graphics_default_type=graphics.hostDefaultGraphicsType if graphics else None,
-            graphics_per_gpu={g.pciId: g.graphicsType
-                              for g in props.get("config.graphicsInfo") or []},
-            held_vgpus=[
-                HeldVgpu(vm=vm.name, vgpu_type=t, powered_on=vm.powered_on)
-                for vm in vms.values() if vm.host == name for t in vm.vgpus
-            ],
-            ref=ref,
-        )
+        facts = _host_from_props(ref, props, vms)
+        hosts[facts.name] = facts
     return hosts
+
+
+def nvidia_driver(packages: list[Any]) -> HostDriver | None:
+    """The NVIDIA host driver among a host's software packages (VIBs), or None."""
+    for package in packages:
+        vendor = str(package.vendor or "")
+        name = str(package.name or "")
+        if vendor.lower() in NVIDIA_VIB_VENDORS and "driver" in name.lower():
+            return HostDriver(name=name, version=str(package.version or ""), vendor=vendor)
+    return None
+
+
+def read_host_driver(facts: HostFacts) -> None:
+    """Fill ``facts.host_driver`` from the host's installed VIBs, or say in
+    ``host_driver_note`` why it could not be read."""
+    if facts.connection_state != "connected":
+        facts.host_driver_note = f"not read: the host is {facts.connection_state}"
+        return
+    if facts.image_manager is None:
+        facts.host_driver_note = "not read: the host has no image config manager"
+        return
+    try:
+        packages = facts.image_manager.FetchSoftwarePackages() or []
+    except vmodl.MethodFault as exc:
+        kind = type(exc).__name__.rsplit(".", 1)[-1]
+        facts.host_driver_note = (f"not read: FetchSoftwarePackages is unsupported here "
+                                  f"({kind}: {exc.msg or 'no message'})")
+        return
+    facts.host_driver = nvidia_driver(packages)
+    if facts.host_driver is None:
+        facts.host_driver_note = (f"no NVIDIA driver VIB among the host's {len(packages)} "
+                                  "software packages")
+
+
+def read_host_drivers(hosts: dict[str, HostFacts]) -> None:
+    """One FetchSoftwarePackages call per host (apply does not need it; preflight does)."""
+    for facts in hosts.values():
+        read_host_driver(facts)

@@ -1,9 +1,14 @@
 """Preflight: can this vCenter run vGPU scenarios, and this scenario in particular?
 
-Per host: ESXi version and build, GPUs (PCI vendor/device -> model), vGPU types offered,
-the host graphics default (must be Shared Direct), MIG-backed types, free capacity per GPU
-beside what other VMs hold, maintenance mode and connection state. With a scenario: does
-its plan fit, and does every planned VM's host offer its vGPU types."""
+Per host: ESXi version and build, the NVIDIA host driver (VIB) and whether its branch
+matches the inventory's guest driver, GPUs (PCI vendor/device -> model) with their graphics
+type, passthrough state and MIG capability, vGPU types offered, the host graphics default
+(must be Shared Direct), MIG-backed types, free capacity per GPU beside what other VMs
+hold, maintenance mode and connection state. With a scenario: does its plan fit (on hosts
+not in maintenance mode), and does every planned VM's host offer its vGPU types.
+
+Each run is saved as JSON under an id (``preflight-<UTC time>[-scenario-<id>]``, the file's
+name without .json); ``find_saved`` resolves an id, a file or ``last`` for drift checks."""
 
 from __future__ import annotations
 
@@ -21,7 +26,7 @@ from vgpu.model.scenario import Scenario
 from vgpu.plan import HeldVgpu
 from vgpu.runpaths import new_run_file
 from vgpu.vsphere.connection import Session
-from vgpu.vsphere.facts import HostFacts
+from vgpu.vsphere.facts import HostFacts, driver_branch, read_host_drivers
 from vgpu.vsphere.from_inventory import placement_from_inventory
 from vgpu.vsphere.from_plan import desired_from_plan, gpu_order, held_from_facts
 from vgpu.vsphere.reconcile import read_state
@@ -30,6 +35,9 @@ from vgpu.vsphere.workflow import ScenarioState, read_scenario_state
 MIN_ESXI = (7, 0)
 MULTI_VGPU_ESXI = (8, 0)
 MIG_TYPE = re.compile(r"-\d-\d+c(me)?$", re.IGNORECASE)
+MIG_CAPABILITY_NOTE = ("MIG capability per GPU is read from the MIG-backed vGPU types the "
+                       "host offers for the GPU's board (vSphere shows no per-GPU MIG mode)")
+SAVED_PREFIX = "preflight-"
 
 
 @dataclass
@@ -48,6 +56,9 @@ class GpuUsage:
     held: list[str]
     free_memory_slices: int | None
     free_compute_slices: int | None
+    graphics_type: str | None = None  # configured per GPU (sharedDirect: vGPU)
+    passthrough: str | None = None  # active | enabled, reboot pending | capable, off | ...
+    mig_capable: bool | None = None  # from offered types; None: unknown GPU model
 
 
 @dataclass
@@ -62,6 +73,9 @@ class HostReport:
     vgpu_types: list[str]
     mig_types: list[str]
     checks: list[Check]
+    host_driver: str | None = None  # the NVIDIA VIB's name
+    host_driver_version: str | None = None
+    host_driver_note: str | None = None  # why there is none
 
     @property
     def ok(self) -> bool:
@@ -78,6 +92,8 @@ class PreflightReport:
     hosts: list[HostReport]
     scenario_checks: list[Check] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    id: str | None = None  # set when saved: the file's name without .json
+    drift: dict[str, Any] | None = None  # against an earlier run, when asked
 
     @property
     def ok(self) -> bool:
@@ -129,8 +145,69 @@ def _usage(facts: HostFacts, held: list[HeldVgpu], inventory: Inventory) -> list
             free_mem = model.memory_slices - sum(p.memory_slices for p in profiles)
             free_compute = model.compute_slices - sum(p.compute_slices for p in profiles)
         usage.append(GpuUsage(index, pci, model_key, mode,
-                              [f"{h.label} ({h.vm})" for h in mine], free_mem, free_compute))
+                              [f"{h.label} ({h.vm})" for h in mine], free_mem, free_compute,
+                              graphics_type=facts.graphics_per_gpu.get(pci),
+                              passthrough=facts.passthrough_per_gpu.get(pci),
+                              mig_capable=_mig_capable(model, facts.vgpu_types)))
     return usage
+
+
+def _mig_capable(model: mig.GpuModel | None, vgpu_types: list[str]) -> bool | None:
+    """Whether the host offers a MIG-backed type for this GPU's board: the only sign of
+    MIG mode per GPU that vSphere gives."""
+    if model is None:
+        return None
+    boards = {b.lower() for b in model.board_codes}
+    for vgpu_type in vgpu_types:
+        name = vgpu_type.lower().split("_", 1)[-1]
+        if MIG_TYPE.search(name) and name.split("-", 1)[0] in boards:
+            return True
+    return False
+
+
+def driver_checks(facts: HostFacts, inventory: Inventory) -> list[Check]:
+    """The host driver VIB is there and its branch matches the guest driver's."""
+    driver = facts.host_driver
+    if driver is None:
+        missing = facts.host_driver_note is not None and \
+            facts.host_driver_note.startswith("no NVIDIA driver VIB")
+        detail = facts.host_driver_note or "not read"
+        if missing:
+            detail += ": install the NVIDIA AI Enterprise host driver VIB " \
+                      "(esxcli software vib install -d <bundle.zip>) and reboot the host"
+        return [Check("host driver", not missing, detail)]
+    checks = [Check("host driver", True, f"{driver.name} {driver.version}")]
+    guest = inventory.drivers.guest_version()
+    if guest is not None and driver.branch is not None:
+        checks.append(_branch_check(driver.branch, driver.version, guest))
+    return checks
+
+
+def driver_version_note(facts: HostFacts, inventory: Inventory) -> str | None:
+    """A note when the host's VIB is not the inventory's drivers.host_driver_version."""
+    expected = inventory.drivers.host_driver_version
+    driver = facts.host_driver
+    if not expected or driver is None or _same_version(driver.version, expected):
+        return None
+    return (f"{facts.name}: host driver VIB {driver.version} is not the inventory's "
+            f"drivers.host_driver_version {expected}: install that VIB, or update "
+            "drivers.host_driver_version")
+
+
+def _branch_check(host_branch: int, host_version: str, guest: str) -> Check:
+    guest_branch = driver_branch(guest)
+    if guest_branch is None or guest_branch == host_branch:
+        return Check("driver branch", True, f"host and guest drivers on branch {host_branch}")
+    return Check("driver branch", False,
+                 f"host VIB {host_version} is branch {host_branch}, the inventory's guest "
+                 f"driver {guest} is branch {guest_branch}: install a branch-{host_branch} "
+                 f"guest driver (drivers.guest_driver), or the branch-{guest_branch} host "
+                 "driver VIB on this host")
+
+
+def _same_version(vib_version: str, expected: str) -> bool:
+    """535.161.05-1OEM.800.1.0.20613240 is 535.161.05."""
+    return vib_version == expected or vib_version.startswith(expected + "-")
 
 
 def host_checks(facts: HostFacts, inventory: Inventory) -> list[Check]:
@@ -174,7 +251,7 @@ def host_checks(facts: HostFacts, inventory: Inventory) -> list[Check]:
         "Shared Direct" if shared_direct
         else f"{facts.graphics_default_type or 'unknown'}: set it to Shared Direct "
              "(esxcli graphics host set --default-type SharedPassthru) and restart xorg"))
-    return checks
+    return checks + driver_checks(facts, inventory)
 
 
 def _scenario_checks(scenario_state: ScenarioState, reports: list[HostReport],
@@ -184,6 +261,7 @@ def _scenario_checks(scenario_state: ScenarioState, reports: list[HostReport],
         plan = scenario_state.build_plan()
     except PlanError as exc:
         return [Check("capacity", False, str(exc))]
+    _excuse_unused_maintenance(reports, {vm.host for vm in plan.vms})
     held = len(scenario_state.held)
     checks = [Check("capacity", True, f"{len(plan.vms)} VM(s) fit"
                     + (f" beside {held} held vGPU(s)" if held else ""))]
@@ -207,6 +285,17 @@ def _scenario_checks(scenario_state: ScenarioState, reports: list[HostReport],
     return checks
 
 
+def _excuse_unused_maintenance(reports: list[HostReport], used: set[str]) -> None:
+    """A host in maintenance mode that the plan leaves out does not fail the scenario."""
+    for report in reports:
+        if report.name in used:
+            continue
+        for k, check in enumerate(report.checks):
+            if check.name == "maintenance mode" and not check.ok:
+                report.checks[k] = Check(check.name, True,
+                                         "in maintenance mode: the plan does not use this host")
+
+
 def _host_report(name: str, facts: HostFacts | None, held: list[HeldVgpu],
                  inventory: Inventory, all_hosts: list[str]) -> HostReport:
     if facts is None:
@@ -219,7 +308,10 @@ def _host_report(name: str, facts: HostFacts | None, held: list[HeldVgpu],
         graphics_default_type=facts.graphics_default_type,
         gpus=_usage(facts, held, inventory), vgpu_types=list(facts.vgpu_types),
         mig_types=[t for t in facts.vgpu_types if MIG_TYPE.search(t)],
-        checks=host_checks(facts, inventory))
+        checks=host_checks(facts, inventory),
+        host_driver=facts.host_driver.name if facts.host_driver else None,
+        host_driver_version=facts.host_driver.version if facts.host_driver else None,
+        host_driver_note=facts.host_driver_note)
 
 
 def _gpu_model(inventory: Inventory, hosts: dict[str, HostFacts]) -> mig.GpuModel | None:
@@ -248,8 +340,13 @@ def run_preflight(session: Session, inventory: Inventory, inventory_path: Path,
         held, notes = held_from_facts(state.hosts, state.vms, "", gpu, inventory) \
             if gpu else ([], [])
     wanted = [h.name for h in inventory.hosts] or sorted(state.hosts)
+    read_host_drivers({n: state.hosts[n] for n in wanted if n in state.hosts})
     reports = [_host_report(name, state.hosts.get(name), held, inventory, list(state.hosts))
                for name in wanted]
+    notes = [*notes, *(note for n in wanted if n in state.hosts
+                       if (note := driver_version_note(state.hosts[n], inventory)))]
+    if any(g.mig_capable is not None for r in reports for g in r.gpus):
+        notes.append(MIG_CAPABILITY_NOTE)
     scenario_checks = _scenario_checks(scenario_state, reports, inventory, inventory_path) \
         if scenario_state is not None else []
     return PreflightReport(
@@ -260,8 +357,69 @@ def run_preflight(session: Session, inventory: Inventory, inventory_path: Path,
 
 
 def save_report(report: PreflightReport, directory: Path) -> Path:
-    """Write the facts as JSON, one file per run, named by time (and scenario)."""
+    """Write the facts as JSON, one file per run, named by time (and scenario). The file's
+    name without .json is the run's id, also stored inside it."""
     stamp = report.taken_at.replace(":", "").replace("-", "")
     suffix = f"-scenario-{report.scenario}" if report.scenario else ""
-    return new_run_file(directory, f"preflight-{stamp}{suffix}", ".json",
-                        json.dumps(report.to_json(), indent=2) + "\n")
+    path = new_run_file(directory, f"{SAVED_PREFIX}{stamp}{suffix}", ".json", "{}\n")
+    report.id = path.stem
+    if report.drift is not None:
+        report.drift["after"] = report.id
+    path.write_text(json.dumps(report.to_json(), indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def saved_reports(directory: Path) -> list[Path]:
+    """The saved preflight runs in ``directory``, oldest first (by the time in the name,
+    then by when the file was written)."""
+    if not directory.is_dir():
+        return []
+    stamp_length = len(SAVED_PREFIX) + len("20260101T000000Z")
+    return sorted(directory.glob(f"{SAVED_PREFIX}*.json"),
+                  key=lambda p: (p.name[:stamp_length], p.stat().st_mtime_ns))
+
+
+def load_saved(path: Path) -> dict[str, Any]:
+    """A saved preflight run, or InputError naming the file when it is not one."""
+    fix = "pass another run id, a file written by `vgpu preflight`, or 'last'"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError.single(str(path), "--against",
+                                f"cannot read it as preflight facts: {exc}", fix=fix) from None
+    hosts = data.get("hosts") if isinstance(data, dict) else None
+    if not isinstance(hosts, list) or not all(
+            isinstance(h, dict) and isinstance(h.get("name"), str) for h in hosts):
+        raise InputError.single(str(path), "hosts", "not preflight facts: no list of hosts "
+                                "with names", fix=fix)
+    data.setdefault("id", path.stem)
+    return data
+
+
+def find_saved(against: str, directory: Path, inventory_path: Path) -> Path:
+    """``last`` (the newest run saved for this inventory), a saved file's path, or a run
+    id (its name, with or without .json) in ``directory``."""
+    if against == "last":
+        wanted = inventory_path.resolve()
+        mine = [p for p in saved_reports(directory) if _saved_inventory(p) == wanted]
+        if not mine:
+            raise InputError.single("command line", "--against", f"no preflight of "
+                                    f"{inventory_path} is saved in {directory}",
+                                    fix="run `vgpu preflight` once without --against first")
+        return mine[-1]
+    for candidate in (Path(against), directory / against, directory / f"{against}.json"):
+        if candidate.is_file():
+            return candidate
+    known = ", ".join(p.stem for p in saved_reports(directory)[-5:]) or "none"
+    raise InputError.single("command line", "--against",
+                            f"'{against}' is neither a file nor a run id in {directory}",
+                            fix=f"use 'last' or one of the latest ids: {known}")
+
+
+def _saved_inventory(path: Path) -> Path | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    inventory = data.get("inventory") if isinstance(data, dict) else None
+    return Path(inventory).resolve() if isinstance(inventory, str) else None

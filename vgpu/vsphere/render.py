@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from vgpu.vsphere.diff import Action, ChangeSet, VmChange
+from vgpu.vsphere.drift import Drift
 from vgpu.vsphere.execute import ExecutionReport
 from vgpu.vsphere.preflight import PreflightReport
 
@@ -66,8 +67,8 @@ def render_preflight(report: PreflightReport, console: Console) -> None:
                   f"inventory {report.inventory}"
                   + (f", scenario {report.scenario}" if report.scenario else ""))
     hosts = Table(title="hosts")
-    for col in ("host", "ESXi", "state", "GPUs", "graphics", "vGPU types", "MIG types",
-                "verdict"):
+    for col in ("host", "ESXi", "host driver", "state", "GPUs", "graphics", "vGPU types",
+                "MIG types", "verdict"):
         hosts.add_column(col, overflow="fold")
     for h in report.hosts:
         models: dict[str, int] = {}
@@ -79,20 +80,25 @@ def render_preflight(report: PreflightReport, console: Console) -> None:
             else (h.graphics_default_type or "-")
         esxi = f"{h.version} ({h.build})" if h.version else "-"
         verdict = "[green]PASS[/]" if h.ok else "[red]FAIL[/]"
-        hosts.add_row(h.name, esxi, state, gpus, graphics, str(len(h.vgpu_types)),
+        driver = f"{h.host_driver} {h.host_driver_version}" if h.host_driver \
+            else (h.host_driver_note or "-")
+        hosts.add_row(h.name, esxi, driver, state, gpus, graphics, str(len(h.vgpu_types)),
                       str(len(h.mig_types)), verdict)
     console.print(hosts)
 
     title = "GPU capacity: vGPUs already held" + (
         f" (scenario {report.scenario}'s own VMs not counted)" if report.scenario else "")
     usage = Table(title=title)
-    for col in ("host", "GPU", "PCI", "model", "mode", "held by", "free slices"):
+    for col in ("host", "GPU", "PCI", "model", "graphics", "passthrough", "MIG", "mode",
+                "held by", "free slices"):
         usage.add_column(col, overflow="fold")
     for h in report.hosts:
         for g in h.gpus:
             free = f"{g.free_memory_slices} mem / {g.free_compute_slices} compute" \
                 if g.free_memory_slices is not None else "-"
-            usage.add_row(h.name, str(g.index), g.pci_id, g.model, g.mode,
+            mig_capable = "-" if g.mig_capable is None else ("yes" if g.mig_capable else "no")
+            usage.add_row(h.name, str(g.index), g.pci_id, g.model, g.graphics_type or "-",
+                          g.passthrough or "-", mig_capable, g.mode,
                           ", ".join(g.held) or "-", free)
     console.print(usage)
 
@@ -112,3 +118,20 @@ def render_preflight(report: PreflightReport, console: Console) -> None:
     verdict = "[bold green]PASS[/]" if report.ok else \
         f"[bold red]FAIL[/] ({len(failed)} check(s) failed)"
     console.print(f"verdict: {verdict}")
+
+
+def render_drift(drift: Drift, console: Console) -> None:
+    title = f"drift since {drift.before_id}"
+    if not drift.rows:
+        console.print(f"{title}: no change")
+        return
+    table = Table(title=title)
+    for col in ("host", "what", "before", "now", "effect"):
+        table.add_column(col, overflow="fold")
+    for row in drift.rows:
+        effect = f"[red]breaks: {row.why}[/]" if row.breaking else "[dim]informational[/]"
+        table.add_row(row.host, row.field, row.before, row.after, effect)
+    console.print(table)
+    breaking = sum(r.breaking for r in drift.rows)
+    console.print(f"drift: {len(drift.rows)} change(s), "
+                  + (f"[bold red]{breaking} breaking[/]" if breaking else "none breaking"))

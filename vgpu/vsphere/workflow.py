@@ -34,9 +34,16 @@ class ScenarioState:
 
     def build_plan(self) -> Plan:
         """Raises PlanError (nothing changed) when the scenario does not fit beside what
-        other VMs hold."""
+        other VMs hold on the hosts that are not in maintenance mode."""
         return build_plan(self.scenario, self.inventory, held=self.held,
-                          inventory_name=str(self.inventory_path))
+                          inventory_name=str(self.inventory_path),
+                          unavailable=self.unavailable_hosts())
+
+    def unavailable_hosts(self) -> dict[str, str]:
+        """Inventory hosts the plan must not use: those vCenter has in maintenance mode."""
+        names = {h.name for h in self.inventory.hosts}
+        return {name: "in maintenance mode" for name, facts in self.state.hosts.items()
+                if facts.in_maintenance and name in names}
 
 
 @dataclass

@@ -1,7 +1,9 @@
 // Command vcsim runs govmomi's vSphere API simulator (VPX model) shaped like the GPU lab
 // the vgpu studies used: a cluster of ESXi 8.0 hosts, each with NVIDIA A100 80GB PCIe
-// devices, MIG-backed and time-sliced vGPU types, Shared Direct graphics, a VM template,
-// a datastore and a network. It prints its URL on stdout when ready and stops on SIGTERM.
+// devices, the NVIDIA AI Enterprise host driver VIB (read through HostImageConfigManager),
+// MIG-backed and time-sliced vGPU types, Shared Direct graphics, a VM template, a datastore
+// and a network. Flags shape an "upgraded" lab (other build, other VIB, vGPU types removed,
+// hosts in maintenance). It prints its URL on stdout when ready and stops on SIGTERM.
 package main
 
 import (
@@ -30,6 +32,9 @@ import (
 	"github.com/vmware/govmomi"
 	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/simulator"
+	"github.com/vmware/govmomi/vim25/methods"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/soap"
 	"github.com/vmware/govmomi/vim25/types"
 )
 
@@ -50,6 +55,60 @@ var a100dVgpuTypes = []string{
 	"grid_a100d-20c", "grid_a100d-40c", "grid_a100d-80c",
 }
 
+const (
+	nvidiaVibName     = "NVD-AIE_ESXi_8.0.0_Driver"
+	defaultVibVersion = "535.161.05-1OEM.800.1.0.20613240"
+)
+
+// imageConfigManager answers the host's HostImageConfigManager calls (the simulator
+// registers the reference but has no object behind it): the installed VIBs, the
+// NVIDIA AI Enterprise host driver among them, and the host's acceptance level.
+type imageConfigManager struct {
+	mo.HostImageConfigManager
+	packages []types.SoftwarePackage
+}
+
+func (m *imageConfigManager) FetchSoftwarePackages(ctx *simulator.Context, req *types.FetchSoftwarePackages) soap.HasFault {
+	return &methods.FetchSoftwarePackagesBody{
+		Res: &types.FetchSoftwarePackagesResponse{Returnval: m.packages},
+	}
+}
+
+func (m *imageConfigManager) HostImageConfigGetAcceptance(ctx *simulator.Context, req *types.HostImageConfigGetAcceptance) soap.HasFault {
+	return &methods.HostImageConfigGetAcceptanceBody{
+		Res: &types.HostImageConfigGetAcceptanceResponse{Returnval: "partner"},
+	}
+}
+
+func softwarePackages(c labConfig) []types.SoftwarePackage {
+	created := time.Date(2024, 2, 22, 0, 0, 0, 0, time.UTC)
+	esxiVersion := fmt.Sprintf("%s-0.0.%s", c.version, c.build)
+	return []types.SoftwarePackage{
+		{Name: "esx-base", Version: esxiVersion, Type: "bootbank", Vendor: "VMware",
+			AcceptanceLevel: "vmware_certified", Summary: "ESXi base system",
+			Description: "ESXi base system", CreationDate: &created},
+		{Name: nvidiaVibName, Version: c.vibVersion, Type: "bootbank", Vendor: "NVD",
+			AcceptanceLevel: "partner",
+			Summary:         "NVIDIA AI Enterprise vGPU host driver for ESXi 8.0",
+			Description:     "NVIDIA AI Enterprise vGPU host driver (vGPU manager)",
+			CreationDate:    &created},
+	}
+}
+
+// addImageConfigManager gives the host its own HostImageConfigManager object; withDriver
+// false leaves the NVIDIA VIB out.
+func addImageConfigManager(h *simulator.HostSystem, c labConfig, withDriver bool) {
+	packages := softwarePackages(c)
+	if !withDriver {
+		packages = packages[:1]
+	}
+	manager := &imageConfigManager{packages: packages}
+	manager.Self = types.ManagedObjectReference{
+		Type: "HostImageConfigManager", Value: "imageconfigmanager-" + h.Self.Value}
+	ref := simulator.Map.Put(manager).Reference()
+	h.ConfigManager.ImageConfigManager = &ref
+}
+
 type labConfig struct {
 	listen       string
 	hosts        int
@@ -64,7 +123,10 @@ type labConfig struct {
 	build        string
 	template     string
 	methodDelays string
+	vibVersion   string
+	removedTypes map[string]bool
 	disconnected map[int]bool
+	maintenance  map[int]bool
 }
 
 func parseFlags() labConfig {
@@ -82,18 +144,18 @@ func parseFlags() labConfig {
 	flag.StringVar(&c.build, "esxi-build", "22380479", "ESXi build number reported by every host")
 	flag.StringVar(&c.template, "template", "vgpu-template", "name of the VM template")
 	flag.StringVar(&c.methodDelays, "method-delay", "", "per-method latency, e.g. CloneVM_Task=300,ReconfigVM_Task=100 (ms)")
+	flag.StringVar(&c.vibVersion, "vib-version", defaultVibVersion, "version of the NVIDIA host driver VIB every host reports")
+	removed := flag.String("remove-vgpu-types", "", "vGPU types no host offers, e.g. grid_a100d-1-10c,grid_a100d-2-20c")
 	disconnected := flag.String("disconnected", "", "host indexes reported as disconnected, e.g. 1,2")
+	maintenance := flag.String("maintenance", "", "host indexes in maintenance mode, e.g. 0")
 	flag.Parse()
-	c.disconnected = map[int]bool{}
-	for _, item := range strings.Split(*disconnected, ",") {
-		if item == "" {
-			continue
+	c.disconnected = hostIndexes("-disconnected", *disconnected, c.hosts)
+	c.maintenance = hostIndexes("-maintenance", *maintenance, c.hosts)
+	c.removedTypes = map[string]bool{}
+	for _, name := range strings.Split(*removed, ",") {
+		if name != "" {
+			c.removedTypes[strings.TrimSpace(name)] = true
 		}
-		index, err := strconv.Atoi(item)
-		if err != nil || index < 0 || index >= c.hosts {
-			log.Fatalf("bad -disconnected entry %q (want host indexes below -hosts)", item)
-		}
-		c.disconnected[index] = true
 	}
 	if c.password == "" {
 		c.password = os.Getenv("VGPU_SIM_PASSWORD")
@@ -105,6 +167,22 @@ func parseFlags() labConfig {
 		log.Fatal("-no-gpu-hosts plus -no-vgpu-hosts exceeds -hosts")
 	}
 	return c
+}
+
+// hostIndexes parses a comma list of host indexes for the flag named.
+func hostIndexes(flagName, spec string, hosts int) map[int]bool {
+	out := map[int]bool{}
+	for _, item := range strings.Split(spec, ",") {
+		if item == "" {
+			continue
+		}
+		index, err := strconv.Atoi(item)
+		if err != nil || index < 0 || index >= hosts {
+			log.Fatalf("bad %s entry %q (want host indexes below -hosts)", flagName, item)
+		}
+		out[index] = true
+	}
+	return out
 }
 
 func parseDelays(spec string) (map[string]int, error) {
@@ -163,6 +241,7 @@ func shapeHost(h *simulator.HostSystem, index int, c labConfig) {
 	if c.disconnected[index] {
 		h.Runtime.ConnectionState = types.HostSystemConnectionStateDisconnected
 	}
+	h.Runtime.InMaintenanceMode = c.maintenance[index]
 	h.Hardware.SystemInfo.Vendor = "Dell Inc."
 	h.Hardware.SystemInfo.Model = "PowerEdge R750xa"
 	h.Summary.Hardware.Vendor = "Dell Inc."
@@ -174,12 +253,31 @@ func shapeHost(h *simulator.HostSystem, index int, c labConfig) {
 	if index >= noGpuFrom {
 		gpus = 0
 	}
+	offersVgpu := index < noVgpuFrom
+	// Hosts without vGPU types are hosts without the NVIDIA host driver.
+	addImageConfigManager(h, c, offersVgpu)
+	shapeGpus(h, gpus)
+	h.Config.SharedPassthruGpuTypes = nil
+	if offersVgpu {
+		for _, name := range a100dVgpuTypes {
+			if !c.removedTypes[name] {
+				h.Config.SharedPassthruGpuTypes = append(h.Config.SharedPassthruGpuTypes, name)
+			}
+		}
+	}
+}
+
+// shapeGpus adds the GPUs to the host's PCI devices, in Shared Direct (vGPU) mode: each
+// one configured and active as sharedDirect, passthrough capable but not enabled.
+func shapeGpus(h *simulator.HostSystem, gpus int) {
 	// A fresh slice: hosts share the simulator's default hardware description.
 	pci := append([]types.HostPciDevice{}, h.Hardware.PciDevice...)
 	pci = append(pci, a100Devices(gpus)...)
 	h.Hardware.PciDevice = pci
 
 	graphics := []types.HostGraphicsInfo{}
+	deviceTypes := []types.HostGraphicsConfigDeviceType{}
+	passthru := []types.BaseHostPciPassthruInfo{}
 	for _, d := range a100Devices(gpus) {
 		graphics = append(graphics, types.HostGraphicsInfo{
 			DeviceName:     d.DeviceName,
@@ -188,17 +286,18 @@ func shapeHost(h *simulator.HostSystem, index int, c labConfig) {
 			GraphicsType:   "sharedDirect",
 			MemorySizeInKB: a100MemoryInKB,
 		})
+		deviceTypes = append(deviceTypes, types.HostGraphicsConfigDeviceType{
+			DeviceId: d.Id, GraphicsType: "sharedDirect"})
+		passthru = append(passthru, &types.HostPciPassthruInfo{
+			Id: d.Id, DependentDevice: d.Id, PassthruCapable: true})
 	}
 	h.Config.GraphicsInfo = graphics
 	h.Config.GraphicsConfig = &types.HostGraphicsConfig{
 		HostDefaultGraphicsType:        "sharedDirect",
 		SharedPassthruAssignmentPolicy: "performance",
+		DeviceType:                     deviceTypes,
 	}
-	if index < noVgpuFrom {
-		h.Config.SharedPassthruGpuTypes = append([]string{}, a100dVgpuTypes...)
-	} else {
-		h.Config.SharedPassthruGpuTypes = nil
-	}
+	h.Config.PciPassthruInfo = passthru
 }
 
 // selfSignedCert makes a P-256 certificate for the listen host, localhost and 127.0.0.1

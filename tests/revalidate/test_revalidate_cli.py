@@ -1,0 +1,89 @@
+"""`vgpu revalidate` through its command line on this machine (inventory `local`): every
+exit code, the baseline captured and found again, a real CPU quota on the second run as
+the regression, and --resume keeping what finished."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.bench.conftest import VGPU, vgpu_env
+from tests.labs.cpuquota import cpu_quota, quota_available
+from vgpu.results.store import ResultStore
+
+pytestmark = pytest.mark.slow
+SHORT = ("-w", "resnet50-offline", "--runs", "2", "--duration", "1", "--no-report")
+# Three 2-second repeats: a quota's throttling periods average out within a repeat.
+STEADY = ("-w", "resnet50-offline", "--runs", "3", "--duration", "2", "--no-report")
+
+
+def _revalidate(folder: Path, cache: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*VGPU, "revalidate", "-i", "local", *args], cwd=folder,
+                          env=vgpu_env(cache), capture_output=True, text=True, timeout=600,
+                          check=False)
+
+
+def _runs(folder: Path) -> list[str]:
+    with ResultStore.open(folder / "vgpu-results.db") as store:
+        return [r.scenario_id for r in store.runs()]
+
+
+@pytest.mark.skipif(quota_available() is not None, reason=str(quota_available()))
+def test_capture_then_a_slowed_machine_fails_against_the_baseline(
+    tmp_path: Path, harness_cache: Path,
+) -> None:
+    first = _revalidate(tmp_path, harness_cache, "-s", "bm5", "--capture-baseline", *STEADY)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "recorded as baseline 'pre-upgrade'" in first.stdout
+    with ResultStore.open(tmp_path / "vgpu-results.db") as store:
+        assert [b.name for b in store.baselines()] == ["pre-upgrade:bm5:resnet50-offline"]
+
+    # No --scenario: the scenarios of the baseline. The whole run gets a quarter core.
+    argv = [*VGPU, "revalidate", "-i", "local", "--json", *STEADY]
+    slowed = subprocess.Popen(["bash", "-c", 'sleep 0.2; exec "$@"', "bash", *argv],
+                              cwd=tmp_path, env=vgpu_env(harness_cache), text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    with cpu_quota(slowed.pid, 0.25):
+        out, err = slowed.communicate(timeout=600)
+    assert slowed.returncode == 3, out + err
+    [verdict] = json.loads(out)["verdicts"]
+    assert (verdict["scenario"], verdict["verdict"]) == ("bm5", "FAIL")
+    throughput = verdict["vs_baseline"]["checks"][0]
+    assert throughput["verdict"] == "FAIL" and throughput["difference_pct"] < -30
+    assert _runs(tmp_path) == ["bm5"] * 6
+
+
+def test_a_scenario_that_cannot_run_exits_1_and_resume_keeps_the_finished_one(
+    tmp_path: Path, harness_cache: Path,
+) -> None:
+    first = _revalidate(tmp_path, harness_cache, "-s", "bm5", "-s", "6", *SHORT)
+    assert first.returncode == 1, first.stdout + first.stderr
+    assert "scenario 6 could not run" in first.stdout
+    assert "no baseline 'pre-upgrade' stored" in first.stdout
+    assert _runs(tmp_path) == ["bm5", "bm5"]
+    [state] = (tmp_path / "vgpu-results" / "revalidate").glob("revalidate-*.json")
+    saved = json.loads(state.read_text())
+    assert saved["finished"] is False
+    assert [(s["scenario_id"], s["status"]) for s in saved["scenarios"]] == [
+        ("bm5", "done"), ("6", "could-not-run")]
+
+    again = _revalidate(tmp_path, harness_cache, "-s", "bm5", "-s", "6", "--resume", *SHORT)
+    assert again.returncode == 1
+    assert _runs(tmp_path) == ["bm5", "bm5"]  # bm5 was not run again
+    assert "bm5" in again.stdout  # its verdict row is still there
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--workload", "x"), "--scenario: no scenario given and no baseline 'pre-upgrade'"),
+    (("-s", "nope"), "no scenario with id 'nope'"),
+])
+def test_bad_input_exits_2_and_creates_nothing(
+    tmp_path: Path, harness_cache: Path, args: tuple[str, ...], message: str,
+) -> None:
+    done = _revalidate(tmp_path, harness_cache, *args)
+    assert done.returncode == 2
+    assert message in " ".join(done.stderr.split())
+    assert list(tmp_path.iterdir()) == []

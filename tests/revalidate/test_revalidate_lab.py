@@ -1,0 +1,134 @@
+"""`vgpu revalidate` on the simulated lab, as after an upgrade: a baseline captured on the
+vSphere simulator (scenario 6's three VMs are loopback sshd guests), the simulator started
+again as an "upgraded" lab (other ESXi build, other NVIDIA VIB), one guest made slower with
+a real CPU quota; then the drift, a FAIL against the baseline with the platform changes
+beside it, and a scenario that can no longer run once its vGPU type is gone."""
+
+from __future__ import annotations
+
+import io
+import sysconfig
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from tests.labs.cpuquota import cpu_quota, quota_available
+from tests.labs.sshlab import SshLab, lab_host_targets
+from tests.labs.sshlab import lab_available as ssh_lab_available
+from tests.labs.vcsim import VcsimLab
+from tests.labs.vcsim import lab_available as vcsim_available
+from vgpu.bench.job import BenchRequest
+from vgpu.bench.remote import vsphere_placements
+from vgpu.bench.runtime import RuntimeOptions
+from vgpu.bench.workload import BenchOverrides
+from vgpu.model.load import load_inventory, load_scenario
+from vgpu.model.scenario import Scenario
+from vgpu.provision.adapter import HarnessOptions, harness_spec
+from vgpu.provision.fanout import Job, provision_all
+from vgpu.provision.requirements import GuestRequirements
+from vgpu.remote.redact import Redactor
+from vgpu.remote.targets import ConnectOptions
+from vgpu.results.store import ResultStore
+from vgpu.revalidate.flow import RevalidateOutcome, RevalidateRequest, revalidate
+from vgpu.sim.lab import LabShape
+from vgpu.vsphere import commands
+
+ROOT = Path(__file__).resolve().parents[2]
+SCENARIO_6 = ROOT / "scenarios" / "mig_4g_2g_1g.yaml"
+FAST = ConnectOptions(connect_timeout=5, retries=2, backoff=0.1)
+UPGRADED = LabShape(esxi_build="24022510", vib_version="550.90.05-1OEM.800.1.0.20613240")
+
+pytestmark = [
+    pytest.mark.vcsim, pytest.mark.sshd, pytest.mark.slow, pytest.mark.timeout(1200),
+    pytest.mark.skipif(vcsim_available() is not None, reason=str(vcsim_available())),
+    pytest.mark.skipif(ssh_lab_available() is not None, reason=str(ssh_lab_available())),
+    pytest.mark.skipif(quota_available() is not None, reason=str(quota_available())),
+]
+
+
+@pytest.fixture
+def ssh() -> Iterator[SshLab]:
+    with SshLab(3) as lab:
+        yield lab
+
+
+class Lab:
+    """The SSH guests stay; the vCenter simulator is started and stopped around them."""
+
+    def __init__(self, ssh: SshLab, folder: Path) -> None:
+        self.ssh, self.folder = ssh, folder
+        self.inventory = folder / "lab.yaml"
+        self.to_lab = lab_host_targets(ssh)
+        self.harness = harness_spec(HarnessOptions(
+            install_requirements=False, extra_site_dirs=(sysconfig.get_paths()["purelib"],)))
+
+    def converge(self, sc: Scenario) -> None:
+        """What `vgpu apply` + `vgpu provision` do, with the guests reached in the lab."""
+        inventory = load_inventory(self.inventory)
+        commands.apply(sc, inventory, self.inventory, dry_run=False, confirm=lambda _: True,
+                       concurrency=4, ip_timeout_s=60, console=Console(file=io.StringIO()))
+        jobs = [Job(self.to_lab(p.host_target),
+                    GuestRequirements(steps=("os-facts", "node-harness"), harness=self.harness))
+                for p in vsphere_placements(sc, inventory, self.inventory) if p.host_target]
+        done = provision_all(jobs, options=FAST, log_dir=self.folder / "provision",
+                             state_dir=self.folder / "state", scenario=sc.id, concurrency=3,
+                             redactor=Redactor())
+        assert done.exit_code == 0, done.failure_lines()
+
+    def revalidate(self, capture: bool = False) -> RevalidateOutcome:
+        request = RevalidateRequest(
+            inventory=load_inventory(self.inventory), inventory_path=self.inventory,
+            scenarios=[load_scenario(SCENARIO_6)],
+            bench=BenchRequest(self.inventory, 3, ["resnet50-offline"],
+                               BenchOverrides(duration_s=1.5), allow_cpu=True,
+                               runtime=RuntimeOptions(runtime="host"),
+                               host_target_hook=self.to_lab, connect=FAST),
+            facts_dir=self.folder / "facts", state_dir=self.folder / "state-revalidate",
+            capture_baseline=capture)
+        with ResultStore.open(self.folder / "results.db") as store:
+            return revalidate(request, store, Console(file=io.StringIO()), self.converge)
+
+
+def test_after_an_upgrade_the_slowed_guest_fails_beside_the_drift(
+    ssh: SshLab, tmp_path: Path,
+) -> None:
+    lab = Lab(ssh, tmp_path)
+    with VcsimLab() as before:
+        before.write_inventory(lab.inventory)
+        captured = lab.revalidate(capture=True)
+    assert captured.exit_code == 0, captured.could_not_run
+    assert captured.drift is None  # the first preflight of this inventory
+    [first] = captured.verdicts
+    assert first.vs_baseline is None and "this run is baseline 'pre-upgrade'" in first.notes
+
+    slow_guest = next(h for h in ssh.hosts if h.address == "127.0.0.12")  # s6-2g
+    assert slow_guest.process is not None
+    with VcsimLab(UPGRADED) as after, cpu_quota(slow_guest.process.pid, 0.05):
+        after.write_inventory(lab.inventory)
+        upgraded = lab.revalidate()
+    rows = {(r["field"], r["before"], r["after"]) for r in upgraded.drift["rows"]}
+    assert ("ESXi build", "22380479", "24022510") in rows
+    assert any(f == "host driver" and a.startswith("NVD-AIE") and "550.90.05" in a
+               for f, _, a in rows)
+    assert upgraded.drift["breaking"] is False
+    [verdict] = upgraded.verdicts
+    assert verdict.vs_baseline is not None and verdict.verdict == "FAIL"
+    checks = {c.metric: c for c in verdict.vs_baseline.checks}
+    slowed = checks["throughput s6-2g"]  # the other guests share the freed cores
+    assert slowed.verdict == "FAIL", slowed.reason
+    assert slowed.difference_pct < -50
+    changed = {c.field: (c.reference, c.candidate) for c in verdict.vs_baseline.platform_changes}
+    assert changed["esxi_build"] == ("22380479", "24022510")
+    assert "535.161.05" in (changed["host_driver"][0] or "")
+    assert "550.90.05" in (changed["host_driver"][1] or "")
+    assert upgraded.exit_code == 3
+
+    gone = LabShape(esxi_build="24022510", removed_vgpu_types=("grid_a100d-2-20c",))
+    with VcsimLab(gone) as broken:
+        broken.write_inventory(lab.inventory)
+        blocked = lab.revalidate()
+    assert blocked.exit_code == 1
+    assert "grid_a100d-2-20c" in blocked.could_not_run["6"].lower()
+    assert blocked.verdicts == []

@@ -1,0 +1,159 @@
+"""One benchmark job as `vgpu bench` and `vgpu revalidate` run it: connect to a scenario's
+targets (this machine, or an inventory's VMs / bare-metal hosts), run its bare-metal twin
+first when the store has none to judge against, then the scenario itself."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from rich.console import Console
+
+from vgpu import catalog
+from vgpu.bench import devices
+from vgpu.bench.local import local_targets
+from vgpu.bench.progress import RichListener
+from vgpu.bench.remote import HostTargetHook
+from vgpu.bench.runtime import RuntimeOptions, local_container, remote_container
+from vgpu.bench.session import BenchOutcome, inference_workloads, run_bench
+from vgpu.bench.summary import render
+from vgpu.bench.targets import Target
+from vgpu.bench.triton import TritonSetup
+from vgpu.bench.twin import plan_twin
+from vgpu.bench.workload import BenchOverrides, effective_workload
+from vgpu.container.docker import DockerCli
+from vgpu.errors import RemoteError
+from vgpu.model.inventory import Inventory
+from vgpu.model.load import load_inventory
+from vgpu.model.scenario import Scenario
+from vgpu.remote.targets import ConnectOptions
+from vgpu.results.store import ResultStore
+
+
+@dataclass(frozen=True)
+class BenchRequest:
+    """What a benchmark job was asked, checked. ``host_target_hook`` and ``connect`` let
+    a caller reach the inventory's hosts some other way (the SSH lab of the tests)."""
+
+    inventory: Path | None
+    runs: int | None
+    workloads: list[str] | None
+    overrides: BenchOverrides
+    allow_cpu: bool
+    runtime: RuntimeOptions
+    triton_image: str | None = None
+    host_target_hook: HostTargetHook | None = None
+    connect: ConnectOptions = field(default_factory=ConnectOptions)
+
+
+@dataclass
+class Prepared:
+    """A scenario's targets, connected, with the notes on them and the container CLI."""
+
+    scenario: Scenario
+    targets: list[Target]
+    notes: list[str]
+    cli: DockerCli
+
+    @property
+    def on_cpu(self) -> bool:
+        return all(t.device.get("kind") == "cpu" for t in self.targets)
+
+    def close(self) -> None:
+        for transport in {id(t.transport): t.transport for t in self.targets}.values():
+            transport.close()
+
+
+def prepare(sc: Scenario, request: BenchRequest, store: ResultStore) -> Prepared:
+    if request.inventory is not None:
+        return _inventory_targets(sc, request, store.logs_root / "ssh")
+    found = devices.discover()
+    gpu = any(d.kind != "cpu" and not d.simulated for d in found)
+    container, notes = local_container(request.runtime, gpu)
+    targets, more = local_targets(sc, found, store.logs_root / "work", container=container)
+    return Prepared(sc, targets, notes + more, request.runtime.cli)
+
+
+def _inventory_targets(sc: Scenario, request: BenchRequest, log_root: Path) -> Prepared:
+    from vgpu.bench.remote import build_targets, scenario_placements
+
+    assert request.inventory is not None
+    path = catalog.resolve_inventory(request.inventory)
+    loaded = load_inventory(path)
+    if sc.platform == "bare-metal" and loaded.is_local:
+        # This machine only: its devices come from NVML (or the GPU simulator), as without
+        # an inventory, so MIG devices `vgpu apply` created are found by their owner.
+        targets, notes = local_targets(sc, devices.discover(), log_root)
+        return Prepared(sc, targets, notes, loaded.docker_cli())
+    placements = scenario_placements(sc, loaded, path)
+    targets, notes = build_targets(placements, log_root, request.connect,
+                                   request.host_target_hook, allow_cpu=request.allow_cpu,
+                                   container=remote_container(sc, loaded, request.runtime))
+    return Prepared(sc, targets, notes, loaded.docker_cli())
+
+
+def run_prepared(prepared: Prepared, request: BenchRequest,
+                 store: ResultStore) -> BenchOutcome:
+    sc = prepared.scenario
+    triton = TritonSetup(image=request.triton_image or sc.guest.triton_image,
+                         cli=prepared.cli)
+    return run_bench(sc, prepared.targets, prepared.notes, store, runs=request.runs,
+                     overrides=request.overrides, workload_names=request.workloads,
+                     listener=RichListener(Console(stderr=True)), triton=triton)
+
+
+def run_scenario(sc: Scenario, request: BenchRequest, store: ResultStore) -> BenchOutcome:
+    prepared = prepare(sc, request, store)
+    try:
+        return run_prepared(prepared, request, store)
+    finally:
+        prepared.close()
+
+
+def stored_keys(prepared: Prepared, request: BenchRequest) -> dict[str, str]:
+    """Chosen workload label -> the key its series will be stored under on these targets
+    (what a stored twin must match to be judged against)."""
+    chosen, _ = inference_workloads(prepared.scenario, request.workloads)
+    return {w.label: effective_workload(w, prepared.on_cpu, request.overrides).key
+            for w in chosen}
+
+
+@dataclass(frozen=True)
+class TwinChoice:
+    """--with-baseline (force) / --no-baseline (skip) / neither (run it when missing)."""
+
+    force: bool = False
+    skip: bool = False
+
+
+def bench_with_twin(sc: Scenario, request: BenchRequest, store: ResultStore, *,
+                    twin: TwinChoice, out: Console, quiet: bool = False) -> BenchOutcome:
+    """The scenario's bare-metal twin first when needed (on the same targets and
+    settings), then the scenario, judged against it."""
+    loaded = None if request.inventory is None else _load(request.inventory)
+    prepared = prepare(sc, request, store)
+    try:
+        plan = plan_twin(sc, stored_keys(prepared, request), store, force=twin.force,
+                         skip=twin.skip, inventory=loaded)
+        if plan.note:
+            out.print(plan.note)
+        if plan.scenario is not None:
+            _run_twin(plan.scenario, replace(request, workloads=plan.workloads), store,
+                      out, quiet)
+        return run_prepared(prepared, request, store)
+    finally:
+        prepared.close()
+
+
+def _load(inventory: Path) -> Inventory:
+    return load_inventory(catalog.resolve_inventory(inventory))
+
+
+def _run_twin(base: Scenario, request: BenchRequest, store: ResultStore, out: Console,
+              quiet: bool) -> None:
+    out.print(f"[bold]Baseline first:[/] scenario {base.id} ({base.name})")
+    outcome = run_scenario(base, request, store)
+    if not quiet:
+        render(outcome, out, str(store.path), None)
+    if outcome.failure:
+        raise RemoteError(f"baseline scenario {base.id}: {outcome.failure}")

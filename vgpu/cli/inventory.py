@@ -1,0 +1,117 @@
+"""`vgpu inventory show | discover`: the inventory a command would use, with secrets
+masked, and a first inventory read from a vCenter."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+import yaml
+
+from vgpu.cli.options import InventoryReq
+from vgpu.cli.root import app
+from vgpu.errors import InputError
+from vgpu.model.load import load_inventory
+
+if TYPE_CHECKING:
+    from vgpu.vsphere.discover import Login
+
+inventory_app = typer.Typer(help="The lab's inventory: which one is used, and a first one "
+                            "read from vCenter.", no_args_is_help=True)
+app.add_typer(inventory_app, name="inventory")
+
+DEFAULT_PASSWORD_ENV = "VGPU_VCENTER_PASSWORD"
+DEFAULT_USER = "administrator@vsphere.local"
+SECRET_WORDS = ("password", "token", "secret")
+MASK = "********"
+# Fields that name a file (of a token, of a key), not the secret itself.
+_PATH_FIELDS = {"licence_token", "key_file"}
+
+
+def masked(value: Any, key: str = "") -> Any:
+    """``value`` with every inline secret replaced by MASK; ``{env: X}`` and ``{file: F}``
+    references are kept as they are (they say where the secret is, not what)."""
+    if isinstance(value, dict):
+        return {k: masked(v, str(k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [masked(v, key) for v in value]
+    secret_key = any(word in key.lower() for word in SECRET_WORDS) and key not in _PATH_FIELDS
+    return MASK if secret_key and isinstance(value, str | int | float) else value
+
+
+@inventory_app.command("show")
+def show(inventory: InventoryReq = None) -> None:
+    """Print the inventory commands use here (--inventory, $VGPU_INVENTORY,
+    ./vgpu-inventory.yaml, ~/.config/vgpu/inventory.yaml), checked, with secrets masked."""
+    assert inventory is not None, "InventoryReq resolves or refuses"
+    loaded = load_inventory(inventory)
+    data = masked(loaded.model_dump(mode="json", exclude_none=True, exclude_defaults=True))
+    typer.echo(f"# {inventory}\n" + yaml.safe_dump(data, sort_keys=False,
+                                                  default_flow_style=None), nl=False)
+
+
+@inventory_app.command("discover")
+def discover(
+    vcenter: Annotated[str, typer.Option("--vcenter", help="vCenter address: HOST, HOST:PORT "
+                                         "or https://HOST:PORT")],
+    cluster: Annotated[str | None, typer.Option(
+        "--cluster", help="the cluster to describe (default: the first with NVIDIA GPUs)")]
+        = None,
+    user: Annotated[str, typer.Option("--user", help="vCenter user (read-only is enough)")] =
+    DEFAULT_USER,
+    password_env: Annotated[str, typer.Option(
+        "--password-env", help="environment variable holding the password; the inventory "
+        "names it, never the password")] = DEFAULT_PASSWORD_ENV,
+    ca_file: Annotated[Path | None, typer.Option(
+        "--ca-file", help="PEM file with the CA that signed vCenter's certificate")] = None,
+    insecure: Annotated[bool, typer.Option(
+        "--insecure", help="do not verify vCenter's certificate (a lab with a self-signed "
+        "one); the inventory then says verify_tls: false")] = False,
+) -> None:
+    """Read a vCenter and write an annotated inventory to stdout: datacenter, cluster, hosts
+    with their NVIDIA GPUs and vGPU types, datastores, networks, template candidates; TODO
+    comments for what vCenter cannot know (IP pool, SSH user and key, driver files)."""
+    from vgpu.vsphere import discover as found
+    from vgpu.vsphere.connection import connect
+
+    login = _login(vcenter, user, password_env, ca_file, insecure)
+    with connect(login.target) as session:
+        discovery = found.discover(session, cluster)
+    typer.echo(found.render_inventory(discovery, login), nl=False)
+
+
+def _login(vcenter: str, user: str, password_env: str, ca_file: Path | None,
+           insecure: bool) -> Login:
+    from vgpu.vsphere.connection import VCenterTarget
+    from vgpu.vsphere.discover import Login
+
+    if ca_file is not None and insecure:
+        raise InputError.single("command line", "--ca-file / --insecure", "both were given",
+                                fix="give --ca-file for a verified connection, or --insecure "
+                                    "for a lab with a self-signed certificate")
+    if ca_file is not None and not ca_file.is_file():
+        raise InputError.single("command line", "--ca-file", f"{ca_file} does not exist",
+                                fix="give the PEM file of the CA that signed vCenter")
+    password = os.environ.get(password_env)
+    if not password:
+        raise InputError.single("environment", password_env, "is not set",
+                                fix=f"export {password_env}=... (or name another variable "
+                                    "with --password-env)")
+    protocol, host, port = _address(vcenter)
+    ca = str(ca_file.resolve()) if ca_file else None
+    target = VCenterTarget(host=host, port=port, protocol=protocol, user=user,
+                           password=password, verify_tls=not insecure, ca_bundle=ca,
+                           source="command line")
+    return Login(target=target, password_env=password_env, ca_file=ca)
+
+
+def _address(text: str) -> tuple[str, str, int]:
+    protocol, _, rest = text.rpartition("://")
+    protocol = protocol or "https"
+    host, _, port = rest.rstrip("/").partition(":")
+    if protocol not in ("https", "http") or not host or (port and not port.isdigit()):
+        raise InputError.single("command line", "--vcenter", f"'{text}' is not a vCenter "
+                                "address", fix="write HOST, HOST:PORT or https://HOST:PORT")
+    return protocol, host, int(port) if port else (443 if protocol == "https" else 80)

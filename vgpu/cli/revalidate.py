@@ -1,0 +1,152 @@
+"""`vgpu revalidate`: the after-upgrade job in one command."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from vgpu import catalog
+from vgpu.bench.job import BenchRequest
+from vgpu.bench.runtime import RuntimeOptions
+from vgpu.bench.workload import BenchOverrides
+from vgpu.cli import common
+from vgpu.cli.options import DbOpt, InventoryReq, JsonOpt, RunsOpt
+from vgpu.cli.root import app
+from vgpu.errors import InputError
+from vgpu.model.load import load_inventory
+from vgpu.model.scenario import Scenario
+from vgpu.results.junit import write_junit
+from vgpu.results.report import build_report, write_report
+from vgpu.results.store import DEFAULT_DB, ResultStore
+from vgpu.revalidate.flow import (
+    DEFAULT_BASELINE,
+    Converge,
+    RevalidateRequest,
+    baseline_scenarios,
+    revalidate,
+)
+from vgpu.revalidate.render import as_json, render_outcome
+
+DEFAULT_FACTS = Path("vgpu-results/preflight")
+DEFAULT_STATE = Path("vgpu-results/revalidate")
+
+
+@app.command("revalidate")
+def revalidate_command(
+    inventory: InventoryReq = None,
+    scenario: Annotated[list[str] | None, typer.Option(
+        "--scenario", "-s", help="scenario id to revalidate (repeatable; default: the "
+        "scenarios of the baseline)")] = None,
+    baseline: Annotated[str, typer.Option(
+        "--baseline", help="the named pre-upgrade baseline to judge against")] =
+        DEFAULT_BASELINE,
+    capture_baseline: Annotated[bool, typer.Option(
+        "--capture-baseline", help="record this run's series as the baseline (before an "
+        "upgrade)")] = False,
+    resume: Annotated[bool, typer.Option(
+        "--resume", help="continue the last unfinished revalidation of this inventory, "
+        "without redoing its finished scenarios")] = False,
+    converge: Annotated[bool, typer.Option(
+        "--converge/--no-converge", help="apply and provision each scenario before its "
+        "bench (idempotent: only what differs is changed)")] = True,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="apply without asking")] = False,
+    workload: Annotated[list[str] | None, typer.Option(
+        "--workload", "-w", help="only this workload of each scenario (repeatable)")] = None,
+    runs: RunsOpt = None,
+    duration: Annotated[float | None, typer.Option(
+        "--duration", min=0.001, help="LoadGen min duration per run in seconds")] = None,
+    allow_cpu: Annotated[bool, typer.Option(
+        "--allow-cpu", help="run instances whose GPU the harness cannot use on the CPU "
+        "(a functional check)")] = False,
+    db: DbOpt = DEFAULT_DB,
+    report: Annotated[Path | None, typer.Option("--report", help="HTML report")] =
+        Path("vgpu-revalidate.html"),
+    no_report: Annotated[bool, typer.Option("--no-report", help="write no report")] = False,
+    junit: Annotated[Path | None, typer.Option("--junit", help="JUnit XML of the "
+                                               "verdicts")] = None,
+    facts_dir: Annotated[Path, typer.Option(help="where preflight facts are saved")] =
+        DEFAULT_FACTS,
+    state_dir: Annotated[Path, typer.Option(help="where progress is saved for "
+                                            "--resume")] = DEFAULT_STATE,
+    as_json_flag: JsonOpt = False,
+) -> None:
+    """Preflight with drift since the last saved facts -> apply -> provision -> bench
+    (with the bare-metal twin) -> verdicts against bare metal and the pre-upgrade
+    baseline. Exit 0 PASS (or INCONCLUSIVE), 3 FAIL, 1 a scenario could not run."""
+    assert inventory is not None  # InventoryReq finds one or stops with exit 2
+    path = catalog.resolve_inventory(inventory)
+    loaded = load_inventory(path)
+    scenarios = _scenarios(scenario, db, baseline)  # input errors before anything runs
+    out = Console(stderr=True) if as_json_flag else common.console
+    with ResultStore.open(db) as store:
+        _say_baseline(store, baseline, capture_baseline, out)
+        request = RevalidateRequest(
+            inventory=loaded, inventory_path=path, scenarios=scenarios,
+            bench=BenchRequest(path, runs, workload, BenchOverrides(duration_s=duration),
+                               allow_cpu, RuntimeOptions(runtime=None)),
+            facts_dir=facts_dir, state_dir=state_dir, baseline=baseline,
+            capture_baseline=capture_baseline, resume=resume)
+        outcome = revalidate(request, store, out,
+                             converge=_converger(path, yes, out) if converge
+                             else _leave_as_is)
+        if report is not None and not no_report:
+            write_report(build_report(store, outcome.comparisons,
+                                      title="vgpu revalidation"), report)
+    if junit is not None:
+        write_junit(outcome.comparisons, junit)
+    if as_json_flag:
+        typer.echo(json.dumps(as_json(outcome), indent=2))
+    else:
+        render_outcome(outcome, common.console)
+    raise typer.Exit(outcome.exit_code)
+
+
+def _scenarios(ids: list[str] | None, db: Path, baseline: str) -> list[Scenario]:
+    if not ids and db.exists():
+        with ResultStore.open_existing(db) as store:
+            ids = baseline_scenarios(store, baseline)
+    if not ids:
+        raise InputError.single("command line", "--scenario",
+                                f"no scenario given and no baseline '{baseline}' in {db} "
+                                "names any", fix="pass --scenario ID (repeatable)")
+    return [catalog.load(i) for i in dict.fromkeys(ids)]
+
+
+def _say_baseline(store: ResultStore, name: str, capture: bool, out: Console) -> None:
+    stored = baseline_scenarios(store, name)
+    if capture:
+        out.print(f"this run's series will be recorded as baseline '{name}'")
+    elif not stored:
+        out.print(
+            f"[yellow]no baseline '{name}' stored in {store.path}:[/] verdicts are against "
+            "bare metal only; run with --capture-baseline before an upgrade to record one")
+
+
+def _leave_as_is(scenario: Scenario) -> None:
+    """--no-converge: the lab is benched as it is."""
+
+
+def _converger(inventory_path: Path, yes: bool, console: Console) -> Converge:
+    """`vgpu apply` (only what differs from the plan changes in vCenter) then `vgpu
+    provision` (each guest step checks before it changes anything). Bare-metal scenarios
+    are left as they are: their MIG layout is made once per host with `vgpu apply`, which
+    needs the host's GPU."""
+
+    def converge(sc: Scenario) -> None:
+        from vgpu.cli.provision import provision_scenario
+        from vgpu.vsphere import commands
+        from vgpu.vsphere.limits import DEFAULT_CONCURRENCY, DEFAULT_IP_TIMEOUT_S
+
+        if sc.platform != "vsphere":
+            return
+        commands.apply(sc, load_inventory(inventory_path), inventory_path, dry_run=False,
+                       confirm=commands.terminal_confirm(yes),
+                       concurrency=DEFAULT_CONCURRENCY, ip_timeout_s=DEFAULT_IP_TIMEOUT_S,
+                       console=console)
+        provision_scenario(sc, inventory_path)
+
+    return converge

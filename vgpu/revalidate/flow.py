@@ -1,0 +1,167 @@
+"""The revalidation itself, scenario by scenario: converge (apply + provision), bench with
+the bare-metal twin, judge against bare metal and the named pre-upgrade baseline. Progress
+is saved after every scenario; a scenario that cannot run is recorded with its reason and
+the others go on."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from vgpu.bench.job import BenchRequest, TwinChoice, bench_with_twin
+from vgpu.bench.summary import render
+from vgpu.errors import VgpuError
+from vgpu.model.inventory import Inventory
+from vgpu.model.scenario import Scenario
+from vgpu.results.accuracy import ACCURACY_REFERENCE, accuracy_check
+from vgpu.results.compare import Comparison
+from vgpu.results.judge import compare_series, judge_against_baseline
+from vgpu.results.series import WORST_P99, load_series
+from vgpu.results.store import ResultStore
+from vgpu.revalidate import state as saved
+from vgpu.revalidate.preflight import PreflightPhase, run_preflight_phase
+from vgpu.revalidate.verdicts import WorkloadVerdict, exit_code
+
+Converge = Callable[[Scenario], None]
+DEFAULT_BASELINE = "pre-upgrade"
+
+
+def baseline_key(name: str, scenario_id: str, workload: str) -> str:
+    """The stored baseline name of one scenario's workload in a named baseline set."""
+    return f"{name}:{scenario_id}:{workload}"
+
+
+def baseline_scenarios(store: ResultStore, name: str) -> list[str]:
+    """The scenario ids a named baseline set holds, in id order."""
+    prefix = f"{name}:"
+    return sorted({b.name[len(prefix):].split(":")[0] for b in store.baselines()
+                   if b.name.startswith(prefix) and b.name.count(":") >= 2})
+
+
+@dataclass(frozen=True)
+class RevalidateRequest:
+    inventory: Inventory
+    inventory_path: Path
+    scenarios: Sequence[Scenario]
+    bench: BenchRequest
+    facts_dir: Path
+    state_dir: Path
+    baseline: str = DEFAULT_BASELINE
+    capture_baseline: bool = False
+    resume: bool = False
+
+
+@dataclass
+class RevalidateOutcome:
+    state: saved.Revalidation
+    verdicts: list[WorkloadVerdict] = field(default_factory=list)
+    could_not_run: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def drift(self) -> dict[str, Any] | None:
+        return self.state.drift
+
+    @property
+    def exit_code(self) -> int:
+        return exit_code(self.verdicts, self.could_not_run)
+
+    @property
+    def comparisons(self) -> list[Comparison]:
+        return [c for v in self.verdicts for c in v.comparisons]
+
+
+def revalidate(request: RevalidateRequest, store: ResultStore, console: Console,
+               converge: Converge) -> RevalidateOutcome:
+    state = _state(request)
+    outcome = RevalidateOutcome(state)
+    blockers = _preflight(request, state, outcome, console)
+    for sc in request.scenarios:
+        progress = state.progress(sc.id)
+        if progress.status != "done":
+            _run_one(sc, request, store, console, converge, blockers.get(sc.id), progress)
+            state.save()
+        if progress.status == "done":
+            outcome.verdicts += _judge(store, sc, progress.series, request)
+        else:
+            outcome.could_not_run[sc.id] = progress.reason or "unknown"
+    state.finished = not outcome.could_not_run
+    state.save()
+    return outcome
+
+
+def _state(request: RevalidateRequest) -> saved.Revalidation:
+    ids = [sc.id for sc in request.scenarios]
+    if request.resume:
+        found = saved.unfinished(request.state_dir, request.inventory_path)
+        if found is not None and [p.scenario_id for p in found.scenarios] == ids:
+            return found
+    return saved.start(request.state_dir, request.inventory_path, request.baseline, ids)
+
+
+def _preflight(request: RevalidateRequest, state: saved.Revalidation,
+               outcome: RevalidateOutcome, console: Console) -> dict[str, str]:
+    pending = [sc for sc in request.scenarios if state.progress(sc.id).status != "done"]
+    if state.preflight_id is not None and not pending:
+        return {}
+    phase: PreflightPhase = run_preflight_phase(request.inventory, request.inventory_path,
+                                                pending, request.facts_dir, console)
+    if state.preflight_id is None:  # a resumed run keeps the drift it first measured
+        state.drift, state.preflight_id = phase.drift, phase.facts_id
+        state.save()
+    outcome.notes += phase.notes
+    return phase.blockers
+
+
+def _run_one(sc: Scenario, request: RevalidateRequest, store: ResultStore, console: Console,
+             converge: Converge, blocker: str | None, progress: saved.ScenarioProgress) -> None:
+    if blocker is not None:
+        progress.status, progress.reason = "could-not-run", blocker
+        return
+    try:
+        console.print(f"[bold]Scenario {sc.id} ({sc.name})[/]")
+        converge(sc)
+        bench = bench_with_twin(sc, request.bench, store, twin=TwinChoice(), out=console)
+    except VgpuError as exc:
+        progress.status, progress.reason = "could-not-run", str(exc)
+        return
+    render(bench, console, str(store.path), None)
+    progress.series = {w.workload.label: w.series_id for w in bench.workloads
+                       if w.series is not None}
+    if bench.failure:
+        progress.status, progress.reason = "could-not-run", bench.failure
+        return
+    if request.capture_baseline:
+        for label, series_id in progress.series.items():
+            run = store.runs(series_id=series_id, status="ok")[0]
+            store.set_baseline(run.id, baseline_key(request.baseline, sc.id, label))
+    progress.status, progress.reason = "done", None
+
+
+def _judge(store: ResultStore, sc: Scenario, series: dict[str, str],
+           request: RevalidateRequest) -> list[WorkloadVerdict]:
+    verdicts = []
+    for label, series_id in series.items():
+        data = load_series(store, series_id)
+        vs_bare_metal, note = judge_against_baseline(store, sc, data, "vgpu revalidate")
+        if vs_bare_metal is not None and vs_bare_metal.reference == ACCURACY_REFERENCE:
+            vs_bare_metal = None  # the gate alone: shown in its own column
+        notes = [] if vs_bare_metal is not None else [f"no bare-metal verdict: {note}"]
+        named = store.baseline(baseline_key(request.baseline, sc.id, label))
+        vs_baseline = None
+        if named is None:
+            notes.append(f"no baseline '{request.baseline}' stored for it")
+        elif named.series_id == series_id:
+            notes.append(f"this run is baseline '{request.baseline}'")
+        else:
+            vs_baseline = compare_series(
+                "run-vs-baseline", data, load_series(store, named.series_id),
+                tolerance=sc.tolerances.throughput_pct / 100.0,
+                tolerances={WORST_P99: sc.tolerances.latency_pct / 100.0})
+        verdicts.append(WorkloadVerdict(sc.id, label, series_id, vs_bare_metal, vs_baseline,
+                                        accuracy_check(data), tuple(notes)))
+    return verdicts
