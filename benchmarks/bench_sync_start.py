@@ -5,9 +5,12 @@ each) are started
   (a) the naive way: one subprocess after the other, each starting its timed test as soon
       as it has loaded and warmed up (no --sync);
   (b) the `vgpu bench` way: all started, each prints READY, then all get the same GO time.
-For each round it prints the start skew (max - min of the instances' timed_start_unix)
-and the system throughput (sum over instances); rounds alternate a/b to share the load
-conditions. Run: .venv/bin/python benchmarks/bench_sync_start.py [rounds]
+For each round it prints the start skew (max - min of the instances' timed_start_unix),
+the system throughput (sum over instances of LoadGen's samples/s), the overlap (share of
+the span from the first start to the last end during which every instance was in its
+timed test) and, from the completion timelines, the system throughput inside that shared
+window; rounds alternate a/b to share the load conditions.
+Run: .venv/bin/python benchmarks/bench_sync_start.py [rounds]
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import tempfile
 from pathlib import Path
 
 from vgpu.bench.fanout import run_round
+from vgpu.bench.overlap import round_overlap
 from vgpu.bench.targets import Target
 from vgpu.remote.local import LocalTransport
 
@@ -62,14 +66,16 @@ def synchronised(work: Path, cache: Path) -> list[dict[str, object]]:
     return [o.record or {} for o in result.outcomes]
 
 
-def measure(records: list[dict[str, object]]) -> tuple[float, float, float]:
-    """Start skew (ms), system throughput, and the share of the timed span during which
-    every instance was in its timed test at once."""
+def measure(records: list[dict[str, object]]) -> tuple[float, float, float, float]:
+    """Start skew (ms), system throughput, the share of the timed span during which
+    every instance was in its timed test at once, and the system throughput counted
+    inside that shared window only."""
     starts = [float(r["timed_start_unix"]) for r in records]  # type: ignore[arg-type]
-    ends = [float(r["timed_end_unix"]) for r in records]  # type: ignore[arg-type]
     rates = [float(r["throughput"]["samples_per_second"]) for r in records]  # type: ignore[index]
-    overlap = max(0.0, min(ends) - max(starts)) / (max(ends) - min(starts))
-    return (max(starts) - min(starts)) * 1e3, sum(rates), overlap
+    overlap = round_overlap({str(n): r for n, r in enumerate(records)})
+    assert overlap is not None
+    return ((max(starts) - min(starts)) * 1e3, sum(rates), overlap.fraction,
+            sum(overlap.throughput.values()))
 
 
 def main() -> None:
@@ -78,16 +84,18 @@ def main() -> None:
         root = Path(tmp)
         cache = root / "models"
         naive(root / "warm", cache)  # builds the model once, outside the measurement
-        results: dict[str, list[tuple[float, float, float]]] = {"naive": [],
-                                                                 "synchronised": []}
+        results: dict[str, list[tuple[float, float, float, float]]] = {
+            "naive": [], "synchronised": []}
         for number in range(rounds):
             results["naive"].append(measure(naive(root / f"n{number}", cache)))
             results["synchronised"].append(measure(synchronised(root / f"s{number}", cache)))
     print(f"{'round':<6}{'skew ms naive':>15}{'sync':>8}{'samples/s naive':>17}{'sync':>8}"
-          f"{'overlap naive':>15}{'sync':>7}")
+          f"{'overlap naive':>15}{'sync':>7}{'shared-window samples/s sync':>30}")
     for number in range(rounds):
-        (ns, nt, no), (ss, st, so) = results["naive"][number], results["synchronised"][number]
-        print(f"{number:<6}{ns:>15.1f}{ss:>8.1f}{nt:>17.0f}{st:>8.0f}{no:>15.0%}{so:>7.0%}")
+        (ns, nt, no, _), (ss, st, so, sw) = (results["naive"][number],
+                                             results["synchronised"][number])
+        print(f"{number:<6}{ns:>15.1f}{ss:>8.1f}{nt:>17.0f}{st:>8.0f}{no:>15.1%}{so:>7.1%}"
+              f"{sw:>30.0f}")
 
     def median(kind: str, field: int) -> float:
         return statistics.median(row[field] for row in results[kind])
@@ -95,7 +103,9 @@ def main() -> None:
     print(f"median start skew: naive {median('naive', 0):.1f} ms, synchronised "
           f"{median('synchronised', 0):.1f} ms")
     print(f"median share of the timed span with all instances running: naive "
-          f"{median('naive', 2):.0%}, synchronised {median('synchronised', 2):.0%}")
+          f"{median('naive', 2):.1%}, synchronised {median('synchronised', 2):.1%}")
+    print("median system throughput ratio shared window/LoadGen, synchronised: "
+          f"{median('synchronised', 3) / median('synchronised', 1):.3f}")
     print("median system throughput ratio synchronised/naive: "
           f"{median('synchronised', 1) / median('naive', 1):.3f}")
 

@@ -150,9 +150,16 @@ class LoadgenSpec:
     target_latency_ms: float | None = None
     samples_per_query: int | None = None
     performance_sample_count: int = 256
+    # LoadGen's official settings (its built-in mlperf.conf) instead of the ones above;
+    # ``mlperf_min_duration_ms`` shortens the rules' min duration (no longer compliant).
+    mlperf_rules: bool = False
+    mlperf_min_duration_ms: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return _present(asdict(self))
+        data = _present(asdict(self))
+        if not self.mlperf_rules:
+            data.pop("mlperf_rules")
+        return data
 
 
 @dataclass(frozen=True)
@@ -172,6 +179,19 @@ class AccuracySpec:
 
 
 @dataclass(frozen=True)
+class StabilitySpec:
+    """Warm-up windows before READY: each lasts ``window_ms``; they go on until the last
+    three throughputs agree within ``pct`` percent, or ``max_windows`` have run."""
+
+    pct: float = 5.0
+    window_ms: int = 500
+    max_windows: int = 6
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class InferenceRunSpec:
     """``python -m loadgen run SPEC``. ``source`` says where a parsed spec came from; it is
     not part of the document."""
@@ -187,6 +207,7 @@ class InferenceRunSpec:
     cache_dir: str | None = None
     dataset: str | None = None
     accuracy: AccuracySpec | None = None
+    stability: StabilitySpec | None = None
     schema_version: int = INFERENCE_SCHEMA_VERSION
     source: str = field(default="<spec>", compare=False)
 
@@ -209,7 +230,8 @@ class InferenceRunSpec:
         }
         optional = {"instance_name": self.instance_name, "cache_dir": self.cache_dir,
                     "dataset": self.dataset,
-                    "accuracy": self.accuracy.to_json() if self.accuracy else None}
+                    "accuracy": self.accuracy.to_json() if self.accuracy else None,
+                    "stability": self.stability.to_json() if self.stability else None}
         return {**data, **_present(optional)}
 
 

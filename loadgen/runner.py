@@ -21,7 +21,9 @@ from loadgen.models import ModelIO, build_model, builtin_model_io, read_model_io
 from loadgen.models.catalog import WEIGHT_SEED
 from loadgen.qsl import SampleLibrary
 from loadgen.result import write_result
+from loadgen.rules import mlperf_settings, ruled_spec, rules_record
 from loadgen.spec import LoadgenSpec, Spec
+from loadgen.stability import run_windows
 from loadgen.sut import SampleDispatcher
 from loadgen.sync import StdinSync
 from loadgen.telemetry import Telemetry
@@ -30,6 +32,7 @@ from loadgen.versions import version_info
 SUMMARY_LOG = "mlperf_log_summary.txt"
 DETAIL_LOG = "mlperf_log_detail.txt"
 MS_TO_NS = 1_000_000
+TIMELINE_POINTS = 2000
 
 
 def loadgen_settings(spec: LoadgenSpec, performance_count: int) -> Any:
@@ -158,6 +161,8 @@ class _Run:
         self.sut: dict[str, Any] | None = None
         self.accuracy: dict[str, Any] | None = None
         self.qsl_load_s: float | None = None
+        self.qsl_preload_s: float | None = None
+        self.stability: dict[str, Any] | None = None
         self.timed_cpu_s: float | None = None
 
     def fail(self, exc: BaseException) -> None:
@@ -206,6 +211,7 @@ class _Run:
             "loadgen_errors": log.get("loadgen_errors", []),
             "loadgen_warnings": log.get("loadgen_warnings", []),
             "accuracy": self.accuracy,
+            "mlperf_rules": rules_record(self.spec, self.spec.loadgen.performance_sample_count),
             "sut": self.sut,
             "device": _device_record(binding, self.backend, self.telemetry),
             "backend": self.backend,
@@ -214,9 +220,23 @@ class _Run:
             "timed_start_unix": self.timed[0],
             "timed_end_unix": self.timed[1],
             "qsl_load_s": self.qsl_load_s,
+            "qsl_preload_s": self.qsl_preload_s,
+            "stability": self.stability,
             "logs": {name: name for name in (SUMMARY_LOG, DETAIL_LOG, ACCURACY_LOG)
                      if (self.out_dir / name).exists()},
         }
+
+
+def completion_timeline(points: list[tuple[float, int]], start: float,
+                        limit: int = TIMELINE_POINTS) -> dict[str, list[float]]:
+    """Samples completed by each moment of the timed run, from ``start`` (0 samples) to the
+    last completion; thinned evenly to at most ``limit`` points (the last always kept), so
+    that the orchestrator can count any instance's samples inside the window all shared."""
+    if len(points) > limit:
+        step = len(points) / (limit - 1)
+        points = [points[int(i * step)] for i in range(limit - 1)] + [points[-1]]
+    return {"unix": [start, *(t for t, _ in points)],
+            "samples": [0.0, *(float(n) for _, n in points)]}
 
 
 def _run_loadgen(state: _Run, backend: Backend, library: SampleLibrary,
@@ -228,23 +248,25 @@ def _run_loadgen(state: _Run, backend: Backend, library: SampleLibrary,
     qsl = lg.ConstructQSL(library.total_count, library.performance_count,
                           library.load, library.unload)
     telemetry.start()
+    settings = (mlperf_settings(spec, library.performance_count) if spec.loadgen.mlperf_rules
+                else loadgen_settings(spec.loadgen, library.performance_count))
     called, called_cpu = time.time(), time.process_time()
     try:
-        lg.StartTestWithLogSettings(sut, qsl, loadgen_settings(spec.loadgen,
-                                                            library.performance_count),
-                                    _log_settings(state.out_dir))
+        lg.StartTestWithLogSettings(sut, qsl, settings, _log_settings(state.out_dir))
     finally:
         ended, ended_cpu = time.time(), time.process_time()
         dispatcher.stop()
         lg.DestroyQSL(qsl)
         lg.DestroySUT(sut)
-    # LoadGen's timed part begins once the samples are loaded.
-    state.timed = (library.first_load_end or called, ended)
+    # LoadGen's timed part begins once the samples are loaded and its work ends with the
+    # last completed sample (what follows is LoadGen writing its report).
+    state.timed = (library.first_load_end or called, dispatcher.last_completion_unix or ended)
     state.timed_cpu_s = ended_cpu - (library.first_load_end_cpu or called_cpu)
     state.qsl_load_s = library.load_seconds
     state.sut = {"batch_size": spec.batch_size, "batches": dispatcher.batches,
                  "completed_samples": dispatcher.completed_samples,
-                 "failed_samples": dispatcher.failed_samples}
+                 "failed_samples": dispatcher.failed_samples,
+                 "completions": completion_timeline(dispatcher.timeline, state.timed[0])}
     state.accuracy = _dataset_accuracy(spec, dispatcher, library)
     if dispatcher.error:
         state.reason = dispatcher.error
@@ -263,6 +285,18 @@ def _end_timed_part(state: _Run, backend: Backend | None,
             state.backend["server_statistics"] = stats
 
 
+def _prepare(state: _Run, backend: Backend, library: SampleLibrary) -> None:
+    """Everything before READY: the samples made, the warm-up queries and the stability
+    window, so that after GO an instance does nothing but the timed test."""
+    spec = state.spec
+    state.qsl_preload_s = library.preload()
+    warm = library.warmup_feeds(spec.batch_size)
+    for _ in range(spec.warmup_queries):
+        backend.infer(warm)
+    if spec.stability is not None:
+        state.stability = run_windows(backend, warm, spec.batch_size, spec.stability)
+
+
 def run(spec: Spec, out_dir: str | Path, sync: StdinSync | None = None) -> dict[str, Any]:
     """Run the spec and write ``out_dir/result.json``; returns the record (status ok or
     failed). Only a broken record (a bug) raises."""
@@ -270,6 +304,7 @@ def run(spec: Spec, out_dir: str | Path, sync: StdinSync | None = None) -> dict[
     out.mkdir(parents=True, exist_ok=True)
     for stale in (SUMMARY_LOG, DETAIL_LOG, ACCURACY_LOG):
         (out / stale).unlink(missing_ok=True)
+    spec = ruled_spec(spec)
     binding = bind_device(spec.device)
     state = _Run(spec, out)
     backend: Backend | None = None
@@ -285,9 +320,7 @@ def run(spec: Spec, out_dir: str | Path, sync: StdinSync | None = None) -> dict[
                                 _load_dataset(spec.dataset))
         backend = _open_backend(spec, model_path, model_io)
         state.backend = backend.describe()
-        warm = library.warmup_feeds(spec.batch_size)
-        for _ in range(spec.warmup_queries):
-            backend.infer(warm)
+        _prepare(state, backend, library)
         telemetry = Telemetry(spec.device)
         backend.mark_statistics_start()
         if sync is not None:

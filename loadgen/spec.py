@@ -33,6 +33,7 @@ from loadgen.contract import (
     InferenceRunSpec,
     LoadgenSpec,
     ModelSpec,
+    StabilitySpec,
     is_builtin_model,
 )
 from loadgen.errors import SpecError
@@ -170,7 +171,8 @@ def _read_device(r: SpecReader, doc: dict[str, Any]) -> DeviceSpec:
 def _read_loadgen(r: SpecReader, doc: dict[str, Any], has_dataset: bool) -> LoadgenSpec:
     lg = r.section(doc, "loadgen", {
         "scenario", "mode", "min_duration_ms", "max_duration_ms", "min_query_count",
-        "target_qps", "target_latency_ms", "samples_per_query", "performance_sample_count"})
+        "target_qps", "target_latency_ms", "samples_per_query", "performance_sample_count",
+        "mlperf_rules", "mlperf_min_duration_ms"})
     scenario = r.choice(lg, "scenario", "loadgen.scenario", LOADGEN_SCENARIOS, "Offline")
     mode = r.choice(lg, "mode", "loadgen.mode", LOADGEN_MODES, "PerformanceOnly")
     if mode == "AccuracyOnly" and not has_dataset:
@@ -197,7 +199,21 @@ def _read_loadgen(r: SpecReader, doc: dict[str, Any], has_dataset: bool) -> Load
         samples_per_query=samples_per_query,
         performance_sample_count=r.integer(
             lg, "performance_sample_count", "loadgen.performance_sample_count", 256, 1) or 256,
+        **_read_mlperf_rules(r, lg),
     )
+
+
+def _read_mlperf_rules(r: SpecReader, lg: dict[str, Any]) -> dict[str, Any]:
+    rules = lg.get("mlperf_rules", False)
+    if not isinstance(rules, bool):
+        r.problem("loadgen.mlperf_rules", f"must be true or false, got {rules!r}",
+                  "set loadgen.mlperf_rules to true or remove it")
+        rules = False
+    shorter = r.integer(lg, "mlperf_min_duration_ms", "loadgen.mlperf_min_duration_ms", None, 1)
+    if shorter is not None and not rules:
+        r.problem("loadgen.mlperf_min_duration_ms", "applies only with mlperf_rules",
+                  "set loadgen.mlperf_rules to true or remove it (use min_duration_ms)")
+    return {"mlperf_rules": rules, "mlperf_min_duration_ms": shorter}
 
 
 def _read_dataset(r: SpecReader, doc: dict[str, Any], base: Path, model: ModelSpec) -> str | None:
@@ -277,6 +293,18 @@ def _read_accuracy(r: SpecReader, doc: dict[str, Any], base: Path, model: ModelS
     )
 
 
+def _read_stability(r: SpecReader, doc: dict[str, Any]) -> StabilitySpec | None:
+    if doc.get("stability") is None:
+        return None
+    s = r.section(doc, "stability", {"pct", "window_ms", "max_windows"})
+    default = StabilitySpec()
+    return StabilitySpec(
+        pct=r.number(s, "pct", "stability.pct", default.pct),
+        window_ms=r.count(s, "window_ms", "stability.window_ms", default.window_ms, 1),
+        max_windows=r.count(s, "max_windows", "stability.max_windows", default.max_windows, 3),
+    )
+
+
 def parse_spec(doc: Any, source: str = "<spec>", base: Path | None = None) -> Spec:
     """Validate a decoded JSON document; raise SpecError listing every problem."""
     doc = require_object(doc, source)
@@ -284,7 +312,7 @@ def parse_spec(doc: Any, source: str = "<spec>", base: Path | None = None) -> Sp
     base = base or Path.cwd()
     r.unknown_keys(doc, {"schema_version", "model", "backend", "device", "loadgen",
                          "batch_size", "seed", "warmup_queries", "instance_name", "cache_dir",
-                         "dataset", "accuracy"})
+                         "dataset", "accuracy", "stability"})
     r.schema_version(doc, INFERENCE_SCHEMA_VERSION)
     model = _read_model(r, doc, base)
     backend = _read_backend(r, doc, model)
@@ -306,6 +334,7 @@ def parse_spec(doc: Any, source: str = "<spec>", base: Path | None = None) -> Sp
         cache_dir=str(_resolve(cache_dir, base)) if cache_dir else None,
         dataset=dataset,
         accuracy=_read_accuracy(r, doc, base, model, loadgen.mode),
+        stability=_read_stability(r, doc),
         source=source,
     )
     r.check()

@@ -6,6 +6,7 @@ samples are completed without inference, so LoadGen can finish and write its log
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from typing import Any
 
@@ -31,6 +32,9 @@ class SampleDispatcher:
         self.completed_samples = 0
         self.failed_samples = 0
         self.batches = 0
+        self.last_completion_unix: float | None = None  # when the last sample completed
+        # (unix time, samples completed so far) after every batch: the run's timeline
+        self.timeline: list[tuple[float, int]] = []
         self._pending: deque[tuple[int, int]] = deque()
         self._cond = threading.Condition()
         self._count_lock = threading.Lock()
@@ -92,10 +96,13 @@ class SampleDispatcher:
                     sample_id, argmax[row].ctypes.data, argmax[row].nbytes))
             lg.QuerySamplesComplete(responses)
         with self._count_lock:
+            self.last_completion_unix = time.time()
             if outputs is None:
                 self.failed_samples += len(ids)
             else:
                 self.completed_samples += len(ids)
+            self.timeline.append((self.last_completion_unix,
+                                  self.completed_samples + self.failed_samples))
 
     def stop(self) -> None:
         with self._cond:

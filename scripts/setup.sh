@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what vgpu needs into ./.venv. With --test, also what the test suite needs:
-# Debian packages (Go + govmomi for the vSphere simulator, OpenSSH server, Chromium),
+# Debian packages (Go + govmomi for the vSphere simulator, OpenSSH server, Chromium,
+# PostgreSQL for the shared results store's tests),
 # the Triton server in its own environment, and the simulator binary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -78,7 +79,8 @@ setup_vcsim() {
 }
 
 if [[ $WITH_TEST -eq 1 ]]; then
-    install_apt golang-go golang-github-vmware-govmomi-dev openssh-server chromium sudo docker.io debootstrap
+    install_apt golang-go golang-github-vmware-govmomi-dev openssh-server chromium sudo docker.io debootstrap \
+        iproute2 postgresql
     setup_venv "dev,train"
     setup_triton
     setup_vcsim

@@ -13,3 +13,10 @@ def _no_default_inventory(monkeypatch: pytest.MonkeyPatch) -> None:
     """Commands see only the inventory a test names: a lab file in the folder the suite runs
     from, or the user's own default, must not change what a test runs against."""
     monkeypatch.setenv("VGPU_INVENTORY", "none")
+
+
+@pytest.fixture(autouse=True)
+def _no_default_results_store(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Commands see only the results store a test names: a user's $VGPU_DB (say, the
+    team's PostgreSQL store) must never receive test runs."""
+    monkeypatch.delenv("VGPU_DB", raising=False)

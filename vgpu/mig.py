@@ -9,6 +9,7 @@ of its allowed start positions, and instances may not overlap.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections import Counter
@@ -50,7 +51,7 @@ class MigProfile:
     def memory_slices(self) -> int:
         return self.shape.memory_slices
 
-    @property
+    @functools.cached_property
     def name(self) -> str:
         suffix = "+me" if self.shape.media_extensions else ""
         return f"{self.shape.compute_slices}g.{self.memory_gb}gb{suffix}"
@@ -327,13 +328,19 @@ def _counts_ok(profiles: Iterable[MigProfile]) -> bool:
 def _search(
     order: list[int], profiles: list[MigProfile], taken: list[Placement],
     num_gpus: int, assigned: dict[int, Placement],
+    floor: tuple[int, int] = (0, -1),
 ) -> dict[int, Placement] | None:
+    """Depth-first placement of ``order``. ``floor``: the (gpu, start) of the previous
+    instance when it is the same profile as this one; identical instances are
+    interchangeable, so placing them in increasing position only is enough (without this
+    a full host is proven full by trying every permutation of its instances)."""
     if not order:
         return assigned
     idx, rest = order[0], order[1:]
     profile = profiles[idx]
+    same_next = bool(rest) and profiles[rest[0]].name == profile.name
     tried_empty_gpu = False
-    for gpu_index in range(num_gpus):
+    for gpu_index in range(floor[0], num_gpus):
         on_gpu = [t for t in taken if t.gpu == gpu_index]
         if not on_gpu:
             # Identical empty GPUs are interchangeable: trying one is enough.
@@ -346,13 +353,40 @@ def _search(
         if not _counts_ok([*(t.profile for t in on_gpu), profile]):
             continue
         for start in profile.shape.starts:
-            if _fits(profile, start, taken, gpu_index):
-                placement = Placement(profile, start, gpu_index)
-                found = _search(rest, profiles, [*taken, placement], num_gpus,
-                                {**assigned, idx: placement})
-                if found is not None:
-                    return found
+            if (gpu_index, start) <= floor or not _fits(profile, start, taken, gpu_index):
+                continue
+            placement = Placement(profile, start, gpu_index)
+            found = _search(rest, profiles, [*taken, placement], num_gpus,
+                            {**assigned, idx: placement},
+                            (gpu_index, start) if same_next else (0, -1))
+            if found is not None:
+                return found
     return None
+
+
+def _totals_fit(gpu: GpuModel, profiles: Sequence[MigProfile], num_gpus: int,
+                occupied: Sequence[Placement]) -> bool:
+    """The counting rules every placement must meet (per-profile maximum, compute and
+    memory slices): cheap, and enough to reject a full set without searching."""
+    every = [*profiles, *(o.profile for o in occupied)]
+    counts = Counter(p.name for p in every)
+    if any(counts[p.name] > p.shape.max_count * num_gpus for p in every):
+        return False
+    return (sum(p.compute_slices for p in every) <= gpu.compute_slices * num_gpus
+            and sum(p.memory_slices for p in every) <= gpu.memory_slices * num_gpus)
+
+
+def _place(gpu: GpuModel, profiles: Sequence[MigProfile], num_gpus: int,
+           occupied: Sequence[Placement]) -> dict[int, Placement] | None:
+    """Largest instances first, identical ones next to each other, at the lowest free
+    start, so layouts fill the GPU left to right; exhaustive up to the symmetries."""
+    requested = list(profiles)
+    if not _totals_fit(gpu, requested, num_gpus, occupied):
+        return None
+    order = sorted(range(len(requested)),
+                   key=lambda i: (-requested[i].memory_slices, -requested[i].compute_slices,
+                                  requested[i].name, i))
+    return _search(order, requested, list(occupied), num_gpus, {})
 
 
 def _compute_capacity(profile: MigProfile) -> int:
@@ -368,9 +402,7 @@ def solve(
     start, so layouts fill the GPU left to right; the search backtracks, so it is
     exhaustive: if any valid placement exists it is found."""
     requested = list(profiles)
-    order = sorted(range(len(requested)),
-                   key=lambda i: (-requested[i].memory_slices, -requested[i].compute_slices, i))
-    found = _search(order, requested, list(occupied), num_gpus, {})
+    found = _place(gpu, requested, num_gpus, occupied)
     if found is not None:
         return PlacementResult(gpu, requested, placements=[found[i] for i in
                                                            range(len(requested))])
@@ -380,10 +412,17 @@ def solve(
                                                occupied=occupied))
 
 
+def place(gpu: GpuModel, profiles: Sequence[MigProfile], *, num_gpus: int = 1,
+          occupied: Sequence[Placement] = ()) -> list[Placement] | None:
+    """The placements of :func:`solve` (in request order), or None, without the
+    explanation and suggestions a failure gets there (for callers that only try)."""
+    found = _place(gpu, profiles, num_gpus, occupied)
+    return None if found is None else [found[i] for i in range(len(profiles))]
+
+
 def is_placeable(gpu: GpuModel, profiles: Sequence[MigProfile], *, num_gpus: int = 1,
                  occupied: Sequence[Placement] = ()) -> bool:
-    order = sorted(range(len(profiles)), key=lambda i: -profiles[i].memory_slices)
-    return _search(order, list(profiles), list(occupied), num_gpus, {}) is not None
+    return _place(gpu, profiles, num_gpus, occupied) is not None
 
 
 def explain_failure(gpu: GpuModel, profiles: Sequence[MigProfile], *, num_gpus: int = 1,

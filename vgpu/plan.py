@@ -10,6 +10,8 @@ Hosts are filled in inventory order, so plans are deterministic.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -62,6 +64,7 @@ class _HostState:
     name: str
     gpus: list[_GpuState]
     mig_requests: list[tuple[str, int, mig.MigProfile]] = field(default_factory=list)
+    mig_compute_requested: int = 0  # compute slices of mig_requests, kept as they grow
     vms: list[str] = field(default_factory=list)
     groups: set[str] = field(default_factory=set)
 
@@ -206,6 +209,10 @@ def _try_place_mig(host: _HostState, vm: str, profiles: list[mig.MigProfile]) ->
     gpus = _mig_gpus(host)
     if not gpus:
         return False
+    free = sum(g.model.compute_slices - sum(p.compute_slices for p in _held_profiles(g))
+               for g in gpus)
+    if host.mig_compute_requested + sum(p.compute_slices for p in profiles) > free:
+        return False  # a full host, rejected without searching
     wanted = [p for _, _, p in host.mig_requests] + profiles
     return _solve_host(host, gpus, wanted) is not None
 
@@ -219,14 +226,14 @@ def _solve_host(host: _HostState, gpus: list[_GpuState],
     for k, profiles in enumerate(held_sets):
         if not profiles:
             continue
-        r = mig.solve(model, profiles)
-        if not r.ok or r.placements is None:
+        held = mig.place(model, profiles)
+        if held is None:
             return None
-        occupied += [mig.Placement(p.profile, p.start, k, owner="held") for p in r.placements]
-    result = mig.solve(model, wanted, num_gpus=len(gpus), occupied=occupied)
-    if not result.ok or result.placements is None:
+        occupied += [mig.Placement(p.profile, p.start, k, owner="held") for p in held]
+    placements = mig.place(model, wanted, num_gpus=len(gpus), occupied=occupied)
+    if placements is None:
         return None
-    return [*result.placements, *occupied]
+    return [*placements, *occupied]
 
 
 def _fits_timesliced(gpu: _GpuState, vgpu_type: str) -> bool:
@@ -276,8 +283,20 @@ def _assign_vm(host: _HostState, vm: str, reqs: list[VgpuRequest]) -> bool:
         g.tenants.append(vm)
     for k, p in enumerate(profiles):
         host.mig_requests.append((vm, k, p))
+        host.mig_compute_requested += p.compute_slices
     host.vms.append(vm)
     return True
+
+
+def _first_fit(candidates: list[_HostState], vm: str, reqs: list[VgpuRequest],
+               refused: set[tuple[str, tuple[str, ...]]],
+               shape: tuple[str, ...]) -> _HostState | None:
+    """The first host that takes the VM; the hosts that refuse it are remembered."""
+    for host in candidates:
+        if _assign_vm(host, vm, reqs):
+            return host
+        refused.add((host.name, shape))
+    return None
 
 
 def build_plan(scenario: Scenario, inventory: Inventory | None = None, *,
@@ -303,13 +322,16 @@ def build_plan(scenario: Scenario, inventory: Inventory | None = None, *,
     requests = vgpu_requests(scenario)
     problems: list[Problem] = []
     placed: dict[str, _HostState] = {}
+    # A host only fills up: once it refuses a VM's set of vGPUs, it refuses it again.
+    refused: set[tuple[str, tuple[str, ...]]] = set()
     for spec in scenario.vms:
         used_by_group: set[str] = set()
         for name in spec.names():
+            shape = tuple(sorted(r.label for r in requests[name]))
             candidates = [h for h in hosts if spec.host in (None, h.name)
-                          and h.name not in unavailable
+                          and h.name not in unavailable and (h.name, shape) not in refused
                           and not (spec.spread and h.name in used_by_group)]
-            host = next((h for h in candidates if _assign_vm(h, name, requests[name])), None)
+            host = _first_fit(candidates, name, requests[name], refused, shape)
             if host is None:
                 problem = _capacity_problem(scenario, name, requests[name], hosts,
                                             spec.host, spec.spread)
@@ -371,9 +393,10 @@ def _capacity_problem(scenario: Scenario, vm: str, reqs: list[VgpuRequest],
                 detail = f"; on {h.name}: {result.reason}"
                 if result.suggestions:
                     detail += "; nearest valid: " + "; ".join(
-                        f"{s.description} ({' + '.join(s.profiles)})"
+                        f"{s.description} ({_layout_text(s.profiles)})"
                         for s in result.suggestions)
                 break
+        detail += _full_hosts_text([h for h in hosts if pinned in (None, h.name)])
     if spread:
         detail += "; the group is spread one VM per host"
     held_on = sorted({f"{h.vm} ({h.label} on {h.host} GPU {h.gpu_index})"
@@ -383,6 +406,25 @@ def _capacity_problem(scenario: Scenario, vm: str, reqs: list[VgpuRequest],
     return Problem(scenario.source or f"scenario {scenario.id}", "vms",
                    f"no room for VM {vm} ({labels}) on {where}{detail}",
                    fix="free GPUs, add hosts to the inventory, or pick smaller profiles")
+
+
+def _layout_text(profiles: Sequence[str]) -> str:
+    """"4g.40gb + 2g.20gb + 2g.20gb", with a profile repeated three times or more
+    counted: "28 x 1g.10gb"."""
+    counts = Counter(profiles)
+    parts: list[str] = []
+    for name in dict.fromkeys(profiles):
+        parts += [f"{counts[name]} x {name}"] if counts[name] >= 3 else [name] * counts[name]
+    return " + ".join(parts)
+
+
+def _full_hosts_text(hosts: list[_HostState], shown: int = 4) -> str:
+    """The hosts that already hold VMs of this plan and took no more of them."""
+    full = [h.name for h in hosts if h.vms]
+    if len(full) < 2:
+        return ""
+    names = ", ".join(full[:shown]) + (f", ... {full[-1]}" if len(full) > shown else "")
+    return f"; no room left on {len(full)} of {len(hosts)} host(s) ({names})"
 
 
 def _with_unavailable(problem: Problem, pinned: str | None, hosts: list[_HostState],

@@ -114,7 +114,7 @@ def test_results_baseline_and_compare_commands(benched: Benched, harness_cache: 
     xmlschema.XMLSchema(JUNIT_XSD).validate(str(junit))
     report = _vgpu(folder, harness_cache, "report", "--out", "r.html", "--markdown", "r.md")
     assert report.returncode == 0, report.stderr
-    assert (folder / "r-png" / "throughput_instances.png").exists()
+    assert (folder / "r-png" / "verdict_ratios.png").exists()
 
 
 def test_bench_runs_the_missing_bare_metal_twin_first_and_ends_in_a_verdict(

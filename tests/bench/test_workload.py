@@ -29,7 +29,16 @@ def test_gpu_run_keeps_the_scenario_and_explicit_choices_win() -> None:
     explicit = effective_workload(_resnet(variant="full"), on_cpu=True,
                                   overrides=BenchOverrides(duration_s=3))
     assert (explicit.variant, explicit.duration_s) == ("full", 3)
-    assert explicit.notes == ["duration 600 s -> 3 s (--duration)"]
+    assert explicit.notes == ["duration 600 s -> 3 s (--duration)",
+                              "CPU only: warm-up windows must agree within 15% (on a GPU 5%): "
+                              "shared CPU cores are noisier"]
+    assert (on_gpu.stability_pct, explicit.stability_pct) == (5.0, 15.0)
+    pinned = effective_workload(_resnet(stability_pct=2.5), on_cpu=True,
+                                overrides=BenchOverrides(duration_s=40))
+    assert pinned.stability_pct == 2.5 and not any("warm-up" in n for n in pinned.notes)
+    window = harness_spec(pinned, instance="i", device={"kind": "cpu"}, threads=1).stability
+    assert window is not None and (window.pct, window.window_ms, window.max_windows) == (
+        2.5, 1000, 6)
     full = effective_workload(_resnet(), on_cpu=True, overrides=BenchOverrides(full_models=True))
     assert full.variant is None
 

@@ -4,6 +4,7 @@ steps, the bench matrix, notes, and the errors that name the file to fix."""
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -353,3 +354,32 @@ def test_inventory_problems_name_the_file_it_was_loaded_from(tmp_path: Path) -> 
     with pytest.raises(PlanError) as unnamed:
         build_plan(scenario([{"name": "vm", "vgpus": ["1g.10gb"]}], gpu="A30"), inventory())
     assert unnamed.value.problems[0].file == "inventory"
+
+
+def _cluster(hosts: int) -> Inventory:
+    return Inventory.model_validate({
+        "name": "cluster", "vcenter": {"host": "vc", "user": "u", "password": {"env": "P"}},
+        "placement": {"datacenter": "DC", "cluster": "C", "datastore": "DS",
+                      "network": "VM Network", "template": "tpl"},
+        "hosts": [{"name": f"esx{k:02d}", "gpus": [{"model": "A100-80GB", "count": 4}]}
+                  for k in range(hosts)]})
+
+
+def _mig_vms(count: int) -> Scenario:
+    groups = [{"name": f"g{g}-{{n}}", "count": min(64, count - 64 * g),
+               "vgpus": ["nvidia-1-10c"]} for g in range(-(-count // 64))]
+    return Scenario.model_validate({
+        "id": "scale", "name": "scale", "platform": "vsphere", "gpu": "A100-80GB",
+        "vms": groups, "workloads": [{"name": "r", "model": "resnet50", "scenario": "Offline"}]})
+
+
+def test_a_whole_cluster_of_mig_vms_is_planned_and_one_more_names_the_full_hosts() -> None:
+    plan = build_plan(_mig_vms(16 * 28), _cluster(16), inventory_name="lab.yaml")
+    assert set(Counter(vm.host for vm in plan.vms).values()) == {28}
+    slots = Counter((vm.host, v.gpu_index, v.start) for vm in plan.vms for v in vm.vgpus)
+    assert len(slots) == 16 * 4 * 7 and set(slots.values()) == {1}
+    with pytest.raises(PlanError) as raised:
+        build_plan(_mig_vms(16 * 28 + 1), _cluster(16), inventory_name="lab.yaml")
+    message = str(raised.value)
+    assert "no room left on 16 of 16 host(s) (esx00, esx01, esx02, esx03, ... esx15)" in message
+    assert "nearest valid: drop 1g.10gb (28 x 1g.10gb)" in message

@@ -3,9 +3,11 @@
 ``SshLab(n)`` starts ``n`` sshd processes (``/usr/sbin/sshd -D -e -f cfg``), each with its
 own host key and config, listening on its own loopback address (127.0.0.11, .12, ...). Every
 host gets its own unix user and home directory so hosts share no state, and a sudoers rule
-for that user. With ``guest_sim=True`` the GPU guest stand-ins from ``guest_sim/`` (nvidia-smi,
-apt-get, systemctl, ... all SIMULATORS) go first on that user's PATH, for SSH sessions and for
-sudo, and system paths are written under ``host.system_root`` instead of ``/``.
+for that user. With ``netns=NetnsLab(n)`` each sshd runs inside its own network namespace
+instead, on that namespace's address (reached from here through the lab's bridge). With
+``guest_sim=True`` the GPU guest stand-ins from ``guest_sim/`` (nvidia-smi, apt-get,
+systemctl, ... all SIMULATORS) go first on that user's PATH, for SSH sessions and for sudo,
+and system paths are written under ``host.system_root`` instead of ``/``.
 
 Everything is created by the lab and removed on exit: users, homes, the sudoers file, the
 server processes and the temp directory. Needs root and ``/usr/sbin/sshd``.
@@ -34,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
+from tests.labs.netns import NetnsLab
 from vgpu.remote.targets import HostTarget
 
 SSHD = Path("/usr/sbin/sshd")
@@ -99,6 +102,8 @@ class LabHost:
     sshd_dir: Path
     uid: int = 0
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    # e.g. ["ip", "netns", "exec", ns]: sshd (and so every session) runs in that namespace
+    exec_prefix: list[str] = field(default_factory=list)
 
     @property
     def bin_dir(self) -> Path:
@@ -117,7 +122,9 @@ class LabHost:
     @property
     def known_hosts_entry(self) -> str:
         public = Path(f"{self.host_key_path}.pub").read_text().split()
-        return f"[{self.address}]:{self.port} {public[0]} {public[1]}"
+        # known_hosts names a host on the default port without brackets and port
+        where = self.address if self.port == 22 else f"[{self.address}]:{self.port}"
+        return f"{where} {public[0]} {public[1]}"
 
     @property
     def log_path(self) -> Path:
@@ -131,6 +138,19 @@ class LabHost:
         path.chmod(0o755)
         os.chown(path, self.uid, self.uid)
         return path
+
+    def shift_clock(self, offset_s: float | None) -> None:
+        """Make ``date`` on this host report a time ``offset_s`` seconds off (None: the
+        true time again). Only what ``date`` prints moves, not the host's clock: the lab
+        hosts share this machine's kernel. vgpu's clock check reads the host's time with
+        ``date``, so it sees what it would see on a guest whose clock is off."""
+        shim = self.bin_dir / "date"
+        if offset_s is None:
+            shim.unlink(missing_ok=True)
+            return
+        real = shutil.which("date", path="/usr/bin:/bin") or "/bin/date"
+        self.put_executable("date", "#!/bin/sh\n# SIMULATOR: a guest clock that is off\n"
+                            f'exec {real} -d "now {offset_s:+.6f} seconds" "$@"\n')
 
     def write_file(self, relative: str, text: str, mode: int = 0o644) -> Path:
         """Write a file under the host's home, owned by the host's user."""
@@ -213,7 +233,7 @@ class LabHost:
     def start(self) -> None:
         log = self.log_path.open("ab")
         self.process = subprocess.Popen(
-            [str(SSHD), "-D", "-e", "-f", str(self.sshd_dir / "sshd_config")],
+            [*self.exec_prefix, str(SSHD), "-D", "-e", "-f", str(self.sshd_dir / "sshd_config")],
             stdout=log, stderr=log, stdin=subprocess.DEVNULL,
         )
         log.close()
@@ -252,9 +272,14 @@ class SshLab:
         trust_host_keys: bool = True,
         vgpu_type: str = "A100D-1-10C",
         mig_profile: str | None = "1g.10gb",
+        netns: NetnsLab | None = None,
     ) -> None:
         if not 1 <= n_hosts <= 200:
             raise ValueError("n_hosts must be between 1 and 200")
+        if netns is not None and len(netns.nodes) < n_hosts:
+            raise ValueError(f"{n_hosts} hosts need {n_hosts} namespaces, the namespace "
+                             f"lab has {len(netns.nodes)}")
+        self.netns = netns
         self.n_hosts = n_hosts
         self.sudo_password = sudo_password
         self.guest_sim = guest_sim
@@ -327,11 +352,12 @@ class SshLab:
         uid = int(_run("id", "-u", user))
         sshd_dir = self.dir / f"host{index + 1}"
         sshd_dir.mkdir()
-        address = f"127.0.0.{FIRST_OCTET + index}"
+        address, port, prefix = self._endpoint(index)
         host = LabHost(
-            name=f"vm-{index + 1}", address=address, port=_free_port(address), user=user,
+            name=f"vm-{index + 1}", address=address, port=port, user=user,
             home=home, key_path=self.key_path, known_hosts_path=self.known_hosts_path,
             host_key_path=sshd_dir / "ssh_host_ed25519_key", sshd_dir=sshd_dir, uid=uid,
+            exec_prefix=prefix,
         )
         _keygen(host.host_key_path, host.name)
         ssh_dir = home / ".ssh"
@@ -364,6 +390,15 @@ class SshLab:
             "Subsystem sftp internal-sftp\n"
         )
         return host
+
+    def _endpoint(self, index: int) -> tuple[str, int, list[str]]:
+        """Address, port and command prefix of host ``index``: a loopback address of its
+        own, or with ``netns`` the address of its namespace (own port space: port 22)."""
+        if self.netns is None:
+            address = f"127.0.0.{FIRST_OCTET + index}"
+            return address, _free_port(address), []
+        node = self.netns.nodes[index]
+        return node.address, 22, node.exec_prefix
 
     def _sudoers_lines(self, host: LabHost) -> list[str]:
         secure_path = f"{host.bin_dir}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

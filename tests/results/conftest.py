@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.labs.postgres import postgres_lab, postgres_url  # noqa: F401 (fixtures)
 from vgpu.results.records import InstanceResult, Metric, RunStart
 from vgpu.results.store import ResultStore
 

@@ -12,7 +12,7 @@ import pytest
 from matplotlib import image as mpimg
 
 from vgpu.results.records import Metric
-from vgpu.results.report import build_report, write_report
+from vgpu.results.report import Note, Table, build_report, write_report
 from vgpu.results.store import ResultStore
 
 AddSeries = Callable[..., list[int]]
@@ -40,19 +40,31 @@ def test_report_has_verdicts_tables_and_embedded_charts(
     report = build_report(store)
     html = report.html()
     names = [chart.filename for _h, chart in report.charts]
-    assert names == ["throughput_instances.png", "system_throughput_targets.png",
-                     "latency_percentiles.png"]  # training workloads differ: no speedup line
+    # One panel per workload (no telemetry recorded; the training workloads differ: no
+    # speedup line).
+    assert names == ["verdict_ratios.png", "workload_resnet50_tiny_onnxruntime_Offline_1.png"]
     images = re.findall(r"src='data:image/png;base64,([A-Za-z0-9+/=]+)'", html)
-    assert len(images) == 3
+    assert len(images) == len(names)
     assert all(base64.b64decode(i).startswith(b"\x89PNG") for i in images)
     assert "vm-vs-bare-metal" not in html  # titles, not kinds, are shown
     assert "VM vs bare metal, scenario 6" in html and "PASS" in html
+    heading, verdicts = report.sections[0]
+    assert heading == "Verdict: VM vs bare metal" and isinstance(verdicts, Table)
+    # Scenario 6 VM vs bare metal: 995/1000 of the system throughput, within 2%; scenario
+    # 1 has no bare-metal series.
+    row, alone = verdicts.rows
+    assert alone[:4] == ["1", "resnet50/tiny onnxruntime Offline", "vm",
+                         "no bare-metal run stored"] and alone[9] == "no verdict"
+    assert row[:4] == ["6", "resnet50/tiny onnxruntime Offline", "vm", "6 bare-metal"]
+    assert row[4:10] == ["995", "1,000", "0.995", "[0.995, 0.995]", ">= 0.980", "PASS"]
+    assert re.search(r"\d\.\d+e[+-]\d", html) is None  # never 1.521e+04
     assert "<link" not in html and "<script" not in html  # self-contained
     written = write_report(report, tmp_path / "r.html", tmp_path / "r.md", tmp_path / "png")
     assert {p.name for p in written} == {"r.html", "r.md", *names}
     markdown = (tmp_path / "r.md").read_text()
     assert "| comparison | metric |" in markdown
-    assert "![Latency percentiles](png/latency_percentiles.png)" in markdown
+    assert "![Verdict figure: throughput ratio, 95% CI and tolerance band]" \
+        "(png/verdict_ratios.png)" in markdown
 
 
 def test_training_speedup_chart_from_generic_metrics(
@@ -105,3 +117,31 @@ def test_vm_series_meets_its_bare_metal_twin_and_scenario_gains_are_tabled(
     gains = next(t for h, t in report.sections if h.startswith("System throughput relative"))
     [row] = gains.rows
     assert row[0] == "6" and row[5] == f"{(1000 / 945 - 1) * 100:+.2f}%"
+
+
+def test_a_vm_series_without_bare_metal_says_so_in_words(
+    store: ResultStore, add_series: AddSeries
+) -> None:
+    add_series([{"vm-a": 15210.4}, {"vm-a": 15230.0}], workload="resnet50 Offline")
+    add_series([{"vm-a": 1521.0}, {"vm-a": 1530.0}], workload="bert Offline")
+    report = build_report(store)
+    _heading, verdicts = report.sections[0]
+    assert isinstance(verdicts, Table)
+    assert [row[9] for row in verdicts.rows] == ["no verdict", "no verdict"]
+    assert all(row[3] == "no bare-metal run stored" for row in verdicts.rows)
+    notes = {h: s.text for h, s in report.sections if isinstance(s, Note)}
+    assert notes["Verdict figure"].startswith("Nothing to draw: no series has a bare-metal")
+    assert {"resnet50 Offline: no bare-metal run", "bert Offline: no bare-metal run"} <= set(notes)
+    charts = [chart.filename for _h, chart in report.charts]
+    assert "verdict_ratios.png" not in charts  # no single bar drawn
+    assert [c for c in charts if c.startswith("workload_")] == [
+        "workload_resnet50_Offline_1.png", "workload_bert_Offline_3.png"]  # one per model
+    statistics = next(s for h, s in report.sections if h.startswith("Statistics"))
+    assert isinstance(statistics, Table)
+    assert statistics.rows[0][7] == "15,220"  # mean samples/s, never 1.522e+04
+
+
+def test_an_empty_store_reports_no_verdict_in_words(store: ResultStore) -> None:
+    heading, note = build_report(store).sections[0]
+    assert heading == "Verdict: VM vs bare metal" and isinstance(note, Note)
+    assert note.text.startswith("No verdict: no VM series and no bare-metal series")

@@ -33,7 +33,7 @@ def test_the_split_is_averaged_per_instance_and_tabled_in_the_report(
     headers, rows = split_rows(split)
     assert headers == ["instance", "queue us", "compute input us", "compute infer us",
                        "compute output us", "total us"]
-    assert rows[0] == ["a", "200", "20", "900", "80", "1200"]
+    assert rows[0] == ["a", "200", "20.0", "900", "80.0", "1,200"]
     assert not any(name.startswith("triton_") for name in triton.samples)  # not judged
     [(heading, _table)] = split_sections(store, [plain, triton])
     assert heading.startswith("Triton server-side time per request") and "on triton" in heading

@@ -4,7 +4,6 @@ node through the SSH transport; rendezvous on the first host's address."""
 from __future__ import annotations
 
 import socket
-import sys
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -14,6 +13,7 @@ import pytest
 pytest.importorskip("torch", reason="the train extra (torch) is not installed")
 
 from tests.labs.sshlab import SshLab, lab_available
+from tests.train.labnodes import REPO, lab_interpreter
 from vgpu.errors import InputError, PlanError
 from vgpu.model import load_scenario
 from vgpu.model.scenario import TrainingWorkload
@@ -37,29 +37,6 @@ SPEC = {
 }
 
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _world_executable(path: Path) -> bool:
-    """Whether another unix user can run ``path``: every parent searchable by others."""
-    real = path.resolve()
-    return all(p.stat().st_mode & 0o001 for p in [real, *real.parents])
-
-
-def _lab_interpreter() -> tuple[str, dict[str, str]]:
-    """An interpreter the lab hosts' users can run, with this environment's packages.
-    A venv whose base interpreter sits under a private home (e.g. pyenv in /root) is not
-    runnable by them; the system's Python of the same minor version loads the same wheels."""
-    paths = {"PYTHONPATH": ":".join([str(REPO), *(p for p in sys.path if "site-packages" in p)])}
-    if _world_executable(Path(sys.executable)):
-        return sys.executable, {}
-    system = Path(f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}")
-    if system.exists() and _world_executable(system):
-        return str(system), paths
-    pytest.skip(f"no Python {sys.version_info.major}.{sys.version_info.minor} that other "
-                "users may run")
-
-
 def _free_port(address: str) -> int:
     with socket.socket() as sock:
         sock.bind((address, 0))
@@ -76,7 +53,7 @@ def ssh_lab(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[tuple[SshLab, list[TrainNode]]]:
     logs = tmp_path_factory.mktemp("ssh-logs")
-    python, env = _lab_interpreter()
+    python, env = lab_interpreter()
     with SshLab(2, guest_sim=False) as lab:
         transports = []
         nodes = []

@@ -41,7 +41,7 @@ def calibrate_offline(
             t.instance: harness_spec(
                 workload, instance=t.instance, device=t.device, threads=t.threads,
                 seed=seed, duration_s=0.001, min_query_count=samples[t.instance],
-                accuracy=False,
+                accuracy=False, stability=False,
             ).to_json()
             for t in targets
         }

@@ -88,7 +88,8 @@ def _inventory_targets(sc: Scenario, request: BenchRequest, log_root: Path) -> P
     placements = scenario_placements(sc, loaded, path)
     targets, notes = build_targets(placements, log_root, request.connect,
                                    request.host_target_hook, allow_cpu=request.allow_cpu,
-                                   container=remote_container(sc, loaded, request.runtime))
+                                   container=remote_container(sc, loaded, request.runtime),
+                                   max_clock_offset_ms=request.overrides.max_clock_offset_ms)
     return Prepared(sc, targets, notes, loaded.docker_cli())
 
 

@@ -11,9 +11,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from vgpu.bench.clock import ClockOffset, check_offset, measure_offset
 from vgpu.bench.containers import ContainerLaunch
 from vgpu.bench.hostprobe import HostHarness, probe_host
 from vgpu.bench.targets import Target
+from vgpu.bench.workload import DEFAULT_MAX_CLOCK_OFFSET_MS
 from vgpu.errors import RemoteError
 from vgpu.model.inventory import Inventory
 from vgpu.model.plan import Plan, PlannedVM
@@ -161,14 +163,18 @@ def build_targets(
     host_target_hook: HostTargetHook | None = None,
     allow_cpu: bool = False,
     container: ContainerLaunch | None = None,
+    max_clock_offset_ms: float = DEFAULT_MAX_CLOCK_OFFSET_MS,
 ) -> tuple[list[Target], list[str]]:
     """Connect to every host (one SSH session per host), check the harness there and pick
     each instance's device: the VM's GPU (a vGPU is GPU 0 in its guest), the host's MIG
     device of the planned profile. A planned GPU that the harness cannot use fails the
     instance; only ``allow_cpu`` (or a plan with no GPU) runs it on the CPU, said in notes.
     ``container`` set: every instance runs in its own container of that harness image,
-    given only its own GPU or MIG device."""
+    given only its own GPU or MIG device. Each remote host's clock is checked against
+    this machine's first (vgpu.bench.clock): one off by more than ``max_clock_offset_ms``
+    refuses the start."""
     hosts: dict[str, HostHarness] = {}
+    clocks: dict[str, ClockOffset] = {}
     targets: list[Target] = []
     notes: list[str] = []
     redactor = Redactor()
@@ -177,13 +183,29 @@ def build_targets(
             key = placement.host_target.name if placement.host_target else "local"
             if key not in hosts:
                 transport = _open(placement, log_root, options, host_target_hook, redactor)
+                if placement.host_target is not None:
+                    clocks[key] = _checked_clock(transport, max_clock_offset_ms, notes)
                 hosts[key] = _probe(transport, key, placement, log_root, container)
-            targets.append(_target(placement, hosts[key], notes, allow_cpu))
+            target = _target(placement, hosts[key], notes, allow_cpu)
+            target.clock = clocks.get(key)
+            targets.append(target)
     except BaseException:
         for host in hosts.values():
             host.transport.close()
         raise
     return targets, notes
+
+
+def _checked_clock(transport: Transport, max_offset_ms: float,
+                   notes: list[str]) -> ClockOffset:
+    try:
+        clock = measure_offset(transport)
+        check_offset(clock, max_offset_ms)
+    except BaseException:
+        transport.close()
+        raise
+    notes.append(f"clock: {clock.describe()}, allowed ±{max_offset_ms:g} ms")
+    return clock
 
 
 def _probe(transport: Transport, name: str, placement: Placement, log_root: Path,

@@ -11,8 +11,10 @@ from pathlib import Path
 from typing import Protocol
 
 from vgpu.bench.calibrate import HEADROOM, calibrate_offline
+from vgpu.bench.clock import clock_metrics
 from vgpu.bench.collect import instance_result, server_split_metrics
 from vgpu.bench.fanout import InstanceOutcome, RoundListener, RoundTimeouts, run_round
+from vgpu.bench.overlap import overlap_metrics, round_overlap, stability_metrics
 from vgpu.bench.provenance import scenario_revision
 from vgpu.bench.targets import Target
 from vgpu.bench.triton import TritonSetup, deployed
@@ -20,8 +22,9 @@ from vgpu.bench.workload import BenchOverrides, EffectiveWorkload, effective_wor
 from vgpu.errors import RemoteError
 from vgpu.model.scenario import InferenceWorkload, Scenario
 from vgpu.results.compare import Comparison
+from vgpu.results.format import number
 from vgpu.results.judge import judge_against_baseline
-from vgpu.results.records import RunStart
+from vgpu.results.records import Metric, RunStart
 from vgpu.results.series import SeriesData, load_series
 from vgpu.results.server_split import Split, series_split
 from vgpu.results.store import ResultStore
@@ -124,6 +127,9 @@ def run_bench(
     repeats = runs or scenario.repeats
     for workload in workloads:
         effective = effective_workload(workload, on_cpu, overrides)
+        if (effective.min_valid or 0) > repeats:
+            effective.notes.append(f"min_valid {effective.min_valid} is more than the "
+                                   f"{repeats} repeats: every repeat must be VALID")
         result = WorkloadOutcome(workload=effective, series_id=uuid.uuid4().hex)
         outcome.workloads.append(result)
         series = partial(_run_series, store, scenario, targets, result, repeats, overrides,
@@ -203,7 +209,7 @@ def _calibrate(
         return False
     finally:
         listen.end_round()
-    rates = ", ".join(f"{k} {v:.4g}/s" for k, v in result.calibrated_qps.items())
+    rates = ", ".join(f"{k} {number(v)}/s" for k, v in result.calibrated_qps.items())
     effective.notes.append(f"Offline expected QPS from a probe round (x{HEADROOM}): {rates}")
     return True
 
@@ -216,7 +222,7 @@ def _begin_run(store: ResultStore, scenario: Scenario, targets: list[Target],
         workload=effective.key, target_kind=targets[0].target_kind, repeat_index=repeat,
         scenario_file=scenario.source, scenario_revision=scenario_revision(scenario.source),
         workload_detail={**effective.detail(), "calibrated_qps": result.calibrated_qps,
-                         "repeats": repeats,
+                         "repeats": repeats, "min_valid": valid_floor(effective, repeats),
                          "instances": {t.instance: t.device_label for t in targets}},
     ))
     result.run_ids.append(run_id)
@@ -259,13 +265,30 @@ def _run_repeat(
     store.finish_run(
         run_id, "failed" if round_result.failure else "ok", reason=round_result.failure,
         instances=[instance_result(o) for o in round_result.outcomes],
-        metrics=[m for o in round_result.outcomes for m in server_split_metrics(o)],
+        metrics=[*(m for o in round_result.outcomes for m in server_split_metrics(o)),
+                 *clock_metrics((t.instance, t.clock) for t in targets if t.clock),
+                 *_measurement_metrics(round_result.outcomes)],
         sync_skew_s=round_result.skew_s,
     )
     if round_result.failure:
         result.failure = f"run {run_id}: {round_result.failure}"
         return None
     return round_result.outcomes
+
+
+def valid_floor(workload: EffectiveWorkload, repeats: int) -> int:
+    """The fewest VALID repeats a PASS needs: --min-valid or the workload's min_valid,
+    at most the repeats run; by default all of them."""
+    return min(workload.min_valid or repeats, repeats)
+
+
+def _measurement_metrics(outcomes: Sequence[InstanceOutcome]) -> list[Metric]:
+    """How the repeat was measured: each instance's warm-up windows and the share of the
+    timed span all instances ran together (with their throughput inside it)."""
+    records = {o.target.instance: o.record or {} for o in outcomes}
+    return [*(m for name, record in records.items()
+              for m in stability_metrics(name, record.get("stability"))),
+            *overlap_metrics(round_overlap(records))]
 
 
 def _recalibrate(result: WorkloadOutcome, outcomes: Sequence[InstanceOutcome]) -> None:
@@ -279,4 +302,4 @@ def _recalibrate(result: WorkloadOutcome, outcomes: Sequence[InstanceOutcome]) -
             result.calibrated_qps[name] = float(rate) * HEADROOM
             result.workload.notes.append(
                 f"{name} finished before the min duration: expected QPS raised to "
-                f"{result.calibrated_qps[name]:.4g}/s for the next repeats")
+                f"{number(result.calibrated_qps[name])}/s for the next repeats")

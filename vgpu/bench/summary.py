@@ -9,10 +9,12 @@ from rich.markup import escape
 from rich.table import Table
 
 from vgpu.bench.session import BenchOutcome, WorkloadOutcome
+from vgpu.results import telemetry_view
 from vgpu.results.accuracy import ACCURACY_REFERENCE, InstanceAccuracy, instance_accuracies
 from vgpu.results.compare import check_as_dict
+from vgpu.results.format import number
 from vgpu.results.platforms import describe_changes
-from vgpu.results.series import SYSTEM_THROUGHPUT
+from vgpu.results.series import SYSTEM_THROUGHPUT, TIMED_OVERLAP
 from vgpu.results.server_split import split_rows
 from vgpu.results.stats import Summary, summarize
 
@@ -22,8 +24,8 @@ _VERDICT_STYLE = {"PASS": "bold green", "FAIL": "bold red", "INCONCLUSIVE": "bol
 def _ci(summary: Summary) -> str:
     if summary.half_width is None:
         return "n=1"
-    return f"±{summary.half_width:.4g} ({summary.half_width / summary.mean * 100:.1f}%)" \
-        if summary.mean else f"±{summary.half_width:.4g}"
+    return f"±{number(summary.half_width)} ({summary.half_width / summary.mean * 100:.1f}%)" \
+        if summary.mean else f"±{number(summary.half_width)}"
 
 
 def _skews(outcome: WorkloadOutcome) -> list[float]:
@@ -72,14 +74,36 @@ def workload_table(outcome: WorkloadOutcome) -> Table:
     devices = series.runs[0].workload_detail.get("instances", {})
     for name, values in series.per_instance_throughput.items():
         summary = summarize(values)
-        cells = [name, devices.get(name, "-"), str(summary.n), f"{summary.mean:.5g}",
+        cells = [name, devices.get(name, "-"), str(summary.n), number(summary.mean),
                  _ci(summary), _validity(outcome, name)]
         table.add_row(*cells, *([_accuracy_cell(accuracy.get(name))] if accuracy else []))
     if SYSTEM_THROUGHPUT in series.samples:
         system = summarize(series.samples[SYSTEM_THROUGHPUT].values)
         mdd = "" if system.mdd is None else f"MDD {system.mdd / system.mean * 100:.1f}%"
         table.add_row("[bold]system[/bold]", "sum over instances per repeat", str(system.n),
-                      f"[bold]{system.mean:.5g}[/bold]", _ci(system), mdd)
+                      f"[bold]{number(system.mean)}[/bold]", _ci(system), mdd)
+    return table
+
+
+def telemetry_table(outcome: WorkloadOutcome) -> Table | None:
+    """What the harness sampled per instance, over the repeats: GPU utilisation, memory,
+    power, SM clock (NVML; "not supported on a MIG slice" where NVML refuses) and the
+    harness process's CPU. None when no instance recorded telemetry."""
+    series = outcome.series
+    if series is None:
+        return None
+    readings = telemetry_view.per_instance(
+        telemetry_view.instance_telemetry(run.id, inst.result)
+        for run in series.runs for inst in series.instances[run.id])
+    if not any(r.measured for fields in readings.values() for r in fields.values()):
+        return None
+    headers, rows = telemetry_view.table_rows(readings)
+    table = Table(title=f"{escape(outcome.workload.label)}: telemetry (mean / max)",
+                  title_justify="left")
+    for column in headers:
+        table.add_column(escape(column), justify="left" if column == "instance" else "right")
+    for row in rows:
+        table.add_row(*(escape(cell) for cell in row))
     return table
 
 
@@ -102,12 +126,16 @@ def render(outcome: BenchOutcome, console: Console, db: str, report: str | None)
         for note in workload.workload.notes:
             console.print(f"[dim]note:[/dim] {escape(note)}")
         console.print(workload_table(workload))
+        if (telemetry := telemetry_table(workload)) is not None:
+            console.print(telemetry)
         if workload.server_split:
             console.print(split_table(workload))
         skews = _skews(workload)
         if skews:
             console.print(f"synchronised start: skew max {max(skews) * 1e3:.1f} ms over "
                           f"{len(skews)} run(s); runs {', '.join(map(str, workload.run_ids))}")
+        for line in repeat_quality_lines(workload):
+            console.print(escape(line))
         if workload.failure:
             console.print(f"[bold red]failed:[/bold red] {escape(workload.failure)}")
         if workload.comparison is not None:
@@ -120,11 +148,42 @@ def render(outcome: BenchOutcome, console: Console, db: str, report: str | None)
             for check in workload.comparison.checks:
                 console.print(f"  {check.metric}: {check.difference_pct:+.2f}% "
                               f"({check.verdict}) {escape(check.reason)}")
+            for shortfall in workload.comparison.shortfalls:
+                console.print(f"  [bold yellow]too few VALID repeats:[/] {escape(shortfall)}")
             for line in describe_changes(workload.comparison.platform_changes):
                 console.print(f"  [dim]platform:[/dim] {escape(line)}")
         elif workload.baseline_note:
             console.print(f"[dim]no verdict:[/dim] {escape(workload.baseline_note)}")
     console.print(f"results: {db}" + (f"; report: {report}" if report else ""))
+
+
+def repeat_quality_lines(outcome: WorkloadOutcome) -> list[str]:
+    """The INVALID repeats left out of the statistics (with LoadGen's reasons), the
+    spread of the valid ones (CV) and how much of each timed span all instances shared."""
+    series = outcome.series
+    if series is None:
+        return []
+    lines = [f"valid repeats: {series.valid_count} of {len(series.runs)} ok "
+             f"({len(series.invalid_runs)} INVALID instance result(s) left out)"]
+    lines += [f"  INVALID run {r.run_id} {r.instance}: {'; '.join(r.reasons) or 'no reason'}"
+              for r in series.invalid_runs]
+    if (cv := series.throughput_cv) is not None:
+        lines.append(f"repeat CV of {series.headline}: {cv * 100:.2f}%")
+    overlap = series.run_quality.get(TIMED_OVERLAP)
+    if overlap:
+        lines.append(f"timed overlap (all instances running): min {min(overlap):.1%} over "
+                     f"{len(overlap)} run(s)")
+    return lines
+
+
+def repeat_quality_json(outcome: WorkloadOutcome) -> dict[str, Any]:
+    series = outcome.series
+    if series is None:
+        return {}
+    return {"valid_repeats": series.valid_count, "min_valid": series.min_valid,
+            "invalid_runs": [r._asdict() for r in series.invalid_runs],
+            "repeat_cv": series.throughput_cv,
+            "timed_overlap": series.run_quality.get(TIMED_OVERLAP, [])}
 
 
 def _accuracy_json(accuracy: InstanceAccuracy | None) -> dict[str, Any] | None:
@@ -158,6 +217,7 @@ def as_json(outcome: BenchOutcome, db: str, report: str | None) -> dict[str, Any
             "calibrated_qps": w.calibrated_qps, "statistics": stats, "instances": instances,
             "triton_server_split_us": w.server_split,
             "sync_skew_s": _skews(w),
+            **repeat_quality_json(w),
             "baseline": w.baseline_note,
             "verdict": None if w.comparison is None else w.comparison.verdict,
             "checks": [] if w.comparison is None else

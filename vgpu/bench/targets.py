@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vgpu.bench.clock import ClockOffset
 from vgpu.bench.containers import ContainerLaunch
 from vgpu.remote.transport import Transport
 from vgpu.results.records import Platform, TargetKind
@@ -29,6 +30,7 @@ class Target:
     local_root: Path | None = None  # set when work_root is this machine's folder
     env: dict[str, str] = field(default_factory=dict)
     container: ContainerLaunch | None = None  # set: every round runs in its own container
+    clock: ClockOffset | None = None  # its host's clock against this machine's (remote)
 
     @property
     def is_local(self) -> bool:

@@ -19,12 +19,20 @@ from loadgen.contract import (
     InferenceRunSpec,
     LoadgenSpec,
     ModelSpec,
+    StabilitySpec,
     is_builtin_model,
 )
 from vgpu.model.scenario import InferenceWorkload
 
 CPU_VARIANT = dict.fromkeys(INFERENCE_MODELS, "tiny")
 PERFORMANCE_SAMPLES = 256
+GPU_STABILITY_PCT = 5.0
+CPU_STABILITY_PCT = 15.0  # shared CPU cores wander more between windows than a GPU
+STABILITY_MAX_WINDOWS = 6
+# A warm-up window is 1/40 of the run, within these bounds.
+STABILITY_WINDOW_MS = (250, 5000)
+MLPERF_MIN_DURATION_S = 600.0  # what LoadGen's mlperf.conf requires of every scenario
+DEFAULT_MAX_CLOCK_OFFSET_MS = 50.0
 
 
 @dataclass(frozen=True)
@@ -33,6 +41,9 @@ class BenchOverrides:
     full_models: bool = False  # keep the scenario's model sizes on a CPU
     triton_url: str | None = None
     seed: int = 0
+    min_valid: int | None = None  # --min-valid: fewest VALID repeats for a PASS
+    mlperf_rules: bool = False  # LoadGen's official settings (--mlperf-rules)
+    max_clock_offset_ms: float = DEFAULT_MAX_CLOCK_OFFSET_MS  # remote targets' clocks
 
 
 @dataclass
@@ -51,17 +62,22 @@ class EffectiveWorkload:
     accuracy_target: float | None = None
     accuracy_dataset: str | None = None
     accuracy_samples: int = DEFAULT_ACCURACY_SAMPLES
+    stability_pct: float = GPU_STABILITY_PCT
+    min_valid: int | None = None
     triton_urls: dict[str, str] = field(default_factory=dict)  # instance -> its server
     triton: dict[str, Any] = field(default_factory=dict)  # the servers, as stored
     notes: list[str] = field(default_factory=list)
+    mlperf_rules: bool = False
+    rules_duration_s: float | None = None  # --duration under the rules: not compliant
 
     @property
     def key(self) -> str:
         """The workload as stored: the name plus what was actually run, so that a CPU
         functional run is never compared with a GPU measurement of the same name."""
         model = self.model if self.variant is None else f"{self.model}/{self.variant}"
+        rules = ", MLPerf rules" if self.mlperf_rules else ""
         return (f"{self.label} ({model} {self.precision} {self.scenario} b{self.batch} "
-                f"{self.backend})")
+                f"{self.backend}{rules})")
 
     @property
     def deploys_triton(self) -> bool:
@@ -74,7 +90,8 @@ class EffectiveWorkload:
             "precision": self.precision, "backend": self.backend,
             "loadgen_scenario": self.scenario, "batch": self.batch,
             "target_qps": self.target_qps, "target_latency_ms": self.target_latency_ms,
-            "duration_s": self.duration_s, "notes": list(self.notes),
+            "duration_s": self.duration_s, "stability_pct": self.stability_pct,
+            "notes": list(self.notes),
         }
         if self.accuracy_target is not None:
             detail["accuracy"] = {"target": self.accuracy_target,
@@ -82,6 +99,11 @@ class EffectiveWorkload:
                                   "samples": self.accuracy_samples}
         if self.backend == "triton":
             detail["triton"] = self.triton or {"url": self.triton_url, "deployed": False}
+        if self.mlperf_rules:
+            detail["mlperf_rules"] = {"applied": True,
+                                      "source": "mlperf_loadgen built-in mlperf.conf",
+                                      "shortened_duration_s": self.rules_duration_s,
+                                      "compliant": self.rules_duration_s is None}
         return detail
 
 
@@ -99,7 +121,10 @@ def effective_workload(
     if on_cpu and workload.backend == "torch" and precision == "fp16":
         precision = "fp32"
         notes.append("CPU only: torch runs fp16 on CUDA only, so this CPU run uses fp32")
-    if overrides.duration_s is not None:
+    if overrides.mlperf_rules:
+        notes.append(_rules_note(overrides.duration_s))
+        duration = overrides.duration_s or MLPERF_MIN_DURATION_S
+    elif overrides.duration_s is not None:
         duration = overrides.duration_s
         notes.append(f"duration {workload.duration_s:g} s -> {duration:g} s (--duration)")
     elif on_cpu:
@@ -108,6 +133,12 @@ def effective_workload(
                      "(the workload's cpu_duration_s)")
     else:
         duration = workload.duration_s
+    stability = workload.stability_pct
+    if stability is None:
+        stability = CPU_STABILITY_PCT if on_cpu else GPU_STABILITY_PCT
+        if on_cpu:
+            notes.append(f"CPU only: warm-up windows must agree within {stability:g}% "
+                         f"(on a GPU {GPU_STABILITY_PCT:g}%): shared CPU cores are noisier")
     return EffectiveWorkload(
         label=workload.label, model=workload.model, variant=variant,
         precision=precision, backend=workload.backend, scenario=workload.scenario,
@@ -115,8 +146,26 @@ def effective_workload(
         target_latency_ms=workload.target_latency_ms, duration_s=duration,
         triton_url=overrides.triton_url, notes=notes,
         accuracy_target=workload.accuracy_target, accuracy_dataset=workload.accuracy_dataset,
-        accuracy_samples=workload.accuracy_samples,
+        accuracy_samples=workload.accuracy_samples, mlperf_rules=overrides.mlperf_rules,
+        rules_duration_s=overrides.duration_s if overrides.mlperf_rules else None,
+        stability_pct=stability, min_valid=overrides.min_valid or workload.min_valid,
     )
+
+
+def stability_spec(workload: EffectiveWorkload, duration_s: float) -> StabilitySpec:
+    low, high = STABILITY_WINDOW_MS
+    window = min(high, max(low, round(duration_s * 1000 / 40)))
+    return StabilitySpec(pct=workload.stability_pct, window_ms=window,
+                         max_windows=STABILITY_MAX_WINDOWS)
+
+
+def _rules_note(duration_s: float | None) -> str:
+    rules = ("MLPerf rules: LoadGen's official settings from its built-in mlperf.conf "
+             "(seeds, min duration 600 s, min query counts, latency targets)")
+    if duration_s is None:
+        return rules
+    return (f"{rules}, but --duration {duration_s:g} s shortens the min duration: "
+            "not a compliant run")
 
 
 def _device(section: DeviceSpec | Mapping[str, Any]) -> DeviceSpec:
@@ -138,10 +187,13 @@ def harness_spec(
     min_query_count: int = 1,
     cache_dir: str | None = None,
     accuracy: bool = True,
+    stability: bool = True,
 ) -> InferenceRunSpec:
     """The harness run spec for one instance (docs/harness.md); ``device`` is a target's
     device section. Ship it as ``to_json()``. A workload with an accuracy target gets its
-    accuracy pass unless ``accuracy`` is False (a calibration probe)."""
+    accuracy pass unless ``accuracy`` is False (a calibration probe, which never runs
+    under the MLPerf rules either: it only measures a rate); every run gets its stability
+    window unless ``stability`` is False (a probe again)."""
     model = ModelSpec(workload.model, workload.variant, workload.precision)
     url = None
     if workload.backend == "triton":
@@ -157,13 +209,24 @@ def harness_spec(
             target_qps=target_qps if target_qps is not None else workload.target_qps,
             target_latency_ms=workload.target_latency_ms,
             performance_sample_count=PERFORMANCE_SAMPLES,
+            **_rules_fields(workload, accuracy),
         ),
         batch_size=workload.batch,
         seed=seed,
         instance_name=instance,
         cache_dir=cache_dir,
         accuracy=_accuracy_spec(workload) if accuracy else None,
+        stability=stability_spec(workload, duration_s or workload.duration_s)
+        if stability else None,
     )
+
+
+def _rules_fields(workload: EffectiveWorkload, real_run: bool) -> dict[str, Any]:
+    if not (workload.mlperf_rules and real_run):
+        return {}
+    shorter = workload.rules_duration_s
+    return {"mlperf_rules": True,
+            "mlperf_min_duration_ms": None if shorter is None else max(1, round(shorter * 1000))}
 
 
 def _accuracy_spec(workload: EffectiveWorkload) -> AccuracySpec | None:

@@ -20,7 +20,7 @@ from vgpu.bench.runtime import (
 )
 from vgpu.bench.summary import as_json, render
 from vgpu.bench.twin import baseline_scenario
-from vgpu.bench.workload import BenchOverrides
+from vgpu.bench.workload import DEFAULT_MAX_CLOCK_OFFSET_MS, BenchOverrides
 from vgpu.cli import common
 from vgpu.cli.common import scenario_from_args
 from vgpu.cli.options import (
@@ -44,11 +44,15 @@ from vgpu.model.load import load_inventory
 from vgpu.model.scenario import InferenceWorkload, Scenario
 from vgpu.model.yamlsource import load_yaml
 from vgpu.results.compare import Comparison, Reference
+from vgpu.results.copy import copy_stores
 from vgpu.results.export import export_csv, export_json
+from vgpu.results.format import number
 from vgpu.results.judge import compare_series, compare_with_references, default_kind
 from vgpu.results.junit import write_junit
+from vgpu.results.mlperf_export import MlperfExport, export_mlperf
 from vgpu.results.platforms import describe_changes
 from vgpu.results.report import build_report, write_report
+from vgpu.results.runview import render_run
 from vgpu.results.series import SeriesData, load_series, series_of_run
 from vgpu.results.store import DEFAULT_DB, ResultStore
 from vgpu.revalidate.flow import baseline_key
@@ -83,9 +87,19 @@ NoBaselineOpt = Annotated[bool, typer.Option(
 TritonUrlOpt = Annotated[str | None, typer.Option(
     "--triton-url", help="HOST:PORT (gRPC) of a running Triton server for the workloads "
     "with backend triton: nothing is deployed (default: a server container per host)")]
+MinValidOpt = Annotated[int | None, typer.Option(
+    "--min-valid", min=1, help="fewest repeats LoadGen must find VALID for a PASS; fewer "
+    "make the verdict INCONCLUSIVE (default: the workload's min_valid, else every repeat)")]
 TritonImageOpt = Annotated[str | None, typer.Option(
     "--triton-image", help="tritonserver image deployed for the workloads with backend "
     "triton (default: the scenario's guest.triton_image)")]
+MlperfRulesOpt = Annotated[bool, typer.Option(
+    "--mlperf-rules", help="run under MLPerf rules: LoadGen's official settings from its "
+    "built-in mlperf.conf (seeds, min duration 600 s, min query counts, latency targets); "
+    "with --duration the run is shorter and recorded as not compliant")]
+MaxClockOffsetOpt = Annotated[float, typer.Option(
+    "--max-clock-offset-ms", help="with --inventory: refuse the synchronised start when a "
+    "host's clock is further than this from this machine's (measured over SSH)")]
 
 
 def _positive(value: float | None, flag: str) -> None:
@@ -116,6 +130,9 @@ def bench(
     docker_host: DockerHostOpt = None,
     triton_url: TritonUrlOpt = None,
     triton_image: TritonImageOpt = None,
+    min_valid: MinValidOpt = None,
+    mlperf_rules: MlperfRulesOpt = False,
+    max_clock_offset_ms: MaxClockOffsetOpt = DEFAULT_MAX_CLOCK_OFFSET_MS,
 ) -> None:
     """Run a scenario's inference workloads on every target at once (synchronised start),
     repeated; store the runs, print statistics and the verdict against the baseline.
@@ -123,18 +140,22 @@ def bench(
     that runs first on the same targets, unless --no-baseline."""
     sc = scenario_from_args(file, scenario)
     _check_counts(runs, duration)
+    _positive(max_clock_offset_ms, "--max-clock-offset-ms")
     if with_baseline and no_baseline:
         raise InputError.single("command line", "--with-baseline/--no-baseline",
                                 "the two contradict each other", fix="give one of them")
     if not any(isinstance(w, InferenceWorkload) for w in sc.workloads):
         _bench_training(sc, runs, inventory, full_models, db,
-                        with_baseline or bool(workload) or duration is not None)
+                        with_baseline or bool(workload) or duration is not None
+                        or mlperf_rules)
         return
     _check_workloads(sc, workload)
     deploys = _check_triton(sc, workload, triton_url, triton_image)
     request = BenchRequest(inventory, runs, workload,
                            BenchOverrides(duration_s=duration, full_models=full_models,
-                                          triton_url=triton_url),
+                                          triton_url=triton_url, mlperf_rules=mlperf_rules,
+                                          min_valid=min_valid,
+                                          max_clock_offset_ms=max_clock_offset_ms),
                            allow_cpu, _runtime_options(runtime, image, base_image, docker_host,
                                                        inventory is not None, deploys),
                            triton_image)
@@ -222,7 +243,8 @@ def _bench_training(sc: Scenario, runs: int | None, inventory: Path | None,
                     full_models: bool, db: Path, inference_only_options: bool) -> None:
     """A training scenario (e.g. train_multinode_4): torchrun on every node."""
     if inference_only_options:
-        raise InputError.single("command line", "--with-baseline/--workload/--duration",
+        raise InputError.single("command line",
+                                "--with-baseline/--workload/--duration/--mlperf-rules",
                                 f"scenario {sc.id} has only training workloads; these "
                                 "options apply to inference", fix="leave them out")
     train_and_report(sc, inventory, runs, full_models, db)
@@ -238,14 +260,34 @@ def results(
     scenario: ScenarioRef = None,
     status: Annotated[str | None, typer.Option("--status", help="running|ok|failed|aborted")]
     = None,
-    export: Annotated[str | None, typer.Option("--export", help="csv or json")] = None,
+    export: Annotated[str | None, typer.Option(
+        "--export", help="csv or json (to stdout), or mlperf DIR: the MLCommons results "
+        "layout in folder DIR")] = None,
+    export_dir: Annotated[Path | None, typer.Argument(
+        metavar="[DIR]", help="with --export mlperf: the folder to write")] = None,
+    copy_to: Annotated[str | None, typer.Option(
+        "--copy-to", help="copy the finished runs (of --scenario, else all) with their "
+        "instances, metrics, platforms and baselines into this store (a file or a "
+        "postgresql:// URL); runs already there are skipped")] = None,
+    run: Annotated[int | None, typer.Option(
+        "--run", help="print run N read back: its instances with LoadGen validity and "
+        "reasons, latency, throughput, telemetry and platform")] = None,
 ) -> None:
-    """List stored runs, or export them (--export csv|json) to stdout."""
-    if export not in (None, "csv", "json"):
-        raise InputError.single("command line", "--export", f"'{export}' is not a format",
-                                fix="use --export csv or --export json")
+    """List stored runs, or export them (--export csv|json) to stdout, or write them in
+    the MLCommons results layout (--export mlperf DIR), or print one run (--run N)."""
+    if copy_to is not None:
+        typer.echo(copy_stores(db, copy_to, scenario_id=scenario).describe())
+        return
+    _check_export(export, export_dir)
     with ResultStore.open_existing(db) as store:
+        if run is not None:
+            render_run(store, run, common.console)
+            return
         runs = store.runs(scenario_id=scenario, status=status)
+        if export == "mlperf":
+            assert export_dir is not None
+            _print_mlperf_export(export_mlperf(store, runs, export_dir), export_dir)
+            return
         if export == "csv":
             typer.echo(export_csv(store, runs), nl=False)
             return
@@ -262,11 +304,35 @@ def results(
             table.add_row(
                 str(run.id), run.series_id[:8], escape(run.scenario_id), escape(run.workload),
                 run.target_kind, run.status, str(run.repeat_index), str(len(stored)),
-                f"{total:.5g}" if stored else "-",
+                number(total) if stored else "-",
                 "-" if run.sync_skew_s is None else f"{run.sync_skew_s * 1e3:.1f}",
                 escape(run.reason or ""),
             )
         common.console.print(table)
+
+
+def _check_export(export: str | None, export_dir: Path | None) -> None:
+    if export not in (None, "csv", "json", "mlperf"):
+        raise InputError.single("command line", "--export", f"'{export}' is not a format",
+                                fix="use --export csv, --export json or --export mlperf DIR")
+    if export == "mlperf" and export_dir is None:
+        raise InputError.single("command line", "--export mlperf", "needs the folder to "
+                                "write", fix="give it after the format: --export mlperf DIR")
+    if export != "mlperf" and export_dir is not None:
+        raise InputError.single("command line", "DIR", f"'{export_dir}' is only taken by "
+                                "--export mlperf", fix="leave it out or add --export mlperf")
+
+
+def _print_mlperf_export(done: MlperfExport, out: Path) -> None:
+    for item in done.results:
+        common.console.print(f"run {item.run_id} {escape(item.instance)} -> "
+                             f"{escape(str(item.folder.relative_to(out)))}")
+    for system in done.systems:
+        common.console.print(f"system {escape(str(system.relative_to(out)))}")
+    for line in done.skipped:
+        common.console.print(f"[yellow]not exported:[/] {escape(line)}")
+    common.console.print(f"MLCommons results layout in {escape(str(out))}: "
+                         f"{len(done.results)} result(s), {len(done.systems)} system(s)")
 
 
 @baseline_app.command("set")
@@ -329,7 +395,7 @@ def _print_comparison(comparison: Comparison) -> None:
     for c in comparison.checks:
         ci = "-" if c.ci_pct is None else f"[{c.ci_pct[0]:+.2f}%, {c.ci_pct[1]:+.2f}%]"
         table.add_row(
-            c.metric, f"{c.candidate.mean:.5g} {c.unit}", f"{c.reference_mean:.5g}",
+            c.metric, f"{number(c.candidate.mean)} {c.unit}", number(c.reference_mean),
             f"{c.ratio:.4f}", f"{c.difference_pct:+.2f}%", ci,
             "-" if c.mdd_pct is None else f"{c.mdd_pct:.2f}%", c.band.describe(),
             f"[{_STYLE[c.verdict]}]{c.verdict}[/]",

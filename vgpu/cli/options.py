@@ -13,6 +13,7 @@ from vgpu import catalog
 from vgpu.cli.root import err_console
 from vgpu.container.images import DEFAULT_BASE_IMAGE
 from vgpu.errors import InputError
+from vgpu.results.store import DB_ENV
 
 ScenarioFile = Annotated[Path | None, typer.Argument(help="scenario YAML file",
                                                      show_default=False)]
@@ -52,7 +53,11 @@ def inventory_option(help_text: str = "inventory YAML (or the name of one in inv
 
 InventoryOpt = Annotated[Path | None, inventory_option()]
 InventoryReq = Annotated[Path | None, inventory_option(required=True)]
-DbOpt = Annotated[Path, typer.Option("--db", help="results database (SQLite file)")]
+# A file path or a postgresql:// URL, so a string: a Path would fold the URL's "//".
+DbOpt = Annotated[str, typer.Option(
+    "--db", envvar=DB_ENV, help="results store: a SQLite file, or a shared PostgreSQL "
+    "database as postgresql://USER@HOST:PORT/DBNAME (password from PGPASSWORD or "
+    "~/.pgpass)")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="machine-readable output on stdout")]
 RunsOpt = Annotated[int | None, typer.Option(
     "--runs", help="repeats (default: the scenario's, usually 3)")]

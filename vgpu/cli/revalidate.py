@@ -21,7 +21,7 @@ from vgpu.model.load import load_inventory
 from vgpu.model.scenario import Scenario
 from vgpu.results.junit import write_junit
 from vgpu.results.report import build_report, write_report
-from vgpu.results.store import DEFAULT_DB, ResultStore
+from vgpu.results.store import DEFAULT_DB, ResultStore, store_exists
 from vgpu.revalidate.flow import (
     DEFAULT_BASELINE,
     Converge,
@@ -105,8 +105,8 @@ def revalidate_command(
     raise typer.Exit(outcome.exit_code)
 
 
-def _scenarios(ids: list[str] | None, db: Path, baseline: str) -> list[Scenario]:
-    if not ids and db.exists():
+def _scenarios(ids: list[str] | None, db: str, baseline: str) -> list[Scenario]:
+    if not ids and store_exists(db):
         with ResultStore.open_existing(db) as store:
             ids = baseline_scenarios(store, baseline)
     if not ids:

@@ -6,9 +6,8 @@ from __future__ import annotations
 import json
 import sys
 import tempfile
-from dataclasses import replace
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -22,6 +21,8 @@ from vgpu.errors import InputError, RemoteError
 from vgpu.results.store import DEFAULT_DB, ResultStore
 from vgpu.train.bench import local_node
 from vgpu.train.launch import Launch, run_launch
+from vgpu.train.probe import ProbeRun, ProbeSettings, size_label, with_sizes
+from vgpu.train.probe_session import probe_and_store
 from vgpu.train.report import build_scaling_report, render_scaling_report, store_scaling_report
 
 train_app = typer.Typer(help="Multinode training benchmarks (PyTorch DDP under torchrun).",
@@ -78,34 +79,65 @@ def scaling_command(
 
 @train_app.command("probe")
 def probe_command(
-    ranks: Annotated[int, typer.Option("--ranks", help="ranks on this machine")] = 2,
+    file: ScenarioFile = None,
+    scenario: ScenarioRef = None,
+    inventory: Annotated[Path | None, inventory_option(
+        "probe across the scenario's VMs / bare-metal hosts of this inventory (one node "
+        "each); none found: ranks on this machine", without="probing this machine")] = None,
+    ranks: Annotated[int, typer.Option("--ranks", help="ranks on this machine (without "
+                                       "an inventory)")] = 2,
     size: Annotated[list[int] | None, typer.Option(
-        "--size", help="message size in bytes (repeat)")] = None,
-    iterations: Annotated[int, typer.Option("--iterations")] = 20,
+        "--size", help="message size in bytes (repeat; default 1 MiB .. 64 MiB)")] = None,
+    iterations: Annotated[int, typer.Option("--iterations", min=1)] = 20,
+    repeats: Annotated[int, typer.Option("--repeats", min=1, help="probes stored as one "
+                                         "series (2 or more for a verdict in compare)")] = 1,
+    db: DbOpt = DEFAULT_DB,
     as_json: JsonOpt = False,
 ) -> None:
-    """Allreduce bus bandwidth over message sizes on this machine (as nccl-tests report)."""
+    """Allreduce algbw/busbw over message sizes (as nccl-tests reports them) across the
+    scenario's nodes, stored with the scenario's network in the platform record; without a
+    scenario, on this machine only (not stored)."""
     if ranks < 2:
         raise InputError.single("command line", "--ranks", f"must be >= 2, got {ranks}",
                                 fix="give --ranks 2 or more")
+    settings = with_sizes(ProbeSettings(iterations=iterations, local_ranks=ranks), size)
+    if file is None and scenario is None:
+        runs = [_local_probe(settings)]
+        link = "this machine"
+    else:
+        sc = scenario_from_args(file, scenario)
+        runs = probe_and_store(sc, inventory, db, settings, repeats)
+        link = runs[0].link
+    if as_json:
+        typer.echo(json.dumps([run.record for run in runs] if len(runs) > 1
+                              else runs[0].record, indent=2))
+        return
+    for run in runs:
+        console.print(probe_table(run.record, link, run.run_id))
+
+
+def _local_probe(settings: ProbeSettings) -> ProbeRun:
+    """The probe on this machine alone (no scenario: nothing to store it under)."""
     with tempfile.TemporaryDirectory(prefix="vgpu-probe-") as work:
         node = local_node(Path(work) / "node", python=sys.executable)
-        spec = AllreduceRunSpec(iterations=iterations,
-                                device="gpu" if node.gpus >= ranks else "cpu")
-        if size:
-            spec = replace(spec, sizes_bytes=tuple(size))
-        outcome = run_launch(Launch([node], ranks, "allreduce", spec.to_json()),
-                             Path(work) / "out")
-    record = outcome.record
-    if record.get("status") != "ok":
-        raise RemoteError(f"allreduce probe failed: {record.get('reason')}")
-    if as_json:
-        typer.echo(json.dumps(record, indent=2))
-        return
-    table = Table(title=f"allreduce, {record['world_size']} ranks, {record['backend']}")
-    for column in ("size B", "time us", "algbw GB/s", "busbw GB/s"):
+        spec = AllreduceRunSpec(sizes_bytes=settings.sizes_bytes,
+                                iterations=settings.iterations,
+                                device="gpu" if node.gpus >= settings.local_ranks else "cpu")
+        outcome = run_launch(Launch([node], settings.local_ranks, "allreduce",
+                                    spec.to_json()), Path(work) / "out")
+    if outcome.record.get("status") != "ok":
+        raise RemoteError(f"allreduce probe failed: {outcome.record.get('reason')}")
+    return ProbeRun(outcome.record, "this machine", None, "")
+
+
+def probe_table(record: dict[str, Any], link: str, run_id: int | None) -> Table:
+    stored = "" if run_id is None else f", stored as run {run_id}"
+    table = Table(title=f"allreduce, {record['world_size']} ranks on {record.get('nodes', 1)} "
+                        f"node(s), {record['backend']}, link {link}{stored}")
+    for column in ("size", "size B", "time us", "algbw GB/s", "busbw GB/s"):
         table.add_column(column, justify="right")
     for row in record["rows"]:
-        table.add_row(str(row["size_bytes"]), f"{row['time_us']:.1f}",
-                      f"{row['algbw_gb_s']:.3f}", f"{row['busbw_gb_s']:.3f}")
-    console.print(table)
+        table.add_row(size_label(row["size_bytes"]), str(row["size_bytes"]),
+                      f"{row['time_us']:.1f}", f"{row['algbw_gb_s']:.4f}",
+                      f"{row['busbw_gb_s']:.4f}")
+    return table

@@ -154,6 +154,13 @@ class InferenceWorkload(StrictModel):
         "model); unset: labels are the fp32 CPU reference run of the same model")
     accuracy_samples: int = Field(DEFAULT_ACCURACY_SAMPLES, ge=1, le=100000,
                                   description="samples in the accuracy pass")
+    min_valid: int | None = Field(
+        None, ge=1, le=100, description="fewest repeats LoadGen must find VALID for a PASS "
+        "(default: all of the scenario's repeats); fewer make the verdict INCONCLUSIVE")
+    stability_pct: float | None = Field(
+        None, gt=0, le=100, description="before the timed run each instance runs warm-up "
+        "windows until its last three agree within this many percent (default 5 on a GPU, "
+        "15 on a CPU, whose shared cores are noisier)")
 
     @field_validator("model")
     @classmethod
@@ -213,8 +220,12 @@ class TrainingWorkload(StrictModel):
     @classmethod
     def _model(cls, value: object) -> object:
         if isinstance(value, str) and value not in TRAINING_MODELS:
-            raise ValueError(f"no trainer for model '{value}'; training models: "
-                             f"{', '.join(TRAINING_MODELS)}")
+            # e.g. bert: an inference model only; the node harness has no trainer for it.
+            raise PydanticCustomError("vgpu_training_model", "{message}", {
+                "message": f"no trainer for model '{value}'; training models: "
+                           f"{', '.join(TRAINING_MODELS)}",
+                "fix": f"use model: {TRAINING_MODELS[0]}, or make it an inference workload "
+                       "(kind: inference)"})
         return value
 
     @property
@@ -234,6 +245,44 @@ Workload = Annotated[
     Annotated[InferenceWorkload, Tag("inference")] | Annotated[TrainingWorkload, Tag("training")],
     Discriminator(_workload_kind),
 ]
+
+
+RdmaKind = Literal["none", "roce", "ib"]
+RDMA_KINDS: tuple[str, ...] = ("none", "roce", "ib")
+
+
+class ScenarioNetwork(StrictModel):
+    """The network between the scenario's nodes, a dimension of the study (100 GbE vs
+    25 GbE, RDMA on or off): recorded with every training run and allreduce probe."""
+
+    speed_gbps: float = Field(gt=0, le=3200, description="link speed of each node's "
+                              "interface in Gbit/s (e.g. 100, 25; 0.1 for 100 Mbit/s)")
+    rdma: RdmaKind = Field("none", description="RDMA between the nodes: none (TCP sockets), "
+                           "roce (RDMA over Converged Ethernet) or ib (InfiniBand)")
+    interface: str | None = Field(
+        None, description="the nodes' interface on that network (NCCL_SOCKET_IFNAME / "
+        "GLOO_SOCKET_IFNAME); a workload's network.interface overrides it")
+
+    @field_validator("speed_gbps", mode="before")
+    @classmethod
+    def _speed_number(cls, value: object) -> object:
+        if isinstance(value, str):
+            raise PydanticCustomError("vgpu_speed", "{message}", {
+                "message": f"speed_gbps must be a number of Gbit/s, got '{value}'",
+                "fix": "write e.g. speed_gbps: 100 (100 GbE) or speed_gbps: 25"})
+        return value
+
+
+def _check_workload_rdma(network: ScenarioNetwork | None, workloads: list[Workload]) -> None:
+    """A workload that asks for GPUDirect RDMA needs an RDMA network in the scenario."""
+    if network is None or network.rdma != "none":
+        return
+    for index, workload in enumerate(workloads):
+        if isinstance(workload, TrainingWorkload) and workload.network.rdma:
+            raise PydanticCustomError("vgpu_rdma", "{message}", {
+                "message": f"workloads[{index}].network.rdma is true but the scenario's "
+                           "network.rdma is 'none'",
+                "fix": "set network.rdma to roce or ib, or workload network.rdma: false"})
 
 
 class Baseline(StrictModel):
@@ -289,6 +338,14 @@ class Scenario(FileModel):
     baseline: Baseline | None = Field(None, description="what results are judged against")
     tolerances: Tolerances = Field(default_factory=Tolerances,
                                    description="allowed differences from the baseline")
+    network: ScenarioNetwork | None = Field(
+        None, description="the network between the nodes (link speed, RDMA, interface): a "
+        "dimension recorded with training runs and allreduce probes")
+
+    @model_validator(mode="after")
+    def _network_consistent(self) -> Scenario:
+        _check_workload_rdma(self.network, self.workloads)
+        return self
 
     @field_validator("id", mode="before")
     @classmethod

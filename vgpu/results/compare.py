@@ -7,6 +7,9 @@ inside the allowed band:
 - INCONCLUSIVE: the interval straddles a band edge (the noise is larger than what the
   tolerance allows to judge), or a side has fewer than 2 repeats (no noise estimate).
 
+A comparison whose series have fewer VALID repeats than they ask for (``shortfalls``) is
+INCONCLUSIVE where its checks would PASS; a FAIL found in the valid repeats stays FAIL.
+
 Relative differences are in percent of the reference mean; the interval is the Welch
 interval of the difference of means divided by the reference mean (its own uncertainty
 is not propagated into the denominator)."""
@@ -167,13 +170,13 @@ def check_reference(metric: str, candidate: Sequence[float], reference: Referenc
     )
 
 
-def overall_verdict(checks: Sequence[Check]) -> Verdict:
+def overall_verdict(checks: Sequence[Check], shortfalls: Sequence[str] = ()) -> Verdict:
     verdicts = {c.verdict for c in checks}
     if not checks:
         return "INCONCLUSIVE"
     if "FAIL" in verdicts:
         return "FAIL"
-    if "INCONCLUSIVE" in verdicts:
+    if "INCONCLUSIVE" in verdicts or shortfalls:
         return "INCONCLUSIVE"
     return "PASS"
 
@@ -194,7 +197,8 @@ class PlatformChange:
 @dataclass(frozen=True)
 class Comparison:
     """A named comparison: candidate vs reference with its checks and overall verdict,
-    and the platform fields that differ between the two."""
+    the platform fields that differ between the two, and why the repeats cannot support a
+    PASS (``shortfalls``: too few VALID repeats)."""
 
     kind: ComparisonKind
     title: str
@@ -202,10 +206,11 @@ class Comparison:
     reference: str
     checks: list[Check] = field(default_factory=list)
     platform_changes: list[PlatformChange] = field(default_factory=list)
+    shortfalls: list[str] = field(default_factory=list)
 
     @property
     def verdict(self) -> Verdict:
-        return overall_verdict(self.checks)
+        return overall_verdict(self.checks, self.shortfalls)
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -216,6 +221,7 @@ class Comparison:
             "verdict": self.verdict,
             "checks": [check_as_dict(c) for c in self.checks],
             "platform_changes": [c.as_dict() for c in self.platform_changes],
+            "shortfalls": list(self.shortfalls),
         }
 
 

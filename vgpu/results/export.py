@@ -1,5 +1,7 @@
 """Runs as CSV (one row per instance of each run, or per run when it has none) or JSON
-(every run with its instances, metrics and platform)."""
+(every run with its instances, metrics and platform). Each instance also carries its
+telemetry summary (vgpu/results/telemetry_view.py): ``gpu_util_mean`` ... columns in the
+CSV, ``telemetry_summary`` in the JSON."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import json
 from dataclasses import asdict
 from typing import Any
 
+from vgpu.results import telemetry_view
 from vgpu.results.records import LATENCY_PERCENTILES, PLATFORM_COMPARED, Platform, Run
 from vgpu.results.store import ResultStore
 
@@ -17,6 +20,7 @@ CSV_COLUMNS = (
     "status", "reason", "repeat_index", "started_at", "ended_at", "sync_skew_s", "instance",
     "device", "mig_profile", "mig_uuid", "validity", "throughput",
     *(f"latency_{p}_ns" for p in LATENCY_PERCENTILES),
+    *telemetry_view.CSV_COLUMNS,
     "platform_host", *(f"platform_{name}" for name in PLATFORM_COMPARED),
 )
 
@@ -31,7 +35,8 @@ def _platform_columns(platform: Platform | None) -> dict[str, Any]:
 def run_as_dict(store: ResultStore, run: Run) -> dict[str, Any]:
     data = asdict(run)
     data["instances"] = [
-        {key: value for key, value in asdict(i.result).items()}
+        {**asdict(i.result), "telemetry_summary": telemetry_view.as_dict(
+            telemetry_view.instance_telemetry(run.id, i.result))}
         for i in store.instances(run.id)
     ]
     data["metrics"] = [asdict(m) for m in store.metrics(run.id)]
@@ -66,6 +71,8 @@ def export_csv(store: ResultStore, runs: list[Run]) -> str:
                 "mig_profile": inst.mig_profile, "mig_uuid": inst.mig_uuid,
                 "validity": inst.validity, "throughput": inst.throughput,
                 **_platform_columns(inst.platform or run.platform),
+                **telemetry_view.export_columns(
+                    telemetry_view.instance_telemetry(run.id, inst)),
             })
             for p in LATENCY_PERCENTILES:
                 row[f"latency_{p}_ns"] = inst.latency_ns.get(p)

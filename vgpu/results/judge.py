@@ -5,6 +5,7 @@ against the series its baseline names."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from vgpu.model.scenario import Scenario
 from vgpu.results.accuracy import with_accuracy_gate
@@ -58,6 +59,10 @@ def _instance_checks(candidate: SeriesData, reference: SeriesData,
             and len(values) >= 2]
 
 
+def _shortfalls(*series: SeriesData) -> list[str]:
+    return [note for data in series if (note := data.valid_shortfall) is not None]
+
+
 def compare_series(
     kind: ComparisonKind,
     candidate: SeriesData,
@@ -71,7 +76,7 @@ def compare_series(
     may not drop, latency may not rise, beyond its tolerance; a training series only its
     throughput). ``scenario-vs-scenario`` judges the headline throughput (system samples/s,
     training images/s): the gain must be at least ``min_gain`` (default -tolerance, i.e.
-    not worse)."""
+    not worse). A side with fewer VALID repeats than it asks for cannot PASS."""
     per_metric = dict(tolerances or {})
     if kind == "scenario-vs-scenario":
         checks: list[Check] = []
@@ -96,6 +101,7 @@ def compare_series(
     return Comparison(
         kind=kind, title=title, candidate=candidate.label, reference=reference.label,
         checks=checks, platform_changes=platform_changes(candidate, reference),
+        shortfalls=_shortfalls(candidate, reference),
     )
 
 
@@ -117,6 +123,7 @@ def compare_with_references(
     return Comparison(
         kind="run-vs-baseline", title=f"{candidate.label} vs references {reference_label}",
         candidate=candidate.label, reference=reference_label, checks=checks,
+        shortfalls=_shortfalls(candidate),
     )
 
 
@@ -165,7 +172,8 @@ def judge_against_baseline(
     reference, note = baseline_series(store, scenario, candidate.workload,
                                       candidate.series_id, run_command)
     if reference is None:
-        return with_accuracy_gate(None, candidate), note
+        gate = with_accuracy_gate(None, candidate)
+        return (None if gate is None else replace(gate, shortfalls=_shortfalls(candidate))), note
     comparison = compare_series(
         default_kind(candidate, reference), candidate, reference,
         tolerance=scenario.tolerances.throughput_pct / 100.0,

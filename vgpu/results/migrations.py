@@ -1,8 +1,15 @@
-"""Schema migrations of the results database, applied in order. The database's
-``PRAGMA user_version`` is the number of migrations already applied. Never edit a
-released migration: append a new one."""
+"""Schema migrations of the results database, applied in order by ``apply_migrations``.
+The database records how many are applied (SQLite: ``PRAGMA user_version``; PostgreSQL:
+the table ``vgpu_schema_version``). Never edit a released migration: append a new one.
+
+Migrations are written in SQLite's SQL and must also run on PostgreSQL after
+``vgpu.results.dialect.translate_ddl`` (INTEGER PRIMARY KEY -> identity column, REAL ->
+DOUBLE PRECISION): plain CREATE TABLE / CREATE INDEX / ALTER TABLE ADD COLUMN, no
+SQLite-only statements, no ';' inside string literals."""
 
 from __future__ import annotations
+
+from vgpu.results.dialect import Database
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: initial schema
@@ -89,6 +96,24 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE platforms ADD COLUMN vm_hardware_version TEXT;
     ALTER TABLE platforms ADD COLUMN firmware TEXT;
     """,
+    # 4: the network between training nodes (a scenario dimension)
+    """
+    ALTER TABLE platforms ADD COLUMN link_speed_gbps REAL;
+    ALTER TABLE platforms ADD COLUMN rdma TEXT;
+    ALTER TABLE platforms ADD COLUMN network_interface TEXT;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def apply_migrations(db: Database, migrations: tuple[str, ...] = MIGRATIONS) -> None:
+    """Apply the migrations the database lacks, each in its own transaction. The version
+    is read again inside each transaction: another process opening the same new database
+    at the same moment may have applied it already."""
+    for number in range(db.schema_version() + 1, len(migrations) + 1):
+        with db.migration_transaction():
+            if db.schema_version() >= number:
+                continue
+            db.run_script(migrations[number - 1])
+            db.set_schema_version(number)

@@ -44,7 +44,8 @@ FIELD_LABELS = {
     "container_image": "container image", "gpu": "GPU", "vgpu_profile": "vGPU type",
     "mig_profile": "MIG profile", "attachment": "attachment",
     "vm_hardware_version": "VM hardware version", "firmware": "firmware",
-    "vcpus": "vCPUs", "memory_gb": "memory GB", "harness_version": "harness",
+    "vcpus": "vCPUs", "memory_gb": "memory GB", "link_speed_gbps": "link speed Gbit/s",
+    "rdma": "RDMA", "network_interface": "network interface", "harness_version": "harness",
 }
 
 

@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 import io
-from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
 
+from vgpu.results.format import number
 from vgpu.results.records import LATENCY_PERCENTILES
 from vgpu.results.series import SYSTEM_THROUGHPUT, SeriesData
 from vgpu.results.stats import summarize
+from vgpu.results.telemetry_view import InstanceTelemetry
 
 TARGET_COLOURS = {"bare-metal": "#4c72b0", "vm": "#dd8452", "local": "#55a868"}
+VERDICT_COLOURS = {"PASS": "#2e7d32", "FAIL": "#c62828", "INCONCLUSIVE": "#b8860b"}
 _PERCENTILE_LABELS = {"p99_9": "p99.9"}
 
 
@@ -30,59 +35,75 @@ def _png(figure: Figure) -> bytes:
 
 def _short(series: SeriesData) -> str:
     model = series.workload.split()[0]
-    return f"s{series.scenario_id} {model}\n{series.target_kind} #{series.runs[0].id}"
+    scenario = series.scenario_id
+    shown = f"s{scenario}" if scenario.isdigit() else scenario  # "s6", but "bm6"
+    return f"{shown} {model}\n{series.target_kind} #{series.runs[0].id}"
 
 
-def throughput_by_instance(series: Sequence[SeriesData]) -> bytes:
-    """Stacked bars: mean throughput of each instance, one bar per series."""
-    figure, axes = plt.subplots(figsize=(max(6.0, 1.3 * len(series) + 2), 4.5))
-    palette = plt.get_cmap("tab10")
-    instance_colour: dict[str, int] = {}
-    for x, data in enumerate(series):
-        bottom = 0.0
-        for name, values in data.per_instance_throughput.items():
-            colour = instance_colour.setdefault(name, len(instance_colour))
-            mean = sum(values) / len(values)
-            axes.bar(x, mean, bottom=bottom, color=palette(colour % 10), edgecolor="white",
-                     label=name if colour == len(instance_colour) - 1 and x == 0 else None)
-            bottom += mean
-    handles = [plt.Rectangle((0, 0), 1, 1, color=palette(i % 10)) for i in instance_colour.values()]
-    axes.legend(handles, list(instance_colour), title="instance", fontsize=8)
-    axes.set_xticks(range(len(series)), [_short(s) for s in series], fontsize=8)
-    axes.set_ylabel("throughput (samples/s)")
-    axes.set_title("Throughput per scenario and instance (mean over repeats)")
+@dataclass(frozen=True)
+class RatioPoint:
+    """One verdict row drawn: candidate / reference with the ratio's 95% CI and the
+    allowed band (None: unbounded on that side)."""
+
+    label: str
+    ratio: float
+    ci: tuple[float, float] | None
+    band: tuple[float | None, float | None]
+    verdict: str
+
+
+def verdict_ratios(points: Sequence[RatioPoint]) -> bytes:
+    """Each row's ratio with its CI whiskers over its tolerance band (shaded) and the
+    line of equality: PASS where the whole whisker lies in the shade."""
+    figure, axes = plt.subplots(figsize=(8, 1.0 + 0.6 * len(points)))
+    edges = [1.0]
+    for y, point in enumerate(points):
+        low, high = point.band
+        axes.fill_betweenx([y - 0.35, y + 0.35], low if low is not None else 0.0,
+                           high if high is not None else 10.0, color="#c8e6c9",
+                           label="tolerance band" if y == 0 else None)
+        error = None
+        if point.ci is not None:
+            error = [[point.ratio - point.ci[0]], [point.ci[1] - point.ratio]]
+            edges += list(point.ci)
+        axes.errorbar(point.ratio, y, xerr=error, fmt="o", capsize=5, markersize=7,
+                      color=VERDICT_COLOURS.get(point.verdict, "#555555"))
+        edges += [v for v in (low, high, point.ratio) if v is not None]
+    axes.axvline(1.0, color="grey", linestyle="--", linewidth=1)
+    span = max(max(edges) - 1.0, 1.0 - min(edges), 0.01) * 1.3
+    axes.set_xlim(1.0 - span, 1.0 + span)
+    axes.set_ylim(-0.6, len(points) - 0.4)
+    axes.set_yticks(range(len(points)), [f"{p.label} ({p.verdict})" for p in points],
+                    fontsize=8)
+    axes.invert_yaxis()
+    axes.set_xlabel("throughput ratio (candidate / reference), 95% CI")
+    axes.set_title("Verdicts: ratio and 95% CI against the tolerance band (shaded)")
+    axes.legend(loc="lower right", fontsize=8)
     return _png(figure)
 
 
-def system_throughput_by_target(series: Sequence[SeriesData]) -> bytes:
-    """Bars with 95% CI whiskers: system throughput per scenario/workload and target
-    kind (VM vs bare metal side by side where both exist)."""
-    groups: dict[str, list[SeriesData]] = defaultdict(list)
-    for data in series:
-        if SYSTEM_THROUGHPUT in data.samples:
-            groups[f"scenario {data.scenario_id}\n{data.workload.split()[0]}"].append(data)
-    figure, axes = plt.subplots(figsize=(max(6.0, 2.2 * len(groups) + 2), 4.5))
-    width = 0.8
-    for x, (_group, members) in enumerate(groups.items()):
-        step = width / len(members)
-        for k, data in enumerate(members):
-            summary = summarize(data.samples[SYSTEM_THROUGHPUT].values)
-            error = [[summary.half_width or 0.0], [summary.half_width or 0.0]]
-            axes.bar(x - width / 2 + step * (k + 0.5), summary.mean, width=step * 0.9,
-                     color=TARGET_COLOURS.get(data.target_kind, "#8172b2"), yerr=error,
-                     capsize=4, label=data.target_kind)
-    handles, labels = axes.get_legend_handles_labels()
-    unique = dict(zip(labels, handles, strict=True))
-    axes.legend(unique.values(), unique.keys(), title="target")
-    axes.set_xticks(range(len(groups)), list(groups), fontsize=8)
-    axes.set_ylabel("system throughput (samples/s)")
-    axes.set_title("System throughput by target: mean and 95% CI")
+def workload_panel(series: Sequence[SeriesData]) -> bytes:
+    """One workload (one model, so one scale): system throughput of each series with 95%
+    CI whiskers, and its instances' latency percentiles."""
+    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    shown = [s for s in series if SYSTEM_THROUGHPUT in s.samples]
+    for x, data in enumerate(shown):
+        summary = summarize(data.samples[SYSTEM_THROUGHPUT].values)
+        error = [[summary.half_width or 0.0], [summary.half_width or 0.0]]
+        left.bar(x, summary.mean, width=0.6, yerr=error, capsize=4,
+                 color=TARGET_COLOURS.get(data.target_kind, "#8172b2"))
+        left.annotate(number(summary.mean), (x, summary.mean), ha="center", va="bottom",
+                      xytext=(0, 3), textcoords="offset points", fontsize=8)
+    left.set_xticks(range(len(shown)), [_short(s) for s in shown], fontsize=8)
+    left.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: number(v)))
+    left.set_ylabel("system throughput (samples/s)")
+    left.set_title("System throughput, mean and 95% CI", fontsize=10)
+    _latency_axes(right, series)
+    figure.suptitle(series[0].workload, fontsize=10)
     return _png(figure)
 
 
-def latency_percentiles(series: Sequence[SeriesData]) -> bytes:
-    """Latency percentiles (ms, log scale) per instance of each series."""
-    figure, axes = plt.subplots(figsize=(8, 4.5))
+def _latency_axes(axes: Axes, series: Sequence[SeriesData]) -> None:
     labels = [_PERCENTILE_LABELS.get(k, k) for k in LATENCY_PERCENTILES]
     for data in series:
         for name, per_key in data.latency_percentiles_ms().items():
@@ -91,10 +112,47 @@ def latency_percentiles(series: Sequence[SeriesData]) -> bytes:
                 axes.plot(labels, points, marker="o",
                           label=f"#{data.runs[0].id} s{data.scenario_id} {name}")
     axes.set_yscale("log")
+    axes.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: number(v)))
+    axes.yaxis.set_minor_formatter(FuncFormatter(lambda v, _pos: number(v)))
+    axes.tick_params(axis="y", which="minor", labelsize=7)
     axes.set_ylabel("latency (ms)")
-    axes.set_title("Latency percentiles per instance (mean over repeats)")
+    axes.set_title("Latency percentiles per instance (mean over repeats)", fontsize=10)
     if axes.get_legend_handles_labels()[0]:
         axes.legend(fontsize=7, ncol=2)
+
+
+def _telemetry_axes(axes: Axes, item: InstanceTelemetry) -> None:
+    points = item.series.get("gpu_util", [])
+    end = max([item.duration_s or 0.0, *(t for t, _ in points)]) or 1.0
+    if points:
+        axes.plot([t for t, _ in points], [v for _, v in points], color="#4c72b0",
+                  label="GPU util %")
+    else:
+        note = item.readings["gpu_util"].note or "not recorded"
+        axes.text(0.01, 0.92, f"GPU util: {note}", transform=axes.transAxes, fontsize=8,
+                  color="#8a4b00", va="top")
+    cpu = item.readings["process_cpu_pct"]
+    for value, style, what in ((cpu.mean, "--", "mean"), (cpu.maximum, ":", "max")):
+        if value is not None:
+            axes.hlines(value, 0.0, end, colors="#dd8452", linestyles=style,
+                        label=f"process CPU {what} {number(value)} % (of one core)")
+    axes.set_xlim(0.0, end)
+    axes.set_ylim(0.0, max(100.0, (cpu.maximum or 0.0) * 1.25))
+    axes.set_ylabel("%")
+    axes.set_title(f"{item.instance} (run {item.run_id})", fontsize=9)
+    if axes.get_legend_handles_labels()[0]:
+        axes.legend(fontsize=7, loc="lower right")
+
+
+def telemetry_over_time(items: Sequence[InstanceTelemetry], title: str) -> bytes:
+    """One row per instance: GPU utilisation over the timed run where NVML sampled it
+    (else why not, in words), with the harness process's mean and max CPU."""
+    figure, rows = plt.subplots(len(items), 1, figsize=(9, 1.2 + 1.9 * len(items)),
+                                squeeze=False)
+    for axes, item in zip(rows[:, 0], items, strict=True):
+        _telemetry_axes(axes, item)
+    rows[-1, 0].set_xlabel("seconds into the timed run")
+    figure.suptitle(title, fontsize=10)
     return _png(figure)
 
 

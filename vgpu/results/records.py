@@ -43,6 +43,9 @@ class Platform:
     tensorrt_version: str | None = None
     vm_hardware_version: str | None = None  # vmx-NN
     firmware: str | None = None  # efi | bios
+    link_speed_gbps: float | None = None  # the scenario's network between nodes
+    rdma: str | None = None  # none | roce | ib
+    network_interface: str | None = None
 
     def differences(self, other: Platform) -> dict[str, tuple[str | None, str | None]]:
         """Field -> (this, other) for every field the two records disagree on; ``host``
@@ -61,7 +64,7 @@ PLATFORM_COMPARED = (
     "cuda_version", "cudnn_version", "tensorrt_version", "ort_package", "ort_version",
     "execution_provider", "runtime", "container_image", "gpu", "vgpu_profile",
     "mig_profile", "attachment", "vm_hardware_version", "firmware", "vcpus", "memory_gb",
-    "harness_version",
+    "link_speed_gbps", "rdma", "network_interface", "harness_version",
 )
 
 

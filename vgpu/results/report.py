@@ -1,5 +1,11 @@
 """The results report: one self-contained HTML file (inline CSS, PNG charts as base64 data
-URIs), the same content as Markdown for wikis, and the PNGs as files."""
+URIs), the same content as Markdown for wikis, and the PNGs as files.
+
+Read top down it answers a lab engineer's questions in order: the verdict of each
+scenario and workload against its bare-metal reference (table and figure), then one panel
+per workload (one model per axis), what the runs ran on and what differed, what the GPUs
+and the harness did (telemetry), and whether LoadGen found each run VALID; the statistics,
+instances and runs follow as the appendix."""
 
 from __future__ import annotations
 
@@ -13,8 +19,10 @@ from pathlib import Path
 
 from vgpu.errors import VgpuError
 from vgpu.model.load import load_scenario
-from vgpu.results.compare import Band, Comparison, compare_samples
-from vgpu.results.judge import compare_series
+from vgpu.results import format as fmt
+from vgpu.results import telemetry_view
+from vgpu.results.compare import Band, Check, Comparison, compare_samples
+from vgpu.results.judge import compare_series, default_kind
 from vgpu.results.platforms import FIELD_LABELS, series_platform
 from vgpu.results.records import PLATFORM_COMPARED
 from vgpu.results.series import SYSTEM_THROUGHPUT, SeriesData, all_series
@@ -26,6 +34,9 @@ REFERENCE_SCENARIO = "1"
 INSTANCE_TABLE_SERIES = 6  # older series stay in the statistics table and in `vgpu results`
 TRAINING_THROUGHPUT = "throughput"
 TRAINING_WORKERS = "workers"
+# What plots.RatioPoint takes: label, ratio, its 95% CI, the band, the verdict.
+RatioPointArgs = tuple[str, float, tuple[float, float] | None,
+                       tuple[float | None, float | None], str]
 
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:2em;color:#222;background:#fff}
@@ -33,16 +44,15 @@ h1{color:#1f3b5a}h2{border-bottom:2px solid #4c72b0;padding-bottom:.2em}
 table{border-collapse:collapse;margin:1em 0;font-size:.9em}
 th,td{border:1px solid #ccc;padding:.3em .6em;text-align:right}
 th{background:#e8eef6}td.t{text-align:left}
-.PASS{background:#c8e6c9}.FAIL{background:#ffcdd2}.INCONCLUSIVE{background:#fff3c4}
+.PASS,.VALID{background:#c8e6c9}.FAIL,.INVALID{background:#ffcdd2}
+.INCONCLUSIVE,.noverdict{background:#fff3c4}
 .ok{color:#2e7d32}.failed,.aborted{color:#c62828}
+p.note{background:#fff8e1;border-left:4px solid #f0b400;padding:.5em .8em;max-width:60em}
 img{max-width:100%;border:1px solid #ddd;margin:.5em 0}
 """
-
-
-@dataclass
-class Table:
-    headers: list[str]
-    rows: list[list[str]]
+NO_VERDICT = "no verdict"  # the verdict cell of a series with nothing to be judged against
+_CELL_CLASSES = {text: text for text in ("PASS", "FAIL", "INCONCLUSIVE", "VALID", "INVALID",
+                                         "ok", "failed", "aborted")} | {NO_VERDICT: "noverdict"}
 
 
 @dataclass(frozen=True)
@@ -52,12 +62,29 @@ class Chart:
 
 
 @dataclass
+class Table:
+    headers: list[str]
+    rows: list[list[str]]
+    html_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Note:
+    """A sentence in place of a table or chart: what is missing and why."""
+
+    text: str
+
+
+Section = Table | Chart | Note
+
+
+@dataclass
 class Report:
     """Sections in display order: each a heading with a table or a chart."""
 
     title: str
     generated: str
-    sections: list[tuple[str, Table | Chart]] = field(default_factory=list)
+    sections: list[tuple[str, Section]] = field(default_factory=list)
 
     @property
     def charts(self) -> list[tuple[str, Chart]]:
@@ -73,6 +100,8 @@ class Report:
             parts.append(f"<h2>{html.escape(heading)}</h2>")
             if isinstance(section, Table):
                 parts.append(_html_table(section))
+            elif isinstance(section, Note):
+                parts.append(f"<p class='note'>{html.escape(section.text)}</p>")
             else:
                 data = base64.b64encode(section.png).decode("ascii")
                 parts.append(
@@ -86,6 +115,8 @@ class Report:
         for heading, section in self.sections:
             if isinstance(section, Table):
                 lines += [f"## {heading}", "", *_markdown_table(section), ""]
+            elif isinstance(section, Note):
+                lines += [f"## {heading}", "", f"> {section.text}", ""]
             elif png_links and section.filename in png_links:
                 link = png_links[section.filename]
                 lines += [f"## {heading}", "", f"![{heading}]({link})", ""]
@@ -93,14 +124,16 @@ class Report:
 
 
 def _cell_class(text: str) -> str:
-    if text in ("PASS", "FAIL", "INCONCLUSIVE", "ok", "failed", "aborted"):
-        return f" class='{text}'"
+    if text in _CELL_CLASSES:
+        return f" class='{_CELL_CLASSES[text]}'"
     return "" if _is_number(text) else " class='t'"
 
 
 def _is_number(text: str) -> bool:
+    """A figure, with or without its unit ("16,216", "11.2 ms", "[+0.10%, +0.90%]")."""
+    first = text.split(" ")[0].strip("[],%")
     try:
-        float(text.rstrip("%").replace(",", ""))
+        float(first.replace(",", ""))
     except ValueError:
         return False
     return True
@@ -112,7 +145,8 @@ def _html_table(table: Table) -> str:
         "<tr>" + "".join(f"<td{_cell_class(c)}>{html.escape(c)}</td>" for c in row) + "</tr>"
         for row in table.rows
     )
-    return f"<table><tr>{head}</tr>{body}</table>"
+    ident = f" id='{html.escape(table.html_id)}'" if table.html_id else ""
+    return f"<table{ident}><tr>{head}</tr>{body}</table>"
 
 
 def _markdown_table(table: Table) -> list[str]:
@@ -123,8 +157,9 @@ def _markdown_table(table: Table) -> list[str]:
             *(line(r) for r in table.rows)]
 
 
-def _fmt(value: float | None, digits: int = 4) -> str:
-    return "-" if value is None else f"{value:.{digits}g}"
+def _short_workload(workload: str) -> str:
+    """"resnet50-offline" of "resnet50-offline (resnet50/tiny fp16 Offline ...)"."""
+    return workload.split(" (")[0]
 
 
 def series_table(series: Sequence[SeriesData]) -> Table:
@@ -133,15 +168,20 @@ def series_table(series: Sequence[SeriesData]) -> Table:
         for name, sample in data.samples.items():
             s = summarize(sample.values)
             rows.append([
-                data.runs[0].id.__str__(), f"{data.scenario_id} {data.scenario_name}",
-                data.workload, data.target_kind, name, sample.unit, str(s.n), _fmt(s.mean),
-                _fmt(s.stdev), f"[{_fmt(s.ci_low)}, {_fmt(s.ci_high)}]", _fmt(s.mdd),
+                str(data.runs[0].id), f"{data.scenario_id} {data.scenario_name}",
+                data.workload, data.target_kind, name, sample.unit, str(s.n),
+                fmt.number(s.mean), fmt.number(s.stdev),
+                f"[{fmt.number(s.ci_low)}, {fmt.number(s.ci_high)}]", fmt.number(s.mdd),
             ])
     return Table(
         ["first run", "scenario", "workload", "target", "metric", "unit", "n", "mean",
          "stdev", "95% CI", "MDD"],
         rows,
     )
+
+
+def _latency(latency_ns: dict[str, float], key: str) -> str:
+    return fmt.duration_ns(latency_ns.get(key))
 
 
 def instance_table(series: Sequence[SeriesData]) -> Table:
@@ -155,39 +195,37 @@ def instance_table(series: Sequence[SeriesData]) -> Table:
                     device = f"{device} ({inst.device_note})"
                 rows.append([
                     str(run.id), str(run.repeat_index), inst.name, device,
-                    inst.validity or "-", _fmt(inst.throughput),
-                    _fmt(inst.latency_ns.get("p50", 0) / 1e6 if inst.latency_ns else None),
-                    _fmt(inst.latency_ns.get("p99", 0) / 1e6 if inst.latency_ns else None),
+                    inst.validity or "-", fmt.number(inst.throughput),
+                    _latency(inst.latency_ns, "p50"), _latency(inst.latency_ns, "p99"),
                 ])
     return Table(["run", "repeat", "instance", "device", "validity", "samples/s",
-                  "p50 ms", "p99 ms"], rows)
+                  "p50", "p99"], rows)
 
 
 def runs_table(store: ResultStore) -> Table:
     rows = [
         [str(r.id), r.series_id[:8], r.scenario_id, r.workload, r.target_kind, r.status,
          str(r.repeat_index), time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(r.started_at)),
-         _fmt(None if r.sync_skew_s is None else r.sync_skew_s * 1e3, 3), r.reason or ""]
+         fmt.duration_ns(None if r.sync_skew_s is None else r.sync_skew_s * 1e9),
+         r.reason or ""]
         for r in store.runs()
     ]
     return Table(["run", "series", "scenario", "workload", "target", "status", "repeat",
-                  "started (UTC)", "sync skew ms", "reason"], rows)
+                  "started (UTC)", "sync skew", "reason"], rows)
 
 
 def comparison_table(comparisons: Sequence[Comparison]) -> Table:
     rows = []
     for comparison in comparisons:
         for check in comparison.checks:
-            ci = "-"
-            if check.ci_pct is not None:
-                ci = f"[{check.ci_pct[0]:+.2f}, {check.ci_pct[1]:+.2f}]"
+            low, high = check.ci_pct if check.ci_pct is not None else (None, None)
             rows.append([
-                comparison.title, check.metric, f"{check.ratio:.4f}",
-                f"{check.difference_pct:+.2f}%", ci,
+                comparison.title, check.metric, fmt.ratio(check.ratio),
+                fmt.signed_percent(check.difference_pct), fmt.percent_interval(low, high),
                 "-" if check.mdd_pct is None else f"{check.mdd_pct:.2f}%",
                 check.band.describe(), check.verdict,
             ])
-    return Table(["comparison", "metric", "ratio", "difference", "95% CI (%)", "MDD",
+    return Table(["comparison", "metric", "ratio", "difference", "95% CI", "MDD",
                   "allowed", "verdict"], rows)
 
 
@@ -203,8 +241,8 @@ def platform_table(series: Sequence[SeriesData]) -> Table:
     platforms = [series_platform(data) for data in series]
     rows = [[FIELD_LABELS.get(name, name), *(p[name] or "-" for p in platforms)]
             for name in PLATFORM_COMPARED if any(p[name] for p in platforms)]
-    headers = ["field", *(f"{d.scenario_id} {d.workload.split(' (')[0]} "
-                          f"(run {d.runs[0].id})" for d in series)]
+    headers = ["field", *(f"{d.scenario_id} {_short_workload(d.workload)} "
+                          f"{d.target_kind} (run {d.runs[0].id})" for d in series)]
     return Table(headers, rows)
 
 
@@ -227,21 +265,267 @@ def _latest(series: Sequence[SeriesData]) -> dict[tuple[str, str, str], SeriesDa
     return latest
 
 
-def automatic_comparisons(series: Sequence[SeriesData], tolerance: float) -> list[Comparison]:
-    """VM vs bare metal for every VM series whose bare-metal counterpart (the scenario's
-    baseline scenario, or the same scenario) has a series of the same workload."""
+@dataclass(frozen=True)
+class Judged:
+    """A comparison with the series it judged, where they are known."""
+
+    comparison: Comparison
+    candidate: SeriesData | None = None
+    reference: SeriesData | None = None
+
+
+def _bare_metal_reference(data: SeriesData, latest: dict[tuple[str, str, str], SeriesData]
+                          ) -> SeriesData | None:
+    """The bare-metal series of the same workload that ``data`` is judged against: its
+    scenario's baseline scenario (e.g. 6 -> bm6), or for a VM series the same scenario."""
+    candidates = [_baseline_scenario(data)]
+    if data.target_kind == "vm":
+        candidates.append(data.scenario_id)
+    for reference_id in candidates:
+        reference = latest.get((reference_id or "", data.workload, "bare-metal"))
+        if reference is not None:
+            return reference
+    return None
+
+
+def automatic_judgements(series: Sequence[SeriesData], tolerance: float) -> list[Judged]:
+    """Every VM series (and every series run on this machine in a VM scenario's place)
+    against the bare-metal series of the same workload that its scenario names as
+    baseline (or, for a VM series, of the same scenario id)."""
     latest = _latest(series)
-    comparisons = []
-    for (scenario, workload, target), data in latest.items():
-        if target != "vm":
+    judged = []
+    for data in latest.values():
+        if data.target_kind not in ("vm", "local") or data.kind == "training":
             continue
-        for reference_id in (_baseline_scenario(data), scenario):
-            reference = latest.get((reference_id or "", workload, "bare-metal"))
-            if reference is not None:
-                comparisons.append(
-                    compare_series("vm-vs-bare-metal", data, reference, tolerance=tolerance))
-                break
-    return comparisons
+        reference = _bare_metal_reference(data, latest)
+        if reference is not None:
+            comparison = compare_series(default_kind(data, reference), data, reference,
+                                        tolerance=tolerance)
+            judged.append(Judged(comparison, data, reference))
+    return judged
+
+
+def automatic_comparisons(series: Sequence[SeriesData], tolerance: float) -> list[Comparison]:
+    return [j.comparison for j in automatic_judgements(series, tolerance)]
+
+
+def _by_label(series: Sequence[SeriesData], label: str) -> SeriesData | None:
+    found = [s for s in series if s.label == label]
+    return found[-1] if found else None
+
+
+def all_judgements(series: Sequence[SeriesData], given: Sequence[Comparison],
+                   tolerance: float) -> list[Judged]:
+    """The comparisons handed in (their series found by label) and the automatic ones,
+    each pair of series once (a handed-in comparison wins)."""
+    judged = [Judged(c, _by_label(series, c.candidate), _by_label(series, c.reference))
+              for c in given]
+    seen = {(j.comparison.candidate, j.comparison.reference) for j in judged}
+    for auto in automatic_judgements(series, tolerance):
+        key = (auto.comparison.candidate, auto.comparison.reference)
+        if key not in seen:
+            seen.add(key)
+            judged.append(auto)
+    return judged
+
+
+def _headline_check(comparison: Comparison) -> Check | None:
+    for check in comparison.checks:
+        if check.metric in (SYSTEM_THROUGHPUT, TRAINING_THROUGHPUT):
+            return check
+    return comparison.checks[0] if comparison.checks else None
+
+
+def _ratio_band(band: Band) -> tuple[float | None, float | None]:
+    return (None if band.lower_pct is None else 1 + band.lower_pct / 100,
+            None if band.upper_pct is None else 1 + band.upper_pct / 100)
+
+
+def _ratio_ci(check: Check) -> tuple[float, float] | None:
+    if check.ci_pct is None:
+        return None
+    return 1 + check.ci_pct[0] / 100, 1 + check.ci_pct[1] / 100
+
+
+def _band_text(band: Band) -> str:
+    low, high = _ratio_band(band)
+    if low is not None and high is not None:
+        return f"{fmt.ratio(low)} to {fmt.ratio(high)}"
+    if low is not None:
+        return f">= {fmt.ratio(low)}"
+    return "any" if high is None else f"<= {fmt.ratio(high)}"
+
+
+def _why(comparison: Comparison) -> str:
+    """The checks that kept a comparison from PASS, and too few VALID repeats."""
+    notes = [f"{c.metric} {c.verdict}" for c in comparison.checks if c.verdict != "PASS"]
+    return "; ".join([*notes, *comparison.shortfalls]) or "all checks PASS"
+
+
+def _verdict_row(judged: Judged) -> list[str]:
+    comparison, candidate, reference = judged.comparison, judged.candidate, judged.reference
+    check = _headline_check(comparison)
+    ci = _ratio_ci(check) if check is not None else None
+    return [
+        candidate.scenario_id if candidate else comparison.candidate,
+        _short_workload(candidate.workload) if candidate else "-",
+        candidate.target_kind if candidate else "-",
+        f"{reference.scenario_id} {reference.target_kind}" if reference
+        else comparison.reference,
+        fmt.number(check.candidate.mean) if check else "-",
+        fmt.number(check.reference_mean) if check else "-",
+        fmt.ratio(check.ratio) if check else "-",
+        fmt.ratio_interval(*ci) if ci else "-",
+        _band_text(check.band) if check else "-",
+        comparison.verdict, _why(comparison),
+    ]
+
+
+def _unjudged_row(data: SeriesData) -> list[str]:
+    baseline = _baseline_scenario(data)
+    run = f"run `vgpu bench --scenario {baseline}`" if baseline else \
+        "name a bare-metal baseline scenario in the scenario file"
+    return [data.scenario_id, _short_workload(data.workload), data.target_kind,
+            "no bare-metal run stored", "-", "-", "-", "-", "-", NO_VERDICT,
+            f"nothing to judge against: {run} with the same workload"]
+
+
+def _unjudged(series: Sequence[SeriesData], judged: Sequence[Judged]) -> list[SeriesData]:
+    """Latest VM series (and stand-ins of a VM scenario) with no comparison."""
+    compared = {j.candidate.series_id for j in judged if j.candidate is not None}
+    return [data for data in _latest(series).values()
+            if data.kind != "training" and data.series_id not in compared
+            and (data.target_kind == "vm"
+                 or (data.target_kind == "local" and _baseline_scenario(data)))]
+
+
+def verdict_table(series: Sequence[SeriesData], judged: Sequence[Judged]) -> Table:
+    """Scenario x workload: throughput ratio to the reference, its 95% CI, the band it
+    must stay in, the verdict; a VM series with no bare-metal run says so in words."""
+    rows = [_verdict_row(j) for j in judged] + [_unjudged_row(d)
+                                                for d in _unjudged(series, judged)]
+    return Table(["scenario", "workload", "target", "reference", "samples/s",
+                  "reference samples/s", "ratio", "95% CI of ratio", "tolerance band",
+                  "verdict", "why"], rows, html_id="verdict")
+
+
+def _ratio_points(judged: Sequence[Judged]) -> list[RatioPointArgs]:
+    points = []
+    for j in judged:
+        check = _headline_check(j.comparison)
+        if check is None:
+            continue
+        label = (f"s{j.candidate.scenario_id} {_short_workload(j.candidate.workload)}"
+                 if j.candidate else j.comparison.title)
+        points.append((label, check.ratio, _ratio_ci(check), _ratio_band(check.band),
+                       j.comparison.verdict))
+    return points
+
+
+def verdict_sections(series: Sequence[SeriesData],
+                     judged: Sequence[Judged]) -> list[tuple[str, Section]]:
+    from vgpu.results import plots
+
+    table = verdict_table(series, judged)
+    if not table.rows:
+        return [("Verdict: VM vs bare metal", Note(
+            "No verdict: no VM series and no bare-metal series of the same workload are "
+            "stored. Run the VM scenario and its bare-metal twin (`vgpu bench --scenario "
+            "6` runs bm6 first) to be judged."))]
+    sections: list[tuple[str, Section]] = [("Verdict: VM vs bare metal", table)]
+    points = [plots.RatioPoint(*p) for p in _ratio_points(judged)]
+    if points:
+        sections.append(("Verdict figure: throughput ratio, 95% CI and tolerance band",
+                         Chart("verdict_ratios.png", plots.verdict_ratios(points))))
+    else:
+        sections.append(("Verdict figure", Note(
+            "Nothing to draw: no series has a bare-metal run of the same workload, so "
+            "there is no ratio (the table above says what to run).")))
+    return sections
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in text).strip("_")
+
+
+def workload_sections(inference: Sequence[SeriesData]) -> list[tuple[str, Section]]:
+    """One chart per workload (ResNet50 and BERT differ tenfold: never one axis), its
+    latest series; a workload with no bare-metal series says so."""
+    from vgpu.results import plots
+
+    groups: dict[str, list[SeriesData]] = defaultdict(list)
+    for data in inference:
+        groups[data.workload].append(data)
+    sections: list[tuple[str, Section]] = []
+    for workload, members in groups.items():
+        recent = members[-INSTANCE_TABLE_SERIES:]
+        name = _short_workload(workload)
+        sections.append((f"Workload {workload}", Chart(
+            f"workload_{_slug(name)}_{recent[0].runs[0].id}.png",
+            plots.workload_panel(recent))))
+        if not any(d.target_kind == "bare-metal" for d in members):
+            sections.append((f"{name}: no bare-metal run", Note(
+                f"No bare-metal series of {name} is stored: its figures stand alone, with "
+                "no VM vs bare-metal ratio.")))
+    return sections
+
+
+def _series_telemetry(data: SeriesData) -> list[telemetry_view.InstanceTelemetry]:
+    return [telemetry_view.instance_telemetry(run.id, inst.result)
+            for run in data.runs for inst in data.instances[run.id]]
+
+
+def telemetry_table(series: Sequence[SeriesData]) -> Table:
+    """Per series and instance, mean / max over the repeats of what the harness sampled."""
+    headers: list[str] = []
+    rows: list[list[str]] = []
+    for data in series:
+        readings = telemetry_view.per_instance(_series_telemetry(data))
+        headers, instance_rows = telemetry_view.table_rows(readings)
+        label = f"{data.scenario_id} {_short_workload(data.workload)} {data.target_kind}"
+        rows += [[label, *row] for row in instance_rows]
+    return Table(["series", *headers], rows, html_id="telemetry")
+
+
+def telemetry_sections(series: Sequence[SeriesData]) -> list[tuple[str, Section]]:
+    """The telemetry table, then per series the last repeat's samples over time."""
+    from vgpu.results import plots
+
+    table = telemetry_table(series)
+    if not table.rows:
+        return []
+    sections: list[tuple[str, Section]] = [
+        ("Telemetry per instance (mean / max over the timed runs)", table)]
+    for data in series:
+        last = data.runs[-1]
+        items = [telemetry_view.instance_telemetry(last.id, inst.result)
+                 for inst in data.instances[last.id]]
+        if any(item.recorded for item in items):
+            title = (f"scenario {data.scenario_id} {_short_workload(data.workload)} "
+                     f"{data.target_kind}, run {last.id}")
+            sections.append((f"Telemetry over time: {title}", Chart(
+                f"telemetry_run{last.id}.png", plots.telemetry_over_time(items, title))))
+    return sections
+
+
+def validity_table(store: ResultStore, series: Sequence[SeriesData]) -> Table:
+    """LoadGen's verdict on every run and instance of the series, with its reasons; a
+    run that stored no instance shows its own status and reason."""
+    rows = []
+    for data in series:
+        for run in store.runs(series_id=data.series_id):
+            where = [str(run.id), str(run.repeat_index), run.scenario_id,
+                     _short_workload(run.workload), run.target_kind]
+            instances = store.instances(run.id)
+            if not instances:
+                rows.append([*where, "-", "-", f"run {run.status}: {run.reason or ''}"])
+            for stored in instances:
+                inst = stored.result
+                reasons = "; ".join(inst.validity_reasons) or (
+                    "" if inst.status == "ok" else f"instance {inst.status}")
+                rows.append([*where, inst.name, inst.validity or "-", reasons])
+    return Table(["run", "repeat", "scenario", "workload", "target", "instance", "LoadGen",
+                  "reasons"], rows, html_id="validity")
 
 
 def scenario_gain_table(series: Sequence[SeriesData]) -> Table:
@@ -257,12 +541,12 @@ def scenario_gain_table(series: Sequence[SeriesData]) -> Table:
             continue
         check = compare_samples(SYSTEM_THROUGHPUT, data.samples[SYSTEM_THROUGHPUT].values,
                                 reference.samples[SYSTEM_THROUGHPUT].values, Band())
-        ci = "-" if check.ci_pct is None else \
-            f"[{check.ci_pct[0]:+.2f}, {check.ci_pct[1]:+.2f}]"
-        rows.append([scenario, workload, target, f"{check.candidate.mean:.5g}",
-                     f"{check.reference_mean:.5g}", f"{check.difference_pct:+.2f}%", ci])
+        low, high = check.ci_pct if check.ci_pct is not None else (None, None)
+        rows.append([scenario, workload, target, fmt.number(check.candidate.mean),
+                     fmt.number(check.reference_mean), fmt.signed_percent(check.difference_pct),
+                     fmt.percent_interval(low, high)])
     return Table(["scenario", "workload", "target", "samples/s",
-                  f"scenario {REFERENCE_SCENARIO} samples/s", "gain", "95% CI (%)"], rows)
+                  f"scenario {REFERENCE_SCENARIO} samples/s", "gain", "95% CI"], rows)
 
 
 def _training_points(series: Sequence[SeriesData]) -> dict[str, list[tuple[float, float]]]:
@@ -276,9 +560,9 @@ def _training_points(series: Sequence[SeriesData]) -> dict[str, list[tuple[float
 
 
 def split_sections(store: ResultStore,
-                   series: Sequence[SeriesData]) -> list[tuple[str, Table | Chart]]:
+                   series: Sequence[SeriesData]) -> list[tuple[str, Section]]:
     """A small table per Triton series: the server-side time per request by instance."""
-    sections: list[tuple[str, Table | Chart]] = []
+    sections: list[tuple[str, Section]] = []
     for data in series:
         split = series_split(store, data)
         if split:
@@ -288,36 +572,27 @@ def split_sections(store: ResultStore,
     return sections
 
 
-def build_report(
-    store: ResultStore,
-    comparisons: Sequence[Comparison] = (),
-    tolerance: float = 0.02,
-    title: str = "vgpu benchmark report",
-) -> Report:
-    from vgpu.results import plots  # matplotlib: loaded only when a report is built
+def _platform_sections(series: Sequence[SeriesData],
+                       judged: Sequence[Judged]) -> list[tuple[str, Section]]:
+    sections: list[tuple[str, Section]] = []
+    if series:
+        sections.append(("Platform of the latest series",
+                         platform_table(series[-INSTANCE_TABLE_SERIES:])))
+    comparisons = [j.comparison for j in judged]
+    changes = platform_change_table(comparisons)
+    if changes.rows:
+        sections.append(("Platform differences of the compared series", changes))
+    elif comparisons:
+        sections.append(("Platform differences of the compared series", Note(
+            "The compared series recorded the same platform in every field.")))
+    return sections
 
-    series = all_series(store)
-    report = Report(title=title, generated=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()))
-    sections = report.sections
-    judged = [*comparisons, *automatic_comparisons(series, tolerance)]
-    if judged:
-        sections.append(("Verdicts", comparison_table(judged)))
-        changes = platform_change_table(judged)
-        if changes.rows:
-            sections.append(("Platform differences of the compared series", changes))
-    inference = [s for s in series if s.per_instance_throughput]
-    if inference:
-        sections.append(("Throughput per scenario and instance",
-                         Chart("throughput_instances.png",
-                               plots.throughput_by_instance(inference))))
-    if any(SYSTEM_THROUGHPUT in s.samples for s in series):
-        sections.append(("System throughput: VM vs bare metal (95% CI)",
-                         Chart("system_throughput_targets.png",
-                               plots.system_throughput_by_target(series))))
-    if any(s.latency_percentiles_ms() for s in inference):
-        sections.append(("Latency percentiles",
-                         Chart("latency_percentiles.png",
-                               plots.latency_percentiles(inference[-6:]))))
+
+def _appendix(store: ResultStore, series: Sequence[SeriesData],
+              inference: Sequence[SeriesData]) -> list[tuple[str, Section]]:
+    from vgpu.results import plots
+
+    sections: list[tuple[str, Section]] = []
     gains = scenario_gain_table(series)
     if gains.rows:
         sections.append((f"System throughput relative to scenario {REFERENCE_SCENARIO}", gains))
@@ -327,15 +602,38 @@ def build_report(
                          Chart("training_speedup.png", plots.training_speedup(training))))
     sections.append(("Statistics per series (95% CI, MDD at alpha 0.05, power 0.8)",
                      series_table(series)))
-    if series:
-        sections.append(("Platform of the latest series",
-                         platform_table(series[-INSTANCE_TABLE_SERIES:])))
     if inference:
         recent = inference[-INSTANCE_TABLE_SERIES:]
         sections.append((f"Instances of the latest {len(recent)} series",
                          instance_table(recent)))
         sections += split_sections(store, recent)
     sections.append(("All runs", runs_table(store)))
+    return sections
+
+
+def build_report(
+    store: ResultStore,
+    comparisons: Sequence[Comparison] = (),
+    tolerance: float = 0.02,
+    title: str = "vgpu benchmark report",
+) -> Report:
+    series = all_series(store)
+    report = Report(title=title, generated=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()))
+    judged = all_judgements(series, comparisons, tolerance)
+    inference = [s for s in series if s.per_instance_throughput]
+    recent = inference[-INSTANCE_TABLE_SERIES:]
+    sections = report.sections
+    sections += verdict_sections(series, judged)
+    if judged:
+        sections.append(("Every check of the compared series",
+                         comparison_table([j.comparison for j in judged])))
+    sections += workload_sections(inference)
+    sections += _platform_sections(series, judged)
+    sections += telemetry_sections(recent)
+    if recent:
+        sections.append(("LoadGen validity per run and instance",
+                         validity_table(store, recent)))
+    sections += _appendix(store, series, inference)
     return report
 
 

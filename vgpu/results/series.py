@@ -6,15 +6,20 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from vgpu.errors import InputError
 from vgpu.results.records import LATENCY_PERCENTILES, Run, StoredInstance
-from vgpu.results.stats import system_totals
+from vgpu.results.stats import summarize, system_totals
 from vgpu.results.store import ResultStore
 
 SYSTEM_THROUGHPUT = "system_throughput"
 WORST_P99 = "latency_p99_worst"
 TRAINING_THROUGHPUT = "throughput"  # a training run's total images/s (run-level metric)
+# Run metrics that describe how a measurement was taken, not what it measured: kept out of
+# the samples, so no comparison judges them.
+TIMED_OVERLAP = "timed_overlap"  # share of the timed span with every instance running
+RUN_QUALITY_METRICS = frozenset({TIMED_OVERLAP})
 _LOWER_IS_BETTER_WORDS = ("latency", "time", "duration", "seconds")
 
 
@@ -26,6 +31,14 @@ class Sample:
     values: list[float]
     unit: str
     higher_is_better: bool
+
+
+class InvalidRepeat(NamedTuple):
+    """An instance LoadGen judged INVALID in a repeat, and LoadGen's reasons."""
+
+    run_id: int
+    instance: str
+    reasons: list[str]
 
 
 @dataclass
@@ -41,6 +54,34 @@ class SeriesData:
     instances: dict[int, list[StoredInstance]]
     per_instance_throughput: dict[str, list[float]] = field(default_factory=dict)
     samples: dict[str, Sample] = field(default_factory=dict)
+    # Repeats whose every instance LoadGen found VALID: the only ones in the samples.
+    valid_run_ids: list[int] = field(default_factory=list)
+    invalid_runs: list[InvalidRepeat] = field(default_factory=list)
+    repeats_asked: int = 0
+    min_valid: int = 0
+    # RUN_QUALITY_METRICS of every ok run (valid or not), in run order
+    run_quality: dict[str, list[float]] = field(default_factory=dict)
+
+    @property
+    def valid_count(self) -> int:
+        return len(self.valid_run_ids)
+
+    @property
+    def valid_shortfall(self) -> str | None:
+        """Why this series cannot support a PASS: fewer VALID repeats than its floor."""
+        if self.valid_count >= self.min_valid:
+            return None
+        invalid = sorted({r.run_id for r in self.invalid_runs})
+        which = f" (INVALID: run {', '.join(map(str, invalid))})" if invalid else ""
+        return (f"{self.label}: {self.valid_count} valid of {self.repeats_asked} repeats, "
+                f"at least {self.min_valid} needed{which}")
+
+    @property
+    def throughput_cv(self) -> float | None:
+        """Coefficient of variation (stdev/mean) of the headline over the valid repeats."""
+        sample = self.samples.get(self.headline)
+        return None if sample is None or len(sample.values) < 2 else \
+            summarize(sample.values).relative_stdev
 
     @property
     def runtimes(self) -> list[str]:
@@ -77,8 +118,8 @@ class SeriesData:
     def latency_percentiles_ms(self) -> dict[str, dict[str, float]]:
         """Per instance, each latency percentile averaged over the repeats, in ms."""
         sums: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-        for stored in self.instances.values():
-            for inst in stored:
+        for run_id in self.valid_run_ids:
+            for inst in self.instances[run_id]:
                 for key in LATENCY_PERCENTILES:
                     if key in inst.result.latency_ns:
                         sums[inst.result.name][key].append(inst.result.latency_ns[key] / 1e6)
@@ -92,8 +133,23 @@ def _higher_is_better(metric_name: str) -> bool:
     return not any(word in metric_name.lower() for word in _LOWER_IS_BETTER_WORDS)
 
 
+def _invalid_instances(run_id: int, stored: list[StoredInstance]) -> list[InvalidRepeat]:
+    return [InvalidRepeat(run_id, inst.result.name, list(inst.result.validity_reasons))
+            for inst in stored if inst.result.validity == "INVALID"]
+
+
+def _repeat_floor(runs: list[Run]) -> tuple[int, int]:
+    """Repeats asked and the fewest VALID ones a verdict needs, as the series stored them
+    (``repeats``, ``min_valid``); a series that says neither needs all its ok runs."""
+    detail = runs[0].workload_detail
+    asked = int(detail.get("repeats") or len(runs))
+    floor = int(detail.get("min_valid") or asked)
+    return asked, min(floor, asked)
+
+
 def load_series(store: ResultStore, series_id: str) -> SeriesData:
-    """Samples from the ok runs of ``series_id`` (failed/aborted repeats are skipped)."""
+    """Samples from the ok runs of ``series_id`` whose every instance LoadGen found VALID;
+    failed/aborted repeats are skipped, INVALID ones listed in ``invalid_runs``."""
     runs = store.runs(series_id=series_id, status="ok")
     if not runs:
         raise InputError.single(
@@ -101,17 +157,31 @@ def load_series(store: ResultStore, series_id: str) -> SeriesData:
             fix="pick a run id from `vgpu results` whose status is ok",
         )
     first = runs[0]
+    asked, floor = _repeat_floor(runs)
     data = SeriesData(
         series_id=series_id, scenario_id=first.scenario_id,
         scenario_name=first.scenario_name, workload=first.workload,
         target_kind=first.target_kind, kind=first.kind,
         loadgen_scenario=first.workload_detail.get("loadgen_scenario"),
         runs=runs, instances={run.id: store.instances(run.id) for run in runs},
+        repeats_asked=asked, min_valid=floor,
     )
+    for run in runs:
+        invalid = _invalid_instances(run.id, data.instances[run.id])
+        data.invalid_runs += invalid
+        if not invalid:
+            data.valid_run_ids.append(run.id)
+    _add_instance_samples(data)
+    _add_metric_samples(store, data)
+    return data
+
+
+def _add_instance_samples(data: SeriesData) -> None:
+    """System throughput and worst p99 per valid repeat, from the instances' results."""
     per_instance: dict[str, list[float]] = defaultdict(list)
     worst_p99: list[float] = []
-    for run in runs:
-        stored = data.instances[run.id]
+    for run_id in data.valid_run_ids:
+        stored = data.instances[run_id]
         for inst in stored:
             if inst.result.throughput is not None:
                 per_instance[inst.result.name].append(inst.result.throughput)
@@ -123,23 +193,28 @@ def load_series(store: ResultStore, series_id: str) -> SeriesData:
         data.samples[SYSTEM_THROUGHPUT] = Sample(
             SYSTEM_THROUGHPUT, system_totals(per_instance), "samples/s", True
         )
-    if len(worst_p99) == len(runs) and worst_p99:
+    if len(worst_p99) == data.valid_count and worst_p99:
         data.samples[WORST_P99] = Sample(WORST_P99, worst_p99, "ms", False)
-    _add_metric_samples(store, data)
-    return data
 
 
 def _add_metric_samples(store: ResultStore, data: SeriesData) -> None:
-    """Run-level metrics (instance None) present in every repeat become samples too."""
+    """Run-level metrics (instance None) present in every valid repeat become samples too,
+    except those that describe the measurement itself (RUN_QUALITY_METRICS)."""
     per_name: dict[str, list[float]] = defaultdict(list)
+    quality: dict[str, list[float]] = defaultdict(list)
     units: dict[str, str] = {}
     for run in data.runs:
         for metric in store.metrics(run.id):
-            if metric.instance is None:
+            if metric.instance is not None:
+                continue
+            if metric.name in RUN_QUALITY_METRICS:
+                quality[metric.name].append(metric.value)
+            elif run.id in data.valid_run_ids:
                 per_name[metric.name].append(metric.value)
                 units[metric.name] = metric.unit
+    data.run_quality = dict(quality)
     for name, values in per_name.items():
-        if len(values) == len(data.runs) and name not in data.samples:
+        if len(values) == data.valid_count and name not in data.samples:
             data.samples[name] = Sample(name, values, units[name], _higher_is_better(name))
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from vgpu.results.format import number
 from vgpu.results.series import SeriesData
 from vgpu.results.store import ResultStore
 
@@ -46,6 +47,6 @@ def split_rows(split: Split) -> tuple[list[str], list[list[str]]]:
     for instance, kinds in sorted(split.items()):
         cells = [kinds.get(k) for k in SPLIT_METRICS]
         total = sum(c for c in cells if c is not None)
-        rows.append([instance, *("-" if c is None else f"{c:.4g}" for c in cells),
-                     f"{total:.4g}"])
+        rows.append([instance, *("-" if c is None else number(c) for c in cells),
+                     number(total)])
     return headers, rows

@@ -1,20 +1,22 @@
-"""The results store: one embedded SQLite file (default ./vgpu-results.db) plus raw
-LoadGen logs on disk next to it (./vgpu-results/<run id>/<instance>/...).
+"""The results store: by default one embedded SQLite file (./vgpu-results.db), or a
+PostgreSQL database shared by a team (``--db postgresql://user@host:port/dbname``), plus
+raw LoadGen logs on disk (./vgpu-results/<run id>/<instance>/..., next to a SQLite file,
+in the working folder for PostgreSQL). Both run the same schema and migrations
+(vgpu/results/dialect.py says how).
 
 A run (one repeat of one workload) is inserted as ``running`` in its own transaction
 when it begins; its instances and metrics are written together with its final status in
 one transaction. A process that dies in between leaves one ``running`` row, which the
-next open marks ``aborted`` once its process is gone. Earlier runs are never touched."""
+next open on the same host marks ``aborted`` once its process is gone. Earlier runs are
+never touched."""
 
 from __future__ import annotations
 
 import json
 import os
 import socket
-import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
@@ -22,7 +24,15 @@ from typing import Any
 import psutil
 
 from vgpu.errors import InputError
-from vgpu.results.migrations import MIGRATIONS, SCHEMA_VERSION
+from vgpu.results.dialect import (
+    Database,
+    Row,
+    SqliteDatabase,
+    is_postgres_url,
+    open_database,
+    redacted,
+)
+from vgpu.results.migrations import SCHEMA_VERSION, apply_migrations
 from vgpu.results.records import (
     LATENCY_PERCENTILES,
     RUN_STATUSES,
@@ -36,9 +46,15 @@ from vgpu.results.records import (
 )
 
 DEFAULT_DB = Path("vgpu-results.db")
+DB_ENV = "VGPU_DB"
 LOGS_DIRNAME = "vgpu-results"
 _LATENCY_COLUMNS = (*LATENCY_PERCENTILES, "min", "max", "mean")
 _PLATFORM_FIELDS = tuple(f.name for f in fields(Platform))
+_RUN_COLUMNS = (
+    "series_id", "scenario_id", "scenario_name", "scenario_file", "scenario_revision",
+    "workload", "workload_detail", "kind", "target_kind", "status", "reason", "started_at",
+    "ended_at", "repeat_index", "sync_skew_s", "host", "pid", "pid_started_at", "platform_id",
+)
 
 
 def _process_started_at(pid: int) -> float | None:
@@ -48,13 +64,69 @@ def _process_started_at(pid: int) -> float | None:
         return None
 
 
-class ResultStore:
-    """Open with ``ResultStore.open(path)`` (or as a context manager)."""
+def store_exists(location: Path | str) -> bool:
+    """Whether ``location`` names a store that may hold results: a SQLite file that exists,
+    or any PostgreSQL URL (whether it answers is learnt when it is opened)."""
+    return is_postgres_url(location) or Path(location).exists()
 
-    def __init__(self, path: Path, connection: sqlite3.Connection) -> None:
-        self.path = path
-        self.logs_root = path.resolve().parent / LOGS_DIRNAME
-        self._db = connection
+
+def _check_sqlite_path(db_path: Path) -> None:
+    if db_path.exists() and db_path.is_dir():
+        raise InputError.single(
+            str(db_path), "--db", "is a directory, not a database file",
+            fix="name a file, e.g. --db results.db",
+        )
+    if not db_path.parent.exists():
+        raise InputError.single(
+            str(db_path), "--db", f"folder {db_path.parent} does not exist",
+            fix="create the folder or choose another --db path",
+        )
+
+
+def _unusable(location: str, exc: Exception) -> InputError:
+    return InputError.single(
+        location, "--db", f"is not a usable vgpu results database ({exc})",
+        fix="point --db at a vgpu results file or a new path",
+    )
+
+
+def _connect(location: Path | str) -> Database:
+    if not is_postgres_url(location):
+        _check_sqlite_path(Path(location))
+        try:
+            return open_database(location)
+        except SqliteDatabase.error as exc:
+            raise _unusable(str(location), exc) from exc
+    try:
+        return open_database(location)
+    except ImportError as exc:
+        raise InputError.single(
+            redacted(str(location)), "--db", f"needs the PostgreSQL driver ({exc})",
+            fix="pip install 'psycopg[binary]>=3.1' into vgpu's environment") from exc
+    except Exception as exc:  # psycopg.OperationalError and kin: no server, no database
+        raise InputError.single(
+            redacted(str(location)), "--db", f"cannot connect ({str(exc).strip()})",
+            fix="check the URL, that the server runs and that the database exists "
+                "(vgpu creates its tables, not the database)") from exc
+
+
+class ResultStore:
+    """Open with ``ResultStore.open(path or URL)`` (or as a context manager)."""
+
+    def __init__(self, database: Database) -> None:
+        self._db = database
+        self.path: Path | str
+        if isinstance(database, SqliteDatabase):
+            self.path = Path(database.name)
+            self.logs_root = self.path.resolve().parent / LOGS_DIRNAME
+        else:
+            self.path = database.name  # the URL without its password
+            self.logs_root = Path.cwd() / LOGS_DIRNAME
+
+    @property
+    def dialect(self) -> str:
+        """``sqlite`` or ``postgresql``."""
+        return "sqlite" if isinstance(self._db, SqliteDatabase) else "postgresql"
 
     # ---- opening, migrations, recovery
     @classmethod
@@ -62,41 +134,24 @@ class ResultStore:
                       first: str = "vgpu bench") -> ResultStore:
         """Open a database that must already exist (commands that only read results):
         a wrong path is an input error and creates no file."""
-        db_path = Path(path)
-        if not db_path.exists():
-            raise InputError.single(str(db_path), "--db", "no results database here",
+        if not store_exists(path):
+            raise InputError.single(str(path), "--db", "no results database here",
                                     fix=f"run `{first}` first or point --db at the file")
-        return cls.open(db_path)
+        return cls.open(path)
 
     @classmethod
     def open(cls, path: Path | str = DEFAULT_DB) -> ResultStore:
-        db_path = Path(path)
-        if db_path.exists() and db_path.is_dir():
-            raise InputError.single(
-                str(db_path), "--db", "is a directory, not a database file",
-                fix="name a file, e.g. --db results.db",
-            )
-        if not db_path.parent.exists():
-            raise InputError.single(
-                str(db_path), "--db", f"folder {db_path.parent} does not exist",
-                fix="create the folder or choose another --db path",
-            )
-        # Autocommit mode: every transaction is opened explicitly by _transaction().
-        connection = sqlite3.connect(db_path, timeout=30.0, isolation_level=None)
-        connection.row_factory = sqlite3.Row
-        store = cls(db_path, connection)
+        """A SQLite file (created when missing) or a ``postgresql://`` URL (its database
+        must exist); either way migrated to the latest schema."""
+        database = _connect(path)
+        store = cls(database)
         try:
-            connection.execute("PRAGMA foreign_keys = ON")
-            connection.execute("PRAGMA journal_mode = WAL")
             store._migrate()
-        except sqlite3.DatabaseError as exc:
-            connection.close()
-            raise InputError.single(
-                str(db_path), "--db", f"is not a usable vgpu results database ({exc})",
-                fix="point --db at a vgpu results file or a new path",
-            ) from exc
+        except database.error as exc:
+            database.close()
+            raise _unusable(str(store.path), exc) from exc
         except InputError:
-            connection.close()
+            database.close()
             raise
         store.recover_orphaned_runs()
         return store
@@ -110,44 +165,28 @@ class ResultStore:
     def __exit__(self, *_exc: object) -> None:
         self.close()
 
-    @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            yield self._db
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
-
     @property
     def schema_version(self) -> int:
-        return int(self._db.execute("PRAGMA user_version").fetchone()[0])
+        return self._db.schema_version()
 
     def _migrate(self) -> None:
         current = self.schema_version
         if current > SCHEMA_VERSION:
             raise InputError.single(
-                str(self.path), "PRAGMA user_version",
+                str(self.path), "schema version",
                 f"database schema {current} is newer than this vgpu knows ({SCHEMA_VERSION})",
                 fix="upgrade vgpu or use another --db",
             )
-        for number, script in enumerate(MIGRATIONS[current:], start=current + 1):
-            with self._transaction() as db:
-                for statement in script.split(";"):
-                    if statement.strip():
-                        db.execute(statement)
-                # PRAGMA takes no bound parameters; number is our own int.
-                db.execute(f"PRAGMA user_version = {int(number)}")
+        apply_migrations(self._db)
 
     def recover_orphaned_runs(self) -> list[int]:
         """Mark ``running`` runs of this host whose process is gone as aborted."""
         host = socket.gethostname()
         orphans: list[int] = []
-        for row in self._db.execute(
+        for row in self._db.query(
             "SELECT id, pid, pid_started_at FROM runs WHERE status = 'running' AND host = ?",
             (host,),
-        ).fetchall():
+        ):
             started = _process_started_at(row["pid"]) if row["pid"] else None
             alive = started is not None and (
                 row["pid_started_at"] is None or abs(started - row["pid_started_at"]) < 1.0
@@ -155,8 +194,8 @@ class ResultStore:
             if not alive:
                 orphans.append(int(row["id"]))
         for run_id in orphans:
-            with self._transaction() as db:
-                db.execute(
+            with self._db.transaction():
+                self._db.execute(
                     "UPDATE runs SET status = 'aborted', ended_at = ?, reason = ? "
                     "WHERE id = ? AND status = 'running'",
                     (time.time(), "the process running it ended before the run finished",
@@ -165,41 +204,43 @@ class ResultStore:
         return orphans
 
     def integrity_check(self) -> str:
-        return str(self._db.execute("PRAGMA integrity_check").fetchone()[0])
+        return self._db.integrity_check()
 
     # ---- writing
-    def _insert_platform(self, db: sqlite3.Connection, platform: Platform | None) -> int | None:
+    def _insert_platform(self, platform: Platform | None) -> int | None:
         if platform is None:
             return None
         values = asdict(platform)
         columns = ", ".join(_PLATFORM_FIELDS)
         marks = ", ".join("?" for _ in _PLATFORM_FIELDS)
-        cursor = db.execute(
+        return self._db.insert(
             f"INSERT INTO platforms ({columns}) VALUES ({marks})",
             tuple(values[name] for name in _PLATFORM_FIELDS),
         )
-        return cursor.lastrowid
+
+    def _insert_run(self, values: dict[str, Any]) -> int:
+        columns = [name for name in _RUN_COLUMNS if name in values]
+        return self._db.insert(
+            f"INSERT INTO runs ({', '.join(columns)}) "
+            f"VALUES ({', '.join('?' for _ in columns)})",
+            tuple(values[name] for name in columns),
+        )
 
     def begin_run(self, start: RunStart) -> int:
         """Insert the run as ``running``; returns its id."""
         pid = os.getpid()
-        with self._transaction() as db:
-            platform_id = self._insert_platform(db, start.platform)
-            cursor = db.execute(
-                "INSERT INTO runs (series_id, scenario_id, scenario_name, scenario_file, "
-                "scenario_revision, workload, workload_detail, kind, target_kind, status, "
-                "started_at, repeat_index, host, pid, pid_started_at, platform_id) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?)",
-                (
-                    start.series_id, start.scenario_id, start.scenario_name,
-                    start.scenario_file, start.scenario_revision, start.workload,
-                    json.dumps(start.workload_detail, sort_keys=True), start.kind,
-                    start.target_kind, time.time(), start.repeat_index,
-                    socket.gethostname(), pid, _process_started_at(pid), platform_id,
-                ),
-            )
-            assert cursor.lastrowid is not None
-            return cursor.lastrowid
+        with self._db.transaction():
+            return self._insert_run({
+                "series_id": start.series_id, "scenario_id": start.scenario_id,
+                "scenario_name": start.scenario_name, "scenario_file": start.scenario_file,
+                "scenario_revision": start.scenario_revision, "workload": start.workload,
+                "workload_detail": json.dumps(start.workload_detail, sort_keys=True),
+                "kind": start.kind, "target_kind": start.target_kind, "status": "running",
+                "started_at": time.time(), "repeat_index": start.repeat_index,
+                "host": socket.gethostname(), "pid": pid,
+                "pid_started_at": _process_started_at(pid),
+                "platform_id": self._insert_platform(start.platform),
+            })
 
     def finish_run(
         self,
@@ -214,25 +255,23 @@ class ResultStore:
         """Write the run's instances, metrics and final status in one transaction."""
         if status not in RUN_STATUSES or status == "running":
             raise ValueError(f"final status must be ok, failed or aborted, not {status!r}")
-        with self._transaction() as db:
-            row = db.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
+        with self._db.transaction():
+            row = self._db.query_one("SELECT status FROM runs WHERE id = ?", (run_id,))
             if row is None:
                 raise KeyError(f"no run {run_id}")
             if row["status"] != "running":
                 raise ValueError(f"run {run_id} is already {row['status']}")
             for instance in instances:
-                self._insert_instance(db, run_id, instance)
-            self._insert_metrics(db, run_id, metrics)
-            db.execute(
+                self._insert_instance(run_id, instance)
+            self._insert_metrics(run_id, metrics)
+            self._db.execute(
                 "UPDATE runs SET status = ?, reason = ?, ended_at = ?, sync_skew_s = ? "
                 "WHERE id = ?",
                 (status, reason, time.time(), sync_skew_s, run_id),
             )
 
-    def _insert_instance(
-        self, db: sqlite3.Connection, run_id: int, instance: InstanceResult
-    ) -> None:
-        platform_id = self._insert_platform(db, instance.platform)
+    def _insert_instance(self, run_id: int, instance: InstanceResult) -> None:
+        platform_id = self._insert_platform(instance.platform)
         latency = [instance.latency_ns.get(key) for key in _LATENCY_COLUMNS]
         latency_columns = ", ".join(f"latency_{key}_ns" for key in _LATENCY_COLUMNS)
         values = (
@@ -243,7 +282,7 @@ class ResultStore:
             instance.timed_end_unix, instance.log_dir,
             json.dumps(instance.result, sort_keys=True, default=str), platform_id,
         )
-        db.execute(
+        self._db.execute(
             "INSERT INTO instances (run_id, name, status, device_kind, device_name, "
             "device_note, mig_profile, mig_uuid, validity, validity_reasons, throughput, "
             f"{latency_columns}, timed_start_unix, timed_end_unix, log_dir, result_json, "
@@ -251,19 +290,19 @@ class ResultStore:
             values,
         )
 
-    @staticmethod
-    def _insert_metrics(db: sqlite3.Connection, run_id: int, metrics: Iterable[Metric]) -> None:
-        db.executemany(
+    def _insert_metrics(self, run_id: int, metrics: Iterable[Metric]) -> None:
+        self._db.execute_many(
             "INSERT INTO metrics (run_id, instance, name, value, unit) VALUES (?, ?, ?, ?, ?)",
             [(run_id, m.instance, m.name, float(m.value), m.unit) for m in metrics],
         )
 
     def add_metrics(self, run_id: int, metrics: Sequence[Metric]) -> None:
         """Add metrics to an existing run (one transaction)."""
-        with self._transaction() as db:
-            if db.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
+        with self._db.transaction():
+            if self._db.query_one("SELECT 1 AS found FROM runs WHERE id = ?",
+                                  (run_id,)) is None:
                 raise KeyError(f"no run {run_id}")
-            self._insert_metrics(db, run_id, metrics)
+            self._insert_metrics(run_id, metrics)
 
     def record_run(
         self,
@@ -282,6 +321,30 @@ class ResultStore:
             sync_skew_s=sync_skew_s,
         )
         return run_id
+
+    def import_run(self, run: Run, instances: Sequence[InstanceResult],
+                   metrics: Sequence[Metric]) -> int:
+        """Store a finished run read from another store as it was (times, host, pid,
+        platforms), with its instances and metrics, in one transaction; returns its id
+        here. For copying between stores (vgpu/results/copy.py)."""
+        if run.status == "running":
+            raise ValueError(f"run {run.id} is still running: only finished runs are copied")
+        with self._db.transaction():
+            values = {name: getattr(run, name) for name in _RUN_COLUMNS if hasattr(run, name)}
+            values["workload_detail"] = json.dumps(run.workload_detail, sort_keys=True)
+            values["platform_id"] = self._insert_platform(run.platform)
+            run_id = self._insert_run(values)
+            for instance in instances:
+                self._insert_instance(run_id, instance)
+            self._insert_metrics(run_id, metrics)
+        return run_id
+
+    def run_keys(self) -> dict[tuple[str, int, float], int]:
+        """(series id, repeat index, start time) -> run id: what names a run in any
+        store, since ids differ between stores."""
+        rows = self._db.query("SELECT id, series_id, repeat_index, started_at FROM runs")
+        return {(r["series_id"], int(r["repeat_index"]), float(r["started_at"])): int(r["id"])
+                for r in rows}
 
     def log_dir(self, run_id: int, instance: str | None = None) -> Path:
         """Folder for a run's raw logs (created)."""
@@ -307,23 +370,30 @@ class ResultStore:
             )
         baseline_name = name or f"{run.scenario_id}:{run.workload}"
         created = time.time()
-        with self._transaction() as db:
-            db.execute(
-                "INSERT OR REPLACE INTO baselines (name, run_id, series_id, created_at) "
-                "VALUES (?, ?, ?, ?)",
-                (baseline_name, run_id, run.series_id, created),
+        baseline = Baseline(name=baseline_name, run_id=run_id, series_id=run.series_id,
+                            created_at=created)
+        self.put_baseline(baseline)
+        return baseline
+
+    def put_baseline(self, baseline: Baseline) -> None:
+        """Store ``baseline`` as given, replacing one of the same name."""
+        with self._db.transaction():
+            self._db.execute(
+                "INSERT INTO baselines (name, run_id, series_id, created_at) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET run_id = excluded.run_id, "
+                "series_id = excluded.series_id, created_at = excluded.created_at",
+                (baseline.name, baseline.run_id, baseline.series_id, baseline.created_at),
             )
-        return Baseline(name=baseline_name, run_id=run_id, series_id=run.series_id,
-                        created_at=created)
 
     # ---- reading
     def _platform(self, platform_id: int | None) -> Platform | None:
         if platform_id is None:
             return None
-        row = self._db.execute("SELECT * FROM platforms WHERE id = ?", (platform_id,)).fetchone()
+        row = self._db.query_one("SELECT * FROM platforms WHERE id = ?", (platform_id,))
+        assert row is not None  # a foreign key
         return Platform(**{name: row[name] for name in _PLATFORM_FIELDS})
 
-    def _run_from_row(self, row: sqlite3.Row) -> Run:
+    def _run_from_row(self, row: Row) -> Run:
         return Run(
             id=row["id"], series_id=row["series_id"], scenario_id=row["scenario_id"],
             scenario_name=row["scenario_name"], scenario_file=row["scenario_file"],
@@ -336,7 +406,7 @@ class ResultStore:
         )
 
     def run(self, run_id: int) -> Run | None:
-        row = self._db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+        row = self._db.query_one("SELECT * FROM runs WHERE id = ?", (run_id,))
         return None if row is None else self._run_from_row(row)
 
     def runs(
@@ -357,16 +427,14 @@ class ResultStore:
         where = [f"{column} = ?" for column, value in filters.items() if value is not None]
         params = [value for value in filters.values() if value is not None]
         sql = "SELECT * FROM runs" + (f" WHERE {' AND '.join(where)}" if where else "")
-        rows = self._db.execute(sql + " ORDER BY id", params).fetchall()
+        rows = self._db.query(sql + " ORDER BY id", params)
         return [self._run_from_row(row) for row in rows]
 
     def instances(self, run_id: int) -> list[StoredInstance]:
-        rows = self._db.execute(
-            "SELECT * FROM instances WHERE run_id = ? ORDER BY id", (run_id,)
-        ).fetchall()
+        rows = self._db.query("SELECT * FROM instances WHERE run_id = ? ORDER BY id", (run_id,))
         return [self._instance_from_row(row) for row in rows]
 
-    def _instance_from_row(self, row: sqlite3.Row) -> StoredInstance:
+    def _instance_from_row(self, row: Row) -> StoredInstance:
         latency = {
             key: row[f"latency_{key}_ns"]
             for key in _LATENCY_COLUMNS
@@ -385,17 +453,17 @@ class ResultStore:
         return StoredInstance(id=row["id"], run_id=row["run_id"], result=result)
 
     def metrics(self, run_id: int) -> list[Metric]:
-        rows = self._db.execute(
+        rows = self._db.query(
             "SELECT instance, name, value, unit FROM metrics WHERE run_id = ? ORDER BY id",
             (run_id,),
-        ).fetchall()
+        )
         return [
             Metric(name=r["name"], value=r["value"], unit=r["unit"], instance=r["instance"])
             for r in rows
         ]
 
     def baselines(self) -> list[Baseline]:
-        rows = self._db.execute("SELECT * FROM baselines ORDER BY name").fetchall()
+        rows = self._db.query("SELECT * FROM baselines ORDER BY name")
         return [
             Baseline(name=r["name"], run_id=r["run_id"], series_id=r["series_id"],
                      created_at=r["created_at"])
@@ -421,5 +489,5 @@ class ResultStore:
         if exclude_series is not None:
             sql += " AND series_id != ?"
             params.append(exclude_series)
-        row = self._db.execute(sql + " ORDER BY id DESC LIMIT 1", params).fetchone()
+        row = self._db.query_one(sql + " ORDER BY id DESC LIMIT 1", params)
         return None if row is None else str(row["series_id"])

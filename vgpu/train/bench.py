@@ -26,6 +26,7 @@ from vgpu.results.store import ResultStore
 from vgpu.train import preflight
 from vgpu.train.launch import Launch, TrainNode, run_launch
 from vgpu.train.netenv import NetworkOptions, comm_environment, port_mapping_environment
+from vgpu.train.network import network_options, training_platform
 from vgpu.train.portmap import hca_ports
 from vgpu.train.records import store_training_record
 
@@ -174,7 +175,7 @@ def prepare_launch(
     preflight.check_memory(nodes, spec, procs, device == "gpu", source,
                            f"{where}.batch_per_gpu")
     net = workload.network
-    options = NetworkOptions(net.interface, net.rdma, net.port_mapping, dict(net.env))
+    options = network_options(scenario.network, net)
     comm_env = comm_environment(options, backend)
     if targets is None:
         if comm_env or net.port_mapping:
@@ -229,6 +230,7 @@ def run_training_scenario(
                 workload=workload.label, target_kind=target_kind, repeat_index=repeat_index,
                 kind="training", scenario_file=scenario.source,
                 workload_detail=_workload_detail(workload, launch),
+                platform=training_platform(scenario, targets),
             )
             run_id = store_training_record(store, start, record, str(work_out))
         runs.append(TrainingRun(workload.label, record, work_out, run_id, notes))

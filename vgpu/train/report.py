@@ -4,11 +4,13 @@ VM-vs-bare-metal checks per node count, stored back as metrics on the runs they 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from vgpu.errors import InputError
 from vgpu.results.compare import DEFAULT_TOLERANCE
 from vgpu.results.records import Metric
 from vgpu.results.store import ResultStore
+from vgpu.train.network import link_label
 from vgpu.train.records import throughputs_by_nodes
 from vgpu.train.scaling import PlatformRow, ScalingRow, scaling_table, vm_vs_bare_metal
 
@@ -18,6 +20,30 @@ class ScalingReport:
     rows: list[ScalingRow]
     platform_rows: list[PlatformRow]
     run_ids: dict[int, list[int]]
+    links: dict[int, str] = field(default_factory=dict)  # node count -> link of its runs
+    bare_metal_links: dict[int, str] = field(default_factory=dict)
+
+
+def links_by_nodes(store: ResultStore, run_ids: dict[int, list[int]]) -> dict[int, str]:
+    """The link each node count's runs crossed, from their platform records. Multinode
+    runs over different links are not one scaling series (100 GbE vs 25 GbE is a
+    comparison of its own)."""
+    links: dict[int, str] = {}
+    for nodes, ids in run_ids.items():
+        labels = set()
+        for run_id in ids:
+            run = store.run(run_id)
+            platform = run.platform if run is not None else None
+            labels.add(link_label(platform.link_speed_gbps, platform.rdma)
+                       if platform is not None else "-")
+        links[nodes] = ", ".join(sorted(labels))
+    multinode = {label for nodes, label in links.items() if nodes > 1}
+    if len(multinode) > 1:
+        raise InputError.single(
+            "results store", "--scenario",
+            f"the multinode runs crossed different links ({'; '.join(sorted(multinode))})",
+            fix="give scenarios of one network; compare link speeds with `vgpu compare`")
+    return links
 
 
 def build_scaling_report(
@@ -28,10 +54,13 @@ def build_scaling_report(
 ) -> ScalingReport:
     throughputs, run_ids = throughputs_by_nodes(store, scenario_ids)
     platform_rows: list[PlatformRow] = []
+    bare_links: dict[int, str] = {}
     if bare_metal_ids:
-        bare, _ = throughputs_by_nodes(store, bare_metal_ids)
+        bare, bare_ids = throughputs_by_nodes(store, bare_metal_ids)
         platform_rows = vm_vs_bare_metal(throughputs, bare, tolerance)
-    return ScalingReport(scaling_table(throughputs), platform_rows, run_ids)
+        bare_links = links_by_nodes(store, bare_ids)
+    return ScalingReport(scaling_table(throughputs), platform_rows, run_ids,
+                         links_by_nodes(store, run_ids), bare_links)
 
 
 def store_scaling_report(store: ResultStore, report: ScalingReport) -> None:
@@ -50,19 +79,29 @@ def store_scaling_report(store: ResultStore, report: ScalingReport) -> None:
 
 
 def render_scaling_report(report: ScalingReport) -> str:
+    """Study B's weak-scaling table, the link beside every row (a one-node run crosses
+    none), and VM vs bare metal per node count."""
     lines = [
-        "nodes  images/s (mean)   ideal        speedup  efficiency",
+        "nodes  images/s (mean)   ideal        speedup  efficiency  link",
         *(
             f"{r.nodes:>5}  {r.throughput.mean:>15.2f}  {r.ideal:>11.2f}  "
-            f"{r.speedup:>6.2f}x  {r.efficiency * 100:>9.1f}%"
+            f"{r.speedup:>6.2f}x  {r.efficiency * 100:>9.1f}%  "
+            f"{_link_cell(report.links, r.nodes)}"
             for r in report.rows
         ),
     ]
     if report.platform_rows:
         lines.append("")
-        lines.append("nodes  VM/bare metal  verdict       reason")
+        lines.append("nodes  VM/bare metal  verdict       link (VM / bare metal)  reason")
         lines.extend(
-            f"{p.nodes:>5}  {p.ratio:>13.4f}  {p.check.verdict:<12}  {p.check.reason}"
+            f"{p.nodes:>5}  {p.ratio:>13.4f}  {p.check.verdict:<12}  "
+            f"{_link_cell(report.links, p.nodes)} / "
+            f"{_link_cell(report.bare_metal_links, p.nodes)}  {p.check.reason}"
             for p in report.platform_rows
         )
     return "\n".join(lines)
+
+
+def _link_cell(links: dict[int, str], nodes: int) -> str:
+    label = links.get(nodes, "-")
+    return f"{label} (not crossed)" if nodes == 1 and label != "-" else label

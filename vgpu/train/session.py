@@ -95,7 +95,7 @@ def run_training_series(
     return list(series.values())
 
 
-def _inventory_nodes(
+def resolve_inventory_nodes(
     scenario: Scenario, inventory: Path, store: ResultStore
 ) -> tuple[list[TrainNode], TargetKind, list[str]]:
     path = catalog.resolve_inventory(inventory)
@@ -103,7 +103,7 @@ def _inventory_nodes(
                            store.logs_root / "train-hosts")
 
 
-def _close(nodes: Sequence[TrainNode]) -> None:
+def close_nodes(nodes: Sequence[TrainNode]) -> None:
     for node in nodes:
         close = getattr(node.shell, "close", None)
         if close is not None:
@@ -126,7 +126,7 @@ def run_training_bench(
     nodes: list[TrainNode] | None = None
     target_kind: TargetKind = "local"
     if inventory is not None:
-        nodes, target_kind, notes = _inventory_nodes(scenario, inventory, store)
+        nodes, target_kind, notes = resolve_inventory_nodes(scenario, inventory, store)
         for note in notes:
             on_note(note)
     has_gpus = all(n.gpus for n in nodes) if nodes is not None else local_gpu_count() > 0
@@ -137,5 +137,5 @@ def run_training_bench(
             target_kind=target_kind,
         )
     finally:
-        _close(nodes or [])
+        close_nodes(nodes or [])
     return TrainingOutcome(scenario, series)

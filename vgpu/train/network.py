@@ -1,0 +1,63 @@
+"""The scenario's network dimension for training: the options the ranks use (the
+scenario's ``network`` with each workload's own settings on top) and the platform record
+that says what link a training run or allreduce probe crossed."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Sequence
+
+from loadgen.contract import HARNESS_VERSION
+from vgpu.model.scenario import Scenario, ScenarioNetwork, TrainingNetwork
+from vgpu.results.records import Platform
+from vgpu.train.launch import TrainNode
+from vgpu.train.netenv import NetworkOptions
+
+
+def network_options(scenario_network: ScenarioNetwork | None,
+                    workload_network: TrainingNetwork) -> NetworkOptions:
+    """The workload's settings win; unset ones come from the scenario's network (its
+    interface, and GPUDirect RDMA on for roce/ib)."""
+    interface = workload_network.interface
+    rdma = workload_network.rdma
+    if scenario_network is not None:
+        interface = interface or scenario_network.interface
+        if rdma is None:
+            rdma = scenario_network.rdma != "none"
+    return NetworkOptions(interface, rdma, workload_network.port_mapping,
+                          dict(workload_network.env))
+
+
+def link_label(speed_gbps: float | None, rdma: str | None = None,
+               interface: str | None = None) -> str:
+    """"100 Gbit/s RDMA roce" / "100 Mbit/s" / "-" when no link was recorded."""
+    if speed_gbps is None:
+        return "-"
+    shown = f"{speed_gbps * 1000:g} Mbit/s" if speed_gbps < 1 else f"{speed_gbps:g} Gbit/s"
+    parts = [shown]
+    if rdma and rdma != "none":
+        parts.append(f"RDMA {rdma}")
+    if interface:
+        parts.append(interface)
+    return " ".join(parts)
+
+
+def describe_link(network: ScenarioNetwork | None) -> str:
+    """The scenario's link in words (or that the scenario does not give one)."""
+    if network is None:
+        return "not given (the scenario has no network)"
+    return link_label(network.speed_gbps, network.rdma, network.interface)
+
+
+def training_platform(scenario: Scenario, nodes: Sequence[TrainNode] | None) -> Platform:
+    """What a training run or probe ran on, as far as the orchestrator knows it: the first
+    node (or this machine), the harness version and the scenario's network (only where
+    the ranks ran on the scenario's nodes: ranks on one machine cross no link)."""
+    network = scenario.network if nodes else None
+    return Platform(
+        host=nodes[0].name if nodes else socket.gethostname(),
+        harness_version=HARNESS_VERSION,
+        link_speed_gbps=network.speed_gbps if network else None,
+        rdma=network.rdma if network else None,
+        network_interface=network.interface if network else None,
+    )
