@@ -10,11 +10,19 @@ vCenter shows for clone, reconfigure, customize, power-on; set in the simulator,
 measured here).
 
     .venv/bin/python benchmarks/apply_fanout.py [--repeats 3]
+
+With ``--vms N`` it measures lab scale instead, vCenter-like latency only: a generated
+scenario of N one-slice VMs on a lab with enough hosts, applied from scratch beside the
+1-VM scenario (goal: N VMs <= 3x one VM), then a no-op re-apply of the N VMs (goal for
+448 VMs: under 5 s). ``--concurrency`` sets the executor's bound (default: vgpu's).
+
+    .venv/bin/python benchmarks/apply_fanout.py --vms 64 [--concurrency 64]
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import resource
 import statistics
@@ -32,6 +40,7 @@ from vgpu.sim.lab import LabShape, RunningLab, inventory_data, start_lab
 from vgpu.vsphere.connection import connect
 from vgpu.vsphere.execute import Executor
 from vgpu.vsphere.from_inventory import target_from_inventory
+from vgpu.vsphere.limits import DEFAULT_CONCURRENCY
 from vgpu.vsphere.workflow import prepare_apply, prepare_destroy
 
 PROFILES: dict[str, dict[str, int]] = {
@@ -42,34 +51,58 @@ PROFILES: dict[str, dict[str, int]] = {
 }
 
 
-def _write_inventory(lab: RunningLab, folder: Path) -> Path:
+SLICES_PER_HOST = 28  # 4 GPUs x 7 1g.10gb MIG slices
+GROUP_MAX = 64  # the scenario schema's largest VM count per group
+
+
+def _write_inventory(lab: RunningLab, folder: Path, vms: int = 30) -> Path:
     password = folder / "password"
     password.write_text(lab.password + "\n", encoding="utf-8")
     path = folder / "inventory.yaml"
-    path.write_text(yaml.safe_dump(inventory_data(lab, password_file=str(password)),
+    last = 10 + vms  # 127.1.0.11 onwards, one address per VM
+    pool = ("127.1.0.11", f"127.1.{last // 256}.{last % 256}")
+    path.write_text(yaml.safe_dump(inventory_data(lab, password_file=str(password),
+                                                  ip_pool=pool),
                                    sort_keys=False), encoding="utf-8")
     return path
 
 
-def _apply(inventory_path: Path, scenario_id: str) -> tuple[float, int]:
+def _scale_scenario(folder: Path, vms: int) -> Path:
+    """Scenario 8 with its seven VMs replaced by ``vms`` small one-slice VMs."""
+    data = yaml.safe_load(catalog.resolve("8").read_text(encoding="utf-8"))
+    groups = math.ceil(vms / GROUP_MAX)
+    data.update(id=f"scale{vms}", name=f"scale-{vms}x1g",
+                description=f"{vms} one-slice VMs (apply fan-out benchmark)")
+    data["vms"] = [{"name": f"sc{g}-{{n}}", "count": min(GROUP_MAX, vms - g * GROUP_MAX),
+                    "vcpu": 2, "memory_gb": 4, "vgpus": ["nvidia-1-10c"]}
+                   for g in range(groups)]
+    path = folder / f"scale{vms}.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def _apply(inventory_path: Path, scenario_id: str,
+           concurrency: int = DEFAULT_CONCURRENCY) -> tuple[float, int]:
     """Full apply (login, read, plan, execute) of a catalogue scenario; (seconds, tasks)."""
     scenario = catalog.load(scenario_id)
     inventory = load_inventory(inventory_path)
     start = time.perf_counter()
     with connect(target_from_inventory(inventory, inventory_path)) as session:
         prep = prepare_apply(session, scenario, inventory, inventory_path)
-        report = Executor(prep.state.placement, prep.state.hosts).run(prep.changes)
+        report = Executor(prep.state.placement, prep.state.hosts,
+                          concurrency=concurrency).run(prep.changes)
     elapsed = time.perf_counter() - start
     if report.failed:
         raise SystemExit(f"apply of scenario {scenario_id} failed: {report.failed}")
     return elapsed, report.tasks
 
 
-def _destroy(inventory_path: Path, scenario_id: str) -> None:
+def _destroy(inventory_path: Path, scenario_id: str,
+             concurrency: int = DEFAULT_CONCURRENCY) -> None:
     inventory = load_inventory(inventory_path)
     with connect(target_from_inventory(inventory, inventory_path)) as session:
         state, changes = prepare_destroy(session, scenario_id, inventory, inventory_path)
-        Executor(state.placement, state.hosts).run(changes)
+        Executor(state.placement, state.hosts, concurrency=concurrency).run(changes)
 
 
 def _cli(*args: str) -> tuple[float, float]:
@@ -118,10 +151,55 @@ def run_profile(name: str, delays: dict[str, int], repeats: int) -> dict[str, fl
     }
 
 
+def run_scale(vms: int, concurrency: int, repeats: int) -> dict[str, float]:
+    """N one-slice VMs beside one VM, vCenter-like latency, one lab sized for N."""
+    hosts = max(2, math.ceil(vms / SLICES_PER_HOST))
+    shape = LabShape(hosts=hosts, method_delays_ms=PROFILES["vcenter-like"])
+    with tempfile.TemporaryDirectory(prefix="vgpu-bench-") as tmp:
+        lab = start_lab(shape, Path(tmp) / "lab")
+        try:
+            inventory = _write_inventory(lab, Path(tmp), vms)
+            scenario = str(_scale_scenario(Path(tmp), vms))
+            one, many, tasks = [], [], 0
+            for _ in range(repeats):
+                one.append(_apply(inventory, "5", concurrency)[0])
+                _destroy(inventory, "5", concurrency)
+                seconds, tasks = _apply(inventory, scenario, concurrency)
+                many.append(seconds)
+                _destroy(inventory, f"scale{vms}", concurrency)
+            _apply(inventory, scenario, concurrency)
+            noop = [_apply(inventory, scenario, concurrency) for _ in range(repeats)]
+            assert all(t == 0 for _, t in noop), "a no-op apply started tasks"
+        finally:
+            lab.stop()
+    return {"hosts": hosts, "tasks": tasks, "one": statistics.median(one),
+            "many": statistics.median(many), "noop": statistics.median(t for t, _ in noop)}
+
+
+def report_scale(vms: int, concurrency: int, repeats: int) -> None:
+    r = run_scale(vms, concurrency, repeats)
+    ratio = r["many"] / r["one"]
+    print(f"apply at lab scale on the vSphere simulator, vCenter-like task latency, "
+          f"{r['hosts']:.0f} hosts, concurrency {concurrency} (median of {repeats})")
+    print(f"1 VM: {r['one']:.2f} s; {vms} VMs ({r['tasks']:.0f} tasks): {r['many']:.2f} s; "
+          f"ratio {vms}/1 {ratio:.2f} (goal <= 3: {'met' if ratio <= 3 else 'MISSED'})")
+    per_vm = r["noop"] / vms
+    print(f"no-op re-apply of {vms} VMs, in process: {r['noop']:.2f} s "
+          f"({per_vm * 1e3:.1f} ms per VM; at that rate 448 VMs take {per_vm * 448:.2f} s, "
+          f"goal < 5 s)")
+    print(f"load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--vms", type=int, default=0,
+                        help="measure lab scale with this many VMs instead")
+    parser.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY)
     args = parser.parse_args()
+    if args.vms:
+        report_scale(args.vms, args.concurrency, args.repeats)
+        return
     results = {name: run_profile(name, delays, args.repeats)
                for name, delays in PROFILES.items()}
     metrics = list(next(iter(results.values())))

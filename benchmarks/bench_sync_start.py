@@ -10,16 +10,21 @@ the system throughput (sum over instances of LoadGen's samples/s), the overlap (
 the span from the first start to the last end during which every instance was in its
 timed test) and, from the completion timelines, the system throughput inside that shared
 window; rounds alternate a/b to share the load conditions.
-Run: .venv/bin/python benchmarks/bench_sync_start.py [rounds]
+It also prints this process's own CPU time per instance for each way (the orchestrator's
+cost; the instances are child processes and are not counted).
+Run: .venv/bin/python benchmarks/bench_sync_start.py [rounds] [--instances 3]
+    [--duration-ms 2000]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from vgpu.bench.fanout import run_round
@@ -27,14 +32,16 @@ from vgpu.bench.overlap import round_overlap
 from vgpu.bench.targets import Target
 from vgpu.remote.local import LocalTransport
 
-INSTANCES = ("a", "b", "c")
+INSTANCES: tuple[str, ...] = ("a", "b", "c")
+DURATION_MS = 2000
 
 
 def spec(instance: str, cache: Path) -> dict[str, object]:
     return {
         "schema_version": 1, "model": {"name": "resnet50", "variant": "tiny"},
         "backend": {"name": "onnxruntime", "threads": 1}, "device": {"kind": "cpu"},
-        "loadgen": {"scenario": "Offline", "min_duration_ms": 2000, "target_qps": 3000},
+        "loadgen": {"scenario": "Offline", "min_duration_ms": DURATION_MS,
+                    "target_qps": 3000},
         "batch_size": 32, "instance_name": instance, "cache_dir": str(cache),
     }
 
@@ -60,7 +67,8 @@ def synchronised(work: Path, cache: Path) -> list[dict[str, object]]:
                       device={"kind": "cpu"}, device_label="CPU", target_kind="local",
                       threads=1, local_root=work) for n in INSTANCES]
     result = run_round(targets, {n: spec(n, cache) for n in INSTANCES},
-                       {n: work / n for n in INSTANCES}, tag="sync", expected_s=2.0)
+                       {n: work / n for n in INSTANCES}, tag="sync",
+                       expected_s=DURATION_MS / 1e3)
     if result.failure:
         raise SystemExit(result.failure)
     return [o.record or {} for o in result.outcomes]
@@ -78,8 +86,24 @@ def measure(records: list[dict[str, object]]) -> tuple[float, float, float, floa
             sum(overlap.throughput.values()))
 
 
+def options() -> int:
+    """Parse the options into the module settings; the number of rounds."""
+    global INSTANCES, DURATION_MS
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("rounds", type=int, nargs="?", default=3)
+    parser.add_argument("--instances", type=int, default=3,
+                        help="harness instances started together (default 3)")
+    parser.add_argument("--duration-ms", type=int, default=DURATION_MS,
+                        help="each instance's timed test, LoadGen min_duration_ms")
+    args = parser.parse_args()
+    INSTANCES = tuple(f"i{n:03d}" for n in range(args.instances))
+    DURATION_MS = args.duration_ms
+    return int(args.rounds)
+
+
 def main() -> None:
-    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+    rounds = options()
+    cpu: dict[str, list[float]] = {"naive": [], "synchronised": []}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         cache = root / "models"
@@ -87,8 +111,12 @@ def main() -> None:
         results: dict[str, list[tuple[float, float, float, float]]] = {
             "naive": [], "synchronised": []}
         for number in range(rounds):
-            results["naive"].append(measure(naive(root / f"n{number}", cache)))
-            results["synchronised"].append(measure(synchronised(root / f"s{number}", cache)))
+            for kind, way in (("naive", naive), ("synchronised", synchronised)):
+                before = time.process_time()
+                records = way(root / f"{kind[0]}{number}", cache)
+                cpu[kind].append((time.process_time() - before) / len(INSTANCES))
+                results[kind].append(measure(records))
+    print(f"{len(INSTANCES)} instances, {DURATION_MS} ms timed test each, {rounds} rounds")
     print(f"{'round':<6}{'skew ms naive':>15}{'sync':>8}{'samples/s naive':>17}{'sync':>8}"
           f"{'overlap naive':>15}{'sync':>7}{'shared-window samples/s sync':>30}")
     for number in range(rounds):
@@ -108,6 +136,9 @@ def main() -> None:
           f"{median('synchronised', 3) / median('synchronised', 1):.3f}")
     print("median system throughput ratio synchronised/naive: "
           f"{median('synchronised', 1) / median('naive', 1):.3f}")
+    print(f"median orchestrator CPU per instance: naive "
+          f"{statistics.median(cpu['naive']) * 1e3:.1f} ms, synchronised "
+          f"{statistics.median(cpu['synchronised']) * 1e3:.1f} ms")
 
 
 if __name__ == "__main__":

@@ -90,10 +90,11 @@ def main() -> None:
           f"{args.concurrency}, {os.cpu_count()} CPUs shared by the orchestrator and all lab "
           f"hosts, load average {load:.1f} at start")
     print(f"{'round':<7}{'phase':<26}{'1 host s':>10}{f'{args.hosts} hosts s':>12}"
-          f"{'ratio':>8}{'orchestrator CPU s':>20}")
+          f"{'ratio':>8}{'orchestrator CPU s':>20}{'CPU ms/host':>13}")
     for index, rows in enumerate(rounds, 1):
         for phase, one, n, n_cpu in rows:
-            print(f"{index:<7}{phase:<26}{one:>10.2f}{n:>12.2f}{n / one:>8.2f}{n_cpu:>20.2f}")
+            print(f"{index:<7}{phase:<26}{one:>10.2f}{n:>12.2f}{n / one:>8.2f}{n_cpu:>20.2f}"
+                  f"{n_cpu / args.hosts * 1e3:>13.0f}")
     medians = []
     for position, (phase, *_rest) in enumerate(rounds[0]):
         ratio = statistics.median(r[position][2] / r[position][1] for r in rounds)

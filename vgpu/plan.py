@@ -24,6 +24,7 @@ from vgpu.model.plan import (
     GpuMode,
     Plan,
     PlannedGpu,
+    PlannedRdmaNic,
     PlannedSlice,
     PlannedVgpu,
     PlannedVM,
@@ -343,6 +344,7 @@ def build_plan(scenario: Scenario, inventory: Inventory | None = None, *,
         raise PlanError(problems)
     gpus_out, vgpus_by_vm = _finalise_gpus(hosts)
     vms = _planned_vms(scenario, inventory, placed, requests, vgpus_by_vm, inventory_name)
+    _assign_rdma_nics(scenario, inventory, vms, inventory_name, notes)
     plan = Plan(
         scenario_id=scenario.id, scenario_name=scenario.name, scenario_file=scenario.source,
         platform=scenario.platform, gpu_model=model.key,
@@ -524,3 +526,41 @@ def _planned_vms(scenario: Scenario, inventory: Inventory | None,
                                  f"the pool has too few addresses for {', '.join(missing)}",
                                  fix="widen ip_pool or add static addresses")])
     return vms
+
+
+def _assign_rdma_nics(scenario: Scenario, inventory: Inventory | None, vms: list[PlannedVM],
+                      inventory_name: str | None, notes: list[str]) -> None:
+    """Each VM's RDMA NIC when the scenario's network.rdma is roce or ib: from its host's
+    rdma_nics, in the order listed; a passthrough NIC goes to one VM only, an SR-IOV or
+    PVRDMA NIC is shared. A host that lists no rdma_nics gives its VMs none (a note says
+    so: the guests then need the RDMA NIC some other way)."""
+    network = scenario.network
+    if scenario.platform != "vsphere" or inventory is None or network is None \
+            or network.rdma == "none":
+        return
+    hosts = {h.name: h for h in inventory.hosts}
+    taken: set[tuple[str, str]] = set()
+    problems: list[Problem] = []
+    for vm in vms:
+        nics = hosts[vm.host].rdma_nics if vm.host in hosts else []
+        if not nics:
+            notes.append(f"network.rdma is {network.rdma} but host {vm.host} lists no "
+                         f"rdma_nics: VM {vm.name} gets no RDMA NIC from apply")
+            continue
+        # PVRDMA speaks RoCE only; a passthrough NIC serves one VM.
+        nic = next((n for n in nics if not (n.kind == "pvrdma" and network.rdma == "ib")
+                    and (n.kind != "passthrough" or (vm.host, n.pci_id) not in taken)), None)
+        if nic is None:
+            problems.append(Problem(
+                _inventory_file(inventory, inventory_name), f"hosts ({vm.host}).rdma_nics",
+                f"VM {vm.name} needs an RDMA NIC (network.rdma: {network.rdma}) but host "
+                f"{vm.host} has none left for it (a passthrough NIC serves one VM; PVRDMA "
+                "is RoCE only)",
+                fix="add another NIC to the host's rdma_nics, use an sriov NIC (it serves "
+                    "several VMs), or set the scenario's network.rdma: none"))
+            continue
+        taken.add((vm.host, nic.pci_id))
+        vm.rdma_nic = PlannedRdmaNic(pci_id=nic.pci_id, kind=nic.kind, model=nic.model,
+                                     network=nic.network)
+    if problems:
+        raise PlanError(problems)

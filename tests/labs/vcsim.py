@@ -111,14 +111,14 @@ class VcsimLab:
     def inventory_data(
         self, *, hosts: list[str] | None = None, gpus_per_host: int | None = None,
         ip_pool: tuple[str, str] = ("127.0.0.11", "127.0.0.40"),
-        extra: dict[str, object] | None = None,
+        extra: dict[str, object] | None = None, rdma_nic_kind: str | None = None,
     ) -> dict[str, object]:
         """An inventory (vgpu's YAML format) describing this lab. ``extra`` adds or replaces
         top-level sections, e.g. ``{"ssh": {...}}`` pointing at an SshLab, whose addresses
         (127.0.0.11, ...) are the pool's first addresses."""
         data = simlab.inventory_data(
             self.running, password_file=str(self.password_file), hosts=hosts,
-            gpus_per_host=gpus_per_host, ip_pool=ip_pool)
+            gpus_per_host=gpus_per_host, ip_pool=ip_pool, rdma_nic_kind=rdma_nic_kind)
         data.update(extra or {})
         return data
 

@@ -13,14 +13,10 @@ import pytest
 pytest.importorskip("torch", reason="the train extra (torch) is not installed")
 
 from tests.labs.sshlab import SshLab, lab_available
-from tests.train.labnodes import REPO, lab_interpreter
+from tests.train.labnodes import REPO, lab_train_nodes
 from vgpu.errors import InputError, PlanError
 from vgpu.model import load_scenario
 from vgpu.model.scenario import TrainingWorkload
-from vgpu.remote.hostlog import HostLog
-from vgpu.remote.redact import Redactor
-from vgpu.remote.ssh import SSHTransport
-from vgpu.remote.targets import ConnectOptions, HostTarget
 from vgpu.train import preflight
 from vgpu.train.bench import Overrides, prepare_launch
 from vgpu.train.launch import Launch, TrainNode, run_launch, torchrun_command
@@ -53,29 +49,8 @@ def ssh_lab(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[tuple[SshLab, list[TrainNode]]]:
     logs = tmp_path_factory.mktemp("ssh-logs")
-    python, env = lab_interpreter()
-    with SshLab(2, guest_sim=False) as lab:
-        transports = []
-        nodes = []
-        for host in lab.hosts:
-            target = HostTarget(
-                name=host.name, address=host.address, user=host.user, port=host.port,
-                key_file=lab.key_path, known_hosts=lab.known_hosts_path,
-            )
-            transport = SSHTransport(
-                target, ConnectOptions(retries=0), HostLog(logs / f"{host.name}.log", Redactor())
-            )
-            transport.connect()
-            transports.append(transport)
-            nodes.append(TrainNode(
-                name=host.name, shell=transport, address=host.address,
-                workdir=f"{host.home}/train", python=python, env=env,
-            ))
-        try:
-            yield lab, nodes
-        finally:
-            for transport in transports:
-                transport.close()
+    with SshLab(2, guest_sim=False) as lab, lab_train_nodes(lab, logs) as nodes:
+        yield lab, nodes
 
 
 def test_two_ssh_nodes_train_in_step(ssh_nodes: list[TrainNode], tmp_path: Path) -> None:

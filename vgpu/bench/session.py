@@ -3,9 +3,10 @@ each repeat stored as a run; statistics and the verdict against the scenario's b
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Protocol
@@ -21,10 +22,11 @@ from vgpu.bench.triton import TritonSetup, deployed
 from vgpu.bench.workload import BenchOverrides, EffectiveWorkload, effective_workload, harness_spec
 from vgpu.errors import RemoteError
 from vgpu.model.scenario import InferenceWorkload, Scenario
-from vgpu.results.compare import Comparison
+from vgpu.results.compare import Check, Comparison
 from vgpu.results.format import number
 from vgpu.results.judge import judge_against_baseline
 from vgpu.results.records import Metric, RunStart
+from vgpu.results.sequential import Design, Pilot, budget_total, expectation, look
 from vgpu.results.series import SeriesData, load_series
 from vgpu.results.server_split import Split, series_split
 from vgpu.results.store import ResultStore
@@ -125,6 +127,7 @@ def run_bench(
     outcome = BenchOutcome(scenario=scenario, targets=targets, notes=[*target_notes, *notes])
     on_cpu = all(t.device.get("kind") == "cpu" for t in targets)
     repeats = runs or scenario.repeats
+    budget = _Budget.of(overrides, len(workloads))
     for workload in workloads:
         effective = effective_workload(workload, on_cpu, overrides)
         if (effective.min_valid or 0) > repeats:
@@ -133,7 +136,7 @@ def run_bench(
         result = WorkloadOutcome(workload=effective, series_id=uuid.uuid4().hex)
         outcome.workloads.append(result)
         series = partial(_run_series, store, scenario, targets, result, repeats, overrides,
-                         listen, timeouts)
+                         listen, timeouts, _pacing(overrides, repeats, budget))
         if effective.deploys_triton:
             _with_triton(series, targets, result, listen, store.logs_root / "triton",
                          triton or TritonSetup(image=scenario.guest.triton_image))
@@ -174,18 +177,24 @@ def _with_triton(series: Callable[[], None], targets: list[Target], result: Work
 def _run_series(
     store: ResultStore, scenario: Scenario, targets: list[Target], result: WorkloadOutcome,
     repeats: int, overrides: BenchOverrides, listen: BenchListener, timeouts: RoundTimeouts,
+    pacing: _Pacing | None = None,
 ) -> None:
     effective = result.workload
     offline_unknown = effective.scenario == "Offline" and effective.target_qps is None
     if offline_unknown and not _calibrate(store, targets, result, overrides, listen, timeouts):
         return
-    for repeat in range(repeats):
-        listen.phase(f"{effective.label}: repeat {repeat + 1}/{repeats}")
-        outcomes = _run_repeat(store, scenario, targets, result, repeat, repeats, overrides,
+    total, repeat, started = repeats, 0, time.monotonic()
+    while repeat < total:
+        listen.phase(f"{effective.label}: repeat {repeat + 1}/{total}")
+        outcomes = _run_repeat(store, scenario, targets, result, repeat, total, overrides,
                                listen, timeouts)
         if outcomes is None:
             return
-        if result.calibrated_qps and repeat + 1 < repeats:
+        repeat += 1
+        if repeat == total and pacing is not None:
+            total = pacing.next_total(store, scenario, result, total,
+                                      time.monotonic() - started, listen)
+        if result.calibrated_qps and repeat < total:
             _recalibrate(result, outcomes)
 
 
@@ -303,3 +312,76 @@ def _recalibrate(result: WorkloadOutcome, outcomes: Sequence[InstanceOutcome]) -
             result.workload.notes.append(
                 f"{name} finished before the min duration: expected QPS raised to "
                 f"{number(result.calibrated_qps[name])}/s for the next repeats")
+
+
+@dataclass
+class _Budget:
+    """--budget: the wall time left, shared by the workloads still to run."""
+
+    deadline: float  # time.monotonic() at which the budget ends
+    workloads_left: int
+
+    @classmethod
+    def of(cls, overrides: BenchOverrides, workloads: int) -> _Budget | None:
+        if overrides.budget_s is None:
+            return None
+        return cls(time.monotonic() + overrides.budget_s, workloads)
+
+
+@dataclass
+class _Pacing:
+    """--until-decided / --budget for one series: its looks so far (vgpu.results.sequential)."""
+
+    design: Design
+    budget: _Budget | None
+    looks: int = 0
+
+    def next_total(self, store: ResultStore, scenario: Scenario, result: WorkloadOutcome,
+                   total: int, elapsed_s: float, listen: BenchListener) -> int:
+        """The series' new total after a look at its ``total`` repeats (``total``: stop)."""
+        if not store.runs(series_id=result.series_id, status="ok"):
+            return total
+        series = load_series(store, result.series_id)
+        comparison, _ = judge_against_baseline(store, scenario, series)
+        checks = comparison.checks if comparison else []
+        blocked = bool(comparison and comparison.shortfalls)
+        if self.budget is not None:
+            note = self._follow_budget(series, scenario, checks, blocked, total, elapsed_s)
+            if note:
+                result.workload.notes.append(note)
+                listen.phase(note)
+        self.looks += 1
+        step = look(checks, total, self.looks, self.design, blocked)
+        result.workload.notes.append(f"sequential repeats: {step.describe()}")
+        listen.phase(f"{result.workload.label}: {step.describe()}")
+        return step.next_total
+
+    def _follow_budget(self, series: SeriesData, scenario: Scenario, checks: list[Check],
+                       blocked: bool, total: int, elapsed_s: float) -> str | None:
+        """After the pilot: caps the series at the repeats the budget affords it and says
+        what it expects to decide. At a later look: no time left for one more repeat
+        makes this look the last."""
+        assert self.budget is not None
+        repeat_s = elapsed_s / total
+        remaining = self.budget.deadline - time.monotonic()
+        if self.looks > 0:
+            if remaining < repeat_s:
+                self.design = replace(self.design, max_repeats=total)
+            return None
+        self.budget.workloads_left -= 1
+        if not checks:
+            return None
+        planned = look(checks, total, 1, self.design, blocked).next_total
+        cv = series.throughput_cv
+        pilot = Pilot(series.workload.split(" (")[0], total, repeat_s,
+                      None if cv is None else cv * 100.0, scenario.tolerances.throughput_pct)
+        cap = budget_total(pilot, remaining, self.budget.workloads_left, self.design)
+        self.design = replace(self.design, max_repeats=cap)
+        return f"budget: {expectation(pilot, planned, cap)}"
+
+
+def _pacing(overrides: BenchOverrides, repeats: int, budget: _Budget | None) -> _Pacing | None:
+    if not (overrides.until_decided or budget is not None):
+        return None
+    cap = max(repeats, overrides.max_repeats or Design().max_repeats)
+    return _Pacing(Design(min_repeats=repeats, max_repeats=cap), budget)

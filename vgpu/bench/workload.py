@@ -44,6 +44,9 @@ class BenchOverrides:
     min_valid: int | None = None  # --min-valid: fewest VALID repeats for a PASS
     mlperf_rules: bool = False  # LoadGen's official settings (--mlperf-rules)
     max_clock_offset_ms: float = DEFAULT_MAX_CLOCK_OFFSET_MS  # remote targets' clocks
+    until_decided: bool = False  # --until-decided: repeat until the verdict decides
+    max_repeats: int | None = None  # --max-repeats: cap of --until-decided / --budget
+    budget_s: float | None = None  # --budget: wall time spread over the workloads
 
 
 @dataclass

@@ -100,6 +100,32 @@ MlperfRulesOpt = Annotated[bool, typer.Option(
 MaxClockOffsetOpt = Annotated[float, typer.Option(
     "--max-clock-offset-ms", help="with --inventory: refuse the synchronised start when a "
     "host's clock is further than this from this machine's (measured over SSH)")]
+UntilDecidedOpt = Annotated[bool, typer.Option(
+    "--until-decided", help="after --runs (the pilot), keep repeating each series until "
+    "its verdict against the baseline is decided or --max-repeats is reached "
+    "(sequential design with error rates <= 5%, docs/results.md)")]
+MaxRepeatsOpt = Annotated[int | None, typer.Option(
+    "--max-repeats", min=2, help="cap of --until-decided / --budget (default 20)")]
+BudgetOpt = Annotated[str | None, typer.Option(
+    "--budget", help="wall time for the scenario's series, e.g. 45m, 2h, 900s: after each "
+    "workload's pilot, repeats until decided within its share of what is left")]
+_UNITS_S = {"s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def _budget_s(text: str | None) -> float | None:
+    """``45m`` / ``2h`` / ``900s`` / ``900`` in seconds."""
+    if text is None:
+        return None
+    unit = text[-1].lower() if text and text[-1].isalpha() else "s"
+    number_part = text[:-1] if text and text[-1].isalpha() else text
+    try:
+        seconds = float(number_part) * _UNITS_S[unit]
+    except (KeyError, ValueError):
+        seconds = -1.0
+    if seconds <= 0:
+        raise InputError.single("command line", "--budget", f"not a duration: {text!r}",
+                                fix="give e.g. 45m, 2h or 900s")
+    return seconds
 
 
 def _positive(value: float | None, flag: str) -> None:
@@ -133,6 +159,9 @@ def bench(
     min_valid: MinValidOpt = None,
     mlperf_rules: MlperfRulesOpt = False,
     max_clock_offset_ms: MaxClockOffsetOpt = DEFAULT_MAX_CLOCK_OFFSET_MS,
+    until_decided: UntilDecidedOpt = False,
+    max_repeats: MaxRepeatsOpt = None,
+    budget: BudgetOpt = None,
 ) -> None:
     """Run a scenario's inference workloads on every target at once (synchronised start),
     repeated; store the runs, print statistics and the verdict against the baseline.
@@ -155,7 +184,10 @@ def bench(
                            BenchOverrides(duration_s=duration, full_models=full_models,
                                           triton_url=triton_url, mlperf_rules=mlperf_rules,
                                           min_valid=min_valid,
-                                          max_clock_offset_ms=max_clock_offset_ms),
+                                          max_clock_offset_ms=max_clock_offset_ms,
+                                          until_decided=until_decided,
+                                          max_repeats=max_repeats,
+                                          budget_s=_budget_s(budget)),
                            allow_cpu, _runtime_options(runtime, image, base_image, docker_host,
                                                        inventory is not None, deploys),
                            triton_image)

@@ -34,6 +34,9 @@ def render_plan(plan: Plan, console: Console) -> None:
                 str(v.start) if v and v.start is not None else "-",
                 (vm.ip or "-") if first else "")
     console.print(vms)
+    for vm in plan.vms:
+        if vm.rdma_nic is not None:
+            console.print(f"[bold]{vm.name}[/] RDMA NIC: {vm.rdma_nic.describe()} on {vm.host}")
     for gpu in plan.gpus:
         if gpu.mode == "unused":
             continue

@@ -120,10 +120,53 @@ class GpuInventory(StrictModel):
         return mig.gpu_model(self.model)
 
 
+PCI_ADDRESS = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
+RdmaNicKind = Literal["passthrough", "sriov", "pvrdma"]
+
+
+class RdmaNic(StrictModel):
+    """An RDMA-capable NIC of one host that VMs get when the scenario's network.rdma is
+    roce or ib: the whole NIC (DirectPath I/O), an SR-IOV virtual function of it, or a
+    PVRDMA adapter backed by it."""
+
+    pci_id: str = Field(description="the NIC's PCI address as the host lists it, e.g. "
+                        "0000:3b:00.0 (for sriov: the physical function)")
+    kind: RdmaNicKind = Field(description="passthrough (one VM owns the NIC), sriov (each VM "
+                              "gets a virtual function) or pvrdma (each VM gets a PVRDMA "
+                              "adapter)")
+    model: str | None = Field(None, description="what the NIC is, e.g. ConnectX-6 (shown "
+                              "in plans and reports)")
+    network: str | None = Field(None, description="port group the SR-IOV or PVRDMA adapter "
+                                "joins (default: placement.network)")
+
+    @field_validator("pci_id")
+    @classmethod
+    def _pci_address(cls, value: str) -> str:
+        if not PCI_ADDRESS.match(value.lower()):
+            raise PydanticCustomError("vgpu_pci_id", "{message}", {
+                "message": f"'{value}' is not a PCI address",
+                "fix": "write it as the host lists it: domain:bus:device.function, "
+                       "e.g. 0000:3b:00.0"})
+        return value.lower()
+
+
 class EsxiHost(StrictModel):
     name: Name = Field(description="host name as vCenter shows it")
     gpus: list[GpuInventory] = Field(default_factory=list)
     max_vms: int | None = Field(None, ge=1)
+    rdma_nics: list[RdmaNic] = Field(default_factory=list, description="RDMA NICs the "
+                                     "scenario's VMs get when its network.rdma is roce or ib")
+
+    @model_validator(mode="after")
+    def _distinct_devices(self) -> EsxiHost:
+        nics = [n.pci_id for n in self.rdma_nics]
+        gpus = {pci.lower() for g in self.gpus for pci in g.pci_ids}
+        clash = sorted({n for n in nics if nics.count(n) > 1 or n in gpus})
+        if clash:
+            raise PydanticCustomError("vgpu_rdma_nic", "{message}", {
+                "message": f"rdma_nics list {', '.join(clash)} twice or also as a GPU",
+                "fix": "give each NIC once, at its own PCI address"})
+        return self
 
 
 class IpPool(StrictModel):

@@ -24,6 +24,18 @@ class PlannedVgpu(BaseModel):
     memory_slices: int | None = None
 
 
+class PlannedRdmaNic(BaseModel):
+    """The host RDMA NIC a VM gets (scenario network.rdma roce or ib)."""
+
+    pci_id: str
+    kind: Literal["passthrough", "sriov", "pvrdma"]
+    model: str | None = None
+    network: str | None = Field(None, description="port group of an sriov/pvrdma adapter")
+
+    def describe(self) -> str:
+        return f"{self.kind} {self.pci_id}" + (f" ({self.model})" if self.model else "")
+
+
 class PlannedVM(BaseModel):
     name: str
     group: str
@@ -35,6 +47,7 @@ class PlannedVM(BaseModel):
     vgpus: list[PlannedVgpu] = Field(default_factory=list)
     extra_config: dict[str, str] = Field(default_factory=dict)
     ip: str | None = None
+    rdma_nic: PlannedRdmaNic | None = None
 
 
 class PlannedSlice(BaseModel):
@@ -82,7 +95,9 @@ class Plan(BaseModel):
     def compute_hash(self) -> str:
         """Stable hash of what apply would build (VMs and their settings), so a VM can be
         told apart as current or stale."""
-        body = json.dumps([vm.model_dump(mode="json") for vm in self.vms], sort_keys=True)
+        # A VM without an RDMA NIC hashes as it did before the field existed.
+        body = json.dumps([vm.model_dump(mode="json", exclude=None if vm.rdma_nic else
+                                         {"rdma_nic"}) for vm in self.vms], sort_keys=True)
         return hashlib.sha256(f"{self.scenario_id}\n{body}".encode()).hexdigest()[:16]
 
     def vm(self, name: str) -> PlannedVM:

@@ -4,6 +4,7 @@ what to judge them against."""
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 
 from pydantic import (
@@ -60,13 +61,56 @@ class VmSpec(StrictModel):
         return expand_pattern(self.name, self.count)
 
 
+ESXCLI_ADVANCED_SET = re.compile(
+    r"^\s*esxcli\s+system\s+settings\s+advanced\s+set\s+"
+    r"(?:-o\s+(?P<path1>/\S+)\s+-[is]\s+(?P<value1>\S+)"
+    r"|-[is]\s+(?P<value2>\S+)\s+-o\s+(?P<path2>/\S+))\s*$")
+
+
+def advanced_option_from_esxcli(command: str) -> tuple[str, str] | None:
+    """``esxcli system settings advanced set -o /PCI/Foo -i 1`` as the host advanced option
+    it sets (``PCI.Foo``, ``1``); None for any other command."""
+    match = ESXCLI_ADVANCED_SET.match(command)
+    if match is None:
+        return None
+    path = match.group("path1") or match.group("path2")
+    value = match.group("value1") or match.group("value2")
+    return path.strip("/").replace("/", "."), value
+
+
 class AtsSetting(StrictModel):
     """Address Translation Services as a named setting. No public source names the exact
-    keys, so the key/value (VM extraConfig) or the host command comes from the lab."""
+    keys, so the key/value (VM extraConfig) or the host setting comes from the lab. Host
+    settings are ESXi advanced options: `vgpu apply` sets them on every host the plan uses
+    (the host's OptionManager) and `vgpu preflight` checks them."""
 
     name: str
     vm_extra_config: dict[str, str] = Field(default_factory=dict)
-    host_command: str | None = Field(None, description="esxcli command run on each host")
+    host_options: dict[str, str] = Field(
+        default_factory=dict, description="ESXi advanced options set on each host the plan "
+        "uses, key as the vSphere API names it (PCI.Foo for esxcli's /PCI/Foo) -> value")
+    host_command: str | None = Field(
+        None, description="the same as one host option, written as the study's esxcli "
+        "command: `esxcli system settings advanced set -o /PCI/Foo -i 1` (-i or -s)")
+
+    @field_validator("host_command")
+    @classmethod
+    def _advanced_set_only(cls, value: str | None) -> str | None:
+        if value is not None and advanced_option_from_esxcli(value) is None:
+            raise PydanticCustomError("vgpu_host_command", "{message}", {
+                "message": f"'{value}' is not an esxcli advanced-option command, the only "
+                           "host command vgpu can apply (through the vSphere API) and check",
+                "fix": "write `esxcli system settings advanced set -o /Group/Name -i VALUE` "
+                       "or give host_options: {Group.Name: VALUE}"})
+        return value
+
+    def all_host_options(self) -> dict[str, str]:
+        """host_options plus the option host_command sets."""
+        options = dict(self.host_options)
+        parsed = advanced_option_from_esxcli(self.host_command) if self.host_command else None
+        if parsed is not None:
+            options[parsed[0]] = parsed[1]
+        return options
 
 
 class VmSettings(StrictModel):
@@ -80,6 +124,13 @@ class VmSettings(StrictModel):
     enable_uvm: bool = Field(False, description="pciPassthru<N>.cfg.enable_uvm = 1")
     extra_config: dict[str, str] = Field(default_factory=dict,
                                          description="further VM advanced settings")
+
+    def host_options(self) -> dict[str, str]:
+        """ESXi advanced options every ATS setting asks of the hosts."""
+        options: dict[str, str] = {}
+        for ats in self.ats:
+            options.update(ats.all_host_options())
+        return options
 
 
 class GuestStack(StrictModel):

@@ -30,6 +30,8 @@ VIB_NAME = "NVD-AIE_ESXi_8.0.0_Driver"  # the NVIDIA AI Enterprise host driver, 
 VIB_VERSION = "535.161.05-1OEM.800.1.0.20613240"
 GPU_PCI_DEVICE_ID = 0x20B5  # A100 PCIe 80GB
 GPU_MODEL = "A100-80GB"
+RDMA_NIC_MODEL = "ConnectX-6"  # Mellanox 0x15b3:0x101b, two ports per host in main.go
+RDMA_NIC_PORTS = {"passthrough": "0000:3b:00.0", "sriov": "0000:3b:00.1"}  # port 1: SR-IOV
 DEFAULT_PORT = 8989
 START_TIMEOUT_S = 60.0
 
@@ -62,6 +64,9 @@ class LabShape:
     vib_version: str = VIB_VERSION
     removed_vgpu_types: tuple[str, ...] = ()  # vGPU types no host offers
     maintenance: tuple[int, ...] = ()  # host indexes in maintenance mode
+    sriov_off: tuple[int, ...] = ()  # host indexes whose NIC port 1 has SR-IOV off
+    host_options: dict[str, str] = field(default_factory=dict)  # advanced options every
+    # host knows, with their start values (integers are kept as integers)
 
     def host_names(self) -> list[str]:
         return [host_name(i) for i in range(self.hosts)]
@@ -91,6 +96,11 @@ class LabShape:
             args.append(f"-disconnected={','.join(str(i) for i in self.disconnected)}")
         if self.maintenance:
             args.append(f"-maintenance={','.join(str(i) for i in self.maintenance)}")
+        if self.sriov_off:
+            args.append(f"-sriov-off={','.join(str(i) for i in self.sriov_off)}")
+        if self.host_options:
+            options = ",".join(f"{k}={v}" for k, v in sorted(self.host_options.items()))
+            args.append(f"-host-option={options}")
         if self.removed_vgpu_types:
             args.append(f"-remove-vgpu-types={','.join(self.removed_vgpu_types)}")
         if self.method_delays_ms:
@@ -227,9 +237,11 @@ def _description(lab: RunningLab) -> str:
 def inventory_data(
     lab: RunningLab, *, password_file: str, hosts: list[str] | None = None,
     gpus_per_host: int | None = None, ip_pool: tuple[str, str] = ("127.0.0.11", "127.0.0.40"),
+    rdma_nic_kind: str | None = None,
 ) -> dict[str, object]:
     """An inventory (vgpu's YAML format) for a running lab. TLS stays verified, against the
-    lab's own certificate; the password is read from ``password_file``."""
+    lab's own certificate; the password is read from ``password_file``. ``rdma_nic_kind``
+    (passthrough, sriov or pvrdma) lists each host's ConnectX-6 as its RDMA NIC."""
     count = lab.shape.gpus_per_host if gpus_per_host is None else gpus_per_host
     vcenter: dict[str, object] = {
         "host": lab.host, "port": lab.port, "user": lab.shape.username,
@@ -245,9 +257,19 @@ def inventory_data(
                       "network": NETWORK, "template": lab.shape.template},
         "hosts": [
             {"name": name, "gpus": [{"model": GPU_MODEL, "count": count,
-                                      "pci_ids": gpu_pci_ids(count)}] if count else []}
+                                      "pci_ids": gpu_pci_ids(count)}] if count else [],
+             **_rdma_nics(rdma_nic_kind)}
             for name in (hosts if hosts is not None else lab.shape.gpu_host_names())
         ],
         "network": {"ip_pool": {"start": ip_pool[0], "end": ip_pool[1],
                                 "netmask": "255.0.0.0", "gateway": "127.0.0.1"}},
     }
+
+
+def _rdma_nics(kind: str | None) -> dict[str, object]:
+    """A host's rdma_nics entry for the lab's ConnectX-6 (port 0 for passthrough, the
+    SR-IOV port 1 otherwise)."""
+    if kind is None:
+        return {}
+    pci_id = RDMA_NIC_PORTS.get(kind, RDMA_NIC_PORTS["sriov"])
+    return {"rdma_nics": [{"pci_id": pci_id, "kind": kind, "model": RDMA_NIC_MODEL}]}

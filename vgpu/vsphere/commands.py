@@ -21,6 +21,7 @@ from vgpu.vsphere.diff import ChangeSet, Step
 from vgpu.vsphere.drift import CHECK_PREFIX, Drift, compute_drift, scenario_vgpu_types
 from vgpu.vsphere.execute import Executor, VmOutcome
 from vgpu.vsphere.from_inventory import target_from_inventory
+from vgpu.vsphere.host_options import HostOptionChange, apply_host_options
 from vgpu.vsphere.limits import DEFAULT_IP_TIMEOUT_S
 from vgpu.vsphere.preflight import find_saved, load_saved, run_preflight, save_report
 from vgpu.vsphere.reconcile import ClusterState
@@ -116,23 +117,34 @@ def _save_drift(drift: Drift, report_id: str | None, results_dir: Path) -> Path:
     return path
 
 
+def _show_host_options(changes: list[HostOptionChange], console: Console) -> None:
+    for change in changes:
+        console.print(f"host {change.host}: advanced option {change.key}: "
+                      f"{change.current.text} -> {change.wanted}")
+
+
 def apply(scenario: Scenario, inventory: Inventory, inventory_path: Path, *, dry_run: bool,
           confirm: Confirm, concurrency: int, ip_timeout_s: float, console: Console) -> None:
     with connect(target_from_inventory(inventory, inventory_path)) as session:
         prep = prepare_apply(session, scenario, inventory, inventory_path)
         render_changes(prep.changes, console, title=f"apply scenario {scenario.id} "
                        f"({scenario.name}), plan {prep.plan.plan_hash}")
+        _show_host_options(prep.host_options, console)
         for note in prep.scenario_state.notes:
             console.print(f"[yellow]note:[/] {note}")
-        if not prep.changes.pending:
+        pending = len(prep.changes.pending) + len(prep.host_options)
+        if not pending:
             console.print("nothing to change: vCenter already matches the plan")
             return
         if dry_run:
             console.print("dry run: nothing changed")
             return
-        if not confirm(f"apply {len(prep.changes.pending)} change(s)?"):
+        if not confirm(f"apply {pending} change(s)?"):
             console.print("nothing changed")
             return
+        # Host settings (ATS) first: the VMs power on with them in place.
+        for line in apply_host_options(prep.host_options):
+            console.print(f"set {line}")
         failed = _execute(prep.state, prep.changes, concurrency, ip_timeout_s, console)
     _fail_if_any(failed, len(prep.changes.pending), "apply")
 

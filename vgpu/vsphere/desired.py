@@ -24,6 +24,24 @@ class PassthroughDevice:
 
 
 @dataclass(frozen=True)
+class RdmaNicDevice:
+    """The host RDMA NIC given to the VM: the whole NIC (passthrough), an SR-IOV virtual
+    function of it (sriov) or a PVRDMA adapter (pvrdma) on ``network``."""
+
+    pci_id: str
+    kind: str  # passthrough | sriov | pvrdma
+    vendor_id: int
+    device_id: int
+    network: str | None = None  # port group of an sriov or pvrdma adapter
+
+    @property
+    def summary(self) -> str:
+        """How the VM's device reads back: ``passthrough <pci>``, ``sriov <pci>`` or
+        ``pvrdma`` (a PVRDMA adapter names no PCI device)."""
+        return "pvrdma" if self.kind == "pvrdma" else f"{self.kind} {self.pci_id}"
+
+
+@dataclass(frozen=True)
 class GuestNetwork:
     """The static address guest customization gives the VM's first NIC."""
 
@@ -57,11 +75,17 @@ class VmDesired:
     owner: OwnerMarks
     vgpus: tuple[str, ...] = ()  # exact host vGPU type names, e.g. grid_a100d-1-10c
     passthrough: tuple[PassthroughDevice, ...] = ()
+    rdma_nic: RdmaNicDevice | None = None
     extra_config: dict[str, str] = field(default_factory=dict)
     network: GuestNetwork | None = None
     firmware: str = "efi"
     memory_reservation_locked: bool = True
     guest_id: str | None = None
+
+    @property
+    def rdma_adapters(self) -> int:
+        """Network adapters the RDMA NIC adds (SR-IOV and PVRDMA are ethernet cards)."""
+        return 1 if self.rdma_nic is not None and self.rdma_nic.kind != "passthrough" else 0
 
     def all_extra_config(self) -> dict[str, str]:
         """The VM's own settings plus the owner marks (marks win on a clash)."""

@@ -98,6 +98,9 @@ def hardware_changes(want: VmDesired, have: VmActual) -> list[FieldChange]:
     wanted_pci = tuple(sorted(d.pci_id for d in want.passthrough))
     if have.passthrough_ids != wanted_pci:
         fields.append(FieldChange("passthrough", _text(have.passthrough_ids), _text(wanted_pci)))
+    wanted_nic = (want.rdma_nic.summary,) if want.rdma_nic else ()
+    if have.rdma_nics != wanted_nic:
+        fields.append(FieldChange("rdma_nic", _text(have.rdma_nics), _text(wanted_nic)))
     return fields
 
 

@@ -166,7 +166,8 @@ class Executor:
         want = run.change.desired
         assert want is not None
         have: VmActual | None = run.change.actual
-        system_ids = self._passthrough_system_ids(run, want.host) if want.passthrough else {}
+        needs_ids = want.passthrough or (want.rdma_nic and want.rdma_nic.kind != "pvrdma")
+        system_ids = self._passthrough_system_ids(run, want.host) if needs_ids else {}
         spec = specs.reconfigure_spec(want, have, system_ids)
         if spec is not None:
             run.task("reconfigure", run.vm.ReconfigVM_Task, spec=spec)
@@ -179,14 +180,17 @@ class Executor:
         listed = {p.pciDevice.id: p.systemId for p in target.pciPassthrough or []
                   if getattr(p, "pciDevice", None) is not None}
         fallback = host_ref.hardware.systemInfo.uuid
-        return {d.pci_id: listed.get(d.pci_id, fallback)
-                for d in (run.change.desired.passthrough if run.change.desired else ())}
+        want = run.change.desired
+        pci_ids = [d.pci_id for d in want.passthrough] if want else []
+        if want and want.rdma_nic:
+            pci_ids.append(want.rdma_nic.pci_id)
+        return {pci: listed.get(pci, fallback) for pci in pci_ids}
 
     def _customize(self, run: _VmRun) -> None:
         want = run.change.desired
         assert want is not None and want.network is not None
         run.task("guest customization", run.vm.CustomizeVM_Task,
-                 spec=specs.customization_spec(want.name, want.network))
+                 spec=specs.customization_spec(want.name, want.network, want.rdma_adapters))
 
     def _power_on(self, run: _VmRun) -> None:
         if not run.powered_on:

@@ -21,6 +21,7 @@ HOST_PATHS = [
     "name", "runtime.connectionState", "runtime.inMaintenanceMode", "config.product",
     "hardware.pciDevice", "config.sharedPassthruGpuTypes", "config.graphicsConfig",
     "config.graphicsInfo", "config.pciPassthruInfo", "configManager.imageConfigManager",
+    "configManager.advancedOption",
 ]
 NVIDIA_VIB_VENDORS = {"nvd", "nvidia"}
 VM_PATHS = [
@@ -37,6 +38,19 @@ class GpuDevice:
     vendor_id: int
     device_id: int
     name: str
+
+
+@dataclass(frozen=True)
+class PciDevice:
+    """Any PCI device of a host, with its passthrough and SR-IOV state."""
+
+    pci_id: str
+    vendor_id: int
+    device_id: int
+    name: str
+    passthrough: str | None = None  # as HostFacts.passthrough_per_gpu
+    sriov_enabled: bool | None = None  # None: the host reports no SR-IOV info for it
+    virtual_functions: int = 0
 
 
 @dataclass(frozen=True)
@@ -84,8 +98,10 @@ class HostFacts:
     held_vgpus: list[HeldVgpu] = field(default_factory=list)
     host_driver: HostDriver | None = None
     host_driver_note: str | None = None  # why host_driver is None, once it was read
+    pci_devices: dict[str, PciDevice] = field(default_factory=dict)  # every one, by PCI id
     ref: Any = None
     image_manager: Any = None
+    option_manager: Any = None  # the host's advanced options (configManager.advancedOption)
 
     @property
     def usable(self) -> bool:
@@ -122,6 +138,8 @@ class VmActual:
     ip: str | None
     pending_customization: bool
     hardware_version: str | None = None  # vmx-NN
+    rdma_devices: tuple[Any, ...] = ()  # RDMA NIC devices: non-NVIDIA passthrough, SR-IOV, PVRDMA
+    rdma_nics: tuple[str, ...] = ()  # their summaries, as RdmaNicDevice.summary, sorted
 
     @property
     def owned(self) -> bool:
@@ -146,6 +164,31 @@ def extra_config_dict(options: list[Any] | None) -> dict[str, str]:
     return {opt.key: str(opt.value) for opt in options or []}
 
 
+def _is_gpu_passthrough(device: Any) -> bool:
+    vendor = (device.backing.vendorId or 0) & 0xFFFF
+    return vendor in (0, NVIDIA_VENDOR_ID)
+
+
+def rdma_summary(device: Any) -> str:
+    """An RDMA NIC device as RdmaNicDevice.summary names it."""
+    if isinstance(device, vim.vm.device.VirtualVmxnet3Vrdma):
+        return "pvrdma"
+    if isinstance(device, vim.vm.device.VirtualSriovEthernetCard):
+        sriov = device.sriovBacking
+        function = sriov.physicalFunctionBacking if sriov else None
+        return f"sriov {function.id if function else '?'}"
+    return f"passthrough {device.backing.id}"
+
+
+def _rdma_devices(devices: list[Any]) -> tuple[Any, ...]:
+    return tuple(
+        d for d in devices
+        if isinstance(d, vim.vm.device.VirtualVmxnet3Vrdma | vim.vm.device.VirtualSriovEthernetCard)
+        or (isinstance(d, vim.vm.device.VirtualPCIPassthrough)
+            and isinstance(d.backing, vim.vm.device.VirtualPCIPassthrough.DeviceBackingInfo)
+            and not _is_gpu_passthrough(d)))
+
+
 def _vm_from_props(ref: Any, props: dict[str, Any], host_names: dict[str, str]) -> VmActual:
     devices = props.get("config.hardware.device") or []
     vgpu_devices = tuple(
@@ -157,7 +200,9 @@ def _vm_from_props(ref: Any, props: dict[str, Any], host_names: dict[str, str]) 
         d for d in devices
         if isinstance(d, vim.vm.device.VirtualPCIPassthrough)
         and isinstance(d.backing, vim.vm.device.VirtualPCIPassthrough.DeviceBackingInfo)
+        and _is_gpu_passthrough(d)
     )
+    rdma_devices = _rdma_devices(devices)
     host = props.get("runtime.host")
     return VmActual(
         name=props.get("name", ref._moId),
@@ -178,6 +223,8 @@ def _vm_from_props(ref: Any, props: dict[str, Any], host_names: dict[str, str]) 
         passthrough_devices=passthrough_devices,
         ip=props.get("guest.ipAddress") or None,
         pending_customization=bool(props.get("config.tools.pendingCustomization")),
+        rdma_devices=rdma_devices,
+        rdma_nics=tuple(sorted(rdma_summary(d) for d in rdma_devices)),
     )
 
 
@@ -221,6 +268,21 @@ def _passthrough_per_gpu(props: dict[str, Any], gpus: list[GpuDevice]) -> dict[s
             for info in props.get("config.pciPassthruInfo") or [] if info.id in wanted}
 
 
+def _pci_devices(props: dict[str, Any]) -> dict[str, PciDevice]:
+    """Every PCI device of the host with its passthrough and SR-IOV state."""
+    infos = {info.id: info for info in props.get("config.pciPassthruInfo") or []}
+    out: dict[str, PciDevice] = {}
+    for d in props.get("hardware.pciDevice") or []:
+        info = infos.get(d.id)
+        sriov = info if isinstance(info, vim.host.SriovInfo) else None
+        out[d.id] = PciDevice(
+            pci_id=d.id, vendor_id=d.vendorId & 0xFFFF, device_id=d.deviceId & 0xFFFF,
+            name=d.deviceName or "", passthrough=_passthrough_state(info) if info else None,
+            sriov_enabled=bool(sriov.sriovEnabled) if sriov else None,
+            virtual_functions=int(sriov.numVirtualFunction or 0) if sriov else 0)
+    return out
+
+
 def _host_from_props(ref: Any, props: dict[str, Any], vms: dict[str, VmActual]) -> HostFacts:
     product = props.get("config.product")
     graphics = props.get("config.graphicsConfig")
@@ -242,8 +304,10 @@ def _host_from_props(ref: Any, props: dict[str, Any], vms: dict[str, VmActual]) 
             HeldVgpu(vm=vm.name, vgpu_type=t, powered_on=vm.powered_on)
             for vm in vms.values() if vm.host == name for t in vm.vgpus
         ],
+        pci_devices=_pci_devices(props),
         ref=ref,
         image_manager=props.get("configManager.imageConfigManager"),
+        option_manager=props.get("configManager.advancedOption"),
     )
 
 

@@ -13,10 +13,16 @@ from dataclasses import dataclass
 from vgpu import mig
 from vgpu.errors import InputError, Problem
 from vgpu.model.inventory import Inventory
-from vgpu.model.plan import Plan, PlannedVgpu
+from vgpu.model.plan import Plan, PlannedRdmaNic, PlannedVgpu, PlannedVM
 from vgpu.model.vgpu_request import VgpuRequest, parse_vgpu
 from vgpu.plan import HeldVgpu
-from vgpu.vsphere.desired import GuestNetwork, OwnerMarks, PassthroughDevice, VmDesired
+from vgpu.vsphere.desired import (
+    GuestNetwork,
+    OwnerMarks,
+    PassthroughDevice,
+    RdmaNicDevice,
+    VmDesired,
+)
 from vgpu.vsphere.facts import HostFacts, VmActual
 
 
@@ -124,6 +130,25 @@ def _guest_network(ip: str | None, inventory: Inventory) -> GuestNetwork | None:
                         dns=tuple(pool.dns), domain=pool.domain)
 
 
+def _rdma_nic(vm: PlannedVM, facts: HostFacts, inventory: Inventory, source: str,
+              problems: list[Problem]) -> RdmaNicDevice | None:
+    """The VM's planned RDMA NIC as a device, read against the host's PCI devices."""
+    planned: PlannedRdmaNic | None = vm.rdma_nic
+    if planned is None:
+        return None
+    device = facts.pci_devices.get(planned.pci_id)
+    if device is None:
+        problems.append(Problem(source, f"hosts ({vm.host}).rdma_nics",
+                                f"VM {vm.name} needs the RDMA NIC {planned.pci_id} of "
+                                f"{vm.host}, which vCenter does not show",
+                                fix="check the host's PCI devices (vgpu preflight) and the "
+                                    "NIC's pci_id in the inventory"))
+        return None
+    network = planned.network or (inventory.placement.network if inventory.placement else None)
+    return RdmaNicDevice(pci_id=planned.pci_id, kind=planned.kind, vendor_id=device.vendor_id,
+                         device_id=device.device_id, network=network)
+
+
 def desired_from_plan(
     plan: Plan, inventory: Inventory, hosts: dict[str, HostFacts], source: str,
 ) -> list[VmDesired]:
@@ -171,9 +196,10 @@ def desired_from_plan(
                                             "pick a profile the host offers"))
                 continue
             vgpus.append(host_type)
+        rdma_nic = _rdma_nic(vm, facts, inventory, source, problems)
         desired.append(VmDesired(
             name=vm.name, host=vm.host, num_cpus=vm.vcpu, memory_mb=vm.memory_mb, owner=owner,
-            vgpus=tuple(vgpus), passthrough=tuple(passthrough),
+            vgpus=tuple(vgpus), passthrough=tuple(passthrough), rdma_nic=rdma_nic,
             extra_config=dict(vm.extra_config), network=_guest_network(vm.ip, inventory),
             firmware=vm.firmware, memory_reservation_locked=vm.memory_reservation_locked,
             guest_id=guest_id,

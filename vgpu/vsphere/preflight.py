@@ -21,7 +21,7 @@ from typing import Any
 
 from vgpu import mig
 from vgpu.errors import InputError, PlanError
-from vgpu.model.inventory import Inventory
+from vgpu.model.inventory import Inventory, RdmaNic
 from vgpu.model.scenario import Scenario
 from vgpu.plan import HeldVgpu
 from vgpu.runpaths import new_run_file
@@ -29,6 +29,7 @@ from vgpu.vsphere.connection import Session
 from vgpu.vsphere.facts import HostFacts, driver_branch, read_host_drivers
 from vgpu.vsphere.from_inventory import placement_from_inventory
 from vgpu.vsphere.from_plan import desired_from_plan, gpu_order, held_from_facts
+from vgpu.vsphere.host_options import option_check_detail, read_option
 from vgpu.vsphere.reconcile import read_state
 from vgpu.vsphere.workflow import ScenarioState, read_scenario_state
 
@@ -210,6 +211,45 @@ def _same_version(vib_version: str, expected: str) -> bool:
     return vib_version == expected or vib_version.startswith(expected + "-")
 
 
+def _rdma_nic_check(facts: HostFacts, nic: RdmaNic) -> Check:
+    """The inventory's RDMA NIC is in the host and ready for the way VMs get it."""
+    name = f"RDMA NIC {nic.pci_id}"
+    device = facts.pci_devices.get(nic.pci_id)
+    if device is None:
+        others = sorted(p for p, d in facts.pci_devices.items() if d.vendor_id == 0x15B3)
+        return Check(name, False, f"no PCI device at {nic.pci_id} on this host (its Mellanox/"
+                     f"NVIDIA NICs: {', '.join(others) or 'none'}): fix the NIC's pci_id in "
+                     "the inventory's rdma_nics, or seat the NIC")
+    found = f"{device.name or 'PCI device'} (0x{device.vendor_id:04x}:0x{device.device_id:04x})"
+    if nic.kind == "sriov" and not (device.sriov_enabled and device.virtual_functions):
+        return Check(name, False, f"{found}: SR-IOV is not enabled (virtual functions: "
+                     f"{device.virtual_functions}): enable it on {nic.pci_id} in the vSphere "
+                     "Client (Host > Configure > PCI Devices) or with the NIC driver's "
+                     "max_vfs module parameter (esxcli system module parameters set -m "
+                     "nmlx5_core -p max_vfs=8), then reboot the host")
+    if nic.kind == "passthrough" and device.passthrough != "active":
+        return Check(name, False, f"{found}: passthrough is {device.passthrough or 'unknown'}"
+                     f": esxcli hardware pci pcipassthru set -d {nic.pci_id} -e true -a, "
+                     "then reboot the host if it asks")
+    state = f"{device.virtual_functions} virtual functions" if nic.kind == "sriov" \
+        else f"passthrough {device.passthrough}" if nic.kind == "passthrough" else "present"
+    return Check(name, True, f"{found}, {nic.kind}: {state}")
+
+
+def rdma_nic_checks(facts: HostFacts, inventory: Inventory) -> list[Check]:
+    host = next((h for h in inventory.hosts if h.name == facts.name), None)
+    return [_rdma_nic_check(facts, nic) for nic in (host.rdma_nics if host else [])]
+
+
+def host_option_checks(facts: HostFacts, wanted: dict[str, str]) -> list[Check]:
+    """The scenario's ESXi advanced options (vm_settings.ats) as the host has them."""
+    checks: list[Check] = []
+    for key, value in sorted(wanted.items()):
+        ok, detail = option_check_detail(read_option(facts, key), value)
+        checks.append(Check(f"advanced option {key}", ok, detail))
+    return checks
+
+
 def host_checks(facts: HostFacts, inventory: Inventory) -> list[Check]:
     checks = [
         Check("connection", facts.connection_state == "connected",
@@ -251,7 +291,7 @@ def host_checks(facts: HostFacts, inventory: Inventory) -> list[Check]:
         "Shared Direct" if shared_direct
         else f"{facts.graphics_default_type or 'unknown'}: set it to Shared Direct "
              "(esxcli graphics host set --default-type SharedPassthru) and restart xorg"))
-    return checks + driver_checks(facts, inventory)
+    return checks + driver_checks(facts, inventory) + rdma_nic_checks(facts, inventory)
 
 
 def _scenario_checks(scenario_state: ScenarioState, reports: list[HostReport],
@@ -262,6 +302,7 @@ def _scenario_checks(scenario_state: ScenarioState, reports: list[HostReport],
     except PlanError as exc:
         return [Check("capacity", False, str(exc))]
     _excuse_unused_maintenance(reports, {vm.host for vm in plan.vms})
+    _add_host_option_checks(scenario_state, reports, {vm.host for vm in plan.vms})
     held = len(scenario_state.held)
     checks = [Check("capacity", True, f"{len(plan.vms)} VM(s) fit"
                     + (f" beside {held} held vGPU(s)" if held else ""))]
@@ -283,6 +324,17 @@ def _scenario_checks(scenario_state: ScenarioState, reports: list[HostReport],
                             "needs ESXi 8.0 on " + ", ".join(old) if old
                             else "ESXi 8.0+ on every host used"))
     return checks
+
+
+def _add_host_option_checks(scenario_state: ScenarioState, reports: list[HostReport],
+                            used: set[str]) -> None:
+    """Each host the plan uses reports the scenario's advanced options (ATS)."""
+    wanted = scenario_state.scenario.vm_settings.host_options()
+    hosts = scenario_state.state.hosts
+    for report in reports:
+        facts = hosts.get(report.name)
+        if wanted and facts is not None and report.name in used and facts.usable:
+            report.checks += host_option_checks(facts, wanted)
 
 
 def _excuse_unused_maintenance(reports: list[HostReport], used: set[str]) -> None:

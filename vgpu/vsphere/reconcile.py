@@ -56,6 +56,12 @@ def check_desired(desired: list[VmDesired], state: ClusterState, source: str) ->
                     f"host {vm.host} has no NVIDIA GPU at {device.pci_id}; it has: "
                     f"{', '.join(sorted(present)) or 'none'}",
                     fix="fix pci_ids in the inventory"))
+        nic = vm.rdma_nic
+        if nic is not None and nic.pci_id not in host.pci_devices:
+            problems.append(Problem(
+                source, f"VM {vm.name} rdma_nic",
+                f"host {vm.host} has no PCI device at {nic.pci_id} for the RDMA NIC",
+                fix="fix the NIC's pci_id in the inventory's rdma_nics"))
     if problems:
         raise InputError(problems)
 

@@ -20,6 +20,8 @@ def _created_summary(change: VmChange) -> str:
     parts = [f"{want.num_cpus} vCPU", f"{want.memory_mb // 1024} GB"
              + (" reserved" if want.memory_reservation_locked else ""), want.firmware.upper()]
     parts += list(want.vgpus) + [f"passthrough {d.pci_id}" for d in want.passthrough]
+    if want.rdma_nic:
+        parts.append(f"RDMA NIC {want.rdma_nic.summary}")
     if want.network:
         parts.append(f"IP {want.network.ip}")
     if want.extra_config:

@@ -8,8 +8,8 @@ from typing import Any
 
 from pyVmomi import vim
 
-from vgpu.vsphere.desired import GuestNetwork, PassthroughDevice, VmDesired
-from vgpu.vsphere.facts import VmActual
+from vgpu.vsphere.desired import GuestNetwork, PassthroughDevice, RdmaNicDevice, VmDesired
+from vgpu.vsphere.facts import VmActual, rdma_summary
 
 # Temporary negative keys tell vSphere "new device"; it assigns the real ones.
 NEW_DEVICE_KEY_BASE = -1000
@@ -48,7 +48,7 @@ def _vgpu_device_changes(want: VmDesired, have: VmActual | None) -> list[Any]:
     return changes
 
 
-def _passthrough_backing(device: PassthroughDevice, system_id: str) -> Any:
+def _passthrough_backing(device: PassthroughDevice | RdmaNicDevice, system_id: str) -> Any:
     # deviceId is the hex string vSphere lists in QueryConfigTarget().pciPassthrough.
     return vim.vm.device.VirtualPCIPassthrough.DeviceBackingInfo(
         id=device.pci_id, deviceId=format(device.device_id, "x"), systemId=system_id,
@@ -75,11 +75,51 @@ def _passthrough_changes(want: VmDesired, have: VmActual | None,
     return changes
 
 
+def _network_backing(nic: RdmaNicDevice) -> Any:
+    return vim.vm.device.VirtualEthernetCard.NetworkBackingInfo(deviceName=nic.network or "")
+
+
+def rdma_nic_device(nic: RdmaNicDevice, system_id: str, key: int) -> Any:
+    """The VM device for the RDMA NIC: DirectPath I/O of the whole NIC, an SR-IOV virtual
+    function of it, or a PVRDMA adapter (RoCE v2)."""
+    if nic.kind == "passthrough":
+        return vim.vm.device.VirtualPCIPassthrough(
+            key=key, backing=_passthrough_backing(nic, system_id))
+    if nic.kind == "sriov":
+        return vim.vm.device.VirtualSriovEthernetCard(
+            key=key, backing=_network_backing(nic), allowGuestOSMtuChange=True,
+            sriovBacking=vim.vm.device.VirtualSriovEthernetCard.SriovBackingInfo(
+                physicalFunctionBacking=_passthrough_backing(nic, system_id)))
+    return vim.vm.device.VirtualVmxnet3Vrdma(key=key, backing=_network_backing(nic),
+                                             deviceProtocol="rocev2")
+
+
+def _rdma_changes(want: VmDesired, have: VmActual | None,
+                  system_ids: dict[str, str]) -> list[Any]:
+    """Keep the VM's RDMA NIC device when it is the wanted one; remove any other."""
+    wanted = want.rdma_nic.summary if want.rdma_nic else None
+    changes: list[Any] = []
+    kept = False
+    for device in have.rdma_devices if have else ():
+        if not kept and rdma_summary(device) == wanted:
+            kept = True
+        else:
+            changes.append(vim.vm.device.VirtualDeviceSpec(
+                operation=vim.vm.device.VirtualDeviceSpec.Operation.remove, device=device))
+    if want.rdma_nic is not None and not kept:
+        nic = want.rdma_nic
+        changes.append(vim.vm.device.VirtualDeviceSpec(
+            operation=vim.vm.device.VirtualDeviceSpec.Operation.add,
+            device=rdma_nic_device(nic, system_ids.get(nic.pci_id, ""),
+                                   NEW_DEVICE_KEY_BASE - 200 - len(changes))))
+    return changes
+
+
 def reconfigure_spec(want: VmDesired, have: VmActual | None,
                      system_ids: dict[str, str] | None = None) -> Any | None:
     """Only what differs from ``have`` (everything for a fresh clone, ``have=None``);
-    None when nothing differs. ``system_ids`` maps passthrough PCI addresses to the host
-    system id their backing needs."""
+    None when nothing differs. ``system_ids`` maps passthrough PCI addresses (GPUs and the
+    RDMA NIC) to the host system id their backing needs."""
     spec = vim.vm.ConfigSpec()
     changed = False
     if have is None or have.num_cpus != want.num_cpus:
@@ -96,8 +136,9 @@ def reconfigure_spec(want: VmDesired, have: VmActual | None,
     extra = {k: v for k, v in want.all_extra_config().items() if current.get(k) != v}
     if extra:
         spec.extraConfig, changed = option_values(extra), True
-    devices = _vgpu_device_changes(want, have) + _passthrough_changes(want, have,
-                                                                      system_ids or {})
+    ids = system_ids or {}
+    devices = (_vgpu_device_changes(want, have) + _passthrough_changes(want, have, ids)
+               + _rdma_changes(want, have, ids))
     if devices:
         spec.deviceChange, changed = devices, True
     return spec if changed else None
@@ -109,7 +150,9 @@ def guest_hostname(vm_name: str) -> str:
     return label or "vgpu-vm"
 
 
-def customization_spec(vm_name: str, network: GuestNetwork) -> Any:
+def customization_spec(vm_name: str, network: GuestNetwork, dhcp_adapters: int = 0) -> Any:
+    """The static address for the VM's first NIC; ``dhcp_adapters`` further NICs (an SR-IOV
+    or PVRDMA RDMA adapter) take DHCP: vCenter wants one setting per NIC."""
     adapter = vim.vm.customization.IPSettings(
         ip=vim.vm.customization.FixedIp(ipAddress=network.ip),
         subnetMask=network.netmask,
@@ -124,5 +167,8 @@ def customization_spec(vm_name: str, network: GuestNetwork) -> Any:
         ),
         globalIPSettings=vim.vm.customization.GlobalIPSettings(
             dnsServerList=list(network.dns), dnsSuffixList=[network.domain]),
-        nicSettingMap=[vim.vm.customization.AdapterMapping(adapter=adapter)],
+        nicSettingMap=[vim.vm.customization.AdapterMapping(adapter=adapter)] + [
+            vim.vm.customization.AdapterMapping(adapter=vim.vm.customization.IPSettings(
+                ip=vim.vm.customization.DhcpIpGenerator()))
+            for _ in range(dhcp_adapters)],
     )

@@ -18,6 +18,7 @@ from vgpu.vsphere.desired import VmDesired
 from vgpu.vsphere.diff import ChangeSet
 from vgpu.vsphere.from_inventory import placement_from_inventory
 from vgpu.vsphere.from_plan import desired_from_plan, held_from_facts
+from vgpu.vsphere.host_options import HostOptionChange, plan_host_options
 from vgpu.vsphere.reconcile import ClusterState, plan_apply, plan_teardown, read_state
 
 
@@ -52,6 +53,7 @@ class ApplyPreparation:
     desired: list[VmDesired]
     changes: ChangeSet
     scenario_state: ScenarioState
+    host_options: list[HostOptionChange] = field(default_factory=list)  # ATS, to set
 
     @property
     def state(self) -> ClusterState:
@@ -74,7 +76,10 @@ def prepare_apply(session: Session, scenario: Scenario, inventory: Inventory,
     desired = desired_from_plan(plan, inventory, scenario_state.state.hosts,
                                 str(inventory_path))
     changes = plan_apply(scenario_state.state, desired, scenario.id, source)
-    return ApplyPreparation(plan, desired, changes, scenario_state)
+    used = sorted({vm.host for vm in plan.vms})
+    host_options = plan_host_options(scenario_state.state.hosts, used,
+                                     scenario.vm_settings.host_options())
+    return ApplyPreparation(plan, desired, changes, scenario_state, host_options)
 
 
 def prepare_destroy(session: Session, scenario_id: str, inventory: Inventory,

@@ -39,12 +39,23 @@ import (
 )
 
 const (
-	nvidiaVendorID  = 0x10de
-	a100PCIe80GBID  = 0x20b5
-	displayClassID  = 0x0302 // 3D controller
-	a100MemoryInKB  = 80 * 1024 * 1024
-	modelTemplateVM = "DC0_C0_RP0_VM0"
+	nvidiaVendorID   = 0x10de
+	a100PCIe80GBID   = 0x20b5
+	displayClassID   = 0x0302 // 3D controller
+	a100MemoryInKB   = 80 * 1024 * 1024
+	modelTemplateVM  = "DC0_C0_RP0_VM0"
+	mellanoxVendorID = 0x15b3
+	connectX6ID      = 0x101b
+	ethernetClassID  = 0x0200
+	nicVirtualFuncs  = 8
 )
+
+// The RDMA NICs of every host: a ConnectX-6 with two ports, port 0 in passthrough (active),
+// port 1 with SR-IOV on (as vgpu/sim/lab.py RDMA_NICS lists them).
+var rdmaNicPorts = []struct {
+	id    string
+	sriov bool
+}{{"0000:3b:00.0", false}, {"0000:3b:00.1", true}}
 
 // The MIG-backed types of an A100 PCIe 80GB (board code A100D), largest first, then the
 // time-sliced ones, as ESXi with the NVIDIA AI Enterprise host driver lists them.
@@ -127,6 +138,8 @@ type labConfig struct {
 	removedTypes map[string]bool
 	disconnected map[int]bool
 	maintenance  map[int]bool
+	sriovOff     map[int]bool
+	hostOptions  []types.BaseOptionValue
 }
 
 func parseFlags() labConfig {
@@ -148,9 +161,13 @@ func parseFlags() labConfig {
 	removed := flag.String("remove-vgpu-types", "", "vGPU types no host offers, e.g. grid_a100d-1-10c,grid_a100d-2-20c")
 	disconnected := flag.String("disconnected", "", "host indexes reported as disconnected, e.g. 1,2")
 	maintenance := flag.String("maintenance", "", "host indexes in maintenance mode, e.g. 0")
+	sriovOff := flag.String("sriov-off", "", "host indexes whose NIC has SR-IOV turned off, e.g. 1")
+	hostOptions := flag.String("host-option", "", "advanced options every host knows, with their start values, e.g. PCI.Foo=0,Net.Bar=x (integers stay integers)")
 	flag.Parse()
 	c.disconnected = hostIndexes("-disconnected", *disconnected, c.hosts)
 	c.maintenance = hostIndexes("-maintenance", *maintenance, c.hosts)
+	c.sriovOff = hostIndexes("-sriov-off", *sriovOff, c.hosts)
+	c.hostOptions = parseHostOptions(*hostOptions)
 	c.removedTypes = map[string]bool{}
 	for _, name := range strings.Split(*removed, ",") {
 		if name != "" {
@@ -183,6 +200,41 @@ func hostIndexes(flagName, spec string, hosts int) map[int]bool {
 		out[index] = true
 	}
 	return out
+}
+
+// parseHostOptions reads Key=Value pairs; a value that is an integer is kept as one (ESXi
+// keeps integer options as longs and refuses strings for them).
+func parseHostOptions(spec string) []types.BaseOptionValue {
+	var out []types.BaseOptionValue
+	for _, item := range strings.Split(spec, ",") {
+		if item == "" {
+			continue
+		}
+		parts := strings.SplitN(item, "=", 2)
+		if len(parts) != 2 || parts[0] == "" {
+			log.Fatalf("bad -host-option entry %q (want Key=Value)", item)
+		}
+		var value interface{} = parts[1]
+		if number, err := strconv.ParseInt(parts[1], 10, 64); err == nil {
+			value = number
+		}
+		out = append(out, &types.OptionValue{Key: parts[0], Value: value})
+	}
+	return out
+}
+
+// addOptionManager gives the host an advanced-option manager of its own (the simulator's
+// hosts share one list, so a change on one host would show on all).
+func addOptionManager(h *simulator.HostSystem, c labConfig) {
+	settings := []types.BaseOptionValue{&types.OptionValue{Key: "Config.HostAgent.log.level", Value: "info"}}
+	for _, option := range c.hostOptions {
+		value := *option.GetOptionValue()
+		settings = append(settings, &value)
+	}
+	ref := types.ManagedObjectReference{Type: "OptionManager", Value: "advoptions-" + h.Self.Value}
+	manager := simulator.NewOptionManager(&ref, settings)
+	simulator.Map.Put(manager)
+	h.ConfigManager.AdvancedOption = &ref
 }
 
 func parseDelays(spec string) (map[string]int, error) {
@@ -256,7 +308,9 @@ func shapeHost(h *simulator.HostSystem, index int, c labConfig) {
 	offersVgpu := index < noVgpuFrom
 	// Hosts without vGPU types are hosts without the NVIDIA host driver.
 	addImageConfigManager(h, c, offersVgpu)
+	addOptionManager(h, c)
 	shapeGpus(h, gpus)
+	addRdmaNics(h, !c.sriovOff[index])
 	h.Config.SharedPassthruGpuTypes = nil
 	if offersVgpu {
 		for _, name := range a100dVgpuTypes {
@@ -298,6 +352,34 @@ func shapeGpus(h *simulator.HostSystem, gpus int) {
 		DeviceType:                     deviceTypes,
 	}
 	h.Config.PciPassthruInfo = passthru
+}
+
+// addRdmaNics adds the ConnectX-6 ports to the host's PCI devices and passthrough info:
+// port 0 passthrough-active, port 1 an SR-IOV physical function (VFs on unless sriovOn is
+// false).
+func addRdmaNics(h *simulator.HostSystem, sriovOn bool) {
+	for i, port := range rdmaNicPorts {
+		h.Hardware.PciDevice = append(h.Hardware.PciDevice, types.HostPciDevice{
+			Id: port.id, ClassId: ethernetClassID, Bus: 0x3b, Function: byte(i),
+			VendorId: mellanoxVendorID, DeviceId: connectX6ID, SubVendorId: mellanoxVendorID,
+			SubDeviceId: 0x0007, VendorName: "Mellanox Technologies",
+			DeviceName: "MT28908 Family [ConnectX-6]", ParentBridge: "0000:3a:00.0",
+		})
+		info := types.HostPciPassthruInfo{Id: port.id, DependentDevice: port.id,
+			PassthruCapable: true, PassthruEnabled: !port.sriov, PassthruActive: !port.sriov}
+		if !port.sriov {
+			h.Config.PciPassthruInfo = append(h.Config.PciPassthruInfo, &info)
+			continue
+		}
+		vfs := int32(0)
+		if sriovOn {
+			vfs = nicVirtualFuncs
+		}
+		h.Config.PciPassthruInfo = append(h.Config.PciPassthruInfo, &types.HostSriovInfo{
+			HostPciPassthruInfo: info, SriovEnabled: sriovOn, SriovCapable: true,
+			SriovActive: sriovOn, NumVirtualFunctionRequested: vfs, NumVirtualFunction: vfs,
+			MaxVirtualFunctionSupported: 127})
+	}
 }
 
 // selfSignedCert makes a P-256 certificate for the listen host, localhost and 127.0.0.1

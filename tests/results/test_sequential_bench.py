@@ -1,0 +1,168 @@
+"""`vgpu bench --until-decided / --max-repeats / --budget`: the series loop's hook extends a
+series from its stored repeats judged against the stored baseline (repeats faked: each
+stores the next synthetic throughput)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vgpu import catalog
+from vgpu.bench import session
+from vgpu.bench.devices import cpu_device
+from vgpu.bench.local import local_targets
+from vgpu.bench.session import BenchOutcome, run_bench
+from vgpu.bench.workload import BenchOverrides, effective_workload
+from vgpu.cli.bench import _budget_s
+from vgpu.errors import InputError
+from vgpu.model.scenario import InferenceWorkload
+from vgpu.results.records import InstanceResult, RunStart
+from vgpu.results.store import ResultStore
+
+WORKLOAD = "resnet50-offline"
+REFERENCE = [1000.0, 1010.0, 990.0, 1005.0, 995.0, 1000.0, 1008.0, 992.0, 1003.0, 997.0]
+
+
+def _store_baseline(store: ResultStore, key: str) -> None:
+    series_id = uuid.uuid4().hex
+    for index, value in enumerate(REFERENCE):
+        start = RunStart(series_id=series_id, scenario_id="bm6", scenario_name="bm6",
+                         workload=key, target_kind="bare-metal", repeat_index=index,
+                         workload_detail={"loadgen_scenario": "Offline",
+                                          "repeats": len(REFERENCE)})
+        store.record_run(start, "ok", instances=[_instance(value)])
+
+
+def _instance(throughput: float) -> InstanceResult:
+    return InstanceResult(name="a", status="ok", device_kind="cpu", validity="VALID",
+                          throughput=throughput, latency_ns={"p99": 1e6})
+
+
+def _fake_repeats(values: Iterator[float]) -> Any:
+    def run_repeat(store: ResultStore, scenario: Any, targets: Any, result: Any,
+                   repeat: int, repeats: int, *_: Any) -> list[Any]:
+        run_id = session._begin_run(store, scenario, targets, result, repeat, repeats)
+        store.finish_run(run_id, "ok", instances=[_instance(next(values))])
+        return []
+    return run_repeat
+
+
+def _bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, values: Iterable[float],
+           overrides: BenchOverrides, baseline: bool = True) -> BenchOutcome:
+    scenario = catalog.load("6")
+    targets, notes = local_targets(scenario, [cpu_device()], tmp_path / "work")
+    monkeypatch.setattr(session, "_run_repeat", _fake_repeats(iter(values)))
+    monkeypatch.setattr(session, "_calibrate", lambda *_: True)
+    workload = next(w for w in scenario.workloads
+                    if isinstance(w, InferenceWorkload) and w.label == WORKLOAD)
+    with ResultStore.open(tmp_path / "r.db") as store:
+        if baseline:
+            _store_baseline(store, effective_workload(workload, True, overrides).key)
+        return run_bench(scenario, targets[:1], notes, store, overrides=overrides,
+                         workload_names=[WORKLOAD])
+
+
+def test_until_decided_extends_an_undecided_pilot_to_a_verdict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    values = [985.0, 1000.0, 990.0] + [1001.0, 999.0, 1000.0, 1002.0] * 5
+    outcome = _bench(tmp_path, monkeypatch, values, BenchOverrides(until_decided=True))
+    [workload] = outcome.workloads
+    assert len(workload.run_ids) == 7
+    assert workload.comparison is not None and workload.comparison.verdict == "PASS"
+    notes = [n for n in workload.workload.notes if n.startswith("sequential repeats")]
+    assert notes == ["sequential repeats: look 1 at 3 repeats: undecided, planned 7 repeats",
+                     "sequential repeats: look 2 at 7 repeats: PASS, minimum detectable "
+                     f"difference {workload.comparison.checks[0].mdd_pct:.2f}%"]
+
+
+def test_max_repeats_caps_an_undecidable_series(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    values = [975.0, 1000.0, 965.0, 990.0, 970.0, 985.0] * 3
+    outcome = _bench(tmp_path, monkeypatch, values,
+                     BenchOverrides(until_decided=True, max_repeats=6))
+    [workload] = outcome.workloads
+    assert len(workload.run_ids) == 6
+    assert workload.comparison is not None
+    assert workload.comparison.verdict == "INCONCLUSIVE"
+    assert "look 2 at 6 repeats: INCONCLUSIVE" in workload.workload.notes[-1]
+
+
+def test_without_the_option_the_series_runs_its_repeats(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    outcome = _bench(tmp_path, monkeypatch, [985.0, 1000.0, 990.0, 1.0], BenchOverrides())
+    assert len(outcome.workloads[0].run_ids) == 3
+
+
+def test_a_series_without_baseline_stops_at_its_pilot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    outcome = _bench(tmp_path, monkeypatch, [985.0, 1000.0, 990.0, 1.0],
+                     BenchOverrides(until_decided=True), baseline=False)
+    assert len(outcome.workloads[0].run_ids) == 3
+
+
+def test_a_spent_budget_says_what_it_expects_and_stops(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    outcome = _bench(tmp_path, monkeypatch, [985.0, 1000.0, 990.0, 1.0],
+                     BenchOverrides(budget_s=1e-9))
+    [workload] = outcome.workloads
+    assert len(workload.run_ids) == 3
+    [budget] = [n for n in workload.workload.notes if n.startswith("budget:")]
+    assert budget.startswith(f"budget: {WORKLOAD}: ~7 repeats for a 2% verdict at CV ")
+    assert budget.endswith("the budget affords 3: expect INCONCLUSIVE unless it is clear")
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("45m", 2700.0), ("2h", 7200.0),
+                                              ("900s", 900.0), ("90", 90.0)])
+def test_budget_durations(text: str, seconds: float) -> None:
+    assert _budget_s(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "45x", "-3m", "m"])
+def test_bad_budget_durations(text: str) -> None:
+    with pytest.raises(InputError):
+        _budget_s(text)
+
+
+class _Clock:
+    """time for the session: each faked repeat advances it by the next of ``steps``."""
+
+    def __init__(self, steps: Sequence[float]) -> None:
+        self.now = 0.0
+        self.steps = iter(steps)
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+@pytest.mark.parametrize(("budget_s", "runs"), [(720.0, 7), (1e6, 20)])
+def test_a_budget_running_out_makes_the_next_look_the_last(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, budget_s: float, runs: int,
+) -> None:
+    """Pilot 3 x 60 s in a 12 min budget: 9 more repeats afforded, 7 planned; repeats 4-7
+    take 200 s each, so at 7 no time is left and look 2 is the last. With time to
+    spare the same series goes on to its cap."""
+    clock = _Clock([60.0] * 3 + [200.0] * 30)
+    monkeypatch.setattr(session, "time", clock)
+    values = iter([985.0, 1000.0, 990.0] + [970.0, 1010.0, 975.0, 1005.0] * 5)
+
+    def advancing(values: Iterator[float]) -> Iterator[float]:
+        for value in values:
+            clock.now += next(clock.steps)
+            yield value
+
+    result = _bench(tmp_path, monkeypatch, advancing(values),
+                    BenchOverrides(budget_s=budget_s)).workloads[0]
+    assert len(result.run_ids) == runs
+    looks = [n for n in result.workload.notes if n.startswith("sequential repeats")]
+    assert looks[0] == "sequential repeats: look 1 at 3 repeats: undecided, planned 7 repeats"
+    assert looks[1].startswith("sequential repeats: look 2 at 7 repeats: ")
+    assert ("planned" in looks[1]) == (runs > 7)

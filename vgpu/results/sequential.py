@@ -1,0 +1,224 @@
+"""Sequential repeats (pure): repeat a series until its verdict is decided, with error
+rates that hold, and a time budget spread over workloads by their noise.
+
+Design (a group-sequential procedure with a Bonferroni split of alpha over the looks):
+
+- the series is judged at most ``looks`` times: after the pilot (the scenario's minimum
+  repeats), then at totals planned from the data seen so far, the last look at most at
+  ``max_repeats``;
+- the LAST look is the ordinary 95% verdict of compare.py (error rate <= 2.5% per side);
+- an EARLIER look stops the series only when the CI at confidence
+  ``1 - interim_alpha/(looks-1)`` decides (98.75% with the defaults); those looks share
+  ``interim_alpha`` = 2.5%, i.e. 1.25% per side.
+
+By the union bound a false FAIL (or a false PASS) happens with probability at most
+2.5% + 1.25% = 3.75% per side, whatever the stopping; the margin to 5% absorbs Welch's
+small-sample optimism (at 3 repeats its 95% CI misses up to ~3.7%, not 2.5%, per side). An
+interim stop at the wider CI is also a 95% decision, so the stored series judged
+afterwards says the same verdict.
+
+Between looks the total is planned Stein-fashion from the noise measured so far: the
+fewest repeats whose 95% CI half-width plus a power margin, ``(t(0.975) + t(power)) * se``,
+is below the distance from the estimated difference to the nearest band edge (at least
+``min_distance_pct``). Assumptions: repeat means are normal and independent, and the
+reference series is fixed while the candidate grows."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from vgpu.results.compare import Band, Check, Verdict, _judge, compare_samples
+from vgpu.results.stats import ALPHA, POWER, t_quantile
+
+DEFAULT_MAX_REPEATS = 20
+DEFAULT_LOOKS = 3
+
+
+@dataclass(frozen=True)
+class Design:
+    """How far and how often a series may be extended."""
+
+    min_repeats: int = 3
+    max_repeats: int = DEFAULT_MAX_REPEATS
+    looks: int = DEFAULT_LOOKS
+    power: float = POWER
+    min_distance_pct: float = 0.5  # plan for at least this distance from a band edge
+    interim_alpha: float = ALPHA / 2  # two-sided, shared by the looks before the last
+
+    def look_alpha(self, final: bool) -> float:
+        """Two-sided alpha of a look: the last one is compare.py's 95% CI."""
+        return ALPHA if final or self.looks < 2 else self.interim_alpha / (self.looks - 1)
+
+
+@dataclass(frozen=True)
+class Look:
+    """One look at a series: its verdict at the look's confidence, whether the series
+    stops here, and the total repeats it should reach otherwise."""
+
+    n: int
+    index: int  # 1 for the pilot
+    final: bool
+    verdict: Verdict
+    stop: bool
+    next_total: int
+    mdd_pct: float | None
+
+    def describe(self) -> str:
+        if not self.stop:
+            return (f"look {self.index} at {self.n} repeats: undecided, "
+                    f"planned {self.next_total} repeats")
+        mdd = "" if self.mdd_pct is None else f", minimum detectable difference {self.mdd_pct:.2f}%"
+        return f"look {self.index} at {self.n} repeats: {self.verdict}{mdd}"
+
+
+@lru_cache(maxsize=4096)
+def _quantile(p: float, df_rounded: float) -> float:
+    return t_quantile(p, df_rounded)
+
+
+def _t(p: float, df: float) -> float:
+    """t quantile; df rounded to 0.01 (and cached): lookups repeat across looks."""
+    return _quantile(p, max(0.01, round(df, 2)))
+
+
+def _welch(cand_var_n: float, ref_var_n: float, cand_n: int, ref_n: int | None) -> float:
+    """Welch-Satterthwaite degrees of freedom (one sample: n - 1)."""
+    if ref_n is None:
+        return float(cand_n - 1)
+    total = cand_var_n + ref_var_n
+    denominator = cand_var_n**2 / (cand_n - 1) + ref_var_n**2 / (ref_n - 1)
+    return total**2 / denominator if denominator > 0 else float(cand_n + ref_n - 2)
+
+
+def _variances(check: Check) -> tuple[float, float, int | None]:
+    """Candidate variance, reference variance per repeat (0 for a reference value), and
+    the reference repeats (None for a reference value), in units of the metric."""
+    cand_var = (check.candidate.stdev or 0.0) ** 2
+    ref = check.reference
+    if ref is None:
+        return cand_var, 0.0, None
+    return cand_var, (ref.stdev or 0.0) ** 2, ref.n
+
+
+def check_ci(check: Check, alpha: float) -> tuple[float, float] | None:
+    """``check``'s CI of the relative difference (percent) at confidence 1 - alpha: its
+    95% CI widened by the ratio of the t quantiles."""
+    if check.ci_pct is None:
+        return None
+    cand_var, ref_var, ref_n = _variances(check)
+    n = check.candidate.n
+    df = _welch(cand_var / n, ref_var / ref_n if ref_n else 0.0, n, ref_n)
+    low, high = check.ci_pct
+    half = (high - low) / 2.0
+    if alpha != ALPHA:
+        half *= _t(1.0 - alpha / 2.0, df) / _t(1.0 - ALPHA / 2.0, df)
+    return check.difference_pct - half, check.difference_pct + half
+
+
+def look_verdict(check: Check, alpha: float) -> Verdict:
+    """The verdict of compare.py's rule on the CI at confidence 1 - alpha."""
+    return _judge(check_ci(check, alpha), check.band)[0]
+
+
+def edge_distance_pct(difference_pct: float, band: Band) -> float:
+    """Distance from a difference to the nearest finite edge of ``band`` (inf: none)."""
+    edges = [e for e in (band.lower_pct, band.upper_pct) if e is not None]
+    return min((abs(difference_pct - e) for e in edges), default=math.inf)
+
+
+def plan_check(check: Check, design: Design) -> int:
+    """Stein's second stage for one check: the fewest total candidate repeats (from its
+    current count to ``max_repeats``) at which ``(t(0.975) + t(power)) * se`` is below the
+    distance to the nearest band edge; ``max_repeats`` when none is."""
+    n_now = check.candidate.n
+    if check.candidate.stdev is None or (check.reference and check.reference.stdev is None):
+        return min(design.max_repeats, max(n_now + 1, design.min_repeats))
+    distance = max(edge_distance_pct(check.difference_pct, check.band),
+                   design.min_distance_pct)
+    cand_var, ref_var, ref_n = _variances(check)
+    ref_term = ref_var / ref_n if ref_n else 0.0
+    scale = 100.0 / abs(check.reference_mean)
+    for n in range(max(n_now, 2), design.max_repeats + 1):
+        se = math.sqrt(cand_var / n + ref_term)
+        df = _welch(cand_var / n, ref_term, n, ref_n)
+        factor = _t(1.0 - ALPHA / 2.0, df) + _t(design.power, df)
+        if factor * se * scale <= distance:
+            return n
+    return design.max_repeats
+
+
+def plan_repeats(
+    pilot_values: Sequence[float], reference_values: Sequence[float], band: Band,
+    alpha: float = ALPHA, power: float = POWER, cap: int = DEFAULT_MAX_REPEATS,
+) -> int:
+    """Total candidate repeats Stein's rule asks for after ``pilot_values`` (``alpha``
+    is that of the final 95% look: only ALPHA is supported, it is compare.py's)."""
+    if alpha != ALPHA:
+        raise ValueError(f"the final look is compare.py's {1 - ALPHA:.0%} CI, got alpha {alpha}")
+    check = compare_samples("plan", pilot_values, reference_values, band)
+    return plan_check(check, Design(max_repeats=cap, power=power))
+
+
+def look(checks: Sequence[Check], n: int, index: int, design: Design,
+         blocked_pass: bool = False) -> Look:
+    """Look ``index`` (1-based) at a series of ``n`` repeats judged by ``checks``: stop on
+    a FAIL or an all-PASS at this look's confidence, or at the last look; else plan the
+    next total (at least one more repeat). ``blocked_pass``: too few VALID repeats for a
+    PASS (compare.py's shortfalls)."""
+    final = index >= design.looks or n >= design.max_repeats
+    alpha = design.look_alpha(final)
+    verdicts = [look_verdict(c, alpha) for c in checks]
+    mdds = [c.mdd_pct for c in checks if c.mdd_pct is not None]
+    mdd = max(mdds) if mdds else None
+    if "FAIL" in verdicts:
+        return Look(n, index, final, "FAIL", True, n, mdd)
+    if verdicts and all(v == "PASS" for v in verdicts) and not blocked_pass:
+        return Look(n, index, final, "PASS", True, n, mdd)
+    if final or not checks:
+        return Look(n, index, final, "INCONCLUSIVE", True, n, mdd)
+    undecided = [c for c, v in zip(checks, verdicts, strict=True) if v != "PASS"] or checks
+    planned = max(plan_check(c, design) for c in undecided)
+    return Look(n, index, final, "INCONCLUSIVE", False,
+                min(design.max_repeats, max(planned, n + 1)), mdd)
+
+
+def decide(candidate: Sequence[float], reference: Sequence[float], band: Band,
+           index: int, design: Design = Design()) -> Look:
+    """One look at a single metric: candidate repeats against reference repeats."""
+    return look([compare_samples("metric", candidate, reference, band)], len(candidate),
+                index, design)
+
+
+@dataclass(frozen=True)
+class Pilot:
+    """A workload after its pilot repeats, as a time budget sees it."""
+
+    label: str
+    repeats: int
+    repeat_s: float  # mean wall time of one repeat
+    cv_pct: float | None  # headline stdev / mean over the pilot
+    tolerance_pct: float
+
+
+def budget_total(pilot: Pilot, remaining_s: float, workloads_after: int,
+                 design: Design) -> int:
+    """The most repeats ``pilot``'s workload may reach in the ``remaining_s`` seconds of
+    the budget: later workloads keep the time of their own pilots (estimated with this
+    workload's repeat time), then an equal share of the rest each; a workload that
+    decides sooner leaves its unused share to the next ones."""
+    reserve = workloads_after * pilot.repeats * pilot.repeat_s
+    share = max(0.0, remaining_s - reserve) / (workloads_after + 1)
+    extra = int(share // pilot.repeat_s) if pilot.repeat_s > 0 else 0
+    return max(pilot.repeats, min(design.max_repeats, pilot.repeats + extra))
+
+
+def expectation(pilot: Pilot, planned: int, affordable: int) -> str:
+    """What the budget expects to decide: ``bert: ~6 repeats for a 2% verdict at CV 1.4%``."""
+    cv = "unknown CV" if pilot.cv_pct is None else f"CV {pilot.cv_pct:.1f}%"
+    text = f"{pilot.label}: ~{planned} repeats for a {pilot.tolerance_pct:g}% verdict at {cv}"
+    if planned > affordable:
+        text += f"; the budget affords {affordable}: expect INCONCLUSIVE unless it is clear"
+    return text
