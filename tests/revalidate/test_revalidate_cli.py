@@ -87,3 +87,22 @@ def test_bad_input_exits_2_and_creates_nothing(
     assert done.returncode == 2
     assert message in " ".join(done.stderr.split())
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_lab_without_a_baseline_is_judged_against_calibrated_references(
+    tmp_path: Path, harness_cache: Path,
+) -> None:
+    golden = _revalidate(tmp_path, harness_cache, "-s", "bm5", "--db", "golden.db", *SHORT)
+    assert golden.returncode == 0, golden.stdout + golden.stderr
+    calibrated = subprocess.run([*VGPU, "baseline", "calibrate", "refs.yaml", "--db",
+                                 "golden.db"], cwd=tmp_path, env=vgpu_env(harness_cache),
+                                capture_output=True, text=True, timeout=120, check=False)
+    assert calibrated.returncode == 0, calibrated.stderr
+    judged = _revalidate(tmp_path, harness_cache, "-s", "bm5", "--db", "new.db",
+                         "--references", "refs.yaml", "--json", *SHORT)
+    assert judged.returncode in (0, 3), judged.stderr
+    [verdict] = json.loads(judged.stdout)["verdicts"]
+    assert "calibrated reference (1 series, n=2)" in verdict["vs_baseline"]["title"]
+    broken = _revalidate(tmp_path, harness_cache, "-s", "bm5", "--db", "x.db",
+                         "--references", "golden.db")
+    assert broken.returncode == 2 and not (tmp_path / "x.db").exists()

@@ -43,6 +43,13 @@ from vgpu.errors import InputError, RemoteError, VerdictFailed
 from vgpu.model.load import load_inventory
 from vgpu.model.scenario import InferenceWorkload, Scenario
 from vgpu.model.yamlsource import load_yaml
+from vgpu.results.calibration import (
+    calibrate,
+    compare_calibrated,
+    is_calibrated,
+    parse_references,
+    write_references,
+)
 from vgpu.results.compare import Comparison, Reference
 from vgpu.results.copy import copy_stores
 from vgpu.results.export import export_csv, export_json
@@ -392,6 +399,29 @@ def baseline_set(
                   f"({len(runs)} ok run(s): {', '.join(str(r.id) for r in runs)})")
 
 
+@baseline_app.command("calibrate")
+def baseline_calibrate(
+    out: Annotated[Path, typer.Argument(help="reference file to write (YAML)")],
+    scenario: Annotated[list[str] | None, typer.Option(
+        "--scenario", "-s", help="only runs of this scenario (repeatable)")] = None,
+    db: DbOpt = DEFAULT_DB,
+) -> None:
+    """Turn stored golden runs into references per host class (target kind, GPU model,
+    profile, workload, runtime): mean, spread and n, shareable between labs and used by
+    `vgpu compare RUN --references FILE`."""
+    with ResultStore.open_existing(db) as store:
+        references = calibrate(store, scenario)
+    if not references:
+        raise InputError.single(str(db), "runs", "no ok inference series with 2 or more "
+                                "repeats to calibrate from", fix="run `vgpu bench` first")
+    write_references(references, out)
+    for r in references:
+        common.console.print(f"{r.target_kind} / {r.gpu} / {r.profile} / {r.workload} / "
+                             f"{r.runtime}: {r.metric} {number(r.mean)} {r.unit} "
+                             f"(sd {number(r.stdev)}, n={r.n}, {r.series} series)")
+    common.console.print(f"wrote {len(references)} reference(s) to {out}")
+
+
 @baseline_app.command("list")
 def baseline_list(db: DbOpt = DEFAULT_DB) -> None:
     """List named baselines."""
@@ -450,7 +480,8 @@ def compare(
     baseline: Annotated[str | None, typer.Option("--baseline", help="named baseline as "
                                                  "reference")] = None,
     references: Annotated[Path | None, typer.Option(
-        "--references", help="YAML/JSON: metric -> {value, lower, upper, unit}")] = None,
+        "--references", help="YAML/JSON: metric -> {value, lower, upper, unit}, or a "
+        "file written by `vgpu baseline calibrate`")] = None,
     kind: Annotated[str | None, typer.Option(
         "--kind", help="vm-vs-bare-metal | scenario-vs-scenario | run-vs-baseline "
         "(default: from the two series)")] = None,
@@ -468,7 +499,7 @@ def compare(
     with ResultStore.open_existing(db) as store:
         cand = load_series(store, series_of_run(store, candidate))
         if references is not None:
-            comparison = _against_references(cand, references)
+            comparison = _against_references(cand, references, tolerance / 100.0)
         else:
             ref = _reference_series(store, db, reference, baseline)
             chosen: Any = kind or ("run-vs-baseline" if baseline else default_kind(cand, ref))
@@ -492,7 +523,12 @@ def _check_compare_inputs(reference: int | None, baseline: str | None,
                                 fix=f"use one of: {', '.join(kinds)}")
 
 
-def _against_references(cand: SeriesData, references: Path) -> Comparison:
+def _against_references(cand: SeriesData, references: Path,
+                        tolerance: float) -> Comparison:
+    data = load_yaml(references).data
+    if is_calibrated(data):  # `vgpu baseline calibrate`: the same two-sample statistics
+        return compare_calibrated(cand, parse_references(data, str(references)),
+                                  str(references), tolerance)
     try:
         return compare_with_references(cand, _references(references), str(references))
     except KeyError as exc:

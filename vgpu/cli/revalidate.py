@@ -19,6 +19,8 @@ from vgpu.cli.root import app
 from vgpu.errors import InputError
 from vgpu.model.load import load_inventory
 from vgpu.model.scenario import Scenario
+from vgpu.model.yamlsource import load_yaml
+from vgpu.results.calibration import parse_references
 from vgpu.results.junit import write_junit
 from vgpu.results.report import build_report, write_report
 from vgpu.results.store import DEFAULT_DB, ResultStore, store_exists
@@ -44,6 +46,9 @@ def revalidate_command(
     baseline: Annotated[str, typer.Option(
         "--baseline", help="the named pre-upgrade baseline to judge against")] =
         DEFAULT_BASELINE,
+    references: Annotated[Path | None, typer.Option(
+        "--references", help="references from `vgpu baseline calibrate`, used for the "
+        "workloads the baseline does not hold (a lab with no baseline of its own)")] = None,
     capture_baseline: Annotated[bool, typer.Option(
         "--capture-baseline", help="record this run's series as the baseline (before an "
         "upgrade)")] = False,
@@ -81,6 +86,8 @@ def revalidate_command(
     path = catalog.resolve_inventory(inventory)
     loaded = load_inventory(path)
     scenarios = _scenarios(scenario, db, baseline)  # input errors before anything runs
+    if references is not None:
+        parse_references(load_yaml(references).data, str(references))
     out = Console(stderr=True) if as_json_flag else common.console
     with ResultStore.open(db) as store:
         _say_baseline(store, baseline, capture_baseline, out)
@@ -89,7 +96,7 @@ def revalidate_command(
             bench=BenchRequest(path, runs, workload, BenchOverrides(duration_s=duration),
                                allow_cpu, RuntimeOptions(runtime=None)),
             facts_dir=facts_dir, state_dir=state_dir, baseline=baseline,
-            capture_baseline=capture_baseline, resume=resume)
+            capture_baseline=capture_baseline, resume=resume, references=references)
         outcome = revalidate(request, store, out,
                              converge=_converger(path, yes, out) if converge
                              else _leave_as_is)

@@ -14,13 +14,15 @@ from rich.console import Console
 
 from vgpu.bench.job import BenchRequest, TwinChoice, bench_with_twin
 from vgpu.bench.summary import render
-from vgpu.errors import VgpuError
+from vgpu.errors import InputError, VgpuError
 from vgpu.model.inventory import Inventory
 from vgpu.model.scenario import Scenario
+from vgpu.model.yamlsource import load_yaml
 from vgpu.results.accuracy import ACCURACY_REFERENCE, accuracy_check
+from vgpu.results.calibration import compare_calibrated, parse_references
 from vgpu.results.compare import Comparison
 from vgpu.results.judge import compare_series, judge_against_baseline
-from vgpu.results.series import WORST_P99, load_series
+from vgpu.results.series import WORST_P99, SeriesData, load_series
 from vgpu.results.store import ResultStore
 from vgpu.revalidate import state as saved
 from vgpu.revalidate.preflight import PreflightPhase, run_preflight_phase
@@ -53,6 +55,7 @@ class RevalidateRequest:
     baseline: str = DEFAULT_BASELINE
     capture_baseline: bool = False
     resume: bool = False
+    references: Path | None = None  # `vgpu baseline calibrate`: used where no baseline is
 
 
 @dataclass
@@ -153,7 +156,9 @@ def _judge(store: ResultStore, sc: Scenario, series: dict[str, str],
         notes = [] if vs_bare_metal is not None else [f"no bare-metal verdict: {note}"]
         named = store.baseline(baseline_key(request.baseline, sc.id, label))
         vs_baseline = None
-        if named is None:
+        if named is None and request.references is not None:
+            vs_baseline = _against_references(data, sc, request.references, notes)
+        elif named is None:
             notes.append(f"no baseline '{request.baseline}' stored for it")
         elif named.series_id == series_id:
             notes.append(f"this run is baseline '{request.baseline}'")
@@ -165,3 +170,15 @@ def _judge(store: ResultStore, sc: Scenario, series: dict[str, str],
         verdicts.append(WorkloadVerdict(sc.id, label, series_id, vs_bare_metal, vs_baseline,
                                         accuracy_check(data), tuple(notes)))
     return verdicts
+
+
+def _against_references(data: SeriesData, sc: Scenario, path: Path,
+                        notes: list[str]) -> Comparison | None:
+    """The calibrated reference of the series' host class, when the file has one."""
+    references = parse_references(load_yaml(path).data, str(path))
+    try:
+        return compare_calibrated(data, references, str(path),
+                                  sc.tolerances.throughput_pct / 100.0)
+    except InputError as exc:
+        notes.append(f"no calibrated reference: {exc}")
+        return None
