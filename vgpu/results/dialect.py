@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -115,6 +116,23 @@ def _dict_row(cursor: sqlite3.Cursor, values: tuple[Any, ...]) -> Row:
     return {column[0]: value for column, value in zip(cursor.description, values, strict=True)}
 
 
+def _enable_wal(db: sqlite3.Connection) -> None:
+    """Switch the file to WAL. SQLite answers "database is locked" at once, without the
+    busy timeout, while another connection is switching the same new file, so the switch
+    is tried again (with a growing pause) until the busy timeout has passed."""
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_S
+    pause = 0.01
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.5)
+
+
 class SqliteDatabase(Database):
     """A file. WAL journaling lets readers go on while one process writes; writers queue
     on the busy timeout, and each transaction takes the write lock when it begins
@@ -129,7 +147,7 @@ class SqliteDatabase(Database):
         self._db.row_factory = _dict_row
         try:
             self._db.execute("PRAGMA foreign_keys = ON")
-            self._db.execute("PRAGMA journal_mode = WAL")
+            _enable_wal(self._db)
         except sqlite3.DatabaseError:
             self._db.close()
             raise
