@@ -14,23 +14,41 @@ It also prints this process's own CPU time per instance for each way (the orches
 cost; the instances are child processes and are not counted).
 Run: .venv/bin/python benchmarks/bench_sync_start.py [rounds] [--instances 3]
     [--duration-ms 2000]
+
+With ``--ssh`` (as root) every instance runs on its own loopback sshd host of the SSH test
+lab, reached through its own SSH session, as `vgpu bench` drives a lab of VMs: only the
+synchronised way is run, and the orchestrator's CPU per instance then includes the SSH
+sessions' encryption.
+    sudo .venv/bin/python benchmarks/bench_sync_start.py 1 --ssh --instances 64
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shlex
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
-from vgpu.bench.fanout import run_round
-from vgpu.bench.overlap import round_overlap
-from vgpu.bench.targets import Target
-from vgpu.remote.local import LocalTransport
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.labs.sshlab import LabHost, SshLab  # noqa: E402
+from tests.train.labnodes import lab_interpreter  # noqa: E402
+from vgpu.bench.fanout import run_round  # noqa: E402
+from vgpu.bench.overlap import round_overlap  # noqa: E402
+from vgpu.bench.targets import Target  # noqa: E402
+from vgpu.remote.hostlog import HostLog  # noqa: E402
+from vgpu.remote.local import LocalTransport  # noqa: E402
+from vgpu.remote.redact import Redactor  # noqa: E402
+from vgpu.remote.ssh import SSHTransport  # noqa: E402
+from vgpu.remote.targets import ConnectOptions, HostTarget  # noqa: E402
 
 INSTANCES: tuple[str, ...] = ("a", "b", "c")
 DURATION_MS = 2000
@@ -74,6 +92,69 @@ def synchronised(work: Path, cache: Path) -> list[dict[str, object]]:
     return [o.record or {} for o in result.outcomes]
 
 
+def _ssh_target(lab: SshLab, host: LabHost, name: str, logs: Path) -> Target:
+    """A harness on ``host`` reached over its own SSH session, its Python a wrapper
+    around an interpreter the host's user may run (where `vgpu provision` puts it)."""
+    python, env = lab_interpreter()
+    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+    host.write_file(".vgpu/harness/venv/bin/python",
+                    f'#!/bin/sh\n{"export " + exports if exports else ""}\n'
+                    f'exec {shlex.quote(python)} "$@"\n', mode=0o755)
+    for folder, dirs, _ in os.walk(host.home / ".vgpu"):
+        os.chown(folder, host.uid, host.uid)
+        for child in dirs:
+            os.chown(Path(folder, child), host.uid, host.uid)
+    transport = SSHTransport(
+        HostTarget(name=host.name, address=host.address, user=host.user, port=host.port,
+                   key_file=lab.key_path, known_hosts=lab.known_hosts_path),
+        ConnectOptions(connect_timeout=30, retries=2, backoff=0.2),
+        HostLog(logs / f"{host.name}.log", Redactor()))
+    transport.connect()
+    return Target(instance=name, transport=transport,
+                  harness=f"{host.home}/.vgpu/harness/venv/bin/python -m loadgen",
+                  work_root=f"{host.home}/.vgpu/bench", device={"kind": "cpu"},
+                  device_label="CPU", target_kind="vm", threads=1)
+
+
+def over_ssh(targets: list[Target], work: Path, homes: dict[str, Path]) -> list[dict[str, object]]:
+    specs = {t.instance: spec(t.instance, homes[t.instance] / ".vgpu" / "models")
+             for t in targets}
+    result = run_round(targets, specs, {t.instance: work / t.instance for t in targets},
+                       tag=work.name, expected_s=DURATION_MS / 1e3)
+    if result.failure:
+        raise SystemExit(result.failure)
+    return [o.record or {} for o in result.outcomes]
+
+
+def main_ssh(rounds: int) -> None:
+    """Every instance on its own SSH host; synchronised rounds only."""
+    rows, cpu = [], []
+    with tempfile.TemporaryDirectory() as tmp, SshLab(len(INSTANCES)) as lab, \
+            ExitStack() as closing:
+        root = Path(tmp)
+        (root / "hostlogs").mkdir()
+        targets = [_ssh_target(lab, host, name, root / "hostlogs")
+                   for host, name in zip(lab.hosts, INSTANCES, strict=True)]
+        for target in targets:
+            closing.callback(target.transport.close)
+        homes = {name: host.home for host, name in zip(lab.hosts, INSTANCES, strict=True)}
+        over_ssh(targets, root / "warm", homes)  # each host builds its model once
+        for number in range(rounds):
+            before, started = time.process_time(), time.perf_counter()
+            records = over_ssh(targets, root / f"r{number}", homes)
+            wall = time.perf_counter() - started
+            cpu.append((time.process_time() - before) / len(INSTANCES))
+            rows.append((*measure(records), wall))
+    print(f"{len(INSTANCES)} instances, each on its own loopback SSH host and session, "
+          f"{DURATION_MS} ms timed test each, {rounds} round(s), {os.cpu_count()} CPUs, "
+          f"load average {os.getloadavg()[0]:.1f} at the end")
+    print(f"{'round':<6}{'skew ms':>9}{'samples/s':>11}{'overlap':>9}{'round s':>9}")
+    for number, (skew, rate, overlap, _, wall) in enumerate(rows):
+        print(f"{number:<6}{skew:>9.1f}{rate:>11.0f}{overlap:>9.1%}{wall:>9.1f}")
+    print(f"median start skew {statistics.median(r[0] for r in rows):.1f} ms; orchestrator "
+          f"CPU per instance per round {statistics.median(cpu) * 1e3:.1f} ms (SSH included)")
+
+
 def measure(records: list[dict[str, object]]) -> tuple[float, float, float, float]:
     """Start skew (ms), system throughput, the share of the timed span during which
     every instance was in its timed test at once, and the system throughput counted
@@ -86,8 +167,8 @@ def measure(records: list[dict[str, object]]) -> tuple[float, float, float, floa
             sum(overlap.throughput.values()))
 
 
-def options() -> int:
-    """Parse the options into the module settings; the number of rounds."""
+def options() -> tuple[int, bool]:
+    """Parse the options into the module settings; the number of rounds, and --ssh."""
     global INSTANCES, DURATION_MS
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("rounds", type=int, nargs="?", default=3)
@@ -95,14 +176,19 @@ def options() -> int:
                         help="harness instances started together (default 3)")
     parser.add_argument("--duration-ms", type=int, default=DURATION_MS,
                         help="each instance's timed test, LoadGen min_duration_ms")
+    parser.add_argument("--ssh", action="store_true",
+                        help="each instance on its own loopback sshd host (needs root)")
     args = parser.parse_args()
     INSTANCES = tuple(f"i{n:03d}" for n in range(args.instances))
     DURATION_MS = args.duration_ms
-    return int(args.rounds)
+    return int(args.rounds), bool(args.ssh)
 
 
 def main() -> None:
-    rounds = options()
+    rounds, ssh = options()
+    if ssh:
+        main_ssh(rounds)
+        return
     cpu: dict[str, list[float]] = {"naive": [], "synchronised": []}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

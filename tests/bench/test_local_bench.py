@@ -117,7 +117,7 @@ def test_results_baseline_and_compare_commands(benched: Benched, harness_cache: 
     assert (folder / "r-png" / "verdict_ratios.png").exists()
 
 
-def test_bench_runs_the_missing_bare_metal_twin_first_and_ends_in_a_verdict(
+def test_bench_runs_the_missing_twin_first_and_with_baseline_runs_it_again(
     tmp_path: Path, harness_cache: Path
 ) -> None:
     args = ("bench", "--scenario", "6", "--workload", "resnet50-offline", "--duration", "1",
@@ -131,28 +131,19 @@ def test_bench_runs_the_missing_bare_metal_twin_first_and_ends_in_a_verdict(
     again = _vgpu(tmp_path, harness_cache, *args, "--runs", "1")  # the twin is stored now
     assert again.returncode in (0, 3), again.stderr
     assert "bm6" not in again.stderr
+    forced = _vgpu(tmp_path, harness_cache, *args, "--runs", "1", "--with-baseline")
+    assert forced.returncode in (0, 3), forced.stderr
+    both = _vgpu(tmp_path, harness_cache, *args, "--with-baseline", "--no-baseline")
+    assert both.returncode == 2 and "contradict" in both.stderr
     skipped = _vgpu(tmp_path, harness_cache, *args, "--runs", "1", "--no-baseline",
                     "--db", "other.db")
     assert skipped.returncode == 0, skipped.stderr
     assert json.loads(skipped.stdout)["workloads"][0]["verdict"] is None
     with ResultStore.open(tmp_path / "vgpu-results.db") as store:
-        assert [r.scenario_id for r in store.runs()] == ["bm6", "bm6", "6", "6", "6"]
+        assert [r.scenario_id for r in store.runs()] == ["bm6", "bm6", "6", "6", "6",
+                                                         "bm6", "6"]
     with ResultStore.open(tmp_path / "other.db") as store:
         assert [r.scenario_id for r in store.runs()] == ["6"]
-
-
-def test_with_baseline_runs_the_twin_again_even_when_one_is_stored(
-    tmp_path: Path, harness_cache: Path
-) -> None:
-    args = ("bench", "--scenario", "6", "--workload", "resnet50-offline", "--duration", "1",
-            "--runs", "1", "--json", "--no-report")
-    assert _vgpu(tmp_path, harness_cache, *args).returncode in (0, 3)
-    again = _vgpu(tmp_path, harness_cache, *args, "--with-baseline")
-    assert again.returncode in (0, 3), again.stderr
-    with ResultStore.open(tmp_path / "vgpu-results.db") as store:
-        assert [r.scenario_id for r in store.runs()] == ["bm6", "6", "bm6", "6"]
-    both = _vgpu(tmp_path, harness_cache, *args, "--with-baseline", "--no-baseline")
-    assert both.returncode == 2 and "contradict" in both.stderr
 
 
 def test_with_baseline_needs_a_baseline_scenario(tmp_path: Path, harness_cache: Path) -> None:

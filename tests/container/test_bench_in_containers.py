@@ -55,30 +55,9 @@ def _watch(lab: HarnessLab, process: subprocess.Popen[str], until: float,
     return {}
 
 
-def test_every_instance_runs_in_its_own_container(docker_lab: HarnessLab,
-                                                  tmp_path: Path) -> None:
-    process = _bench(docker_lab, tmp_path / "r.db", duration="3", runs="1")
-    seen = _watch(docker_lab, process, time.monotonic() + 600, len(INSTANCES))
-    out, err = process.communicate(timeout=600)
-    assert process.returncode == 0, out + err
-    assert set(seen) == INSTANCES, seen
-    assert "container runtime: each instance in its own container of" in out + err
-    with ResultStore.open(tmp_path / "r.db") as store:
-        [run] = store.runs(status="ok")
-        instances = store.instances(run.id)
-        assert {i.result.name for i in instances} == INSTANCES
-        for item in instances:
-            platform = item.result.platform
-            assert platform is not None and platform.runtime == "container"
-            assert platform.container_image == docker_lab.image.tag
-            assert platform.container_image_id == docker_lab.image.image_id
-            assert platform.ort_package == "onnxruntime" and platform.ort_version
-            assert item.result.throughput and item.result.throughput > 0
-
-
 def test_a_killed_container_fails_its_instance_and_the_others_are_stored(
         docker_lab: HarnessLab, tmp_path: Path) -> None:
-    process = _bench(docker_lab, tmp_path / "r.db", duration="20", runs="1")
+    process = _bench(docker_lab, tmp_path / "r.db", duration="12", runs="1")
     deadline = time.monotonic() + 600
     # After the probe round, the timed round's three containers run together.
     seen = {}
@@ -88,7 +67,7 @@ def test_a_killed_container_fails_its_instance_and_the_others_are_stored(
             break
         time.sleep(0.5)
     assert seen and "-run-" in seen["s6-2g"], seen
-    time.sleep(5)  # well inside the 20 s timed run
+    time.sleep(4)  # inside the 12 s timed run
     subprocess.run(docker.kill_argv([seen["s6-2g"]], docker_lab.lab.cli), check=True,
                    capture_output=True, timeout=60)
     out, err = process.communicate(timeout=600)
@@ -104,12 +83,26 @@ def test_a_killed_container_fails_its_instance_and_the_others_are_stored(
     assert _running(docker_lab) == {}
 
 
-def test_container_and_host_runs_of_one_scenario_are_compared(docker_lab: HarnessLab,
-                                                              tmp_path: Path) -> None:
+def test_each_instance_in_its_own_container_then_compared_with_a_host_run(
+        docker_lab: HarnessLab, tmp_path: Path) -> None:
     db = tmp_path / "r.db"
     in_container = _bench(docker_lab, db, duration="2", runs="2")
+    seen = _watch(docker_lab, in_container, time.monotonic() + 600, len(INSTANCES))
     out, err = in_container.communicate(timeout=900)
     assert in_container.returncode == 0, out + err
+    assert set(seen) == INSTANCES, seen
+    assert "container runtime: each instance in its own container of" in out + err
+    with ResultStore.open(db) as store:
+        container_runs = store.runs(status="ok")
+        assert len(container_runs) == 2
+        for item in store.instances(container_runs[0].id):
+            platform = item.result.platform
+            assert platform is not None and platform.runtime == "container"
+            assert platform.container_image == docker_lab.image.tag
+            assert platform.container_image_id == docker_lab.image.image_id
+            assert platform.ort_package == "onnxruntime" and platform.ort_version
+            assert item.result.throughput and item.result.throughput > 0
+        assert {i.result.name for i in store.instances(container_runs[0].id)} == INSTANCES
     on_host = subprocess.run(
         [sys.executable, "-m", "vgpu", "bench", "--scenario", "6", "-w", "resnet50-offline",
          "--runs", "2", "--duration", "2", "--db", str(db), "--no-report",

@@ -105,7 +105,7 @@ def test_after_an_upgrade_the_slowed_guest_fails_beside_the_drift(
 
     slow_guest = next(h for h in ssh.hosts if h.address == "127.0.0.12")  # s6-2g
     assert slow_guest.process is not None
-    with VcsimLab(UPGRADED) as after, cpu_quota(slow_guest.process.pid, 0.05):
+    with VcsimLab(UPGRADED) as after, cpu_quota(slow_guest.process.pid, 0.15):
         after.write_inventory(lab.inventory)
         upgraded = lab.revalidate()
     rows = {(r["field"], r["before"], r["after"]) for r in upgraded.drift["rows"]}

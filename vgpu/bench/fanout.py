@@ -67,7 +67,10 @@ class RoundResult:
 @dataclass(frozen=True)
 class RoundTimeouts:
     ready_s: float = 900.0  # building a full-size model on first use takes a while
-    margin_s: float = 1.0  # GO time = now + margin, so every instance gets it in time
+    # GO time = now + margin, so every instance has the line before that time comes:
+    # a fixed part for the first write plus a share per instance (the writes are serial).
+    margin_s: float = 0.3
+    margin_per_instance_s: float = 0.01
     grace_s: float = 120.0  # beyond the expected duration before the round is abandoned
 
 
@@ -212,7 +215,7 @@ def run_round(
             listen.state(target.instance, "loading")
         result.failure = _wait_ready(running, listen, timeouts.ready_s)
         if result.failure is None:
-            go = clock() + timeouts.margin_s
+            go = clock() + timeouts.margin_s + timeouts.margin_per_instance_s * len(running)
             result.go_unix = go
             for item in running:
                 item.process.write_line(f"GO {go:.6f}")

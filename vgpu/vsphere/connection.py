@@ -113,6 +113,16 @@ class Session:
                 if "name" in props}
 
 
+def widen_connection_pool(managed_object: Any, size: int) -> None:
+    """Keep up to ``size`` HTTP connections to vCenter open between calls.
+
+    pyVmomi keeps 5 and closes every connection returned beyond that: with 64 workers
+    most calls would open a new connection (a TLS handshake each on a real vCenter)."""
+    stub = getattr(managed_object, "_stub", None)
+    if stub is not None and isinstance(getattr(stub, "poolSize", None), int):
+        stub.poolSize = max(stub.poolSize, size)
+
+
 def _ssl_context(target: VCenterTarget) -> ssl.SSLContext | None:
     if target.protocol != "https" or not target.verify_tls:
         return None

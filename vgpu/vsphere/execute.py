@@ -13,11 +13,12 @@ from pyVmomi import vim
 
 from vgpu.errors import RemoteError
 from vgpu.vsphere import specs
-from vgpu.vsphere.connection import Placement
+from vgpu.vsphere.connection import Placement, widen_connection_pool
 from vgpu.vsphere.diff import Action, ChangeSet, Step, VmChange
 from vgpu.vsphere.facts import HostFacts, VmActual
 from vgpu.vsphere.limits import DEFAULT_CONCURRENCY, DEFAULT_IP_TIMEOUT_S
 from vgpu.vsphere.tasks import call
+from vgpu.vsphere.taskwatch import TaskWatcher
 
 StepCallback = Callable[[str, Step], None]
 DoneCallback = Callable[[str, "VmOutcome"], None]
@@ -38,6 +39,7 @@ class VmOutcome:
 class ExecutionReport:
     outcomes: list[VmOutcome]
     seconds: float
+    task_reads: int = 0  # property-collector rounds that watched the tasks
 
     @property
     def failed(self) -> list[VmOutcome]:
@@ -54,12 +56,14 @@ class _VmRun:
 
     change: VmChange
     outcome: VmOutcome
+    watcher: TaskWatcher
     vm: Any = None
     powered_on: bool = False
 
     def task(self, what: str, method: Any, *args: Any, **kwargs: Any) -> Any:
         self.outcome.tasks += 1
-        return call(f"{what} of VM {self.change.name}", method, *args, **kwargs)
+        return call(f"{what} of VM {self.change.name}", method, *args,
+                    watcher=self.watcher, **kwargs)
 
 
 class Executor:
@@ -82,14 +86,17 @@ class Executor:
         deletes = [c for c in pending if c.action is Action.DELETE]
         others = [c for c in pending if c.action is not Action.DELETE]
         outcomes: list[VmOutcome] = []
-        with ThreadPoolExecutor(max_workers=self.concurrency,
-                                thread_name_prefix="vgpu-apply") as pool:
+        for host in list(self.hosts.values())[:1]:
+            widen_connection_pool(host.ref, self.concurrency + 1)  # +1: the task watcher
+        with TaskWatcher() as watcher, ThreadPoolExecutor(
+                max_workers=self.concurrency, thread_name_prefix="vgpu-apply") as pool:
             for batch in (deletes, others):
-                outcomes += list(pool.map(self._run_one, batch))
-        return ExecutionReport(outcomes=outcomes, seconds=time.monotonic() - start)
+                outcomes += list(pool.map(lambda c: self._run_one(c, watcher), batch))
+        return ExecutionReport(outcomes=outcomes, seconds=time.monotonic() - start,
+                               task_reads=watcher.rounds)
 
-    def _run_one(self, change: VmChange) -> VmOutcome:
-        run = _VmRun(change, VmOutcome(change.name, change.action, ok=True))
+    def _run_one(self, change: VmChange, watcher: TaskWatcher) -> VmOutcome:
+        run = _VmRun(change, VmOutcome(change.name, change.action, ok=True), watcher)
         if change.actual is not None:
             run.vm, run.powered_on = change.actual.ref, change.actual.powered_on
         started = time.monotonic()

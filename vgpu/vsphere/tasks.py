@@ -8,6 +8,7 @@ from typing import Any
 from pyVmomi import vim, vmodl
 
 from vgpu.errors import RemoteError
+from vgpu.vsphere.taskwatch import TaskWatcher
 
 FIRST_POLL_S = 0.02
 MAX_POLL_S = 1.0
@@ -27,33 +28,57 @@ def describe_fault(fault: Any) -> str:
     return text + (f": {'; '.join(messages)}" if messages else "")
 
 
-def wait_for_task(task: Any, what: str, timeout_s: float = 3600.0) -> Any:
-    """Poll ``task`` until it ends; return its result or raise RemoteError naming ``what``."""
+def _outcome(info: Any, what: str) -> Any:
+    """The task's result if it succeeded; RemoteError naming ``what`` if it failed."""
+    if info.state == vim.TaskInfo.State.success:
+        return info.result
+    error = info.error
+    fault = describe_fault(error)
+    detail = getattr(error, "localizedMessage", None) or ""
+    if detail and detail not in fault and not detail.startswith("*types."):
+        fault = f"{fault}: {detail}"
+    raise RemoteError(f"{what} failed: {fault}")
+
+
+def _timed_out(task: Any, what: str, timeout_s: float, state: Any) -> RemoteError:
+    return RemoteError(f"{what} did not finish within {timeout_s:.0f} s "
+                       f"(task {task._moId} is {state})")
+
+
+def wait_for_task(task: Any, what: str, timeout_s: float = 3600.0,
+                  watcher: TaskWatcher | None = None) -> Any:
+    """Wait for ``task`` to end; return its result or raise RemoteError naming ``what``.
+
+    With a ``watcher`` the task is read with every other pending task in one call per
+    round; should the watcher fail (a dropped connection), this task is polled alone."""
+    if watcher is not None:
+        try:
+            info = watcher.wait(task, timeout_s)
+        except Exception:
+            info = None
+        else:
+            if info is None:
+                raise _timed_out(task, what, timeout_s, "still running")
+        if info is not None:
+            return _outcome(info, what)
     deadline = time.monotonic() + timeout_s
     delay = FIRST_POLL_S
     while True:
         info = task.info
-        if info.state == vim.TaskInfo.State.success:
-            return info.result
-        if info.state == vim.TaskInfo.State.error:
-            error = info.error
-            fault = describe_fault(error)
-            detail = getattr(error, "localizedMessage", None) or ""
-            if detail and detail not in fault and not detail.startswith("*types."):
-                fault = f"{fault}: {detail}"
-            raise RemoteError(f"{what} failed: {fault}")
+        if info.state in (vim.TaskInfo.State.success, vim.TaskInfo.State.error):
+            return _outcome(info, what)
         if time.monotonic() > deadline:
-            raise RemoteError(f"{what} did not finish within {timeout_s:.0f} s "
-                              f"(task {task._moId} is {info.state})")
+            raise _timed_out(task, what, timeout_s, info.state)
         time.sleep(delay)
         delay = min(delay * 2, MAX_POLL_S)
 
 
-def call(what: str, method: Any, *args: Any, **kwargs: Any) -> Any:
+def call(what: str, method: Any, *args: Any, watcher: TaskWatcher | None = None,
+         **kwargs: Any) -> Any:
     """Run a task-returning method and wait for it; a fault raised at call time is reported
     the same way as one raised by the task."""
     try:
         task = method(*args, **kwargs)
     except (vim.fault.VimFault, vmodl.MethodFault) as exc:
         raise RemoteError(f"{what} was refused: {describe_fault(exc)}") from None
-    return wait_for_task(task, what)
+    return wait_for_task(task, what, watcher=watcher)
