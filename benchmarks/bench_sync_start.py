@@ -144,13 +144,17 @@ def main_ssh(rounds: int) -> None:
             records = over_ssh(targets, root / f"r{number}", homes)
             wall = time.perf_counter() - started
             cpu.append((time.process_time() - before) / len(INSTANCES))
-            rows.append((*measure(records), wall))
+            late = max(float(r.get("sync", {}).get("late_s") or 0.0)  # type: ignore[union-attr]
+                       for r in records)
+            rows.append((*measure(records), wall, late))
     print(f"{len(INSTANCES)} instances, each on its own loopback SSH host and session, "
           f"{DURATION_MS} ms timed test each, {rounds} round(s), {os.cpu_count()} CPUs, "
           f"load average {os.getloadavg()[0]:.1f} at the end")
-    print(f"{'round':<6}{'skew ms':>9}{'samples/s':>11}{'overlap':>9}{'round s':>9}")
-    for number, (skew, rate, overlap, _, wall) in enumerate(rows):
-        print(f"{number:<6}{skew:>9.1f}{rate:>11.0f}{overlap:>9.1%}{wall:>9.1f}")
+    print(f"{'round':<6}{'skew ms':>9}{'samples/s':>11}{'overlap':>9}{'round s':>9}"
+          f"{'GO late ms (max)':>18}")
+    for number, (skew, rate, overlap, _, wall, late) in enumerate(rows):
+        print(f"{number:<6}{skew:>9.1f}{rate:>11.0f}{overlap:>9.1%}{wall:>9.1f}"
+              f"{late * 1e3:>18.1f}")
     print(f"median start skew {statistics.median(r[0] for r in rows):.1f} ms; orchestrator "
           f"CPU per instance per round {statistics.median(cpu) * 1e3:.1f} ms (SSH included)")
 

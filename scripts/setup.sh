@@ -81,9 +81,12 @@ setup_vcsim() {
 if [[ $WITH_TEST -eq 1 ]]; then
     install_apt golang-go golang-github-vmware-govmomi-dev openssh-server chromium sudo docker.io debootstrap \
         iproute2 postgresql
+    # The two environments are independent: the Triton one installs while .venv does.
+    setup_triton &
+    triton=$!
     setup_venv "dev,train"
-    setup_triton
     setup_vcsim
+    wait "$triton"
 else
     setup_venv ""  # inference only: `vgpu bench` of the inference scenarios needs no torch
 fi

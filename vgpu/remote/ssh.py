@@ -28,6 +28,17 @@ from vgpu.remote.transport import CommandResult, RemoteProcess, Transport, temp_
 _CONNECTION_ERRORS = (OSError, EOFError, paramiko.SSHException)
 
 
+class _GcmFirstTransport(paramiko.Transport):
+    """AES-GCM offered first: its tag is checked inside the cipher library, where the CTR
+    ciphers' HMAC is compared byte by byte in Python (a sixth of the orchestrator's CPU
+    when it provisions dozens of hosts). Servers without GCM still get the usual list."""
+
+    _preferred_ciphers = (
+        "aes128-gcm@openssh.com", "aes256-gcm@openssh.com",
+        *(c for c in paramiko.Transport._preferred_ciphers if "gcm" not in c),
+    )
+
+
 class SSHTransport(Transport):
     def __init__(self, target: HostTarget, options: ConnectOptions, log: HostLog) -> None:
         super().__init__(target.name, target.sudo, log)
@@ -111,6 +122,7 @@ class SSHTransport(Transport):
                 timeout=self.options.connect_timeout,
                 banner_timeout=self.options.connect_timeout,
                 auth_timeout=self.options.connect_timeout,
+                transport_factory=_GcmFirstTransport,
             )
         except paramiko.BadHostKeyException as exc:
             client.close()

@@ -3,6 +3,7 @@ orchestrator's version: the package is copied as a tarball and its version recor
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import tarfile
@@ -30,6 +31,13 @@ def harness_version(source_dir: Path) -> str:
         digest.update(path.relative_to(source_dir).as_posix().encode())
         digest.update(path.read_bytes())
     return f"{vgpu.__version__}+{digest.hexdigest()[:12]}"
+
+
+@functools.lru_cache(maxsize=4)
+def _tarball_of_version(source_dir: Path, version: str) -> bytes:
+    """One tarball per harness version (a digest of its files) per process: every host of
+    a run gets the same bytes, built once."""
+    return package_tarball(source_dir)
 
 
 def package_tarball(source_dir: Path) -> bytes:
@@ -75,7 +83,8 @@ class HarnessStep(Step):
         spec, paths = self._spec(ctx), harness_paths(ctx.home)
         root, src = quote(paths["root"]), quote(paths["src"])
         tarball = f"{paths['root']}/{PACKAGE}-{spec.version}.tar.gz"
-        ctx.transport.put(package_tarball(spec.source_dir), tarball, mode=0o644)
+        ctx.transport.put(_tarball_of_version(spec.source_dir, spec.version), tarball,
+                          mode=0o644)
         # Unpack beside the old copy and swap, so a drop never leaves half a package.
         self.must(ctx, f"rm -rf {root}/src.new && mkdir -p {root}/src.new && tar -xzf "
                   f"{quote(tarball)} -C {root}/src.new && rm -rf {src} && mv {root}/src.new "
