@@ -72,3 +72,14 @@ def test_dry_run_notes_what_provisioning_would_refuse(
     # The notes come before vCenter is read; the closed port then fails the connection.
     assert "provisioning would be refused" in out and "drivers.guest_driver" in out
     assert code == 1, (out, err)
+
+
+@pytest.mark.parametrize("command", ["apply", "provision"])
+def test_parallel_is_the_concurrency_bound_and_out_of_range_is_refused(
+    tmp_path: Path, command: str,
+) -> None:
+    inventory = _write(tmp_path, "inv.yaml", INVENTORY)
+    code, _, err = run_cli([command, "--scenario", "8", "-i", inventory, "--parallel", "0"])
+    assert code == 2
+    assert "'--concurrency' / '--parallel'" in err and "greater than or equal to 1" in \
+        " ".join(err.replace("│", " ").split())

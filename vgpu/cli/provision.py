@@ -78,7 +78,7 @@ def provision(
         "--accept-new-host-keys",
         help="trust hosts not yet in known_hosts and record their keys (a CHANGED key is "
              "always refused)")] = False,
-    concurrency: Annotated[int, typer.Option(min=1, max=256,
+    concurrency: Annotated[int, typer.Option("--concurrency", "--parallel", min=1, max=256,
                                              help="hosts provisioned at once")] = 16,
     log_dir: Annotated[Path, typer.Option(help="per-host logs go in a run folder here")] =
         DEFAULT_LOG_DIR,

@@ -26,7 +26,7 @@ InventoryOpt = Annotated[Path | None, inventory_option(
     "inventory YAML (or name in inventory/); a bare-metal scenario without one is applied on "
     "this machine", without="a bare-metal scenario is applied on this machine")]
 YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="do not ask for confirmation")]
-ConcurrencyOpt = Annotated[int, typer.Option("--concurrency", min=1, max=64,
+ConcurrencyOpt = Annotated[int, typer.Option("--concurrency", "--parallel", min=1, max=64,
                                              help="VMs worked on at the same time")]
 
 sim_app = typer.Typer(help="The vSphere simulator lab (govmomi vcsim shaped as a GPU lab).",
