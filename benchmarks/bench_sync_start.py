@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import statistics
 import subprocess
 import sys
@@ -40,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.labs.sshlab import LabHost, SshLab  # noqa: E402
-from tests.train.labnodes import lab_interpreter  # noqa: E402
+from tests.train.labnodes import install_lab_harness  # noqa: E402
 from vgpu.bench.fanout import run_round  # noqa: E402
 from vgpu.bench.overlap import round_overlap  # noqa: E402
 from vgpu.bench.targets import Target  # noqa: E402
@@ -95,15 +94,7 @@ def synchronised(work: Path, cache: Path) -> list[dict[str, object]]:
 def _ssh_target(lab: SshLab, host: LabHost, name: str, logs: Path) -> Target:
     """A harness on ``host`` reached over its own SSH session, its Python a wrapper
     around an interpreter the host's user may run (where `vgpu provision` puts it)."""
-    python, env = lab_interpreter()
-    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
-    host.write_file(".vgpu/harness/venv/bin/python",
-                    f'#!/bin/sh\n{"export " + exports if exports else ""}\n'
-                    f'exec {shlex.quote(python)} "$@"\n', mode=0o755)
-    for folder, dirs, _ in os.walk(host.home / ".vgpu"):
-        os.chown(folder, host.uid, host.uid)
-        for child in dirs:
-            os.chown(Path(folder, child), host.uid, host.uid)
+    python = install_lab_harness(host)
     transport = SSHTransport(
         HostTarget(name=host.name, address=host.address, user=host.user, port=host.port,
                    key_file=lab.key_path, known_hosts=lab.known_hosts_path),
@@ -111,7 +102,7 @@ def _ssh_target(lab: SshLab, host: LabHost, name: str, logs: Path) -> Target:
         HostLog(logs / f"{host.name}.log", Redactor()))
     transport.connect()
     return Target(instance=name, transport=transport,
-                  harness=f"{host.home}/.vgpu/harness/venv/bin/python -m loadgen",
+                  harness=f"{python} -m loadgen",
                   work_root=f"{host.home}/.vgpu/bench", device={"kind": "cpu"},
                   device_label="CPU", target_kind="vm", threads=1)
 

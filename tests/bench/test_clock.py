@@ -7,15 +7,13 @@ instance's offset as a run metric."""
 
 from __future__ import annotations
 
-import os
-import shlex
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.labs.sshlab import LabHost, SshLab, lab_available
-from tests.train.labnodes import lab_interpreter
+from tests.train.labnodes import install_lab_harness
 from vgpu.bench.clock import CLOCK_METRIC, ClockOffset, check_offset, measure_offset
 from vgpu.bench.remote import NO_GPU, Placement, build_targets
 from vgpu.bench.session import run_bench
@@ -53,20 +51,6 @@ def _target(lab: SshLab, host: LabHost) -> HostTarget:
 def _placement(lab: SshLab, host: LabHost) -> Placement:
     return Placement(f"{host.name}-tenant", _target(lab, host), NO_GPU, "bare-metal",
                      Platform(host=host.name, attachment="none"))
-
-
-def _install_harness(host: LabHost) -> None:
-    """Where `vgpu provision` puts the harness's Python: here a wrapper around an
-    interpreter the host's user may run, with this checkout and its packages."""
-    python, env = lab_interpreter()
-    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
-    host.write_file(".vgpu/harness/venv/bin/python",
-                    f'#!/bin/sh\n{"export " + exports if exports else ""}\n'
-                    f'exec {shlex.quote(python)} "$@"\n', mode=0o755)
-    for folder, dirs, _ in os.walk(host.home / ".vgpu"):
-        os.chown(folder, host.uid, host.uid)
-        for name in dirs:
-            os.chown(Path(folder, name), host.uid, host.uid)
 
 
 def test_the_offset_of_an_unshifted_host_is_within_a_few_ms(lab: SshLab,
@@ -114,7 +98,7 @@ def test_the_refusal_names_the_allowed_skew_given() -> None:
 def test_an_unshifted_lab_benches_and_stores_each_instance_offset(lab: SshLab,
                                                                   tmp_path: Path) -> None:
     for host in lab.hosts:
-        _install_harness(host)
+        install_lab_harness(host)
     scenario = load_scenario(ROOT / "scenarios" / "bm_mig_1x1g.yaml")
     with ResultStore.open(tmp_path / "vgpu-results.db") as store:
         targets, notes = build_targets([_placement(lab, h) for h in lab.hosts],

@@ -4,6 +4,8 @@ whose network is a link of a given speed."""
 
 from __future__ import annotations
 
+import os
+import shlex
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -12,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.labs.sshlab import SshLab
+from tests.labs.sshlab import LabHost, SshLab
 from vgpu.model import load_scenario
 from vgpu.model.scenario import Scenario
 from vgpu.remote.hostlog import HostLog
@@ -42,6 +44,22 @@ def lab_interpreter() -> tuple[str, dict[str, str]]:
         return str(system), paths
     pytest.skip(f"no Python {sys.version_info.major}.{sys.version_info.minor} that other "
                 "users may run")
+
+
+def install_lab_harness(host: LabHost) -> str:
+    """Where `vgpu provision` puts the harness's Python: here a wrapper around an
+    interpreter the host's user may run, with this checkout and its packages. Returns
+    the wrapper's path on the host."""
+    python, env = lab_interpreter()
+    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+    host.write_file(".vgpu/harness/venv/bin/python",
+                    f'#!/bin/sh\n{"export " + exports if exports else ""}\n'
+                    f'exec {shlex.quote(python)} "$@"\n', mode=0o755)
+    for folder, dirs, _ in os.walk(host.home / ".vgpu"):
+        os.chown(folder, host.uid, host.uid)
+        for name in dirs:
+            os.chown(Path(folder, name), host.uid, host.uid)
+    return f"{host.home}/.vgpu/harness/venv/bin/python"
 
 
 @contextmanager
