@@ -83,9 +83,14 @@ def synchronised(work: Path, cache: Path) -> list[dict[str, object]]:
                       harness=f"{sys.executable} -m loadgen", work_root=str(work),
                       device={"kind": "cpu"}, device_label="CPU", target_kind="local",
                       threads=1, local_root=work) for n in INSTANCES]
-    result = run_round(targets, {n: spec(n, cache) for n in INSTANCES},
-                       {n: work / n for n in INSTANCES}, tag="sync",
-                       expected_s=DURATION_MS / 1e3)
+    return _round(targets, {n: spec(n, cache) for n in INSTANCES}, work, "sync")
+
+
+def _round(targets: list[Target], specs: dict[str, dict[str, object]], work: Path,
+           tag: str) -> list[dict[str, object]]:
+    """One synchronised round as `vgpu bench` runs it; each instance's result record."""
+    result = run_round(targets, specs, {t.instance: work / t.instance for t in targets},
+                       tag=tag, expected_s=DURATION_MS / 1e3)
     if result.failure:
         raise SystemExit(result.failure)
     return [o.record or {} for o in result.outcomes]
@@ -110,11 +115,7 @@ def _ssh_target(lab: SshLab, host: LabHost, name: str, logs: Path) -> Target:
 def over_ssh(targets: list[Target], work: Path, homes: dict[str, Path]) -> list[dict[str, object]]:
     specs = {t.instance: spec(t.instance, homes[t.instance] / ".vgpu" / "models")
              for t in targets}
-    result = run_round(targets, specs, {t.instance: work / t.instance for t in targets},
-                       tag=work.name, expected_s=DURATION_MS / 1e3)
-    if result.failure:
-        raise SystemExit(result.failure)
-    return [o.record or {} for o in result.outcomes]
+    return _round(targets, specs, work, work.name)
 
 
 def main_ssh(rounds: int) -> None:

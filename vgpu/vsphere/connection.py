@@ -17,6 +17,7 @@ from pyVim.connect import Disconnect, SmartConnect
 from pyVmomi import vim, vmodl
 
 from vgpu.errors import InputError, RemoteError
+from vgpu.vsphere.collect import retrieve_all
 from vgpu.vsphere.tasks import describe_fault
 
 
@@ -94,17 +95,7 @@ class Session:
                 propSet=[vmodl.query.PropertyCollector.PropertySpec(
                     type=obj_type, pathSet=paths, all=False)],
             )
-            collector = content.propertyCollector
-            options = vmodl.query.PropertyCollector.RetrieveOptions()
-            result = collector.RetrievePropertiesEx([spec], options)
-            found: list[tuple[Any, dict[str, Any]]] = []
-            while result is not None:
-                for obj in result.objects:
-                    found.append((obj.obj, {p.name: p.val for p in obj.propSet or []}))
-                if not result.token:
-                    break
-                result = collector.ContinueRetrievePropertiesEx(result.token)
-            return found
+            return retrieve_all(content.propertyCollector, spec)
         finally:
             view.Destroy()
 

@@ -86,8 +86,7 @@ class Executor:
         deletes = [c for c in pending if c.action is Action.DELETE]
         others = [c for c in pending if c.action is not Action.DELETE]
         outcomes: list[VmOutcome] = []
-        for host in list(self.hosts.values())[:1]:
-            widen_connection_pool(host.ref, self.concurrency + 1)  # +1: the task watcher
+        widen_connection_pool(self.placement.datacenter, self.concurrency + 1)  # +1: watcher
         with TaskWatcher() as watcher, ThreadPoolExecutor(
                 max_workers=self.concurrency, thread_name_prefix="vgpu-apply") as pool:
             for batch in (deletes, others):

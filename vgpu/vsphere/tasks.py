@@ -55,11 +55,10 @@ def wait_for_task(task: Any, what: str, timeout_s: float = 3600.0,
         try:
             info = watcher.wait(task, timeout_s)
         except Exception:
-            info = None
+            pass  # the watcher could not read: this task is polled below
         else:
             if info is None:
                 raise _timed_out(task, what, timeout_s, "still running")
-        if info is not None:
             return _outcome(info, what)
     deadline = time.monotonic() + timeout_s
     delay = FIRST_POLL_S

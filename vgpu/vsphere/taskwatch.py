@@ -19,6 +19,8 @@ from typing import Any
 
 from pyVmomi import vim, vmodl
 
+from vgpu.vsphere.collect import retrieve_all
+
 FIRST_ROUND_S = 0.02  # a round soon after a task starts: short tasks end in milliseconds
 MAX_ROUND_S = 0.5
 PC = vmodl.query.PropertyCollector
@@ -124,16 +126,8 @@ class TaskWatcher:
             propSet=[PC.PropertySpec(type=vim.Task, pathSet=["info"], all=False)],
         )
         self.rounds += 1
-        infos: dict[str, Any] = {}
-        result = self._collector.RetrievePropertiesEx([spec], PC.RetrieveOptions())
-        while result is not None:
-            for obj in result.objects:
-                for prop in obj.propSet or []:
-                    infos[obj.obj._moId] = prop.val
-            if not result.token:
-                break
-            result = self._collector.ContinueRetrievePropertiesEx(result.token)
-        return infos
+        return {task._moId: props["info"]
+                for task, props in retrieve_all(self._collector, spec) if "info" in props}
 
     def _fail_all(self, exc: BaseException) -> None:
         with self._lock:
