@@ -1,15 +1,34 @@
 #!/usr/bin/env bash
-# Installs what vgpu needs into ./.venv. With --test, also what the test suite needs:
-# Debian packages (Go + govmomi for the vSphere simulator, OpenSSH server, Chromium,
-# PostgreSQL for the shared results store's tests),
-# the Triton server in its own environment, and the simulator binary.
+# Installs what vgpu needs into ./.venv, at the versions locked in scripts/locks/ (each
+# package pinned with its hashes; scripts/lock.sh refreshes them). With --test, also what
+# the test suite needs: Debian packages (Go + govmomi for the vSphere simulator, OpenSSH
+# server, Chromium, PostgreSQL for the shared results store's tests), the Triton server in
+# its own environment, and the simulator binary.
+# With --latest (after --test), the newest versions pyproject.toml's ranges allow instead
+# of the locks, into .venv-latest and .venv-triton-latest: an upstream change found on
+# purpose (scripts/test.sh --latest).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 PY=${PYTHON:-python3}
 WITH_TEST=0
+LATEST=0
+# torch is not in the locks: this version resolves to the CPU build the machine keeps on
+# disk; an open range would pull the newest CUDA build (several GB) from the index.
 TORCH_VERSION=${VGPU_TORCH_VERSION:-2.13.0}
-[[ "${1:-}" == "--test" ]] && WITH_TEST=1
+for arg in "$@"; do
+    case $arg in
+        --test) WITH_TEST=1 ;;
+        --latest) LATEST=1 ;;
+        *) echo "usage: scripts/setup.sh [--test] [--latest]" >&2; exit 2 ;;
+    esac
+done
+VENV=.venv
+TRITON_VENV=.venv-triton
+if [[ $LATEST -eq 1 ]]; then
+    VENV=.venv-latest
+    TRITON_VENV=.venv-triton-latest
+fi
 
 log() { printf '\033[1m[setup]\033[0m %s\n' "$*" >&2; }
 # Runs a pip command quietly; on failure shows its output and fails the script.
@@ -39,33 +58,43 @@ install_apt() {
 }
 
 setup_venv() {
-    local extras=$1
-    if [[ ! -x .venv/bin/python ]]; then
-        log "creating .venv"
-        "$PY" -m venv .venv
+    local lock=$1 extras=$2
+    if [[ ! -x $VENV/bin/python ]]; then
+        log "creating $VENV"
+        "$PY" -m venv "$VENV"
     fi
-    if [[ ",$extras," == *",train,"* ]] && ! .venv/bin/python -c "import torch" 2>/dev/null; then
-        # Pinned: an open range would pull the newest CUDA build (several GB) from the
-        # index; this version resolves to the CPU build this machine kind keeps on disk.
-        log "pip install torch==$TORCH_VERSION"
-        pip_quiet .venv/bin/pip install -q "torch==$TORCH_VERSION"
+    if [[ $LATEST -eq 1 ]]; then
+        log "pip install --upgrade -e .[$extras] (the newest versions the ranges allow)"
+        pip_quiet "$VENV/bin/pip" install -q --upgrade --upgrade-strategy eager pip
+        pip_quiet "$VENV/bin/pip" install -q --upgrade --upgrade-strategy eager \
+            "torch==$TORCH_VERSION" -e ".[$extras]"
+        "$VENV/bin/pip" freeze --exclude-editable > "$VENV/versions.txt"
+        log "versions installed: $VENV/versions.txt (compare with scripts/locks/$lock)"
+    else
+        log "pip install -r scripts/locks/$lock (hashes required)"
+        pip_quiet "$VENV/bin/pip" install -q --require-hashes -r "scripts/locks/$lock"
+        if [[ $lock == test.txt ]]; then
+            # torch's own requirements are in the lock; the build itself is pinned here
+            pip_quiet "$VENV/bin/pip" install -q --no-deps "torch==$TORCH_VERSION"
+        fi
+        log "pip install -e . (no dependencies: the lock has them)"
+        pip_quiet "$VENV/bin/pip" install -q --no-deps --no-build-isolation -e .
     fi
-    local target="."
-    [[ -n "$extras" ]] && target=".[$extras]"
-    log "pip install -e $target"
-    pip_quiet .venv/bin/pip install -q -e "$target"
-    .venv/bin/python -c "import vgpu, loadgen" >/dev/null
+    "$VENV/bin/python" -c "import vgpu, loadgen" >/dev/null
 }
 
 # ---- Triton server (nvidia-pytriton wheel pins numpy<2, so it lives in .venv-triton)
 setup_triton() {
-    if [[ ! -x .venv-triton/bin/python ]]; then
-        log "creating .venv-triton"
-        "$PY" -m venv .venv-triton
+    if [[ ! -x $TRITON_VENV/bin/python ]]; then
+        log "creating $TRITON_VENV"
+        "$PY" -m venv "$TRITON_VENV"
     fi
-    if ! .venv-triton/bin/python -c "import pytriton, onnxruntime" >/dev/null 2>&1; then
-        log "pip install nvidia-pytriton onnxruntime into .venv-triton"
-        pip_quiet .venv-triton/bin/pip install -q "nvidia-pytriton==0.7.0" onnxruntime
+    if [[ $LATEST -eq 1 ]]; then
+        log "pip install --upgrade nvidia-pytriton onnxruntime into $TRITON_VENV"
+        pip_quiet "$TRITON_VENV/bin/pip" install -q --upgrade -r scripts/locks/triton.in
+    else
+        log "pip install -r scripts/locks/triton.txt into $TRITON_VENV"
+        pip_quiet "$TRITON_VENV/bin/pip" install -q --require-hashes -r scripts/locks/triton.txt
     fi
 }
 
@@ -74,7 +103,7 @@ setup_triton() {
 # edits to main.go or a new Go/govmomi
 setup_vcsim() {
     if [[ -f vgpu/sim/vcsim/main.go ]]; then
-        log "vSphere simulator: $(.venv/bin/python -m vgpu.sim.build)"
+        log "vSphere simulator: $("$VENV/bin/python" -m vgpu.sim.build)"
     fi
 }
 
@@ -84,10 +113,10 @@ if [[ $WITH_TEST -eq 1 ]]; then
     # The two environments are independent: the Triton one installs while .venv does.
     setup_triton &
     triton=$!
-    setup_venv "dev,train"
+    setup_venv test.txt "dev,train"
     setup_vcsim
     wait "$triton"
 else
-    setup_venv ""  # inference only: `vgpu bench` of the inference scenarios needs no torch
+    setup_venv vgpu.txt ""  # inference only: `vgpu bench` of the inference scenarios needs no torch
 fi
-log "ready: $ROOT/.venv/bin/vgpu"
+log "ready: $ROOT/$VENV/bin/vgpu"

@@ -197,9 +197,12 @@ def test_build_context_holds_dockerfile_requirements_and_loadgen(tmp_path: Path)
     assert "ARG BASE_IMAGE=nvcr.io/nvidia/pytorch:24.10-py3" in dockerfile
     assert "ARG ORT_PACKAGE=onnxruntime-gpu" in dockerfile
     assert HARNESS_PYTHON.removesuffix("/bin/python") in dockerfile
-    pins = [line for line in (context / "harness-requirements.txt").read_text().splitlines()
-            if line and not line.startswith("#")]
+    lines = [line.strip() for line in
+             (context / "harness-requirements.txt").read_text().splitlines()]
+    pins = [line for line in lines if line and not line.startswith(("#", "--hash"))]
     assert pins and all("==" in line for line in pins)
+    assert sum(line.startswith("--hash=sha256:") for line in lines) >= len(pins)
+    assert "--require-hashes" in dockerfile
 
 
 def test_run_argv_mounts_the_model_cache_and_points_the_harness_at_it() -> None:

@@ -205,6 +205,40 @@ def test_pure_python_parser_gives_the_same_answers(name: str,
         assert f"{path}{expect}" in " ".join(str(caught.value).split())
 
 
+@pytest.mark.parametrize("parser_limit", [10, 40, None])
+def test_the_parsers_own_depth_limit_is_answered_as_vgpus(
+        parser_limit: int | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A parser that stops deep nesting itself (libyaml in PyYAML >= 6.0.3, before vgpu's
+    composer sees the events) gets the same answer as vgpu's own MAX_DEPTH check, whatever
+    depth it stops at: the same file, line, field and fix."""
+    text = SCENARIO_HEAD + "description: " + "[" * 500 + "\n"
+    monkeypatch.setattr(yamlsource, "_LOADER", yaml.SafeLoader)
+    with pytest.raises(InputError) as own:
+        yamlsource.parse_yaml(text, "deep.yaml")
+    real_parse = yaml.parse
+
+    def limited(stream: str, Loader: type) -> object:
+        depth = 0
+        for event in real_parse(stream, Loader=Loader):
+            depth += isinstance(event, yaml.CollectionStartEvent)
+            if parser_limit is not None and depth > parser_limit:
+                mark = event.start_mark
+                raise yaml.parser.ParserError(None, None, "exceeded maximum nesting depth",
+                                              mark)
+            yield event
+
+    if parser_limit is None:  # the installed libyaml, whatever its limit
+        monkeypatch.setattr(yamlsource, "_LOADER", getattr(yaml, "CSafeLoader",
+                                                           yaml.SafeLoader))
+    else:
+        monkeypatch.setattr(yaml, "parse", limited)
+    with pytest.raises(InputError) as parsers:
+        yamlsource.parse_yaml(text, "deep.yaml")
+    assert str(parsers.value) == str(own.value)
+    assert f"deep.yaml:6 description: nested deeper than {MAX_DEPTH} levels" in " ".join(
+        str(own.value).split())
+
+
 def test_recursion_error_is_a_last_resort_input_error(monkeypatch: pytest.MonkeyPatch) -> None:
     def recurse(self: object, events: object) -> None:
         raise RecursionError

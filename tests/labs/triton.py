@@ -29,7 +29,8 @@ from pathlib import Path
 from types import TracebackType
 
 ROOT = Path(__file__).resolve().parents[2]
-TRITON_VENV = ROOT / ".venv-triton"
+# scripts/test.sh --latest points this at .venv-triton-latest
+TRITON_VENV = Path(os.environ.get("VGPU_TRITON_VENV") or ROOT / ".venv-triton")
 PY_VERSION = f"{sys.version_info.major}.{sys.version_info.minor}"
 STUB = "triton_python_backend_stub"
 

@@ -31,12 +31,14 @@ RUN set -eu; \
 ARG PIP_INDEX_URL=
 COPY harness-requirements.txt pip-ca.pem /opt/harness/
 # PIP_CONSTRAINT is cleared: NGC images pin their own numpy etc. for the system Python,
-# which does not apply to this venv.
+# which does not apply to this venv. The requirements are a lock (every package pinned with
+# its hashes, scripts/lock.sh); ONNX Runtime, CPU or GPU build, comes on top of it without
+# dependencies of its own: the lock holds them.
 RUN set -eu; \
     if [ -s /opt/harness/pip-ca.pem ]; then export PIP_CERT=/opt/harness/pip-ca.pem; fi; \
-    PIP_CONSTRAINT= /opt/harness/bin/python -m pip install \
-        ${PIP_INDEX_URL:+--index-url "$PIP_INDEX_URL"} \
-        -r /opt/harness/harness-requirements.txt "${ORT_PACKAGE}==${ORT_VERSION}"
+    pip="/opt/harness/bin/python -m pip install ${PIP_INDEX_URL:+--index-url $PIP_INDEX_URL}"; \
+    PIP_CONSTRAINT= $pip --require-hashes -r /opt/harness/harness-requirements.txt; \
+    PIP_CONSTRAINT= $pip --no-deps "${ORT_PACKAGE}==${ORT_VERSION}"
 
 # Declared late: a new harness version must not invalidate the pip layer above.
 ARG HARNESS_VERSION=unknown

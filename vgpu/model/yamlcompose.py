@@ -220,7 +220,14 @@ class Composer:
             line=_line(event), fix=f"write the value out in full where '*{event.anchor}' is")
 
     def _too_deep(self, event: CollectionStartEvent, loc: Loc) -> InputError:
+        return self.too_deep(_line(event), loc)
+
+    def too_deep(self, line: int | None, loc: Loc | None = None) -> InputError:
+        """The answer to nesting past MAX_DEPTH at ``line``; ``loc`` defaults to where
+        composing has got to (the parser's own depth limit may fire first: libyaml scans a
+        run of '[' ahead of the events it hands over)."""
+        where = self._loc(self._stack[-1] if self._stack else None) if loc is None else loc
         return InputError.single(
-            self.path, format_loc(loc[:1]), f"nested deeper than {MAX_DEPTH} levels",
-            line=_line(event), fix="scenario and inventory files need a few levels of lists "
-                                   "and mappings; check for stray '[' or '{'")
+            self.path, format_loc(where[:1]), f"nested deeper than {MAX_DEPTH} levels",
+            line=line, fix="scenario and inventory files need a few levels of lists "
+                           "and mappings; check for stray '[' or '{'")

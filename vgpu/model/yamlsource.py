@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from vgpu.errors import InputError
-from vgpu.model.yamlcompose import MAX_DEPTH, Composer, Loc, format_loc
+from vgpu.model.yamlcompose import Composer, Loc, format_loc
 
 __all__ = ["MAX_FILE_BYTES", "Loc", "SourceDoc", "format_loc", "load_yaml", "parse_yaml"]
 
@@ -24,6 +24,9 @@ _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _NOT_YAML_TEXT = re.compile(
     "[^\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 _BINARY_FIX = "this does not look like a YAML text file; check the path"
+# libyaml's own nesting limit (PyYAML >= 6.0.3 with libyaml 0.2.5's max nest level): vgpu
+# answers it as its own MAX_DEPTH check, whichever fires first.
+_PARSER_DEPTH_LIMIT = "maximum nesting depth"
 
 
 @dataclass
@@ -100,12 +103,14 @@ def parse_yaml(text: str, shown: str) -> SourceDoc:
     try:
         composer.compose(yaml.parse(text, Loader=_LOADER))
     except yaml.MarkedYAMLError as exc:
+        if _PARSER_DEPTH_LIMIT in str(exc.problem):
+            line = exc.problem_mark.line + 1 if exc.problem_mark is not None else None
+            raise composer.too_deep(line) from None
         raise _syntax_error(exc, text, shown) from None
     except yaml.YAMLError as exc:
         raise InputError.single(shown, "", f"not valid YAML: {exc}") from None
     except RecursionError:
-        raise InputError.single(shown, "", f"nested deeper than {MAX_DEPTH} levels",
-                                fix="check for stray '[' or '{'") from None
+        raise composer.too_deep(None) from None
     if not composer.documents:
         raise InputError.single(shown, "", "the file is empty",
                                 fix="see docs/scenarios.md or docs/inventory.md for an example")
