@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.labs.postgres import postgres_lab, postgres_url  # noqa: F401 (fixtures)
+from vgpu.results.noise import NoiseLevels
 from vgpu.results.records import InstanceResult, Metric, RunStart
 from vgpu.results.store import ResultStore
 
@@ -66,3 +67,8 @@ def add_series(store: ResultStore) -> AddSeries:
         return run_ids
 
     return add
+
+
+# Series noise small enough that repeats decide: for tests of the repeat-level mechanics
+# (the series level has its own tests in test_noise.py).
+QUIET = NoiseLevels(repeat_cv=0.005, series_cv=0.0, series_df=100.0, series=10, repeats=30)

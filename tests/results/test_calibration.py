@@ -11,6 +11,8 @@ import yaml
 from tests.core.cli import run_cli
 from tests.results.conftest import AddSeries
 from vgpu.results.calibration import calibrate
+from vgpu.results.noise_store import calibrate_series
+from vgpu.results.series import load_series, series_of_run
 from vgpu.results.store import ResultStore
 
 GOLDEN = [{"a": 500.0, "b": 500.0}, {"a": 505.0, "b": 498.0}, {"a": 497.0, "b": 503.0}]
@@ -34,8 +36,10 @@ def test_golden_series_pool_into_one_reference_per_host_class(
 
 def test_compare_against_a_calibrated_file_judges_with_the_same_statistics(
         tmp_path: Path, store: ResultStore, add_series: AddSeries) -> None:
-    add_series(GOLDEN, scenario_id="bm6", target_kind="bare-metal")
-    add_series(GOLDEN[::-1], scenario_id="bm6", target_kind="bare-metal")
+    golden = [add_series(GOLDEN, scenario_id="bm6", target_kind="bare-metal")[0],
+              add_series(GOLDEN[::-1], scenario_id="bm6", target_kind="bare-metal")[0]]
+    # the two golden series are also the class's noise calibration (no series level)
+    calibrate_series(store, [load_series(store, series_of_run(store, r)) for r in golden])
     db, out = str(store.path), tmp_path / "refs.yaml"
     code, _, err = run_cli(["baseline", "calibrate", str(out), "--db", db, "-s", "bm6"])
     assert code == 0, err

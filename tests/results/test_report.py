@@ -11,8 +11,11 @@ import numpy as np
 import pytest
 from matplotlib import image as mpimg
 
+from tests.results.conftest import QUIET
+from vgpu.results.noise_store import class_key
 from vgpu.results.records import Metric
 from vgpu.results.report import Note, Table, build_report, write_report
+from vgpu.results.series import SYSTEM_THROUGHPUT, load_series, series_of_run
 from vgpu.results.store import ResultStore
 
 AddSeries = Callable[..., list[int]]
@@ -21,10 +24,14 @@ ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
-def _populate(add_series: AddSeries) -> None:
+def _populate(store: ResultStore, add_series: AddSeries) -> None:
     six = [{"4g": 500.0 + d, "2g": 300.0 - d, "1g": 200.0} for d in (0.0, 1.0, -1.0)]
     add_series(six, target_kind="bare-metal", loadgen_scenario="Server")
-    add_series([{k: v * 0.995 for k, v in r.items()} for r in six], loadgen_scenario="Server")
+    vm = add_series([{k: v * 0.995 for k, v in r.items()} for r in six],
+                    loadgen_scenario="Server")
+    # the VM class's noise calibrated quiet: the verdict rests on the repeats alone
+    store.save_noise(class_key(load_series(store, series_of_run(store, vm[0]))),
+                     SYSTEM_THROUGHPUT, QUIET, [], {})
     add_series([{"7g": 940.0}, {"7g": 945.0}, {"7g": 950.0}], scenario_id="1")
     for workers, throughput in ((1, 100.0), (2, 195.0), (4, 380.0)):
         add_series([{}] * 2, scenario_id="train", workload=f"train resnet50 x{workers}",
@@ -36,7 +43,7 @@ def _populate(add_series: AddSeries) -> None:
 def test_report_has_verdicts_tables_and_embedded_charts(
     tmp_path: Path, store: ResultStore, add_series: AddSeries
 ) -> None:
-    _populate(add_series)
+    _populate(store, add_series)
     report = build_report(store)
     html = report.html()
     names = [chart.filename for _h, chart in report.charts]
@@ -85,7 +92,7 @@ def test_report_renders_in_headless_chromium(
 ) -> None:
     if not Path(CHROMIUM).exists():
         pytest.skip("chromium is not installed (scripts/setup.sh --test installs it)")
-    _populate(add_series)
+    _populate(store, add_series)
     html_path = tmp_path / "report.html"
     write_report(build_report(store), html_path)
     shot = tmp_path / "shot.png"

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.results.conftest import QUIET
 from vgpu import catalog
 from vgpu.bench import session
 from vgpu.bench.devices import cpu_device
@@ -20,6 +21,8 @@ from vgpu.bench.workload import BenchOverrides, effective_workload
 from vgpu.cli.bench import _budget_s
 from vgpu.errors import InputError
 from vgpu.model.scenario import InferenceWorkload
+from vgpu.results import judge
+from vgpu.results.noise import NoiseLevels, uncalibrated
 from vgpu.results.records import InstanceResult, RunStart
 from vgpu.results.store import ResultStore
 
@@ -52,11 +55,15 @@ def _fake_repeats(values: Iterator[float]) -> Any:
 
 
 def _bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, values: Iterable[float],
-           overrides: BenchOverrides, baseline: bool = True) -> BenchOutcome:
+           overrides: BenchOverrides, baseline: bool = True,
+           levels: NoiseLevels = QUIET) -> BenchOutcome:
     scenario = catalog.load("6")
     targets, notes = local_targets(scenario, [cpu_device()], tmp_path / "work")
     monkeypatch.setattr(session, "_run_repeat", _fake_repeats(iter(values)))
     monkeypatch.setattr(session, "_calibrate", lambda *_: True)
+    # a class calibrated quiet: repeats are what decides here (the series level that
+    # stops a sequential series has its own test below)
+    monkeypatch.setattr(judge, "levels_for", lambda *_: levels)
     workload = next(w for w in scenario.workloads
                     if isinstance(w, InferenceWorkload) and w.label == WORKLOAD)
     with ResultStore.open(tmp_path / "r.db") as store:
@@ -83,7 +90,7 @@ def test_until_decided_extends_an_undecided_pilot_to_a_verdict(
 def test_max_repeats_caps_an_undecidable_series(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    values = [975.0, 1000.0, 965.0, 990.0, 970.0, 985.0] * 3
+    values = [1010.0, 960.0, 1015.0, 965.0, 1005.0, 975.0] * 3  # -1.2%, very noisy
     outcome = _bench(tmp_path, monkeypatch, values,
                      BenchOverrides(until_decided=True, max_repeats=6))
     [workload] = outcome.workloads
@@ -166,3 +173,19 @@ def test_a_budget_running_out_makes_the_next_look_the_last(
     assert looks[0] == "sequential repeats: look 1 at 3 repeats: undecided, planned 7 repeats"
     assert looks[1].startswith("sequential repeats: look 2 at 7 repeats: ")
     assert ("planned" in looks[1]) == (runs > 7)
+
+
+def test_a_series_level_larger_than_the_margin_stops_with_what_would_decide(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Uncalibrated (series CV 2% assumed), a 2% tolerance cannot be decided by repeats:
+    the first look stops and says how many series would be needed, instead of running
+    repeats that cannot help."""
+    values = [985.0, 1000.0, 990.0, 992.0, 988.0, 991.0, 989.0, 990.0]
+    outcome = _bench(tmp_path, monkeypatch, values, BenchOverrides(until_decided=True),
+                     levels=uncalibrated())
+    result = outcome.workloads[0]
+    assert len(result.run_ids) == 3
+    note = next(n for n in result.workload.notes if n.startswith("sequential repeats"))
+    assert "INCONCLUSIVE" in note and "more repeats cannot decide" in note
+    assert "series per side" in note

@@ -4,6 +4,7 @@ from collections.abc import Callable
 
 import pytest
 
+from tests.results.conftest import QUIET
 from vgpu.errors import InputError
 from vgpu.results.compare import Reference
 from vgpu.results.judge import compare_series, compare_with_references, default_kind
@@ -52,8 +53,8 @@ def test_vm_vs_bare_metal_from_the_store(store: ResultStore, add_series: AddSeri
         store, add_series(near, target_kind="bare-metal", scenario_id="bm6")[0]))
     bm_far = load_series(store, series_of_run(store, add_series(far, target_kind="bare-metal")[0]))
     assert default_kind(vm, bm_near) == "vm-vs-bare-metal"
-    passed = compare_series("vm-vs-bare-metal", vm, bm_near, tolerance=0.02)
-    failed = compare_series("vm-vs-bare-metal", vm, bm_far, tolerance=0.02)
+    passed = compare_series("vm-vs-bare-metal", vm, bm_near, tolerance=0.02, levels=QUIET)
+    failed = compare_series("vm-vs-bare-metal", vm, bm_far, tolerance=0.02, levels=QUIET)
     assert [c.metric for c in passed.checks] == [SYSTEM_THROUGHPUT]  # Offline: no latency
     assert passed.verdict == "PASS"
     assert failed.verdict == "FAIL"
@@ -66,7 +67,7 @@ def test_scenario_vs_scenario_gain(store: ResultStore, add_series: AddSeries) ->
         [{"7g": 945.0}, {"7g": 946.0}, {"7g": 944.0}], scenario_id="1")[0]))
     assert default_kind(six, one) == "scenario-vs-scenario"
     comparison = compare_series("scenario-vs-scenario", six, one, tolerance=0.02,
-                                min_gain=0.05)
+                                min_gain=0.05, levels=QUIET)
     assert comparison.checks[0].difference_pct == pytest.approx((1000 / 945 - 1) * 100)
     assert comparison.verdict == "PASS"
 
@@ -79,7 +80,7 @@ def test_baseline_latency_and_training_metrics(store: ResultStore, add_series: A
         SIX, loadgen_scenario="Server", p99_ms=4.4,
         metrics=[[Metric("step_time", 0.10, "s")]] * 3)[0]))
     comparison = compare_series("run-vs-baseline", slower, base, tolerance=0.02,
-                                tolerances={WORST_P99: 0.05})
+                                tolerances={WORST_P99: 0.05}, levels=QUIET)
     verdicts = {c.metric: c.verdict for c in comparison.checks}
     per_instance = {f"throughput {name}": "PASS" for name in SIX[0]}
     assert verdicts == {SYSTEM_THROUGHPUT: "PASS", WORST_P99: "FAIL", "step_time": "PASS",
@@ -94,19 +95,20 @@ def test_one_slower_instance_fails_against_its_baseline_while_the_total_holds(
         [{"a": 500.0, "b": 500.0}, {"a": 502.0, "b": 498.0}, {"a": 499.0, "b": 501.0}])[0]))
     shifted = load_series(store, series_of_run(store, add_series(
         [{"a": 900.0, "b": 100.0}, {"a": 902.0, "b": 99.0}, {"a": 899.0, "b": 101.0}])[0]))
-    comparison = compare_series("run-vs-baseline", shifted, base, tolerance=0.02)
+    comparison = compare_series("run-vs-baseline", shifted, base, tolerance=0.02, levels=QUIET)
     verdicts = {c.metric: c.verdict for c in comparison.checks}
     assert verdicts[SYSTEM_THROUGHPUT] == "PASS"
     assert verdicts["throughput a"] == "PASS" and verdicts["throughput b"] == "FAIL"
     assert comparison.verdict == "FAIL"
-    vm_vs_bm = compare_series("vm-vs-bare-metal", shifted, base, tolerance=0.02)
+    vm_vs_bm = compare_series("vm-vs-bare-metal", shifted, base, tolerance=0.02, levels=QUIET)
     assert [c.metric for c in vm_vs_bm.checks] == [SYSTEM_THROUGHPUT]  # names differ there
 
 
 def test_reference_data_comparison(store: ResultStore, add_series: AddSeries) -> None:
     data = load_series(store, series_of_run(store, add_series(SIX)[0]))
     ok = compare_with_references(
-        data, {SYSTEM_THROUGHPUT: Reference(1005.0, lower=-0.02, unit="samples/s")}, "lab")
+        data, {SYSTEM_THROUGHPUT: Reference(1005.0, lower=-0.02, unit="samples/s")}, "lab",
+        QUIET)
     bad = compare_with_references(
         data, {SYSTEM_THROUGHPUT: Reference(1200.0, lower=-0.02, unit="samples/s")}, "lab")
     assert (ok.verdict, bad.verdict) == ("PASS", "FAIL")

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 import pytest
 
+from tests.results.conftest import QUIET
 from vgpu.results.compare import Reference
 from vgpu.results.judge import compare_series, compare_with_references
 from vgpu.results.records import InstanceResult, Metric, RunStart, TargetKind
@@ -63,7 +64,7 @@ def test_invalid_repeats_are_listed_and_left_out_of_the_samples(store: ResultSto
 def test_too_few_valid_repeats_make_a_pass_inconclusive(store: ResultStore) -> None:
     vm = load_series(store, _series(store, MIXED, target_kind="vm"))
     bare_metal = load_series(store, _series(store, STEADY, target_kind="bare-metal"))
-    comparison = compare_series("vm-vs-bare-metal", vm, bare_metal, tolerance=0.05)
+    comparison = compare_series("vm-vs-bare-metal", vm, bare_metal, tolerance=0.05, levels=QUIET)
     assert [c.verdict for c in comparison.checks] == ["PASS", "PASS"]  # throughput, p99
     assert comparison.verdict == "INCONCLUSIVE"
     assert comparison.shortfalls == [vm.valid_shortfall]
@@ -74,23 +75,24 @@ def test_min_valid_sets_the_floor(store: ResultStore) -> None:
     vm = load_series(store, _series(store, MIXED, target_kind="vm", min_valid=3))
     bare_metal = load_series(store, _series(store, STEADY, target_kind="bare-metal"))
     assert vm.valid_shortfall is None
-    assert compare_series("vm-vs-bare-metal", vm, bare_metal, tolerance=0.05).verdict == "PASS"
+    passed = compare_series("vm-vs-bare-metal", vm, bare_metal, tolerance=0.05, levels=QUIET)
+    assert passed.verdict == "PASS"
     references = {SYSTEM_THROUGHPUT: Reference(value=150.0, lower=-0.05, unit="samples/s")}
-    assert compare_with_references(vm, references, "ref").verdict == "PASS"
+    assert compare_with_references(vm, references, "ref", QUIET).verdict == "PASS"
 
 
 def test_a_fail_in_the_valid_repeats_stays_a_fail(store: ResultStore) -> None:
     vm = load_series(store, _series(store, MIXED, target_kind="vm"))
     faster = [(rate * 1.3, validity) for rate, validity in STEADY]
     bare_metal = load_series(store, _series(store, faster, target_kind="bare-metal"))
-    comparison = compare_series("vm-vs-bare-metal", vm, bare_metal, tolerance=0.05)
+    comparison = compare_series("vm-vs-bare-metal", vm, bare_metal, tolerance=0.05, levels=QUIET)
     assert comparison.shortfalls and comparison.verdict == "FAIL"
 
 
 def test_an_invalid_reference_makes_the_verdict_inconclusive(store: ResultStore) -> None:
     vm = load_series(store, _series(store, STEADY, target_kind="vm"))
     bare_metal = load_series(store, _series(store, MIXED, target_kind="bare-metal"))
-    comparison = compare_series("vm-vs-bare-metal", vm, bare_metal, tolerance=0.05)
+    comparison = compare_series("vm-vs-bare-metal", vm, bare_metal, tolerance=0.05, levels=QUIET)
     assert comparison.verdict == "INCONCLUSIVE"
     assert comparison.shortfalls[0].startswith("scenario 6 w [bare-metal]: 3 valid of 4")
 

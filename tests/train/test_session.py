@@ -17,9 +17,12 @@ import vgpu.catalog
 import vgpu.cli.train_view
 import vgpu.train.session as session
 from tests.core.cli import run_cli
+from tests.results.conftest import QUIET
 from vgpu.cli import _register, app
+from vgpu.cli import bench as cli_bench
 from vgpu.model import load_scenario
 from vgpu.model.scenario import Baseline, Scenario
+from vgpu.results import judge
 from vgpu.results.records import RunStart, TargetKind
 from vgpu.results.store import ResultStore
 from vgpu.train.bench import Overrides, TrainingRun
@@ -36,6 +39,14 @@ from vgpu.train.session import (
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 WORKLOAD = "resnet50-train"
 
+
+
+@pytest.fixture(autouse=True)
+def _quiet_class(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The classes here are calibrated quiet: these tests are about which series and
+    metrics are judged, not the series level (tests/results/test_noise.py)."""
+    monkeypatch.setattr(judge, "levels_for", lambda *_: QUIET)
+    monkeypatch.setattr(cli_bench, "levels_for", lambda *_: QUIET)
 
 def _record(images_per_s: float, step_p99_s: float = 0.1, comm_share: float = 0.2,
             world: int = 4) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from rich.table import Table
 from vgpu.bench.session import BenchOutcome, WorkloadOutcome
 from vgpu.results import telemetry_view
 from vgpu.results.accuracy import ACCURACY_REFERENCE, InstanceAccuracy, instance_accuracies
-from vgpu.results.compare import check_as_dict
+from vgpu.results.compare import Comparison, check_as_dict
 from vgpu.results.format import number
 from vgpu.results.platforms import describe_changes
 from vgpu.results.series import SYSTEM_THROUGHPUT, TIMED_OVERLAP
@@ -145,6 +145,9 @@ def render(outcome: BenchOutcome, console: Console, db: str, report: str | None)
                 against = f"the accuracy target (no baseline: {against})"
             console.print(f"verdict vs {escape(against)}: "
                           f"[{_VERDICT_STYLE[verdict]}]{verdict}[/]")
+            line = design_line(workload.comparison)
+            if line:
+                console.print(f"  [dim]design:[/dim] {escape(line)}")
             for check in workload.comparison.checks:
                 console.print(f"  {check.metric}: {check.difference_pct:+.2f}% "
                               f"({check.verdict}) {escape(check.reason)}")
@@ -155,6 +158,25 @@ def render(outcome: BenchOutcome, console: Console, db: str, report: str | None)
         elif workload.baseline_note:
             console.print(f"[dim]no verdict:[/dim] {escape(workload.baseline_note)}")
     console.print(f"results: {db}" + (f"; report: {report}" if report else ""))
+
+
+def design_line(comparison: Comparison) -> str | None:
+    """How the verdict's intervals were built: the design, the noise between series they
+    carry, the minimum detectable difference and whether Holm judged a family."""
+    stats = [c for c in comparison.checks if c.se_pct is not None]
+    if not stats:
+        return None
+    headline = stats[0]
+    parts = [headline.design]
+    if headline.design == "interleaved":
+        parts.append(f"{headline.candidate.n} blocks, drift between blocks cancels")
+    elif headline.noise:
+        parts.append(headline.noise)
+    if headline.mdd_pct is not None:
+        parts.append(f"minimum detectable difference {headline.mdd_pct:.2f}%")
+    if len(stats) > 1:
+        parts.append(f"{len(stats)} checks judged as one family (Holm)")
+    return "; ".join(parts)
 
 
 def repeat_quality_lines(outcome: WorkloadOutcome) -> list[str]:

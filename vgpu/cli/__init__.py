@@ -17,6 +17,7 @@ def _register() -> None:
     # Imported for their side effect of adding commands to ``app``.
     from vgpu.cli import (
         bench,  # noqa: F401
+        calibrate,  # noqa: F401
         core,  # noqa: F401
         inventory,  # noqa: F401
         mig,  # noqa: F401

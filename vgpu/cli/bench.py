@@ -57,6 +57,8 @@ from vgpu.results.format import number
 from vgpu.results.judge import compare_series, compare_with_references, default_kind
 from vgpu.results.junit import write_junit
 from vgpu.results.mlperf_export import MlperfExport, export_mlperf
+from vgpu.results.noise import NoiseLevels
+from vgpu.results.noise_store import levels_for
 from vgpu.results.platforms import describe_changes
 from vgpu.results.report import build_report, write_report
 from vgpu.results.runview import render_run
@@ -498,14 +500,15 @@ def compare(
     _check_compare_inputs(reference, baseline, references, kind)
     with ResultStore.open_existing(db) as store:
         cand = load_series(store, series_of_run(store, candidate))
+        levels = levels_for(store, cand)
         if references is not None:
-            comparison = _against_references(cand, references, tolerance / 100.0)
+            comparison = _against_references(cand, references, tolerance / 100.0, levels)
         else:
             ref = _reference_series(store, db, reference, baseline)
             chosen: Any = kind or ("run-vs-baseline" if baseline else default_kind(cand, ref))
             comparison = compare_series(
                 chosen, cand, ref, tolerance=tolerance / 100.0,
-                min_gain=None if min_gain is None else min_gain / 100.0,
+                min_gain=None if min_gain is None else min_gain / 100.0, levels=levels,
             )
     _emit_comparison(comparison, junit, as_json_flag)
 
@@ -524,13 +527,14 @@ def _check_compare_inputs(reference: int | None, baseline: str | None,
 
 
 def _against_references(cand: SeriesData, references: Path,
-                        tolerance: float) -> Comparison:
+                        tolerance: float, levels: NoiseLevels) -> Comparison:
     data = load_yaml(references).data
     if is_calibrated(data):  # `vgpu baseline calibrate`: the same two-sample statistics
         return compare_calibrated(cand, parse_references(data, str(references)),
-                                  str(references), tolerance)
+                                  str(references), tolerance, levels)
     try:
-        return compare_with_references(cand, _references(references), str(references))
+        return compare_with_references(cand, _references(references), str(references),
+                                       levels)
     except KeyError as exc:
         raise InputError.single(str(references), "(metric)", str(exc.args[0]),
                                 fix="use metric names the candidate has") from None

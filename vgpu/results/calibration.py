@@ -16,6 +16,7 @@ import yaml
 
 from vgpu.errors import InputError
 from vgpu.results.compare import Comparison, band_for, compare_summaries
+from vgpu.results.noise import NoiseLevels, uncalibrated
 from vgpu.results.platforms import series_platform, series_platforms
 from vgpu.results.series import SeriesData, load_series
 from vgpu.results.stats import Summary, minimum_detectable_difference, summarize
@@ -132,9 +133,11 @@ def _entry(item: Any, where: str, source: str) -> CalibratedReference:
 
 
 def compare_calibrated(series: SeriesData, references: Sequence[CalibratedReference],
-                       source: str, tolerance: float) -> Comparison:
+                       source: str, tolerance: float,
+                       levels: NoiseLevels | None = None) -> Comparison:
     """The series judged against the reference of its host class, or InputError saying
-    which classes the file has."""
+    which classes the file has; the difference carries the series level of ``levels``
+    (default: the stated uncalibrated one)."""
     key = host_class(series)
     match = next((r for r in references if r.key == key and r.metric in series.samples),
                  None)
@@ -144,7 +147,8 @@ def compare_calibrated(series: SeriesData, references: Sequence[CalibratedRefere
                                 f"{' / '.join(key)}", fix=f"the file has: {known}")
     sample = series.samples[match.metric]
     check = compare_summaries(match.metric, summarize(sample.values), match.summary(),
-                              band_for(sample.higher_is_better, tolerance), match.unit)
+                              band_for(sample.higher_is_better, tolerance), match.unit,
+                              levels or uncalibrated(series.throughput_cv or 0.0))
     return Comparison(kind="run-vs-baseline",
                       title=f"{series.label} vs calibrated reference ({match.series} "
                             f"series, n={match.n})",

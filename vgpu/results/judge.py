@@ -17,16 +17,39 @@ from vgpu.results.compare import (
     Reference,
     band_for,
     check_reference,
+    compare_paired,
     compare_samples,
 )
+from vgpu.results.noise import NoiseLevels, uncalibrated
+from vgpu.results.noise_store import levels_for
 from vgpu.results.platforms import platform_changes
-from vgpu.results.series import WORST_P99, SeriesData, load_series
+from vgpu.results.series import WORST_P99, SeriesData, interleaved_pairs, load_series
 from vgpu.results.store import ResultStore
+
+
+class _Pairing:
+    """How two series are compared: block by block when they ran interleaved (the
+    positions of their valid repeats that share a block), else as separate series with the
+    series level of ``levels``."""
+
+    def __init__(self, candidate: SeriesData, reference: SeriesData,
+                 levels: NoiseLevels) -> None:
+        self.pairs = interleaved_pairs(candidate, reference)
+        self.levels = levels
+
+    def check(self, name: str, cand: list[float], ref: list[float], band: Band,
+              unit: str) -> Check:
+        if self.pairs is None:
+            return compare_samples(name, cand, ref, band, unit, self.levels)
+        if len(cand) != len(self.pairs.candidate) or len(ref) != len(self.pairs.reference):
+            raise ValueError(f"{name}: a value is missing from a valid repeat")
+        return compare_paired(name, [cand[i] for i, _ in self.pairs.positions],
+                              [ref[j] for _, j in self.pairs.positions], band, unit)
 
 
 def _shared_checks(
     candidate: SeriesData, reference: SeriesData, tolerances: Mapping[str, float],
-    default_tolerance: float, metrics: list[str] | None = None,
+    default_tolerance: float, pairing: _Pairing, metrics: list[str] | None = None,
 ) -> list[Check]:
     names = metrics or candidate.judged_metrics or [
         n for n in candidate.samples if n in reference.samples
@@ -39,20 +62,19 @@ def _shared_checks(
             continue  # Offline latency is the whole batch's wait, not a service level
         sample = candidate.samples[name]
         band = band_for(sample.higher_is_better, tolerances.get(name, default_tolerance))
-        checks.append(compare_samples(
-            name, sample.values, reference.samples[name].values, band, sample.unit
-        ))
+        checks.append(pairing.check(name, sample.values, reference.samples[name].values,
+                                    band, sample.unit))
     return checks
 
 
 def _instance_checks(candidate: SeriesData, reference: SeriesData,
-                     tolerance: float) -> list[Check]:
+                     tolerance: float, pairing: _Pairing) -> list[Check]:
     """Against a baseline of the same scenario, each instance's throughput on its own:
     one slower guest is a finding even when the others, given the cores it no longer
     uses, keep the system total."""
     band = band_for(higher_is_better=True, tolerance=tolerance)
-    return [compare_samples(f"throughput {name}", values,
-                            reference.per_instance_throughput[name], band, "samples/s")
+    return [pairing.check(f"throughput {name}", values,
+                          reference.per_instance_throughput[name], band, "samples/s")
             for name, values in candidate.per_instance_throughput.items()
             if len(candidate.per_instance_throughput) > 1
             and len(reference.per_instance_throughput.get(name, [])) >= 2
@@ -71,28 +93,32 @@ def compare_series(
     tolerance: float,
     tolerances: Mapping[str, float] | None = None,
     min_gain: float | None = None,
+    levels: NoiseLevels | None = None,
 ) -> Comparison:
     """``vm-vs-bare-metal`` and ``run-vs-baseline`` judge every shared metric (throughput
     may not drop, latency may not rise, beyond its tolerance; a training series only its
     throughput). ``scenario-vs-scenario`` judges the headline throughput (system samples/s,
     training images/s): the gain must be at least ``min_gain`` (default -tolerance, i.e.
-    not worse). A side with fewer VALID repeats than it asks for cannot PASS."""
+    not worse). A side with fewer VALID repeats than it asks for cannot PASS. Series that
+    ran interleaved are compared block by block; others as separate series whose
+    difference carries the series level of ``levels`` (default: the stated
+    uncalibrated one)."""
     per_metric = dict(tolerances or {})
+    pairing = _Pairing(candidate, reference, levels or uncalibrated())
     if kind == "scenario-vs-scenario":
         checks: list[Check] = []
         headline = candidate.headline
         if headline in candidate.samples and headline in reference.samples:
             floor = -tolerance if min_gain is None else min_gain
             sample = candidate.samples[headline]
-            checks.append(compare_samples(
-                headline, sample.values, reference.samples[headline].values,
-                Band(lower_pct=floor * 100.0), sample.unit,
-            ))
+            checks.append(pairing.check(headline, sample.values,
+                                        reference.samples[headline].values,
+                                        Band(lower_pct=floor * 100.0), sample.unit))
         title = f"scenario {candidate.scenario_id} vs scenario {reference.scenario_id}"
     else:
-        checks = _shared_checks(candidate, reference, per_metric, tolerance)
+        checks = _shared_checks(candidate, reference, per_metric, tolerance, pairing)
         if kind == "run-vs-baseline" and candidate.kind != "training":
-            checks += _instance_checks(candidate, reference, tolerance)
+            checks += _instance_checks(candidate, reference, tolerance, pairing)
         title = (
             f"{candidate.workload}: VM vs bare metal, scenario {candidate.scenario_id}"
             if kind == "vm-vs-bare-metal"
@@ -106,11 +132,14 @@ def compare_series(
 
 
 def compare_with_references(
-    candidate: SeriesData, references: Mapping[str, Reference], reference_label: str
+    candidate: SeriesData, references: Mapping[str, Reference], reference_label: str,
+    levels: NoiseLevels | None = None,
 ) -> Comparison:
-    """Run vs baseline given as reference data (value, lower, upper, unit) per metric."""
+    """Run vs baseline given as reference data (value, lower, upper, unit) per metric; the
+    candidate's own series level (``levels``, default the stated uncalibrated one) is in
+    the interval: the value stands for another time's series."""
     checks = [
-        check_reference(name, candidate.samples[name].values, ref)
+        check_reference(name, candidate.samples[name].values, ref, levels or uncalibrated())
         for name, ref in references.items()
         if name in candidate.samples
     ]
@@ -153,6 +182,9 @@ def baseline_series(
             return None, (f"baseline '{baseline.reference_run}' is not set in {store.path} "
                           "(`vgpu baseline set RUN_ID --name ...`)")
         return load_series(store, named.series_id), f"baseline '{baseline.reference_run}'"
+    partner = _interleaved_partner(store, exclude_series, str(baseline.scenario))
+    if partner is not None:
+        return partner, f"scenario {baseline.scenario}, run interleaved with this one"
     series_id = store.latest_series(scenario_id=str(baseline.scenario), workload=workload,
                                     exclude_series=exclude_series)
     if series_id is None:
@@ -160,6 +192,20 @@ def baseline_series(
                       f"{workload} in {store.path}: run `{run_command} --scenario "
                       f"{baseline.scenario}` with the same settings first")
     return load_series(store, series_id), f"scenario {baseline.scenario}"
+
+
+def _interleaved_partner(store: ResultStore, series_id: str,
+                         scenario_id: str) -> SeriesData | None:
+    """The series of ``scenario_id`` that ``series_id`` ran interleaved with, if any."""
+    runs = store.runs(series_id=series_id, status="ok")
+    design = runs[0].workload_detail.get("design") if runs else None
+    partner = design.get("partner") if isinstance(design, dict) else None
+    if not partner:
+        return None
+    partner_runs = store.runs(series_id=str(partner), status="ok")
+    if not partner_runs or partner_runs[0].scenario_id != scenario_id:
+        return None
+    return load_series(store, str(partner))
 
 
 def judge_against_baseline(
@@ -178,5 +224,6 @@ def judge_against_baseline(
         default_kind(candidate, reference), candidate, reference,
         tolerance=scenario.tolerances.throughput_pct / 100.0,
         tolerances={WORST_P99: scenario.tolerances.latency_pct / 100.0},
+        levels=levels_for(store, candidate),
     )
     return with_accuracy_gate(comparison, candidate), note

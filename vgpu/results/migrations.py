@@ -102,6 +102,24 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE platforms ADD COLUMN rdma TEXT;
     ALTER TABLE platforms ADD COLUMN network_interface TEXT;
     """,
+    # 5: levels of noise per class (vgpu calibrate noise): repeat and between-series CV
+    """
+    CREATE TABLE noise_levels (
+        id INTEGER PRIMARY KEY,
+        class_key TEXT NOT NULL,
+        metric TEXT NOT NULL,
+        repeat_cv REAL NOT NULL,
+        series_cv REAL NOT NULL,
+        series_df REAL NOT NULL,
+        series INTEGER NOT NULL,
+        repeats INTEGER NOT NULL,
+        measured_at REAL NOT NULL,
+        created_at REAL NOT NULL,
+        series_ids TEXT NOT NULL DEFAULT '[]',
+        platform TEXT NOT NULL DEFAULT '{}'
+    );
+    CREATE INDEX noise_levels_class ON noise_levels(class_key, metric);
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

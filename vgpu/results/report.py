@@ -13,8 +13,9 @@ import base64
 import html
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from vgpu.errors import VgpuError
@@ -23,12 +24,16 @@ from vgpu.results import format as fmt
 from vgpu.results import telemetry_view
 from vgpu.results.compare import Band, Check, Comparison, compare_samples
 from vgpu.results.judge import compare_series, default_kind
+from vgpu.results.noise import NoiseLevels
+from vgpu.results.noise_store import levels_for
 from vgpu.results.platforms import FIELD_LABELS, series_platform
 from vgpu.results.records import PLATFORM_COMPARED
 from vgpu.results.series import SYSTEM_THROUGHPUT, SeriesData, all_series
 from vgpu.results.server_split import series_split, split_rows
 from vgpu.results.stats import summarize
 from vgpu.results.store import ResultStore
+
+LevelsOf = Callable[[SeriesData], NoiseLevels]
 
 REFERENCE_SCENARIO = "1"
 INSTANCE_TABLE_SERIES = 6  # older series stay in the statistics table and in `vgpu results`
@@ -288,7 +293,8 @@ def _bare_metal_reference(data: SeriesData, latest: dict[tuple[str, str, str], S
     return None
 
 
-def automatic_judgements(series: Sequence[SeriesData], tolerance: float) -> list[Judged]:
+def automatic_judgements(series: Sequence[SeriesData], tolerance: float,
+                         levels: LevelsOf | None = None) -> list[Judged]:
     """Every VM series (and every series run on this machine in a VM scenario's place)
     against the bare-metal series of the same workload that its scenario names as
     baseline (or, for a VM series, of the same scenario id)."""
@@ -300,7 +306,8 @@ def automatic_judgements(series: Sequence[SeriesData], tolerance: float) -> list
         reference = _bare_metal_reference(data, latest)
         if reference is not None:
             comparison = compare_series(default_kind(data, reference), data, reference,
-                                        tolerance=tolerance)
+                                        tolerance=tolerance,
+                                        levels=None if levels is None else levels(data))
             judged.append(Judged(comparison, data, reference))
     return judged
 
@@ -315,13 +322,13 @@ def _by_label(series: Sequence[SeriesData], label: str) -> SeriesData | None:
 
 
 def all_judgements(series: Sequence[SeriesData], given: Sequence[Comparison],
-                   tolerance: float) -> list[Judged]:
+                   tolerance: float, levels: LevelsOf | None = None) -> list[Judged]:
     """The comparisons handed in (their series found by label) and the automatic ones,
     each pair of series once (a handed-in comparison wins)."""
     judged = [Judged(c, _by_label(series, c.candidate), _by_label(series, c.reference))
               for c in given]
     seen = {(j.comparison.candidate, j.comparison.reference) for j in judged}
-    for auto in automatic_judgements(series, tolerance):
+    for auto in automatic_judgements(series, tolerance, levels):
         key = (auto.comparison.candidate, auto.comparison.reference)
         if key not in seen:
             seen.add(key)
@@ -619,7 +626,7 @@ def build_report(
 ) -> Report:
     series = all_series(store)
     report = Report(title=title, generated=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()))
-    judged = all_judgements(series, comparisons, tolerance)
+    judged = all_judgements(series, comparisons, tolerance, partial(levels_for, store))
     inference = [s for s in series if s.per_instance_throughput]
     recent = inference[-INSTANCE_TABLE_SERIES:]
     sections = report.sections

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from vgpu.results.compare import Band, Check, Verdict, _judge, compare_samples
+from vgpu.results.compare import Band, Check, Verdict, _judge, compare_samples, satterthwaite
 from vgpu.results.stats import ALPHA, POWER, t_quantile
 
 DEFAULT_MAX_REPEATS = 20
@@ -65,13 +65,15 @@ class Look:
     stop: bool
     next_total: int
     mdd_pct: float | None
+    why: str | None = None  # why it stops undecided before its last look
 
     def describe(self) -> str:
         if not self.stop:
             return (f"look {self.index} at {self.n} repeats: undecided, "
                     f"planned {self.next_total} repeats")
         mdd = "" if self.mdd_pct is None else f", minimum detectable difference {self.mdd_pct:.2f}%"
-        return f"look {self.index} at {self.n} repeats: {self.verdict}{mdd}"
+        why = "" if self.why is None else f" ({self.why})"
+        return f"look {self.index} at {self.n} repeats: {self.verdict}{mdd}{why}"
 
 
 @lru_cache(maxsize=4096)
@@ -84,37 +86,11 @@ def _t(p: float, df: float) -> float:
     return _quantile(p, max(0.01, round(df, 2)))
 
 
-def _welch(cand_var_n: float, ref_var_n: float, cand_n: int, ref_n: int | None) -> float:
-    """Welch-Satterthwaite degrees of freedom (one sample: n - 1)."""
-    if ref_n is None:
-        return float(cand_n - 1)
-    total = cand_var_n + ref_var_n
-    denominator = cand_var_n**2 / (cand_n - 1) + ref_var_n**2 / (ref_n - 1)
-    return total**2 / denominator if denominator > 0 else float(cand_n + ref_n - 2)
-
-
-def _variances(check: Check) -> tuple[float, float, int | None]:
-    """Candidate variance, reference variance per repeat (0 for a reference value), and
-    the reference repeats (None for a reference value), in units of the metric."""
-    cand_var = (check.candidate.stdev or 0.0) ** 2
-    ref = check.reference
-    if ref is None:
-        return cand_var, 0.0, None
-    return cand_var, (ref.stdev or 0.0) ** 2, ref.n
-
-
 def check_ci(check: Check, alpha: float) -> tuple[float, float] | None:
-    """``check``'s CI of the relative difference (percent) at confidence 1 - alpha: its
-    95% CI widened by the ratio of the t quantiles."""
-    if check.ci_pct is None:
+    """``check``'s CI of the relative difference (percent) at confidence 1 - alpha."""
+    if check.se_pct is None or check.df is None:
         return None
-    cand_var, ref_var, ref_n = _variances(check)
-    n = check.candidate.n
-    df = _welch(cand_var / n, ref_var / ref_n if ref_n else 0.0, n, ref_n)
-    low, high = check.ci_pct
-    half = (high - low) / 2.0
-    if alpha != ALPHA:
-        half *= _t(1.0 - alpha / 2.0, df) / _t(1.0 - ALPHA / 2.0, df)
+    half = _t(1.0 - alpha / 2.0, check.df) * check.se_pct
     return check.difference_pct - half, check.difference_pct + half
 
 
@@ -129,23 +105,43 @@ def edge_distance_pct(difference_pct: float, band: Band) -> float:
     return min((abs(difference_pct - e) for e in edges), default=math.inf)
 
 
+def _distance(check: Check, design: Design) -> float:
+    return max(edge_distance_pct(check.difference_pct, check.band), design.min_distance_pct)
+
+
+def _factor(check: Check, design: Design) -> float:
+    """The t-quantile sum at the df of the part repeats cannot shrink (what is left as
+    the candidate's repeats grow)."""
+    df = check.fixed_df if math.isfinite(check.fixed_df) else 1e6
+    return _t(1.0 - ALPHA / 2.0, df) + _t(design.power, df)
+
+
+def repeats_cannot_decide(check: Check, design: Design) -> bool:
+    """The part of the error more repeats cannot shrink (the series level, the reference's
+    repeats) alone keeps the decision out of reach: add series or blocks, not repeats."""
+    if check.se_pct is None:
+        return False
+    return _factor(check, design) * math.sqrt(check.fixed_var) > _distance(check, design)
+
+
 def plan_check(check: Check, design: Design) -> int:
-    """Stein's second stage for one check: the fewest total candidate repeats (from its
-    current count to ``max_repeats``) at which ``(t(0.975) + t(power)) * se`` is below the
-    distance to the nearest band edge; ``max_repeats`` when none is."""
+    """Stein's second stage for one check: the fewest total candidate repeats (or blocks of
+    an interleaved design; from the current count to ``max_repeats``) at which
+    ``(t(0.975) + t(power)) * se`` is below the distance to the nearest band edge, the
+    standard error's shrinking part scaled by n_now / n; the current count when more
+    cannot reach it (``repeats_cannot_decide``), ``max_repeats`` when none does."""
     n_now = check.candidate.n
-    if check.candidate.stdev is None or (check.reference and check.reference.stdev is None):
+    if check.se_pct is None:
         return min(design.max_repeats, max(n_now + 1, design.min_repeats))
-    distance = max(edge_distance_pct(check.difference_pct, check.band),
-                   design.min_distance_pct)
-    cand_var, ref_var, ref_n = _variances(check)
-    ref_term = ref_var / ref_n if ref_n else 0.0
-    scale = 100.0 / abs(check.reference_mean)
+    if repeats_cannot_decide(check, design):
+        return n_now
+    distance = _distance(check, design)
     for n in range(max(n_now, 2), design.max_repeats + 1):
-        se = math.sqrt(cand_var / n + ref_term)
-        df = _welch(cand_var / n, ref_term, n, ref_n)
+        shrinking = check.shrinking_var * n_now / n
+        df = satterthwaite([(shrinking, n - 1.0), (check.fixed_var, check.fixed_df)])
+        df = df if math.isfinite(df) else 1e6
         factor = _t(1.0 - ALPHA / 2.0, df) + _t(design.power, df)
-        if factor * se * scale <= distance:
+        if factor * math.sqrt(shrinking + check.fixed_var) <= distance:
             return n
     return design.max_repeats
 
@@ -180,9 +176,25 @@ def look(checks: Sequence[Check], n: int, index: int, design: Design,
     if final or not checks:
         return Look(n, index, final, "INCONCLUSIVE", True, n, mdd)
     undecided = [c for c, v in zip(checks, verdicts, strict=True) if v != "PASS"] or checks
+    stuck = [c for c in undecided if repeats_cannot_decide(c, design)]
+    if stuck:
+        return Look(n, index, final, "INCONCLUSIVE", True, n, mdd,
+                    why=series_advice(stuck[0], design))
     planned = max(plan_check(c, design) for c in undecided)
     return Look(n, index, final, "INCONCLUSIVE", False,
                 min(design.max_repeats, max(planned, n + 1)), mdd)
+
+
+def series_advice(check: Check, design: Design) -> str:
+    """What a check whose series level dominates needs instead of repeats."""
+    factor = _factor(check, design)
+    distance = _distance(check, design)
+    series_var = max(0.0, check.fixed_var)
+    per_side = max(1, math.ceil(series_var * factor**2 / distance**2))
+    return (f"{check.metric}: more repeats cannot decide: the error that does not shrink "
+            f"with repeats (noise between series, {math.sqrt(series_var):.2f}%) needs about "
+            f"{per_side} series per side for a {distance:.1f}% margin; run both sides "
+            "interleaved (`vgpu bench --with-baseline`) or add series")
 
 
 def decide(candidate: Sequence[float], reference: Sequence[float], band: Band,

@@ -112,6 +112,21 @@ class SeriesData:
         return [TRAINING_THROUGHPUT] if self.kind == "training" else None
 
     @property
+    def interleaved_with(self) -> str | None:
+        """The series this one ran interleaved with, block by block (None: alone)."""
+        design = self.runs[0].workload_detail.get("design") if self.runs else None
+        return design.get("partner") if isinstance(design, dict) else None
+
+    @property
+    def design_note(self) -> str | None:
+        """How the series was run beside its partner, e.g. 'interleaved ABBA with ...'."""
+        design = self.runs[0].workload_detail.get("design") if self.runs else None
+        if not isinstance(design, dict):
+            return None
+        return (f"interleaved {design.get('order', '')} blocks of one repeat with series "
+                f"{str(design.get('partner'))[:8]}")
+
+    @property
     def latency_matters(self) -> bool:
         return self.loadgen_scenario not in (None, "Offline")
 
@@ -127,6 +142,35 @@ class SeriesData:
             name: {key: sum(v) / len(v) for key, v in per_key.items()}
             for name, per_key in sums.items()
         }
+
+
+class Pairs(NamedTuple):
+    """Two interleaved series' valid repeats that ran in the same block: positions into
+    each side's valid repeats (and so into its samples), in block order."""
+
+    candidate: list[int]
+    reference: list[int]
+    positions: list[tuple[int, int]]
+
+
+def interleaved_pairs(candidate: SeriesData, reference: SeriesData) -> Pairs | None:
+    """The blocks two series share when they ran interleaved with each other (vgpu bench
+    with its twin, vgpu calibrate noise), else None. A block counts when both sides'
+    repeats in it are VALID."""
+    if candidate.interleaved_with != reference.series_id and \
+            reference.interleaved_with != candidate.series_id:
+        return None
+    cand_blocks = _valid_blocks(candidate)
+    ref_blocks = _valid_blocks(reference)
+    shared = sorted(set(cand_blocks) & set(ref_blocks))
+    return Pairs(list(range(len(cand_blocks))), list(range(len(ref_blocks))),
+                 [(cand_blocks[b], ref_blocks[b]) for b in shared])
+
+
+def _valid_blocks(data: SeriesData) -> dict[int, int]:
+    """Block (the run's repeat index) -> position among the series' valid repeats."""
+    index = {run.id: run.repeat_index for run in data.runs}
+    return {index[run_id]: position for position, run_id in enumerate(data.valid_run_ids)}
 
 
 def _higher_is_better(metric_name: str) -> bool:

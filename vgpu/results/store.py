@@ -33,6 +33,7 @@ from vgpu.results.dialect import (
     redacted,
 )
 from vgpu.results.migrations import SCHEMA_VERSION, apply_migrations
+from vgpu.results.noise import NoiseLevels
 from vgpu.results.records import (
     LATENCY_PERCENTILES,
     RUN_STATUSES,
@@ -472,6 +473,30 @@ class ResultStore:
 
     def baseline(self, name: str) -> Baseline | None:
         return next((b for b in self.baselines() if b.name == name), None)
+
+    def save_noise(self, class_key: str, metric: str, levels: NoiseLevels,
+                   series_ids: Sequence[str], platform: dict[str, Any]) -> None:
+        """Store a class's measured noise levels (the newest one is used)."""
+        with self._db.transaction():
+            self._db.execute(
+                "INSERT INTO noise_levels (class_key, metric, repeat_cv, series_cv, series_df, "
+                "series, repeats, measured_at, created_at, series_ids, platform) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (class_key, metric, levels.repeat_cv, levels.series_cv, levels.series_df,
+                 levels.series, levels.repeats, levels.measured_at or time.time(),
+                 time.time(), json.dumps(list(series_ids)), json.dumps(platform)))
+
+    def noise(self, class_key: str, metric: str) -> NoiseLevels | None:
+        """The newest noise levels stored for ``class_key`` and ``metric``, or None."""
+        row = self._db.query_one(
+            "SELECT * FROM noise_levels WHERE class_key = ? AND metric = ? "
+            "ORDER BY id DESC LIMIT 1", (class_key, metric))
+        if row is None:
+            return None
+        return NoiseLevels(repeat_cv=row["repeat_cv"], series_cv=row["series_cv"],
+                           series_df=row["series_df"], series=row["series"],
+                           repeats=row["repeats"], measured_at=row["measured_at"],
+                           source=class_key)
 
     def latest_series(
         self, *, scenario_id: str, workload: str, target_kind: str | None = None,

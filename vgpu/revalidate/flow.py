@@ -22,6 +22,8 @@ from vgpu.results.accuracy import ACCURACY_REFERENCE, accuracy_check
 from vgpu.results.calibration import compare_calibrated, parse_references
 from vgpu.results.compare import Comparison
 from vgpu.results.judge import compare_series, judge_against_baseline
+from vgpu.results.noise import NoiseLevels
+from vgpu.results.noise_store import levels_for
 from vgpu.results.series import WORST_P99, SeriesData, load_series
 from vgpu.results.store import ResultStore
 from vgpu.revalidate import state as saved
@@ -157,7 +159,8 @@ def _judge(store: ResultStore, sc: Scenario, series: dict[str, str],
         named = store.baseline(baseline_key(request.baseline, sc.id, label))
         vs_baseline = None
         if named is None and request.references is not None:
-            vs_baseline = _against_references(data, sc, request.references, notes)
+            vs_baseline = _against_references(data, sc, request.references, notes,
+                                              levels_for(store, data))
         elif named is None:
             notes.append(f"no baseline '{request.baseline}' stored for it")
         elif named.series_id == series_id:
@@ -166,19 +169,20 @@ def _judge(store: ResultStore, sc: Scenario, series: dict[str, str],
             vs_baseline = compare_series(
                 "run-vs-baseline", data, load_series(store, named.series_id),
                 tolerance=sc.tolerances.throughput_pct / 100.0,
-                tolerances={WORST_P99: sc.tolerances.latency_pct / 100.0})
+                tolerances={WORST_P99: sc.tolerances.latency_pct / 100.0},
+                levels=levels_for(store, data))
         verdicts.append(WorkloadVerdict(sc.id, label, series_id, vs_bare_metal, vs_baseline,
                                         accuracy_check(data), tuple(notes)))
     return verdicts
 
 
 def _against_references(data: SeriesData, sc: Scenario, path: Path,
-                        notes: list[str]) -> Comparison | None:
+                        notes: list[str], levels: NoiseLevels) -> Comparison | None:
     """The calibrated reference of the series' host class, when the file has one."""
     references = parse_references(load_yaml(path).data, str(path))
     try:
         return compare_calibrated(data, references, str(path),
-                                  sc.tolerances.throughput_pct / 100.0)
+                                  sc.tolerances.throughput_pct / 100.0, levels)
     except InputError as exc:
         notes.append(f"no calibrated reference: {exc}")
         return None

@@ -1,0 +1,49 @@
+"""Noise levels per class, read from and written to the store: the class of a series is
+its host class (target kind, GPU model, profiles, workload as run, runtime), so a VM's
+series and its bare-metal twin on the same kind of device are judged with the noise
+their kind of device shows."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from vgpu.results.calibration import host_class
+from vgpu.results.noise import STALE_AFTER_S, NoiseLevels, estimate_levels, uncalibrated
+from vgpu.results.platforms import series_platform
+from vgpu.results.series import SeriesData
+from vgpu.results.store import ResultStore
+
+
+def class_key(series: SeriesData) -> str:
+    return " / ".join(host_class(series))
+
+
+def levels_for(store: ResultStore, series: SeriesData) -> NoiseLevels:
+    """The newest calibration of ``series``' class for its headline, or the stated
+    uncalibrated default (with the series' own repeat CV)."""
+    stored = store.noise(class_key(series), series.headline)
+    if stored is not None:
+        return stored
+    return uncalibrated(series.throughput_cv or 0.0)
+
+
+def stale(levels: NoiseLevels, now: float | None = None) -> bool:
+    return (levels.calibrated and levels.measured_at is not None
+            and (now or time.time()) - levels.measured_at > STALE_AFTER_S)
+
+
+def calibrate_series(store: ResultStore, members: Sequence[SeriesData]) -> NoiseLevels:
+    """Estimate the class's levels from ``members`` (series of one configuration, one
+    class) and store them; ValueError when they are of different classes or too few."""
+    keys = {class_key(m) for m in members}
+    if len(keys) != 1:
+        raise ValueError(f"series of different classes cannot be pooled: {sorted(keys)}")
+    headline = members[0].headline
+    values = [m.samples[headline].values for m in members if headline in m.samples]
+    newest = max(run.started_at for m in members for run in m.runs)
+    key = keys.pop()
+    levels = estimate_levels(values, measured_at=newest, source=key)
+    store.save_noise(key, headline, levels, [m.series_id for m in members],
+                     {k: v for k, v in series_platform(members[-1]).items() if v is not None})
+    return levels
