@@ -52,7 +52,8 @@ def test_capture_then_a_slowed_machine_fails_against_the_baseline(
     [verdict] = json.loads(out)["verdicts"]
     assert (verdict["scenario"], verdict["verdict"]) == ("bm5", "FAIL")
     throughput = verdict["vs_baseline"]["checks"][0]
-    assert throughput["verdict"] == "FAIL" and throughput["difference_pct"] < -30
+    # 0.4 of a core: far slower, though by how much depends on what else the machine runs
+    assert throughput["verdict"] == "FAIL" and throughput["difference_pct"] < -15
     assert _runs(tmp_path) == ["bm5"] * 6
 
 
