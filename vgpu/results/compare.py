@@ -343,10 +343,6 @@ class Comparison:
         object.__setattr__(self, "checks", holm(self.checks))
 
     @property
-    def designs(self) -> list[str]:
-        return sorted({c.design for c in self.checks})
-
-    @property
     def verdict(self) -> Verdict:
         return overall_verdict(self.checks, self.shortfalls)
 

@@ -167,12 +167,13 @@ def default_kind(candidate: SeriesData, reference: SeriesData) -> ComparisonKind
 
 def baseline_series(
     store: ResultStore, scenario: Scenario, workload: str, exclude_series: str,
-    run_command: str = "vgpu bench",
+    run_command: str = "vgpu bench", partner_series: str | None = None,
 ) -> tuple[SeriesData | None, str]:
     """The series ``scenario``'s baseline names for ``workload``: the named baseline
-    (`vgpu baseline set`), else the newest series of the baseline scenario other than
-    ``exclude_series``; and a note saying which, or why there is none (``run_command`` is
-    what stores a series of the baseline scenario)."""
+    (`vgpu baseline set`), else ``partner_series`` when the candidate ran interleaved
+    with a series of the baseline scenario, else the newest series of the baseline
+    scenario other than ``exclude_series``; and a note saying which, or why there is none
+    (``run_command`` is what stores a series of the baseline scenario)."""
     baseline = scenario.baseline
     if baseline is None:
         return None, "the scenario names no baseline"
@@ -182,7 +183,7 @@ def baseline_series(
             return None, (f"baseline '{baseline.reference_run}' is not set in {store.path} "
                           "(`vgpu baseline set RUN_ID --name ...`)")
         return load_series(store, named.series_id), f"baseline '{baseline.reference_run}'"
-    partner = _interleaved_partner(store, exclude_series, str(baseline.scenario))
+    partner = _interleaved_partner(store, partner_series, str(baseline.scenario))
     if partner is not None:
         return partner, f"scenario {baseline.scenario}, run interleaved with this one"
     series_id = store.latest_series(scenario_id=str(baseline.scenario), workload=workload,
@@ -194,18 +195,16 @@ def baseline_series(
     return load_series(store, series_id), f"scenario {baseline.scenario}"
 
 
-def _interleaved_partner(store: ResultStore, series_id: str,
+def _interleaved_partner(store: ResultStore, partner: str | None,
                          scenario_id: str) -> SeriesData | None:
-    """The series of ``scenario_id`` that ``series_id`` ran interleaved with, if any."""
-    runs = store.runs(series_id=series_id, status="ok")
-    design = runs[0].workload_detail.get("design") if runs else None
-    partner = design.get("partner") if isinstance(design, dict) else None
+    """``partner`` (the series a candidate ran interleaved with) when it is a series of
+    ``scenario_id``."""
     if not partner:
         return None
-    partner_runs = store.runs(series_id=str(partner), status="ok")
+    partner_runs = store.runs(series_id=partner, status="ok")
     if not partner_runs or partner_runs[0].scenario_id != scenario_id:
         return None
-    return load_series(store, str(partner))
+    return load_series(store, partner)
 
 
 def judge_against_baseline(
@@ -216,7 +215,8 @@ def judge_against_baseline(
     tolerances, and the note of :func:`baseline_series`; the accuracy gate
     (vgpu.results.accuracy) is judged with or without a baseline."""
     reference, note = baseline_series(store, scenario, candidate.workload,
-                                      candidate.series_id, run_command)
+                                      candidate.series_id, run_command,
+                                      candidate.interleaved_with)
     if reference is None:
         gate = with_accuracy_gate(None, candidate)
         return (None if gate is None else replace(gate, shortfalls=_shortfalls(candidate))), note

@@ -26,8 +26,6 @@ from dataclasses import dataclass
 # CV 2%, weighted as if estimated from 5 series. A shared 2-core CPU measured 0.9-2.6%.
 DEFAULT_SERIES_CV = 0.02
 DEFAULT_SERIES_DF = 4.0
-# A calibration older than this is shown as stale beside the verdict.
-STALE_AFTER_S = 30 * 24 * 3600.0
 
 
 @dataclass(frozen=True)
@@ -91,7 +89,13 @@ def series_needed(levels: NoiseLevels, distance_pct: float, factor: float) -> in
     """Series per side whose means, averaged, bring the between-series part of a
     difference's error under ``distance_pct`` / ``factor`` (the t-quantiles sum of a
     decision at the wanted power): ceil(2 * series_cv^2 * factor^2 / distance^2)."""
+    return series_per_side(2.0 * (levels.series_cv * 100.0) ** 2, distance_pct, factor)
+
+
+def series_per_side(unshrinkable_var_pct2: float, distance_pct: float, factor: float) -> int:
+    """Series per side that divide a difference's variance that repeats cannot shrink
+    (percent squared, both sides together) enough for ``factor`` standard errors to fit
+    in ``distance_pct``."""
     if distance_pct <= 0:
         return 0
-    cv_pct = levels.series_cv * 100.0
-    return max(1, math.ceil(2.0 * cv_pct**2 * factor**2 / distance_pct**2))
+    return max(1, math.ceil(unshrinkable_var_pct2 * factor**2 / distance_pct**2))

@@ -5,11 +5,10 @@ their kind of device shows."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 
 from vgpu.results.calibration import host_class
-from vgpu.results.noise import STALE_AFTER_S, NoiseLevels, estimate_levels, uncalibrated
+from vgpu.results.noise import NoiseLevels, estimate_levels, uncalibrated
 from vgpu.results.platforms import series_platform
 from vgpu.results.series import SeriesData
 from vgpu.results.store import ResultStore
@@ -26,11 +25,6 @@ def levels_for(store: ResultStore, series: SeriesData) -> NoiseLevels:
     if stored is not None:
         return stored
     return uncalibrated(series.throughput_cv or 0.0)
-
-
-def stale(levels: NoiseLevels, now: float | None = None) -> bool:
-    return (levels.calibrated and levels.measured_at is not None
-            and (now or time.time()) - levels.measured_at > STALE_AFTER_S)
 
 
 def calibrate_series(store: ResultStore, members: Sequence[SeriesData]) -> NoiseLevels:

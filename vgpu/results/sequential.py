@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from vgpu.results.compare import Band, Check, Verdict, _judge, compare_samples, satterthwaite
+from vgpu.results.noise import series_per_side
 from vgpu.results.stats import ALPHA, POWER, t_quantile
 
 DEFAULT_MAX_REPEATS = 20
@@ -187,14 +188,13 @@ def look(checks: Sequence[Check], n: int, index: int, design: Design,
 
 def series_advice(check: Check, design: Design) -> str:
     """What a check whose series level dominates needs instead of repeats."""
-    factor = _factor(check, design)
     distance = _distance(check, design)
-    series_var = max(0.0, check.fixed_var)
-    per_side = max(1, math.ceil(series_var * factor**2 / distance**2))
+    per_side = series_per_side(check.fixed_var, distance, _factor(check, design))
     return (f"{check.metric}: more repeats cannot decide: the error that does not shrink "
-            f"with repeats (noise between series, {math.sqrt(series_var):.2f}%) needs about "
-            f"{per_side} series per side for a {distance:.1f}% margin; run both sides "
-            "interleaved (`vgpu bench --with-baseline`) or add series")
+            f"with repeats (noise between series and the reference's own repeats, "
+            f"{math.sqrt(check.fixed_var):.2f}%) needs about {per_side} series per side for "
+            f"a {distance:.1f}% margin; `vgpu calibrate noise` measures this class's real "
+            "series level in place of the default")
 
 
 def decide(candidate: Sequence[float], reference: Sequence[float], band: Band,

@@ -118,15 +118,6 @@ class SeriesData:
         return design.get("partner") if isinstance(design, dict) else None
 
     @property
-    def design_note(self) -> str | None:
-        """How the series was run beside its partner, e.g. 'interleaved ABBA with ...'."""
-        design = self.runs[0].workload_detail.get("design") if self.runs else None
-        if not isinstance(design, dict):
-            return None
-        return (f"interleaved {design.get('order', '')} blocks of one repeat with series "
-                f"{str(design.get('partner'))[:8]}")
-
-    @property
     def latency_matters(self) -> bool:
         return self.loadgen_scenario not in (None, "Offline")
 
