@@ -208,6 +208,9 @@ class InferenceRunSpec:
     dataset: str | None = None
     accuracy: AccuracySpec | None = None
     stability: StabilitySpec | None = None
+    # share of each batch's time added as busy waiting (0: none): a known slowdown for
+    # calibrating verdicts, never part of a real measurement
+    slowdown: float = 0.0
     schema_version: int = INFERENCE_SCHEMA_VERSION
     source: str = field(default="<spec>", compare=False)
 
@@ -231,7 +234,8 @@ class InferenceRunSpec:
         optional = {"instance_name": self.instance_name, "cache_dir": self.cache_dir,
                     "dataset": self.dataset,
                     "accuracy": self.accuracy.to_json() if self.accuracy else None,
-                    "stability": self.stability.to_json() if self.stability else None}
+                    "stability": self.stability.to_json() if self.stability else None,
+                    "slowdown": self.slowdown or None}
         return {**data, **_present(optional)}
 
 

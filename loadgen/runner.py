@@ -104,6 +104,16 @@ def _open_backend(spec: Spec, model_path: Path | None, model_io: ModelIO) -> Bac
     return OrtBackend(str(model_path), b.threads, spec.device.kind)
 
 
+def _open_slowed(spec: Spec, model_path: Path | None, model_io: ModelIO) -> Backend:
+    """The spec's backend, slowed by ``spec.slowdown`` when it asks for it."""
+    backend = _open_backend(spec, model_path, model_io)
+    if spec.slowdown:
+        from loadgen.backends.slowed import SlowedBackend
+
+        return SlowedBackend(backend, spec.slowdown)
+    return backend
+
+
 def _load_dataset(path: str | None) -> dict[str, np.ndarray] | None:
     if path is None:
         return None
@@ -318,7 +328,7 @@ def run(spec: Spec, out_dir: str | Path, sync: StdinSync | None = None) -> dict[
                        "outputs": _tensor_dicts(model_io.outputs)}
         library = SampleLibrary(model_io, spec.seed, spec.loadgen.performance_sample_count,
                                 _load_dataset(spec.dataset))
-        backend = _open_backend(spec, model_path, model_io)
+        backend = _open_slowed(spec, model_path, model_io)
         state.backend = backend.describe()
         _prepare(state, backend, library)
         telemetry = Telemetry(spec.device)

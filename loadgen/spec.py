@@ -305,6 +305,17 @@ def _read_stability(r: SpecReader, doc: dict[str, Any]) -> StabilitySpec | None:
     )
 
 
+def _read_slowdown(r: SpecReader, doc: dict[str, Any]) -> float:
+    if "slowdown" not in doc:
+        return 0.0
+    value = r.number(doc, "slowdown", "slowdown", 0.0)
+    if value >= 0.9:
+        r.problem("slowdown", f"must be below 0.9, got {value!r}",
+                  "give the share of throughput to take away, e.g. 0.1 for 10%")
+        return 0.0
+    return value
+
+
 def parse_spec(doc: Any, source: str = "<spec>", base: Path | None = None) -> Spec:
     """Validate a decoded JSON document; raise SpecError listing every problem."""
     doc = require_object(doc, source)
@@ -312,7 +323,7 @@ def parse_spec(doc: Any, source: str = "<spec>", base: Path | None = None) -> Sp
     base = base or Path.cwd()
     r.unknown_keys(doc, {"schema_version", "model", "backend", "device", "loadgen",
                          "batch_size", "seed", "warmup_queries", "instance_name", "cache_dir",
-                         "dataset", "accuracy", "stability"})
+                         "dataset", "accuracy", "stability", "slowdown"})
     r.schema_version(doc, INFERENCE_SCHEMA_VERSION)
     model = _read_model(r, doc, base)
     backend = _read_backend(r, doc, model)
@@ -335,6 +346,7 @@ def parse_spec(doc: Any, source: str = "<spec>", base: Path | None = None) -> Sp
         dataset=dataset,
         accuracy=_read_accuracy(r, doc, base, model, loadgen.mode),
         stability=_read_stability(r, doc),
+        slowdown=_read_slowdown(r, doc),
         source=source,
     )
     r.check()

@@ -31,6 +31,10 @@ def db(tmp_path: Path) -> Path:
     (["bench", "--scenario", "6", "--workload", "nope"],
      ["mig_4g_2g_1g.yaml --workload", "no workload named 'nope'", "resnet50-offline"]),
     (["bench", "--scenario", "99"], ["no scenario with id '99'"]),
+    (["bench", "--scenario", "6", "--inject-slowdown", "95"],
+     ["--inject-slowdown", "below 90, got 95", "fix: give e.g. --inject-slowdown 10"]),
+    (["calibrate", "noise", "--scenario", "6", "--workload", "nope"],
+     ["--workload", "no inference workload named 'nope'", "resnet50-offline"]),
     (["bench", "--scenario", "train_bm_1", "--workload", "resnet50-train"],
      ["scenario train_bm_1 has only training workloads", "fix: leave them out"]),
 ])

@@ -117,7 +117,7 @@ def test_results_baseline_and_compare_commands(benched: Benched, harness_cache: 
     assert (folder / "r-png" / "verdict_ratios.png").exists()
 
 
-def test_bench_runs_the_missing_twin_first_and_with_baseline_runs_it_again(
+def test_bench_interleaves_the_missing_twin_and_with_baseline_runs_it_again(
     tmp_path: Path, harness_cache: Path
 ) -> None:
     args = ("bench", "--scenario", "6", "--workload", "resnet50-offline", "--duration", "1",
@@ -126,8 +126,9 @@ def test_bench_runs_the_missing_twin_first_and_with_baseline_runs_it_again(
     assert first.returncode in (0, 3), first.stderr
     assert "No stored run of scenario bm6" in " ".join(first.stderr.split())
     [workload] = json.loads(first.stdout)["workloads"]
-    assert workload["baseline"] == "scenario bm6"
+    assert workload["baseline"] == "scenario bm6, run interleaved with this one"
     assert workload["verdict"] in ("PASS", "FAIL", "INCONCLUSIVE")
+    assert workload["checks"][0]["design"] == "interleaved"
     again = _vgpu(tmp_path, harness_cache, *args, "--runs", "1")  # the twin is stored now
     assert again.returncode in (0, 3), again.stderr
     assert "bm6" not in again.stderr
@@ -140,7 +141,8 @@ def test_bench_runs_the_missing_twin_first_and_with_baseline_runs_it_again(
     assert skipped.returncode == 0, skipped.stderr
     assert json.loads(skipped.stdout)["workloads"][0]["verdict"] is None
     with ResultStore.open(tmp_path / "vgpu-results.db") as store:
-        assert [r.scenario_id for r in store.runs()] == ["bm6", "bm6", "6", "6", "6",
+        # ABBA blocks: bm6 6 | 6 bm6; then 6 alone (twin stored); forced: bm6 6
+        assert [r.scenario_id for r in store.runs()] == ["bm6", "6", "6", "bm6", "6",
                                                          "bm6", "6"]
     with ResultStore.open(tmp_path / "other.db") as store:
         assert [r.scenario_id for r in store.runs()] == ["6"]

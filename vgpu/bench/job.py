@@ -15,7 +15,7 @@ from vgpu.bench.local import local_targets
 from vgpu.bench.progress import RichListener
 from vgpu.bench.remote import HostTargetHook
 from vgpu.bench.runtime import RuntimeOptions, local_container, remote_container
-from vgpu.bench.session import BenchOutcome, inference_workloads, run_bench
+from vgpu.bench.session import BenchOutcome, Side, inference_workloads, run_bench, run_interleaved
 from vgpu.bench.summary import render
 from vgpu.bench.targets import Target
 from vgpu.bench.triton import TritonSetup
@@ -138,12 +138,53 @@ def bench_with_twin(sc: Scenario, request: BenchRequest, store: ResultStore, *,
                          skip=twin.skip, inventory=loaded)
         if plan.note:
             out.print(plan.note)
-        if plan.scenario is not None:
-            _run_twin(plan.scenario, replace(request, workloads=plan.workloads), store,
-                      out, quiet)
+        if plan.scenario is None:
+            return run_prepared(prepared, request, store)
+        if _interleavable(prepared, request):
+            return _interleaved(plan.scenario, plan.workloads, prepared, request, store, out,
+                                quiet)
+        twin_request = replace(request, workloads=plan.workloads,
+                               overrides=replace(request.overrides, slowdown=0.0))
+        _run_twin(plan.scenario, twin_request, store, out, quiet)
         return run_prepared(prepared, request, store)
     finally:
         prepared.close()
+
+
+def _interleavable(prepared: Prepared, request: BenchRequest) -> bool:
+    """Candidate and twin alternate block by block unless a workload deploys its own
+    Triton server (one per series)."""
+    chosen, _ = inference_workloads(prepared.scenario, request.workloads)
+    return not any(effective_workload(w, prepared.on_cpu, request.overrides).deploys_triton
+                   for w in chosen)
+
+
+def _interleaved(twin: Scenario, workloads: list[str], prepared: Prepared,
+                 request: BenchRequest, store: ResultStore, out: Console,
+                 quiet: bool) -> BenchOutcome:
+    """The twin's missing workloads interleaved with the scenario's (ABBA blocks on the
+    same targets), then the scenario's other workloads on their own."""
+    out.print(f"[bold]Interleaved with its baseline:[/] scenario {twin.id} ({twin.name}) and "
+              f"scenario {prepared.scenario.id} alternate block by block (ABBA)")
+    twin_request = replace(request, workloads=workloads,
+                           overrides=replace(request.overrides, slowdown=0.0))
+    twin_prepared = prepare(twin, twin_request, store)
+    try:
+        twin_outcome, outcome = run_interleaved(
+            Side(twin, twin_prepared.targets, twin_prepared.notes, twin_request.overrides),
+            Side(prepared.scenario, prepared.targets, prepared.notes, request.overrides),
+            store, runs=request.runs, workload_names=workloads,
+            listener=RichListener(Console(stderr=True)))
+    finally:
+        twin_prepared.close()
+    if not quiet:
+        render(twin_outcome, out, str(store.path), None)
+    chosen, _ = inference_workloads(prepared.scenario, request.workloads)
+    rest = [w.label for w in chosen if w.label not in workloads]
+    if rest and not outcome.failure:
+        more = run_prepared(prepared, replace(request, workloads=rest), store)
+        outcome.workloads += more.workloads
+    return outcome
 
 
 def _load(inventory: Path) -> Inventory:

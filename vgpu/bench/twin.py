@@ -72,7 +72,7 @@ def plan_twin(
                                    f"and {where}: no verdict this time")
     return TwinPlan(twin, missing,
                     f"No stored run of scenario {twin.id} ({twin.name}) for "
-                    f"{', '.join(missing)}: running it first on the same targets so "
+                    f"{', '.join(missing)}: running it on the same targets in this command so "
                     "this run ends in a verdict (--no-baseline skips it)")
 
 

@@ -47,6 +47,7 @@ class BenchOverrides:
     until_decided: bool = False  # --until-decided: repeat until the verdict decides
     max_repeats: int | None = None  # --max-repeats: cap of --until-decided / --budget
     budget_s: float | None = None  # --budget: wall time spread over the workloads
+    slowdown: float = 0.0  # --inject-slowdown: known share taken away (calibration only)
 
 
 @dataclass
@@ -72,6 +73,7 @@ class EffectiveWorkload:
     notes: list[str] = field(default_factory=list)
     mlperf_rules: bool = False
     rules_duration_s: float | None = None  # --duration under the rules: not compliant
+    slowdown: float = 0.0  # injected on purpose (--inject-slowdown): never a real result
 
     @property
     def key(self) -> str:
@@ -79,8 +81,9 @@ class EffectiveWorkload:
         functional run is never compared with a GPU measurement of the same name."""
         model = self.model if self.variant is None else f"{self.model}/{self.variant}"
         rules = ", MLPerf rules" if self.mlperf_rules else ""
+        slowed = f", injected slowdown {self.slowdown:.0%}" if self.slowdown else ""
         return (f"{self.label} ({model} {self.precision} {self.scenario} b{self.batch} "
-                f"{self.backend}{rules})")
+                f"{self.backend}{rules}{slowed})")
 
     @property
     def deploys_triton(self) -> bool:
@@ -96,6 +99,8 @@ class EffectiveWorkload:
             "duration_s": self.duration_s, "stability_pct": self.stability_pct,
             "notes": list(self.notes),
         }
+        if self.slowdown:
+            detail["injected_slowdown"] = self.slowdown
         if self.accuracy_target is not None:
             detail["accuracy"] = {"target": self.accuracy_target,
                                   "dataset": self.accuracy_dataset,
@@ -136,6 +141,9 @@ def effective_workload(
                      "(the workload's cpu_duration_s)")
     else:
         duration = workload.duration_s
+    if overrides.slowdown:
+        notes.append(f"INJECTED SLOWDOWN: each batch takes 1/(1 - {overrides.slowdown:g}) as "
+                     "long (--inject-slowdown, for calibrating verdicts: not a measurement)")
     stability = workload.stability_pct
     if stability is None:
         stability = CPU_STABILITY_PCT if on_cpu else GPU_STABILITY_PCT
@@ -152,6 +160,7 @@ def effective_workload(
         accuracy_samples=workload.accuracy_samples, mlperf_rules=overrides.mlperf_rules,
         rules_duration_s=overrides.duration_s if overrides.mlperf_rules else None,
         stability_pct=stability, min_valid=overrides.min_valid or workload.min_valid,
+        slowdown=overrides.slowdown,
     )
 
 
@@ -221,6 +230,7 @@ def harness_spec(
         accuracy=_accuracy_spec(workload) if accuracy else None,
         stability=stability_spec(workload, duration_s or workload.duration_s)
         if stability else None,
+        slowdown=workload.slowdown,
     )
 
 

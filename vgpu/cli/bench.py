@@ -118,6 +118,10 @@ MaxRepeatsOpt = Annotated[int | None, typer.Option(
 BudgetOpt = Annotated[str | None, typer.Option(
     "--budget", help="wall time for the scenario's series, e.g. 45m, 2h, 900s: after each "
     "workload's pilot, repeats until decided within its share of what is left")]
+InjectSlowdownOpt = Annotated[float | None, typer.Option(
+    "--inject-slowdown", help="PERCENT: slow the scenario's own instances by this share "
+    "(busy waiting after each batch; its bare-metal twin runs unslowed, interleaved) to "
+    "check what the verdict finds; stored under its own workload key, never a measurement")]
 _UNITS_S = {"s": 1.0, "m": 60.0, "h": 3600.0}
 
 
@@ -171,6 +175,7 @@ def bench(
     until_decided: UntilDecidedOpt = False,
     max_repeats: MaxRepeatsOpt = None,
     budget: BudgetOpt = None,
+    inject_slowdown: InjectSlowdownOpt = None,
 ) -> None:
     """Run a scenario's inference workloads on every target at once (synchronised start),
     repeated; store the runs, print statistics and the verdict against the baseline.
@@ -179,6 +184,10 @@ def bench(
     sc = scenario_from_args(file, scenario)
     _check_counts(runs, duration)
     _positive(max_clock_offset_ms, "--max-clock-offset-ms")
+    if inject_slowdown is not None and not 0 < inject_slowdown < 90:
+        raise InputError.single("command line", "--inject-slowdown",
+                                f"must be a percentage above 0 and below 90, got "
+                                f"{inject_slowdown:g}", fix="give e.g. --inject-slowdown 10")
     if with_baseline and no_baseline:
         raise InputError.single("command line", "--with-baseline/--no-baseline",
                                 "the two contradict each other", fix="give one of them")
@@ -196,7 +205,8 @@ def bench(
                                           max_clock_offset_ms=max_clock_offset_ms,
                                           until_decided=until_decided,
                                           max_repeats=max_repeats,
-                                          budget_s=_budget_s(budget)),
+                                          budget_s=_budget_s(budget),
+                                          slowdown=(inject_slowdown or 0.0) / 100.0),
                            allow_cpu, _runtime_options(runtime, image, base_image, docker_host,
                                                        inventory is not None, deploys),
                            triton_image)

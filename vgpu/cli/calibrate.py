@@ -20,6 +20,7 @@ from vgpu.cli.root import app
 from vgpu.errors import InputError, RemoteError
 from vgpu.model.load import load_inventory
 from vgpu.model.scenario import InferenceWorkload, Scenario
+from vgpu.results.noise import NoiseLevels
 from vgpu.results.noise_store import calibrate_series, class_key
 from vgpu.results.series import SeriesData, load_series, series_of_run
 from vgpu.results.store import DEFAULT_DB, ResultStore
@@ -60,19 +61,21 @@ def calibrate_noise(
     """Run K series of one configuration and store, for its class (target kind x GPU x
     profiles x workload x runtime), the repeat and between-series CV: every later
     comparison of that class carries them (docs/results.md)."""
-    with ResultStore.open(db) if from_runs is None else ResultStore.open_existing(db) as store:
-        if from_runs is not None:
-            members = [load_series(store, series_of_run(store, run_id))
-                       for run_id in _run_ids(from_runs)]
-        else:
-            sc = scenario_from_args(file, scenario)
-            members = _run_series(sc, inventory, store, series, runs, workload, duration, gap)
-        try:
-            levels = calibrate_series(store, members)
-        except ValueError as exc:
-            raise InputError.single("command line", "--from-runs" if from_runs else "--series",
-                                    str(exc), fix="give series of one configuration, at "
-                                    "least 2, one with 2 or more VALID repeats") from None
+    if from_runs is not None:
+        ids = _run_ids(from_runs)
+        with ResultStore.open_existing(db) as store:
+            members = [load_series(store, series_of_run(store, run_id)) for run_id in ids]
+            levels = _calibrate(store, members, "--from-runs")
+    else:
+        sc = scenario_from_args(file, scenario)
+        chosen = _chosen_workload(sc, workload)
+        if inventory is not None:  # input errors before anything runs or is created
+            load_inventory(catalog.resolve_inventory(inventory))
+        request = BenchRequest(inventory, runs, [chosen], BenchOverrides(duration_s=duration),
+                               allow_cpu=False, runtime=RuntimeOptions())
+        with ResultStore.open(db) as store:
+            members = _run_series(sc, request, store, series, gap)
+            levels = _calibrate(store, members, "--series")
     common.console.print(f"class: {class_key(members[0])}")
     for member in members:
         values = member.samples[member.headline].values if member.headline in \
@@ -95,25 +98,33 @@ def _run_ids(text: str) -> list[int]:
     return ids
 
 
-def _run_series(sc: Scenario, inventory: Path | None, store: ResultStore, k: int,
-                runs: int | None, workload: str | None, duration: float | None,
-                gap: float) -> list[SeriesData]:
+def _calibrate(store: ResultStore, members: list[SeriesData], flag: str) -> NoiseLevels:
+    try:
+        return calibrate_series(store, members)
+    except ValueError as exc:
+        raise InputError.single("command line", flag, str(exc), fix="give series of one "
+                                "configuration, at least 2, one with 2 or more VALID "
+                                "repeats") from None
+
+
+def _chosen_workload(sc: Scenario, workload: str | None) -> str:
     labels = [w.label for w in sc.workloads if isinstance(w, InferenceWorkload)]
     chosen = workload or (labels[0] if labels else None)
-    if chosen not in labels:
+    if chosen is None or chosen not in labels:
         raise InputError.single(sc.source or "scenario", "--workload",
                                 f"no inference workload named '{chosen}'",
                                 fix=f"use one of: {', '.join(labels) or 'none'}")
-    if inventory is not None:
-        load_inventory(catalog.resolve_inventory(inventory))
-    request = BenchRequest(inventory, runs, [chosen], BenchOverrides(duration_s=duration),
-                           allow_cpu=False, runtime=RuntimeOptions())
+    return chosen
+
+
+def _run_series(sc: Scenario, request: BenchRequest, store: ResultStore, k: int,
+                gap: float) -> list[SeriesData]:
     members = []
     for index in range(k):
         if index and gap:
             time.sleep(gap)
         common.console.print(f"[bold]series {index + 1}/{k}[/bold] of scenario {sc.id} "
-                             f"{chosen}")
+                             f"{', '.join(request.workloads or [])}")
         outcome = run_scenario(sc, request, store)
         if outcome.failure:
             raise RemoteError(f"series {index + 1}: {outcome.failure}")

@@ -1,0 +1,104 @@
+"""`vgpu bench` with its twin: the two scenarios run block by block in ABBA order as two
+series that name each other, Offline sides share their expected QPS, and the candidate is
+judged on the paired differences (repeats faked: each stores the next throughput of its
+side; tests/bench/test_local_bench.py runs the real chain)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vgpu import catalog
+from vgpu.bench import session
+from vgpu.bench.devices import cpu_device
+from vgpu.bench.local import local_targets
+from vgpu.bench.session import Side, run_interleaved
+from vgpu.bench.workload import BenchOverrides
+from vgpu.results.records import InstanceResult
+from vgpu.results.store import ResultStore
+
+WORKLOAD = "resnet50-offline"
+
+
+def _fake(order: list[tuple[str, int]], values: dict[str, Iterator[float]]) -> Any:
+    def run_repeat(store: ResultStore, scenario: Any, targets: Any, result: Any,
+                   repeat: int, repeats: int, *_: Any) -> list[Any]:
+        order.append((scenario.id, repeat))
+        run_id = session._begin_run(store, scenario, targets, result, repeat, repeats)
+        store.finish_run(run_id, "ok", instances=[InstanceResult(
+            name="a", status="ok", device_kind="cpu", validity="VALID",
+            throughput=next(values[scenario.id]))])
+        return []
+    return run_repeat
+
+
+def _calibrate(rates: dict[str, float]) -> Any:
+    def calibrate(store: Any, targets: Any, result: Any, *_: Any) -> bool:
+        result.calibrated_qps = {t.instance: rates[t.instance] for t in targets}
+        return True
+    return calibrate
+
+
+def _sides(tmp_path: Path, overrides: BenchOverrides) -> tuple[Side, Side]:
+    sides = []
+    for scenario_id in ("bm6", "6"):
+        scenario = catalog.load(scenario_id)
+        targets, notes = local_targets(scenario, [cpu_device()], tmp_path / scenario_id)
+        sides.append(Side(scenario, targets[:1], notes, overrides))
+    return sides[0], sides[1]
+
+
+def test_blocks_alternate_abba_and_the_candidate_is_judged_block_by_block(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    order: list[tuple[str, int]] = []
+    # both sides drift down 6% over the session; the candidate is 0.5% below in each block
+    drift = [1000.0, 985.0, 970.0, 955.0]
+    values = {"bm6": iter(drift), "6": iter([v * 0.995 for v in drift])}
+    monkeypatch.setattr(session, "_run_repeat", _fake(order, values))
+    reference, candidate = _sides(tmp_path, BenchOverrides())
+    rates = {reference.targets[0].instance: 900.0, candidate.targets[0].instance: 1200.0}
+    monkeypatch.setattr(session, "_calibrate", _calibrate(rates))
+    with ResultStore.open(tmp_path / "r.db") as store:
+        ref_out, cand_out = run_interleaved(reference, candidate, store, runs=4,
+                                            workload_names=[WORKLOAD])
+        runs = {r.series_id: r for r in store.runs()}
+    assert order == [("bm6", 0), ("6", 0), ("6", 1), ("bm6", 1),
+                     ("bm6", 2), ("6", 2), ("6", 3), ("bm6", 3)]
+    [twin], [mine] = ref_out.workloads, cand_out.workloads
+    assert mine.design == {"partner": twin.series_id, "order": "ABBA", "role": "candidate"}
+    assert runs[mine.series_id].workload_detail["design"]["partner"] == twin.series_id
+    # the larger probe is both sides' expected QPS
+    assert list(twin.calibrated_qps.values()) == list(mine.calibrated_qps.values()) == [1200.0]
+    assert mine.comparison is not None
+    check = mine.comparison.checks[0]
+    assert check.design == "interleaved" and check.candidate.n == 4
+    assert check.difference_pct == pytest.approx(-0.5, abs=0.05)
+    assert mine.comparison.verdict == "PASS"  # the drift cancels block by block
+    assert mine.baseline_note is not None and "interleaved" in mine.baseline_note
+
+
+def test_a_failed_block_stops_both_sides(tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    order: list[tuple[str, int]] = []
+    calls = iter([True, False])
+
+    def failing(store: ResultStore, scenario: Any, targets: Any, result: Any,
+                repeat: int, repeats: int, *_: Any) -> list[Any] | None:
+        order.append((scenario.id, repeat))
+        if next(calls):
+            return []
+        result.failure = "run 2: instance died"
+        return None
+
+    monkeypatch.setattr(session, "_run_repeat", failing)
+    monkeypatch.setattr(session, "_calibrate", lambda *_: True)
+    reference, candidate = _sides(tmp_path, BenchOverrides())
+    with ResultStore.open(tmp_path / "r.db") as store:
+        ref_out, cand_out = run_interleaved(reference, candidate, store, runs=3,
+                                            workload_names=[WORKLOAD])
+    assert order == [("bm6", 0), ("6", 0)]
+    assert cand_out.failure == "run 2: instance died"
+    assert ref_out.failure is not None and "stopped with scenario 6" in ref_out.failure
