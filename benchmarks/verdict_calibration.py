@@ -116,12 +116,20 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=3.0, help="seconds per repeat")
     parser.add_argument("--max-repeats", type=int, default=6)
     parser.add_argument("--out", type=Path, default=None, help="keep the databases here")
+    parser.add_argument("--separate-only", action="store_true",
+                        help="only step 3, on the A/A database an earlier run left in --out")
     args = parser.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix="vgpu-calibration-"))
     out.mkdir(parents=True, exist_ok=True)
     print(f"databases and logs in {out}", flush=True)
 
     aa_db = out / "aa.db"
+    if not args.separate_only:
+        interleaved(aa_db, out, args)
+    separate(aa_db)
+
+
+def interleaved(aa_db: Path, out: Path, args: argparse.Namespace) -> None:
     aa = [bench(aa_db, out, args, 0.0) for _ in range(args.aa)]
     report("A/A interleaved (6 vs bm6, same CPU)", aa)
     for slowdown in (5.0, 10.0):
@@ -130,6 +138,8 @@ def main() -> None:
         report(f"A/B interleaved, injected -{slowdown:g}%", ab)
         print(f"  delivered slowdown, mean of the runs' block differences: {delivered:+.2f}%")
 
+
+def separate(aa_db: Path) -> None:
     pairs = twin_runs(aa_db)
     separate = [compare(aa_db, pairs[i][0], pairs[(i + 1) % len(pairs)][1])
                 for i in range(len(pairs))]

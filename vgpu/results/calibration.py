@@ -18,6 +18,7 @@ from vgpu.errors import InputError
 from vgpu.results.compare import Comparison, band_for, compare_summaries
 from vgpu.results.noise import NoiseLevels, uncalibrated
 from vgpu.results.platforms import series_platform, series_platforms
+from vgpu.results.records import Platform
 from vgpu.results.series import SeriesData, load_series
 from vgpu.results.stats import Summary, minimum_detectable_difference, summarize
 from vgpu.results.store import ResultStore
@@ -56,10 +57,25 @@ def host_class(series: SeriesData) -> tuple[str, ...]:
     """The series' (target kind, GPU model, profiles, workload, runtime)."""
     platforms = series_platforms(series)
     gpus = sorted({p.gpu or "CPU" for p in platforms}) or ["CPU"]
-    profiles = sorted(p.mig_profile or p.vgpu_profile or "whole" for p in platforms)
+    profiles = sorted(_instance_profiles(series).values())
     runtimes = sorted({p.runtime or "host" for p in platforms}) or ["host"]
     return (series.target_kind, "+".join(gpus), "+".join(profiles) or "whole",
             series.workload, "+".join(runtimes))
+
+
+def _instance_profiles(series: SeriesData) -> dict[str, str]:
+    """Instance name -> its MIG or vGPU profile ("whole" for none): one entry per
+    instance, however many repeats the series has; a series whose records are only its
+    runs' gives one entry per distinct profile."""
+    found = {inst.result.name: _profile(inst.result.platform)
+             for stored in series.instances.values() for inst in stored
+             if inst.result.platform is not None}
+    return found or {p: p for p in {_profile(r.platform) for r in series.runs
+                                    if r.platform is not None}}
+
+
+def _profile(platform: Platform) -> str:
+    return platform.mig_profile or platform.vgpu_profile or "whole"
 
 
 def calibrate(store: ResultStore, scenario_ids: Sequence[str] | None = None,
