@@ -416,6 +416,7 @@ def run_interleaved(
     outcomes = (BenchOutcome(reference.scenario, reference.targets, list(reference.notes)),
                 BenchOutcome(candidate.scenario, candidate.targets, [*candidate.notes, *notes]))
     repeats = runs or candidate.scenario.repeats
+    budget = _Budget.of(candidate.overrides, len(cand_workloads))
     for cand_w in cand_workloads:
         ref_w = next(w for w in ref_workloads if w.label == cand_w.label)
         pair = (_side_outcome(reference, ref_w), _side_outcome(candidate, cand_w))
@@ -424,7 +425,7 @@ def run_interleaved(
             mine.design = {"partner": other.series_id, "order": "ABBA", "role": role}
         outcomes[0].workloads.append(pair[0])
         outcomes[1].workloads.append(pair[1])
-        _run_blocks(store, (reference, candidate), pair, repeats, listen, timeouts)
+        _run_blocks(store, (reference, candidate), pair, repeats, listen, timeouts, budget)
         for side, result in zip((reference, candidate), pair, strict=True):
             if store.runs(series_id=result.series_id, status="ok"):
                 result.series = load_series(store, result.series_id)
@@ -443,7 +444,7 @@ def _side_outcome(side: Side, workload: InferenceWorkload) -> WorkloadOutcome:
 
 def _run_blocks(store: ResultStore, sides: tuple[Side, Side],
                 pair: tuple[WorkloadOutcome, WorkloadOutcome], repeats: int,
-                listen: BenchListener, timeouts: RoundTimeouts) -> None:
+                listen: BenchListener, timeouts: RoundTimeouts, budget: _Budget | None) -> None:
     for index, (side, result) in enumerate(zip(sides, pair, strict=True)):
         effective = result.workload
         if effective.scenario == "Offline" and effective.target_qps is None and \
@@ -452,7 +453,7 @@ def _run_blocks(store: ResultStore, sides: tuple[Side, Side],
             return
     _share_rates(sides, pair)
     candidate = sides[1]
-    pacing = _pacing(candidate.overrides, repeats, _Budget.of(candidate.overrides, 1))
+    pacing = _pacing(candidate.overrides, repeats, budget)
     total, block, started = repeats, 0, time.monotonic()
     while block < total:
         order = (0, 1) if block % 2 == 0 else (1, 0)
