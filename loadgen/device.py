@@ -29,6 +29,15 @@ class DeviceBinding:
         }
 
 
+def device_order_for(device: DeviceSpec) -> str | None:
+    """CUDA numbers GPUs fastest first by default, NVML and nvidia-smi by PCI bus: an
+    index from either only means the same GPU to CUDA with PCI_BUS_ID order. A UUID
+    needs no order."""
+    if device.kind == "gpu" and device.uuid is None and device.index is not None:
+        return "PCI_BUS_ID"
+    return None
+
+
 def visible_devices_for(device: DeviceSpec) -> str | None:
     if device.kind == "mig":
         return device.uuid
@@ -51,5 +60,8 @@ def bind_device(device: DeviceSpec) -> DeviceBinding:
     value = visible_devices_for(device)
     if value is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = value
+    order = device_order_for(device)
+    if order is not None:
+        os.environ["CUDA_DEVICE_ORDER"] = order
     return DeviceBinding(device.kind, os.environ.get("CUDA_VISIBLE_DEVICES"), imported,
                          torch_cuda)

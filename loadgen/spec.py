@@ -163,6 +163,9 @@ def _read_device(r: SpecReader, doc: dict[str, Any]) -> DeviceSpec:
     if kind == "mig" and index is not None:
         r.problem("device.index", "a MIG slice is chosen by uuid, not index",
                   "remove device.index")
+    if kind == "gpu" and uuid is not None and not uuid.startswith(("GPU-", "MIG-")):
+        r.problem("device.uuid", f"not a GPU or MIG UUID: {uuid!r}",
+                  "set device.uuid to a GPU-... or MIG-... UUID shown by nvidia-smi -L")
     if kind == "gpu" and index is not None and uuid is not None:
         r.problem("device", "give either index or uuid, not both", "remove one of them")
     return DeviceSpec(kind, index, uuid)

@@ -80,7 +80,7 @@ def test_whole_gpus_when_no_mig(monkeypatch: pytest.MonkeyPatch) -> None:
     assert [(d.kind, d.index) for d in found] == [("gpu", 0), ("gpu", 1)]
     assert [(d.name, d.uuid) for d in found] == [(A100, sim.gpus()[0].uuid),
                                                  ("Tesla T4", sim.gpus()[1].uuid)]
-    assert found[1].harness_device() == {"kind": "gpu", "index": 1}
+    assert found[1].harness_device() == {"kind": "gpu", "uuid": sim.gpus()[1].uuid}
 
 
 def test_cpu_when_nvml_is_missing_or_has_no_gpu(monkeypatch: pytest.MonkeyPatch) -> None:

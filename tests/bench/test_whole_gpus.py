@@ -1,5 +1,5 @@
 """Whole-GPU passthrough scenarios: a VM with several GPUs is one harness instance per
-GPU (each its own device index and, in a container, only its own GPU), and the bare-metal
+GPU (each addressed by its own UUID and, in a container, given only its own GPU), and the bare-metal
 twin plans the same GPUs one instance each."""
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def test_four_gpu_vm_is_four_instances_each_on_its_own_gpu(tmp_path: Path) -> No
                        parse_gpu_list(FOUR_GPUS),
                        container=ContainerLaunch(image="vgpu-harness:1", session="s"))
     targets = [_target(p, host, [], allow_cpu=False) for p in placements]
-    assert [t.device for t in targets] == [{"kind": "gpu", "index": k} for k in range(4)]
+    assert [t.device for t in targets] == [{"kind": "gpu", "uuid": f"GPU-000{k}"} for k in range(4)]
     assert [t.container.devices for t in targets if t.container] == [
         (f"GPU-000{k}",) for k in range(4)]
     assert targets[2].device_label == "GPU 2 (passthrough)"

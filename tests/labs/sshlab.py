@@ -170,13 +170,17 @@ class LabHost:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(value)
 
-    def set_hardware(self, vgpu_type: str, mig_profile: str | None, gpu_count: int = 1) -> None:
-        """What the simulated ``nvidia-smi`` reports once a driver is installed."""
+    def set_hardware(self, vgpu_type: str, mig_profile: str | None, gpu_count: int = 1,
+                     gpu_name: str | None = None) -> None:
+        """What the simulated ``nvidia-smi`` reports once a driver is installed: GPUs named
+        ``GRID <vgpu_type>`` (a vGPU) or ``gpu_name`` (a passthrough GPU), each with a MIG
+        device of ``mig_profile`` under it when set (a MIG-backed vGPU)."""
         seed = zlib.crc32(self.name.encode())
         lines = [
             f"vgpu_type={vgpu_type}",
             f"mig_profile={mig_profile or ''}",
             f"gpu_count={gpu_count}",
+            f"gpu_name={gpu_name or ''}",
             f"gpu_uuid={uuid.UUID(int=seed)}",
             f"mig_uuid={uuid.UUID(int=seed + 1)}",
         ]

@@ -28,13 +28,16 @@ class LocalDevice:
 
     def harness_device(self) -> dict[str, Any]:
         """The ``device`` section of a harness spec. A simulated MIG device runs on the
-        CPU: the harness must not look for a CUDA provider there."""
+        CPU: the harness must not look for a CUDA provider there. A GPU goes by its UUID:
+        ``index`` is NVML's (PCI bus order), CUDA numbers GPUs fastest first unless
+        CUDA_DEVICE_ORDER=PCI_BUS_ID, so the index alone could bind another GPU."""
         if self.simulated:
             return {"kind": "cpu"}
         if self.kind == "mig":
             return {"kind": "mig", "uuid": self.uuid}
         if self.kind == "gpu":
-            return {"kind": "gpu", "index": self.index}
+            return {"kind": "gpu", "uuid": self.uuid} if self.uuid else \
+                {"kind": "gpu", "index": self.index}
         return {"kind": "cpu"}
 
 

@@ -21,6 +21,7 @@ from vgpu.model.inventory import Inventory
 from vgpu.model.plan import Plan, PlannedVM
 from vgpu.model.scenario import Scenario
 from vgpu.provision.adapter import jobs_from_plan
+from vgpu.provision.facts import ListedDevice
 from vgpu.provision.steps.harness import HARNESS_DIR
 from vgpu.remote.hostlog import HostLog
 from vgpu.remote.local import LocalTransport
@@ -273,9 +274,28 @@ def _target(placement: Placement, host: HostHarness, notes: list[str],
                       device_label=f"MIG {placement.planned_slice} {uuid}",
                       container=host.launch_for((uuid,)), **common)
     index = placement.gpu_index or 0
-    listed = host.listing.gpu_devices
-    uuid_of = (listed[index].uuid,) if index < len(listed) else ()
+    device = _listed_device(placement, host, index)
     label = (f"GPU {index} (passthrough)" if placement.planned_slice == "passthrough"
              else f"vGPU {placement.platform.vgpu_profile}")
-    return Target(device={"kind": "gpu", "index": index}, device_label=label,
-                  container=host.launch_for(uuid_of), **common)
+    return Target(device=device_section(device), device_label=label,
+                  container=host.launch_for((device.uuid,)), **common)
+
+
+def device_section(device: ListedDevice) -> dict[str, Any]:
+    """The harness spec's device, by UUID: inside a container given one GPU that GPU is
+    CUDA device 0 whatever its index on the host, and CUDA's own numbering (fastest first)
+    need not follow nvidia-smi's, so an index would name the wrong GPU or none."""
+    kind = "mig" if device.uuid.startswith("MIG-") else "gpu"
+    return {"kind": kind, "uuid": device.uuid}
+
+
+def _listed_device(placement: Placement, host: HostHarness, index: int) -> ListedDevice:
+    device = host.listing.compute_device(index)
+    if device is None:
+        where = placement.host_target.name if placement.host_target else "this machine"
+        raise RemoteError(
+            f"{placement.instance}: planned GPU {index} on {where}, but `nvidia-smi -L` "
+            f"there lists {len(host.listing.gpu_devices)} GPU(s) "
+            f"({host.listing.summary()}). Fix: check the VM's GPUs (`vgpu provision`, "
+            "step verify-gpu) and the guest driver")
+    return device

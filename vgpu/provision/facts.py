@@ -106,6 +106,7 @@ MIG_LINE = re.compile(r"^\s+MIG (\S+)\s+Device\s+(\d+): \(UUID: (MIG-[^)]+)\)")
 class ListedDevice:
     name: str  # product name ("GRID A100D-1-10C") or MIG profile ("1g.10gb")
     uuid: str  # GPU-... or MIG-...
+    parent: int | None = None  # a MIG device: the position of its GPU in the listing
 
 
 @dataclass(frozen=True)
@@ -127,6 +128,25 @@ class GpuListing:
     def vgpu_types(self) -> tuple[str, ...]:
         return tuple(name.removeprefix("GRID ").removeprefix("NVIDIA ") for name in self.gpus)
 
+    def mig_devices_of(self, gpu: int) -> tuple[ListedDevice, ...]:
+        """The MIG devices listed under GPU ``gpu`` (its position in the listing)."""
+        return tuple(d for d in self.mig_devices if d.parent == gpu)
+
+    def compute_device(self, gpu: int) -> ListedDevice | None:
+        """What CUDA and ``docker --gpus device=`` address for GPU ``gpu``: the one MIG
+        device under it where it has exactly one (a MIG-backed vGPU shows its GPU instance
+        that way, and CUDA sees only the MIG device), else the GPU itself. None: the
+        listing has no such GPU."""
+        if not 0 <= gpu < len(self.gpu_devices):
+            return None
+        children = self.mig_devices_of(gpu)
+        return children[0] if len(children) == 1 else self.gpu_devices[gpu]
+
+    def compute_devices(self) -> tuple[ListedDevice, ...]:
+        """``compute_device`` of every listed GPU, in listing order."""
+        return tuple(d for k in range(len(self.gpu_devices))
+                     if (d := self.compute_device(k)) is not None)
+
     def mig_uuids(self) -> dict[str, list[str]]:
         """MIG profile -> the UUIDs of its devices, in listing order."""
         found: dict[str, list[str]] = {}
@@ -147,7 +167,7 @@ def parse_gpu_list(text: str) -> GpuListing:
         if match := GPU_LINE.match(line):
             gpus.append(ListedDevice(match.group(2).strip(), match.group(3)))
         elif match := MIG_LINE.match(line):
-            migs.append(ListedDevice(match.group(1), match.group(3)))
+            migs.append(ListedDevice(match.group(1), match.group(3), len(gpus) - 1))
     return GpuListing(tuple(gpus), tuple(migs))
 
 
