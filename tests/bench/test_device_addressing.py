@@ -22,11 +22,14 @@ from vgpu.bench.hostprobe import HostHarness
 from vgpu.bench.remote import Placement, _target, per_whole_gpu
 from vgpu.bench.targets import Target
 from vgpu.bench.workload import BenchOverrides, effective_workload, harness_spec
+from vgpu.container.docker import DockerCli
 from vgpu.errors import RemoteError
 from vgpu.model.load import load_inventory
 from vgpu.model.scenario import InferenceWorkload
 from vgpu.plan import build_plan
 from vgpu.provision.facts import GPU_LIST
+from vgpu.provision.requirements import GuestRequirements
+from vgpu.provision.steps.gpuprobe import planned_devices, probe_argv
 from vgpu.remote.hostlog import HostLog
 from vgpu.remote.redact import Redactor
 from vgpu.remote.ssh import SSHTransport
@@ -108,3 +111,37 @@ def test_a_planned_gpu_the_guest_lacks_is_refused(
     with pytest.raises(RemoteError, match="planned GPU 3 on vm-1, but `nvidia-smi -L` there "
                                         "lists 3 GPU"):
         _target(last, harness, [], allow_cpu=False)
+
+
+def test_a_mig_backed_vgpu_instance_gets_the_mig_device_under_its_vgpu(
+        guest: tuple[LabHost, SSHTransport], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    host, transport = guest
+    host.set_hardware("A100D-1-10C", "1g.10gb")  # what scenario 6's s6-1g VM sees
+    harness = harness_on(transport)
+    [vgpu], [mig_device] = harness.listing.gpu_devices, harness.listing.mig_devices
+    assert vgpu.name == "GRID A100D-1-10C" and vgpu.uuid.startswith("GPU-")
+    assert mig_device.uuid.startswith("MIG-")
+    [vm] = [v for v in build_plan(catalog.load("6"), load_inventory(
+        ROOT / "inventory" / "sim.yaml")).vms if v.name == "s6-1g"]
+    base = Placement(vm.name, target(host), "1g.10gb", "vm",
+                     Platform(vgpu_profile="grid_a100d-1-10c", mig_profile="1g.10gb"))
+    [placement] = per_whole_gpu(vm, base)
+    instance = _target(placement, harness, [], allow_cpu=False)
+    assert instance.device == {"kind": "mig", "uuid": mig_device.uuid}
+    assert what_the_instance_gets(instance, tmp_path, monkeypatch) == (
+        f'"device={mig_device.uuid}"', mig_device.uuid, mig_device.uuid)
+
+
+def test_the_gpu_probe_runs_on_the_mig_device_of_each_vgpu(
+        guest: tuple[LabHost, SSHTransport]) -> None:
+    host, transport = guest
+    host.set_hardware("A100D-2-20C", "2g.20gb", gpu_count=2)
+    listing = harness_on(transport).listing
+    requirements = GuestRequirements(steps=("gpu-probe",),
+                                     expected_vgpu_types=("A100D-2-20C", "A100D-2-20C"),
+                                     expected_mig_profiles=("2g.20gb", "2g.20gb"))
+    probed = planned_devices(listing, requirements)
+    assert [d.uuid for d in probed] == [d.uuid for d in listing.mig_devices]
+    argv = probe_argv("vgpu-harness:1", probed[1].uuid, DockerCli())
+    assert argv[argv.index("--gpus") + 1] == f'"device={listing.mig_devices[1].uuid}"'

@@ -126,3 +126,17 @@ def test_the_simulator_only_when_asked_for(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setenv("VGPU_GPU_SIMULATOR", "A100-80GB")
     assert [(d.owner, d.simulated) for d in discover()] == [
         ("bm6-4g", True), ("bm6-2g", True), ("bm6-1g", True)]
+
+
+def test_a_mig_backed_vgpu_guest_offers_the_mig_device_under_its_vgpu(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    sim = SimulatedGpuBackend.mig_backed_vgpu_guest(["A100D-1-10C"])
+    as_this_machines_nvml(monkeypatch, sim)
+    [vgpu], [mig_device] = sim.gpus(), sim.mig_devices(0)
+    assert vgpu.name == "GRID A100D-1-10C (simulated)"
+    found = discover()
+    assert [(d.kind, d.mig_profile, d.uuid) for d in found] == [
+        ("mig", "1g.10gb", mig_device.uuid)]
+    assert found[0].name == "MIG 1g.10gb on GRID A100D-1-10C"
+    assert found[0].harness_device() == {"kind": "mig", "uuid": mig_device.uuid}
+    assert mig_device.uuid.startswith("MIG-") and mig_device.uuid != vgpu.uuid

@@ -115,3 +115,13 @@ def test_proc_fallback_agrees_with_psutil(monkeypatch: pytest.MonkeyPatch) -> No
     assert cpu == pytest.approx(expected, abs=15)
     assert cpu > 10
     assert rss == pytest.approx(psutil.Process().memory_info().rss, rel=0.1)
+
+
+def test_mig_backed_vgpu_guest_samples_its_mig_device() -> None:
+    sim = SimulatedGpuBackend.mig_backed_vgpu_guest(["A100D-2-20C"])
+    [mig_device] = sim.mig_devices(0)
+    record = sampled(DeviceSpec("mig", None, mig_device.uuid), PynvmlSimulator.started(sim))
+    gpu = record["gpu"]
+    assert (gpu["is_mig"], gpu["mig_profile"], gpu["mig_uuid"]) == (
+        True, "2g.20gb", mig_device.uuid)
+    assert gpu["parent_name"] == "GRID A100D-2-20C"

@@ -34,6 +34,7 @@ BARE_METAL = ("GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-0a0b0c0d-1111-2222-3333-4
               "  MIG 1g.10gb     Device  2: (UUID: MIG-aaaaaaaa-0000-5000-8000-000000000003)\n"
               "  MIG 1g.10gb     Device  3: (UUID: MIG-aaaaaaaa-0000-5000-8000-000000000004)\n")
 GPU_UUID = "GPU-5f7f1a2e-3b0c-11ee-9c2b-0cc47a8b2e10"
+MIG_UUID = "MIG-8a1c0a52-8b7c-5d3f-a1e2-4f6b7c8d9e0f"  # the MIG device under the vGPU
 TAG = "vgpu-harness:test"
 CLI = DockerCli(host="unix:///run/lab/docker.sock")
 TORCH_OK = ("\n=============\n== PyTorch ==\n=============\nNVIDIA Release 24.10\n\n"
@@ -68,7 +69,7 @@ def ctx(transport: ScriptedTransport, **changes: object) -> HostContext:
 
 def test_planned_devices_vgpu_guest_bare_metal_and_passthrough() -> None:
     vm = planned_devices(parse_gpu_list(VGPU_GUEST), requirements())
-    assert [d.uuid for d in vm] == [GPU_UUID]
+    assert [d.uuid for d in vm] == [MIG_UUID]
     bare = planned_devices(parse_gpu_list(BARE_METAL), requirements(
         expected_vgpu_types=(), expected_mig_profiles=("1g.10gb", "4g.40gb")))
     assert [d.uuid[-2:] for d in bare] == ["01", "03"]
@@ -108,17 +109,17 @@ def test_a_working_device_records_driver_and_cuda() -> None:
     transport = guest()
     checked = GpuProbeStep().check(ctx(transport))
     assert checked.done
-    assert checked.detail == (f"driver 550.54.15 (CUDA 12.4); {GPU_UUID}: CUDA 12.6 via torch "
+    assert checked.detail == (f"driver 550.54.15 (CUDA 12.4); {MIG_UUID}: CUDA 12.6 via torch "
                               "on GRID A100D-1-10C")
     assert transport.ran("test -e") == ["test -e /dev/nvidia-uvm"]
-    assert transport.ran("--gpus") == [shell(probe_argv(TAG, GPU_UUID, CLI))]
+    assert transport.ran("--gpus") == [shell(probe_argv(TAG, MIG_UUID, CLI))]
 
 
 def test_no_cuda_in_the_container_fails_clearly() -> None:
     with pytest.raises(StepFailed) as failed:
         GpuProbeStep().check(ctx(guest({"--gpus": [(0, ORT_NO_CUDA, "")]})))
     text = str(failed.value)
-    assert text.startswith(f"vm-1: step gpu-probe: {GPU_UUID} (GRID A100D-1-10C): no CUDA "
+    assert text.startswith(f"vm-1: step gpu-probe: {MIG_UUID} (1g.10gb): no CUDA "
                            "device in the container: no libcuda.so.1")
     assert "driver 550.54.15" in text and "nvidia-container-toolkit" in text
 

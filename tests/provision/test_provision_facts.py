@@ -52,6 +52,9 @@ def test_gpu_listing_reads_vgpu_type_and_mig_profile() -> None:
     assert listing.summary() == "GRID A100D-1-10C; MIG 1g.10gb"
     assert listing.gpu_devices[0].uuid == "GPU-4d8a1b3e-7c9f-11ee-b962-0242ac120002"
     assert listing.mig_uuids() == {"1g.10gb": ["MIG-9e1f7c52-3f0a-5b8e-a1d2-7f3c9e2b1a40"]}
+    # CUDA and docker address a MIG-backed vGPU by the MIG device under it
+    assert listing.compute_device(0) == listing.mig_devices[0]
+    assert listing.compute_device(1) is None
 
 
 def test_gpu_listing_groups_mig_devices_of_a_bare_metal_host_by_profile() -> None:
@@ -61,6 +64,8 @@ def test_gpu_listing_groups_mig_devices_of_a_bare_metal_host_by_profile() -> Non
         "  MIG 1g.10gb     Device  1: (UUID: MIG-2222)\n"
         "  MIG 1g.10gb     Device  2: (UUID: MIG-3333)\n")
     assert listing.mig_uuids() == {"4g.40gb": ["MIG-1111"], "1g.10gb": ["MIG-2222", "MIG-3333"]}
+    assert [d.parent for d in listing.mig_devices] == [0, 0, 0]
+    assert listing.compute_devices() == listing.gpu_devices  # several slices: no one of them
 
 
 def test_gpu_listing_of_passthrough_gpu_has_no_mig() -> None:

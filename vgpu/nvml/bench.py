@@ -49,9 +49,11 @@ def mig_devices_for_bench(backend: GpuBackend | None = None, *,
         try:
             instances = {gi.id: gi for gi in backend.gpu_instances(gpu.index)}
         except MigError as exc:
-            if exc.code != errors.NO_PERMISSION:
+            if exc.code not in (errors.NO_PERMISSION, errors.NOT_SUPPORTED):
                 raise
-            instances = {}  # listing instances needs root; the devices name their profile
+            # Listing needs root, and a MIG-backed vGPU guest may not list the instance
+            # vSphere made for it; the MIG devices name their profile.
+            instances = {}
         state = store.load(gpu.index)
         owners = {c.uuid: c.owner for c in state.created} if state is not None and \
             state.gpu_uuid == gpu.uuid else {}

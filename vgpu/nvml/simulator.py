@@ -10,6 +10,13 @@ Supported. A MIG mode change stays pending until ``reset`` (a simulated GPU rese
 A GPU without MIG (NON_MIG_GPUS, e.g. a T4) can sit beside them, as on machines that mix
 GPUs: every MIG call on it answers Not Supported.
 
+It can also stand for the GPUs a MIG-backed vGPU VM sees (``mig_backed_vgpu_guest``): one
+GPU per vGPU, named by its vGPU type (``GRID A100D-1-10C``), MIG mode on, and under it the
+MIG device of the GPU instance vSphere created for the VM, with its own ``MIG-`` UUID.
+Inside the guest MIG mode and instances cannot be changed (Not Supported); listing the GPU
+instances is refused the same way (the driver's answer there is unconfirmed: callers must
+not depend on it, the MIG devices name their profile).
+
 Its state can live in a JSON file (env VGPU_GPU_SIMULATOR_STATE) so separate processes
 (CLI calls) see the same simulated GPU.
 """
@@ -20,6 +27,7 @@ import json
 import os
 import tempfile
 import uuid
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,6 +91,7 @@ class _SimGpu:
     processes: list[int] = field(default_factory=list)
     instances: list[_SimGi] = field(default_factory=list)
     serial: int = 0  # counts instances ever created: recreated instances get new UUIDs
+    vgpu_type: str | None = None  # set: a MIG-backed vGPU as its guest sees it
 
     @property
     def model(self) -> mig.GpuModel:
@@ -145,6 +154,25 @@ class SimulatedGpuBackend(GpuBackend):
             g.mig_current = g.mig_pending = mig_enabled and g.mig_capable
         self._save()
 
+    @classmethod
+    def mig_backed_vgpu_guest(cls, vgpu_types: Sequence[str], model: str = "A100-80GB", *,
+                              state_file: Path | None = None) -> SimulatedGpuBackend:
+        """The GPUs of a VM with these MIG-backed vGPUs (``A100D-1-10C``, one GPU each) of
+        ``model`` GPUs: each with the GPU instance and MIG device vSphere made for it."""
+        gpu_model = mig.gpu_model(model)
+        profiles = [mig.parse_mig_profile(t, gpu_model) for t in vgpu_types]
+        sim = cls([gpu_model.key] * len(profiles), mig_enabled=True)
+        for index, profile in enumerate(profiles):
+            gi = sim.create_gpu_instance(index, profile.shape.nvml_id, profile.shape.starts[0],
+                                         profile.memory_slices)
+            sim.create_compute_instance(index, gi.id)
+            board = vgpu_types[index].strip().split("-")[0].upper()
+            sim._gpus[index].vgpu_type = profile.vgpu_type(
+                board if board in gpu_model.board_codes else gpu_model.board)
+        sim.state_file = state_file
+        sim._save()
+        return sim
+
     # ---- persistence ---------------------------------------------------------------------
     @staticmethod
     def _load(path: Path) -> list[_SimGpu]:
@@ -178,7 +206,11 @@ class SimulatedGpuBackend(GpuBackend):
     @staticmethod
     def _info(g: _SimGpu) -> GpuInfo:
         plain = NON_MIG_GPUS.get(g.model_key)
-        if plain is not None:
+        if g.vgpu_type is not None:
+            profile = mig.parse_mig_profile(g.vgpu_type, g.model)
+            name, pci, memory_gb, key = (f"GRID {g.vgpu_type}", g.model.pci_device_ids[0],
+                                         profile.memory_gb, g.model.key)
+        elif plain is not None:
             name, pci, memory_gb, key = (plain.display_name, plain.pci_device_id,
                                          plain.memory_gb, None)
         else:
@@ -201,6 +233,13 @@ class SimulatedGpuBackend(GpuBackend):
             raise MigError(errors.NOT_SUPPORTED, f"{operation} on GPU {g.index}",
                            f"a {g.model_key} has no MIG")
 
+    @staticmethod
+    def _refuse_in_guest(g: _SimGpu, operation: str) -> None:
+        if g.vgpu_type is not None:
+            raise MigError(errors.NOT_SUPPORTED, f"{operation} on GPU {g.index}",
+                           f"GPU {g.index} is the MIG-backed vGPU {g.vgpu_type}: vSphere "
+                           "creates its GPU instance on the host")
+
     def mig_mode(self, gpu: int) -> MigMode:
         g = self._gpu(gpu)
         self._require_mig_capable(g, "read MIG mode")
@@ -209,6 +248,7 @@ class SimulatedGpuBackend(GpuBackend):
     def set_mig_mode(self, gpu: int, enabled: bool) -> MigMode:
         g = self._gpu(gpu)
         self._require_mig_capable(g, "set MIG mode")
+        self._refuse_in_guest(g, "set MIG mode")
         if not self.privileged:
             raise MigError(errors.NO_PERMISSION, f"set MIG mode on GPU {gpu}")
         if g.processes:
@@ -248,7 +288,7 @@ class SimulatedGpuBackend(GpuBackend):
 
     def gpu_instance_profiles(self, gpu: int) -> list[GpuInstanceProfile]:
         g = self._gpu(gpu)
-        if not g.mig_capable:
+        if not g.mig_capable or g.vgpu_type is not None:
             return []
         return [GpuInstanceProfile(
             index=p.shape.nvml_index, id=p.shape.nvml_id, name=p.name,
@@ -271,6 +311,7 @@ class SimulatedGpuBackend(GpuBackend):
 
     def _require_mig(self, g: _SimGpu, operation: str) -> None:
         self._require_mig_capable(g, operation)
+        self._refuse_in_guest(g, operation)
         if not self.privileged:
             raise MigError(errors.NO_PERMISSION, f"{operation} on GPU {g.index}")
         if not g.mig_current:

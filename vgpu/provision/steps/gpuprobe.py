@@ -91,10 +91,12 @@ def parse_probe(stdout: str) -> ProbeResult | None:
 
 
 def planned_devices(listing: GpuListing, req: GuestRequirements) -> list[ListedDevice]:
-    """What the harness runs on: each vGPU (or passthrough GPU) is a GPU in its guest; on
-    bare metal, the MIG devices of the planned profiles."""
+    """What the harness runs on: each vGPU (or passthrough GPU) is a GPU in its guest, a
+    MIG-backed vGPU by the MIG device listed under it (CUDA and ``docker --gpus`` see only
+    that one, not the vGPU's GPU- UUID); on bare metal, the MIG devices of the planned
+    profiles."""
     if req.expected_vgpu_types or not req.expected_mig_profiles:
-        return list(listing.gpu_devices)
+        return list(listing.compute_devices())
     wanted = Counter(req.expected_mig_profiles)
     picked = []
     for device in listing.mig_devices:
