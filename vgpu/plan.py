@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from vgpu import mig, stepnames
+from vgpu.container.images import HarnessBase, UnknownDriverBranch, harness_base
 from vgpu.errors import PlanError, Problem
 from vgpu.model.inventory import BareMetalHost, EsxiHost, GpuInventory, Inventory
 from vgpu.model.load import vgpu_requests
@@ -351,6 +352,8 @@ def build_plan(scenario: Scenario, inventory: Inventory | None = None, *,
         inventory=inventory_name or (inventory.name if inventory else None),
         hosts=[h.name for h in hosts], vms=vms, gpus=gpus_out,
         guest_steps=guest_steps(scenario),
+        warnings=p2p_warnings(scenario, requests),
+        harness_base=_harness_base_text(scenario, inventory, inventory_name),
         bench=[BenchItem(workload=w.label, kind=w.kind,
                          instances=[vm.name for vm in vms][: _instances_for(w, len(vms))],
                          repeats=scenario.repeats) for w in scenario.workloads],
@@ -358,6 +361,47 @@ def build_plan(scenario: Scenario, inventory: Inventory | None = None, *,
     )
     plan.plan_hash = plan.compute_hash()
     return plan
+
+
+def p2p_warnings(scenario: Scenario, requests: dict[str, list[VgpuRequest]]) -> list[str]:
+    """``vm_settings.p2p`` on VMs with MIG-backed vGPUs: those have no P2P or NVLink, so
+    the setting does nothing there (not an error: apply still sets it)."""
+    if not scenario.vm_settings.p2p:
+        return []
+    mig_vms = [name for name, wanted in requests.items() if any(r.kind == "mig" for r in wanted)]
+    if not mig_vms:
+        return []
+    return [f"{scenario.source or 'scenario'} vm_settings.p2p: true does nothing for "
+            f"{', '.join(mig_vms)}: MIG-backed vGPUs have no P2P or NVLink (fix: remove "
+            "vm_settings.p2p, or use full-framebuffer time-sliced vGPUs or passthrough GPUs "
+            "where P2P is wanted)"]
+
+
+def harness_base_for(scenario: Scenario, inventory: Inventory | None,
+                     inventory_name: str | None = None) -> HarnessBase:
+    """What the guests' harness image is built FROM: guest.base_image, else the NGC base
+    of the inventory's guest driver branch (vSphere guests; a bare-metal host's driver is
+    not the guest driver), else the default. An unknown branch is refused."""
+    drivers = inventory.drivers if inventory and scenario.platform == "vsphere" else None
+    version = drivers.guest_version() if drivers else None
+    try:
+        return harness_base(scenario.guest.base_image, version)
+    except UnknownDriverBranch as exc:
+        assert drivers is not None
+        field = ("drivers.guest_driver_version" if drivers.guest_driver_version
+                 else "drivers.guest_driver")
+        raise PlanError([Problem(
+            _inventory_file(inventory, inventory_name), field, str(exc),
+            fix="set guest.base_image in the scenario to an NGC image whose CUDA this "
+                "driver branch supports, or use a guest driver of a known branch")]) from None
+
+
+def _harness_base_text(scenario: Scenario, inventory: Inventory | None,
+                       inventory_name: str | None) -> str | None:
+    if stepnames.HARNESS_IMAGE not in guest_steps(scenario) or scenario.guest.harness_image:
+        return None
+    base = harness_base_for(scenario, inventory, inventory_name)
+    return f"{base.image} ({base.why})"
 
 
 def _inventory_file(inventory: Inventory | None, inventory_name: str | None) -> str:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from vgpu.container.images import DEFAULT_BASE_IMAGE
+from vgpu.container.images import DEFAULT_BASE_IMAGE, harness_base
 from vgpu.model.inventory import Inventory
 from vgpu.model.load import load_scenario
 from vgpu.model.scenario import GuestStack, Scenario
@@ -38,7 +38,9 @@ def test_container_runtime_needs_a_container_engine() -> None:
 
 def test_image_defaults() -> None:
     guest = GuestStack()
-    assert (guest.base_image, guest.harness_image) == (DEFAULT_BASE_IMAGE, None)
+    # unset: chosen from the guest driver's branch, else the default (tests/core)
+    assert (guest.base_image, guest.harness_image) == (None, None)
+    assert harness_base(guest.base_image, None).image == DEFAULT_BASE_IMAGE
 
 
 def test_container_scenarios_get_the_harness_image_and_gpu_probe() -> None:

@@ -59,6 +59,8 @@ def render_plan(plan: Plan, console: Console) -> None:
             settings.add_row(", ".join(names), text)
         console.print(settings)
     console.print(f"[bold]Guest steps:[/] {' -> '.join(plan.guest_steps)}")
+    if plan.harness_base:
+        console.print(f"[bold]Harness image FROM:[/] {plan.harness_base}", highlight=False)
     bench = Table(title="Bench matrix")
     for col in ("workload", "kind", "instances", "repeats"):
         bench.add_column(col)
@@ -67,3 +69,9 @@ def render_plan(plan: Plan, console: Console) -> None:
     console.print(bench)
     for note in plan.notes:
         console.print(f"[yellow]note:[/] {note}")
+    print_warnings(plan, console)
+
+
+def print_warnings(plan: Plan, console: Console) -> None:
+    for warning in plan.warnings:
+        console.print(f"[bold yellow]warning:[/] {warning}", highlight=False)

@@ -13,6 +13,7 @@ from vgpu import catalog
 from vgpu.cli import common
 from vgpu.cli.common import scenario_from_args
 from vgpu.cli.options import InventoryReq, ScenarioFile, ScenarioRef, inventory_option
+from vgpu.cli.plan_view import print_warnings
 from vgpu.cli.root import app
 from vgpu.errors import InputError, Problem
 from vgpu.model.inventory import Inventory
@@ -112,7 +113,7 @@ def apply(
     inv, inv_path = _inventory(inventory)
     # Everything the whole command needs is checked before vCenter is reached: the layout
     # on empty GPUs (vCenter can only make it tighter) and provisioning's local inputs.
-    build_plan(sc, inv, inventory_name=str(inv_path))
+    print_warnings(build_plan(sc, inv, inventory_name=str(inv_path)), common.console)
     if provision:
         _check_provision_inputs(sc, inv_path, dry_run)
     commands.apply(sc, inv, inv_path, dry_run=dry_run, confirm=commands.terminal_confirm(yes),

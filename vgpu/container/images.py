@@ -7,6 +7,7 @@ a folder holding them next to a copy of the ``loadgen`` package.
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -23,6 +24,72 @@ REQUIREMENTS = "harness-requirements.txt"
 PIP_CA = "pip-ca.pem"
 _DATA_FILES = {DOCKERFILE: "harness.Dockerfile", REQUIREMENTS: REQUIREMENTS}
 _IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo", ".*")
+
+
+@dataclass(frozen=True)
+class NgcBase:
+    """The NGC PyTorch release a guest driver branch runs natively: its CUDA is the newest
+    the branch supports without the CUDA forward-compatibility package, which a vGPU guest
+    cannot count on. ``min_driver`` is NVIDIA's minimum Linux driver for that CUDA update
+    (CUDA release notes, table 3)."""
+
+    branch: int
+    cuda: str
+    image: str
+    min_driver: str
+
+
+# Known-good pairs (NVIDIA's CUDA toolkit/driver table and the NGC PyTorch release notes).
+NGC_BASES: tuple[NgcBase, ...] = (
+    NgcBase(535, "12.2", "nvcr.io/nvidia/pytorch:23.10-py3", "535.104.05"),
+    NgcBase(550, "12.4", "nvcr.io/nvidia/pytorch:24.05-py3", "550.54.15"),
+    NgcBase(570, "12.8", "nvcr.io/nvidia/pytorch:25.03-py3", "570.124.06"),
+)
+_DRIVER_VERSION = re.compile(r"^(\d{3,4})\.\d+(?:\.\d+)?$")
+
+
+class UnknownDriverBranch(ValueError):
+    """A guest driver version whose branch has no known NGC base (or is no version)."""
+
+
+def driver_branch(version: str) -> int:
+    """``535.161.08`` -> 535."""
+    match = _DRIVER_VERSION.match(version.strip())
+    if match is None:
+        raise UnknownDriverBranch(f"'{version}' is not an NVIDIA driver version (like "
+                                  "550.127.05)")
+    return int(match.group(1))
+
+
+def ngc_base_for_driver(version: str) -> NgcBase:
+    """The NGC base the harness image is built FROM for a guest driver ``version``."""
+    branch = driver_branch(version)
+    for base in NGC_BASES:
+        if base.branch == branch:
+            return base
+    known = ", ".join(f"R{b.branch} -> CUDA {b.cuda} ({b.image})" for b in NGC_BASES)
+    raise UnknownDriverBranch(f"guest driver {version} is branch R{branch}, for which vgpu "
+                              f"knows no NGC base image (known: {known})")
+
+
+@dataclass(frozen=True)
+class HarnessBase:
+    image: str
+    why: str  # for output: where the choice came from
+
+
+def harness_base(explicit: str | None, guest_driver: str | None) -> HarnessBase:
+    """The image a guest's harness image is built FROM: ``explicit`` (the scenario's
+    guest.base_image) if given, else the NGC base of the guest driver's branch (raises
+    UnknownDriverBranch), else the default."""
+    if explicit:
+        return HarnessBase(explicit, "guest.base_image")
+    if guest_driver is None:
+        return HarnessBase(DEFAULT_BASE_IMAGE, "default: the guest driver version is not "
+                           "known (inventory drivers.guest_driver_version)")
+    base = ngc_base_for_driver(guest_driver)
+    return HarnessBase(base.image, f"guest driver {guest_driver}: R{base.branch}, CUDA "
+                       f"{base.cuda}")
 
 
 def default_tag() -> str:

@@ -10,6 +10,10 @@
 # `loadgen train`; the pinned packages installed into the venv take precedence.
 # The base's ENTRYPOINT (NGC: /opt/nvidia/nvidia_entrypoint.sh) is kept on purpose: it sets
 # up CUDA forward compatibility. It may print a banner on stdout before the harness starts.
+# vgpu passes BASE_IMAGE: for a vSphere guest the NGC release whose CUDA the guest driver
+# branch runs natively (vgpu.container.images.NGC_BASES: R535 -> 23.10 / CUDA 12.2, R550 ->
+# 24.05 / 12.4, R570 -> 25.03 / 12.8), since forward compatibility cannot be counted on in
+# a vGPU guest; the default below is for builds where the driver is not known.
 ARG BASE_IMAGE=nvcr.io/nvidia/pytorch:24.10-py3
 FROM ${BASE_IMAGE}
 

@@ -90,6 +90,8 @@ class Plan(BaseModel):
     guest_steps: list[str]
     bench: list[BenchItem]
     notes: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)  # settings that have no effect
+    harness_base: str | None = None  # what the guests' harness image is built FROM, and why
     plan_hash: str = ""
 
     def compute_hash(self) -> str:

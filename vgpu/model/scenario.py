@@ -117,7 +117,9 @@ class VmSettings(StrictModel):
     firmware: Literal["efi"] = Field("efi", description="vGPU/passthrough VMs need EFI")
     mmio_size_gb: int | None = Field(None, ge=1, description="64-bit MMIO window; derived "
                                      "from the VM's GPUs when unset")
-    p2p: bool = Field(False, description="pciPassthru.allowP2P + RelaxACSforP2P")
+    p2p: bool = Field(False, description="pciPassthru.allowP2P + RelaxACSforP2P; does "
+                      "nothing for MIG-backed vGPUs (they have no P2P or NVLink): `vgpu "
+                      "plan` and `vgpu apply` warn")
     ats: list[AtsSetting] = Field(default_factory=list)
     memory_reservation: Literal["full"] = Field(
         "full", description="vGPU VMs must reserve all guest memory")
@@ -150,8 +152,11 @@ class GuestStack(StrictModel):
         "in its own container of the harness image, made by the harness-image step) or "
         "`host` (a venv, made by the node-harness step); unset: container where "
         "container_runtime is docker, else host (the harness image is a Docker image)")
-    base_image: str = Field(DEFAULT_BASE_IMAGE, description="image the harness image is built "
-                            "FROM on each guest (runtime container)")
+    base_image: str | None = Field(
+        None, description="image the harness image is built FROM on each guest (runtime "
+        "container); unset: the NGC PyTorch release for the inventory's guest driver branch "
+        "(R535 -> CUDA 12.2, R550 -> 12.4, R570 -> 12.8; another branch is refused), "
+        f"or {DEFAULT_BASE_IMAGE} where the guest driver version is not known")
     harness_image: str | None = Field(
         None, description="registry image of the harness that the guests pull (and tag "
         "`vgpu-harness:<harness version>`) instead of building it; its label "

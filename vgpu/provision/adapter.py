@@ -12,6 +12,7 @@ from vgpu import stepnames
 from vgpu.model.inventory import BareMetalHost, Inventory, SshDefaults
 from vgpu.model.plan import Plan, PlannedVM
 from vgpu.model.scenario import Scenario
+from vgpu.plan import harness_base_for
 from vgpu.provision.fanout import Job
 from vgpu.provision.requirements import (
     GuestRequirements,
@@ -66,10 +67,11 @@ def harness_spec(options: HarnessOptions, gpu: bool = False) -> HarnessSpec:
     )
 
 
-def image_spec(scenario: Scenario, gpu: bool) -> HarnessImageSpec:
+def image_spec(scenario: Scenario, gpu: bool, inventory: Inventory | None = None
+               ) -> HarnessImageSpec:
     """The harness image for a container guest: ONNX Runtime's GPU build where a GPU is
-    planned, as for the host venv."""
-    return HarnessImageSpec(base_image=scenario.guest.base_image,
+    planned, as for the host venv; built FROM the base matched to the guest driver."""
+    return HarnessImageSpec(base_image=harness_base_for(scenario, inventory).image,
                             pull=scenario.guest.harness_image,
                             ort_package=GPU_BUILDS["onnxruntime"] if gpu else "onnxruntime")
 
@@ -83,14 +85,14 @@ class _GuestPlan:
     image: HarnessImageSpec | None
 
 
-def _guest_plans(plan: Plan, scenario: Scenario,
-                 options: HarnessOptions) -> dict[bool, _GuestPlan]:
+def _guest_plans(plan: Plan, scenario: Scenario, options: HarnessOptions,
+                 inventory: Inventory) -> dict[bool, _GuestPlan]:
     venv = stepnames.NODE_HARNESS in plan.guest_steps
     container = stepnames.HARNESS_IMAGE in plan.guest_steps
     return {gpu: _GuestPlan(
         steps=tuple(s for s in plan.guest_steps if gpu or s != stepnames.GPU_PROBE),
         harness=harness_spec(options, gpu) if venv else None,
-        image=image_spec(scenario, gpu) if container else None,
+        image=image_spec(scenario, gpu, inventory) if container else None,
     ) for gpu in (False, True)}
 
 
@@ -152,7 +154,7 @@ def jobs_from_plan(
     harness: HarnessOptions | None = None,
 ) -> list[Job]:
     """One job per VM (vSphere) or per bare-metal host the plan uses."""
-    guests = _guest_plans(plan, scenario, harness or HarnessOptions())
+    guests = _guest_plans(plan, scenario, harness or HarnessOptions(), inventory)
     jobs: list[Job] = []
     if plan.platform == "vsphere":
         for vm in plan.vms:
