@@ -322,6 +322,10 @@ class SshLab:
 
     def _build(self) -> None:
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation dir
+        if self.guest_sim:
+            # The group docker.io's package creates; the usermod simulator adds a lab user to
+            # it, and sshd gives later logins the group (membership is per user).
+            _run("groupadd", "-f", "docker")
         _keygen(self.key_path, f"vgpu-lab-{self.lab_id}")
         public_key = Path(f"{self.key_path}.pub").read_text()
         sudo_lines = []
