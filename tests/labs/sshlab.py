@@ -456,14 +456,18 @@ class SshLab:
                     continue
 
 
-def fake_driver_installer(directory: Path, version: str = "535.154.05") -> Path:
-    """A SIMULATED NVIDIA guest driver installer (.run) named like NVIDIA's files. On a lab
-    host it records the driver version for the simulated nvidia-smi; it refuses non-root."""
-    path = directory / f"NVIDIA-Linux-x86_64-{version}-grid.run"
+def fake_driver_installer(directory: Path, version: str = "535.154.05",
+                          flavour: str = "grid") -> Path:
+    """A SIMULATED NVIDIA driver installer (.run) named like NVIDIA's files: the vGPU guest
+    driver (``flavour`` grid, ``...-grid.run``) or the data-center driver (``datacenter``,
+    ``...run``). On a lab host it records the driver version and flavour for the simulated
+    nvidia-smi and nvidia-gridd; it refuses non-root."""
+    suffix = "-grid.run" if flavour == "grid" else ".run"
+    path = directory / f"NVIDIA-Linux-x86_64-{version}{suffix}"
     path.write_text(
         "#!/bin/sh\n"
-        "# SIMULATOR: stands in for NVIDIA's vGPU guest driver installer in the SSH test lab.\n"
-        f'exec nvidia-installer-sim "{version}" "$@"\n'
+        "# SIMULATOR: stands in for an NVIDIA driver installer in the SSH test lab.\n"
+        f'exec nvidia-installer-sim "{version}" {flavour} "$@"\n'
     )
     path.chmod(0o755)
     return path

@@ -126,11 +126,16 @@ def _requirements(scenario: Scenario, inventory: Inventory, guest: _GuestPlan,
                   vgpu_types: list[str], mig_profiles: list[str],
                   base_dir: Path) -> GuestRequirements:
     token = _local_path(inventory.drivers.licence_token, base_dir)
+    datacenter = scenario.guest.driver == "datacenter"
+    drivers = inventory.drivers
     return GuestRequirements(
         steps=guest.steps,
         base_packages=tuple(scenario.guest.base_packages),
         container_runtime=scenario.guest.container_runtime,
-        driver_source=_local_path(inventory.drivers.guest_driver, base_dir),
+        driver_kind="datacenter" if datacenter else "vgpu-guest",
+        driver_source=_local_path(drivers.datacenter_driver if datacenter
+                                  else drivers.guest_driver, base_dir),
+        driver_version=None if datacenter else drivers.guest_driver_version,
         feature_type=scenario.guest.feature_type,
         licence_token_file=Path(token) if token else None,
         expected_vgpu_types=tuple(vgpu_types),

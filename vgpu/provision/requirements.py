@@ -5,11 +5,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import loadgen
 from vgpu.container.docker import DOCKER, DockerCli
 from vgpu.container.images import DEFAULT_BASE_IMAGE, default_tag
 
+DriverKind = Literal["vgpu-guest", "datacenter"]
 DRIVER_VERSION_IN_NAME = re.compile(r"(\d{3,}\.\d+(?:\.\d+)?)")
 
 
@@ -88,6 +90,7 @@ class GuestRequirements:
     container_runtime: str = "docker"  # docker | apptainer | none
     docker_package: str = "docker.io"
     apptainer_package: str = "apptainer"
+    driver_kind: DriverKind = "vgpu-guest"
     driver_source: str | None = None  # local .run file or URL
     driver_version: str | None = None  # from the file name when unset
     toolkit_repo: ToolkitRepo = field(default_factory=ToolkitRepo)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from vgpu import stepnames
@@ -29,6 +30,31 @@ TOKEN_NAME = "client_configuration_token_vgpu.tok"
 DAEMON_JSON = "/etc/docker/daemon.json"
 
 
+@dataclass(frozen=True)
+class DriverFile:
+    """What the scenario's guest.driver installs, and where the inventory names its file."""
+
+    field: str
+    title: str
+    file_name: str
+    where: str
+
+
+DRIVER_KINDS = {
+    "vgpu-guest": DriverFile(
+        "drivers.guest_driver", "vGPU guest driver", "NVIDIA-Linux-x86_64-<version>-grid.run",
+        "the vGPU guest driver from the NVIDIA licensing portal"),
+    "datacenter": DriverFile(
+        "drivers.datacenter_driver", "data-center driver", "NVIDIA-Linux-x86_64-<version>.run",
+        "the data-center driver from NVIDIA's driver downloads (passthrough VMs and bare-metal "
+        "hosts run it without vGPU licensing)"),
+}
+
+
+def is_vgpu_guest_driver(source: str) -> bool:
+    return source.rsplit("/", 1)[-1].endswith("-grid.run")
+
+
 def sha256_of(ctx: HostContext, path: str, sudo: bool = False) -> str | None:
     result = ctx.run(f"sha256sum {quote(path)} 2>/dev/null", sudo=sudo)
     return result.stdout.split()[0] if result.ok and result.stdout.strip() else None
@@ -39,20 +65,25 @@ class DriverStep(Step):
     name = stepnames.NVIDIA_DRIVER
 
     def preflight(self, req: GuestRequirements) -> list[tuple[str, str, str]]:
+        kind = DRIVER_KINDS[req.driver_kind]
         if not req.driver_source:
-            return [("drivers.guest_driver", "no NVIDIA guest driver (.run file or URL) given",
-                     "set drivers.guest_driver in the inventory to the vGPU guest driver "
-                     "from the NVIDIA licensing portal")]
+            return [(kind.field, f"no NVIDIA {kind.title} (.run file or URL) given",
+                     f"set {kind.field} in the inventory to {kind.where}")]
         problems = []
         if not is_url(req.driver_source) and not Path(req.driver_source).is_file():
-            problems.append(("drivers.guest_driver",
-                             f"driver file {req.driver_source} does not exist",
-                             "download the NVIDIA-Linux-x86_64-<version>-grid.run file and "
-                             "give its path (or an http(s) URL)"))
+            problems.append((kind.field, f"driver file {req.driver_source} does not exist",
+                             f"download {kind.file_name} and give its path (or an http(s) "
+                             "URL)"))
         if not req.expected_driver_version:
-            problems.append(("drivers.guest_driver",
+            problems.append((kind.field,
                              f"cannot tell the driver version from {req.driver_source}",
                              "keep NVIDIA's file name (it contains the version)"))
+        if req.driver_kind == "datacenter" and is_vgpu_guest_driver(req.driver_source):
+            problems.append((kind.field, f"{req.driver_source} is the vGPU guest driver "
+                             "(-grid.run), but the scenario's guest.driver is datacenter",
+                             f"set {kind.field} to {kind.file_name}, or guest.driver: "
+                             "vgpu-guest in the scenario (the vGPU guest driver, licensed "
+                             "through nvidia-gridd)"))
         return problems
 
     def _versions(self, ctx: HostContext) -> set[str] | None:
