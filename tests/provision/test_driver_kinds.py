@@ -98,8 +98,9 @@ def test_passthrough_vm_is_provisioned_with_the_datacenter_installer(
     assert job.target.address == host.address
     req = dataclasses.replace(job.requirements, steps=("os-facts", "nvidia-driver",
                                                        "verify-gpu"))
-    report = provision_all([Job(lab_host_targets(lab)(job.target), req)], options=FAST, log_dir=tmp_path / "logs",
-                           state_dir=tmp_path / "state", concurrency=1)
+    report = provision_all([Job(lab_host_targets(lab)(job.target), req)], options=FAST,
+                           log_dir=tmp_path / "logs", state_dir=tmp_path / "state",
+                           concurrency=1)
     assert report.exit_code == 0, report.failure_lines()
     assert report.hosts[0].step("nvidia-driver").outcome is Outcome.CHANGED
     assert report.hosts[0].step("verify-gpu").detail == "NVIDIA A100 80GB PCIe"
