@@ -100,6 +100,7 @@ class GuestRequirements:
     feature_type: int = VGPU_FEATURE_TYPE
     licence_token_file: Path | None = None
     licence_timeout_s: float = 120.0
+    reboot_timeout_s: float = 900.0  # a reboot (e.g. to unload nouveau) must be back by then
     expected_vgpu_types: tuple[str, ...] = ()  # e.g. ("A100D-1-10C",)
     expected_mig_profiles: tuple[str, ...] = ()  # e.g. ("1g.10gb",)
     harness: HarnessSpec | None = None

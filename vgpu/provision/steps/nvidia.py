@@ -17,9 +17,24 @@ from vgpu.provision.facts import (
     is_licensed,
     with_feature_type,
 )
+from vgpu.provision.reboot import reboot_and_reconnect
 from vgpu.provision.requirements import GuestRequirements, is_url
 from vgpu.provision.step import Check, HostContext, Step, guest_step
-from vgpu.provision.steps.system import APT_UPDATED, install_packages, installed_packages
+from vgpu.provision.steps.kernel import (
+    NOUVEAU_BLACKLIST,
+    KernelFacts,
+    blacklist_nouveau,
+    install_build_tools,
+    read_kernel_facts,
+    refuse_secure_boot,
+)
+from vgpu.provision.steps.system import (
+    APT_UPDATED,
+    install_packages,
+    installed_packages,
+    package_manager,
+    read_os_facts,
+)
 from vgpu.remote.transport import quote
 
 DRIVER_DIR = ".vgpu/driver"
@@ -100,6 +115,34 @@ class DriverStep(Step):
         return Check(True, f"driver {want}")
 
     def apply(self, ctx: HostContext) -> None:
+        kernel = self._prepare_kernel(ctx)
+        if kernel.nouveau_loaded:
+            reboot_and_reconnect(ctx, self, "nouveau is loaded, and the NVIDIA installer "
+                                 "refuses to run beside it")
+            ctx.os = read_os_facts(ctx, self)  # the new boot may run a newer kernel
+            kernel = self._prepare_kernel(ctx)
+            if kernel.nouveau_loaded:
+                raise self.fail(ctx, "nouveau is still loaded after a reboot with it "
+                                f"blacklisted in {NOUVEAU_BLACKLIST}",
+                                "look for another modprobe.d file or kernel parameter that "
+                                "loads nouveau (`lsmod | grep nouveau`, /proc/cmdline)")
+        self._install(ctx, self._upload(ctx), kernel)
+
+    def _prepare_kernel(self, ctx: HostContext) -> KernelFacts:
+        kernel = read_kernel_facts(ctx)
+        refuse_secure_boot(ctx, self, kernel)
+        install_build_tools(ctx, self, kernel)
+        blacklist_nouveau(ctx, self, kernel)
+        return kernel
+
+    def _install(self, ctx: HostContext, remote: str, kernel: KernelFacts) -> None:
+        # --dkms registers the module with DKMS, so a kernel update rebuilds it.
+        compiler = kernel.compiler_env(package_manager(ctx, self))
+        self.must(ctx, f"{compiler}sh {quote(remote)} --silent --dkms", sudo=True,
+                  fix="read /var/log/nvidia-installer.log on the guest")
+
+    def _upload(self, ctx: HostContext) -> str:
+        """The installer on the guest (uploaded, or fetched there from its URL)."""
         source = ctx.requirements.driver_source
         assert source is not None
         remote = f"{ctx.home}/{DRIVER_DIR}/{source.rsplit('/', 1)[-1]}"
@@ -112,9 +155,7 @@ class DriverStep(Step):
             digest = hashlib.sha256(local.read_bytes()).hexdigest()
             if sha256_of(ctx, remote) != digest:
                 ctx.transport.put(local, remote, mode=0o755)
-        self.must(ctx, f"sh {quote(remote)} --silent", sudo=True,
-                  fix="read /var/log/nvidia-installer.log on the guest; the kernel headers "
-                  "and build-essential must be installed")
+        return remote
 
 
 @guest_step
