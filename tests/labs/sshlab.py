@@ -7,7 +7,8 @@ for that user. With ``netns=NetnsLab(n)`` each sshd runs inside its own network 
 instead, on that namespace's address (reached from here through the lab's bridge). With
 ``guest_sim=True`` the GPU guest stand-ins from ``guest_sim/`` (nvidia-smi, apt-get,
 systemctl, ... all SIMULATORS) go first on that user's PATH, for SSH sessions and for sudo,
-and system paths are written under ``host.system_root`` instead of ``/``.
+and system paths are written under ``host.system_root`` instead of ``/``; a simulated
+``systemctl reboot`` reboots the host (``LabHost.reboot``: sshd stops and starts again).
 
 Everything is created by the lab and removed on exit: users, homes, the sudoers file, the
 server processes and the temp directory. Needs root and ``/usr/sbin/sshd``.
@@ -28,6 +29,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import uuid
 import zlib
@@ -104,6 +106,7 @@ class LabHost:
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     # e.g. ["ip", "netns", "exec", ns]: sshd (and so every session) runs in that namespace
     exec_prefix: list[str] = field(default_factory=list)
+    reboots: int = 0
 
     @property
     def bin_dir(self) -> Path:
@@ -255,6 +258,56 @@ class LabHost:
             self.process.wait()
         self.process = None
 
+    # ---- the kernel and reboots -------------------------------------------------------------
+    def set_kernel(self, proc_version: str | None = None, nouveau: bool = False) -> None:
+        """What the simulated guest's kernel shows: ``/proc/version`` (which names the gcc
+        that built it) and whether nouveau is loaded (``/sys/module/nouveau``), under the
+        host's system root."""
+        version = self.system_root / "proc" / "version"
+        if proc_version is None:
+            version.unlink(missing_ok=True)
+        else:
+            version.parent.mkdir(parents=True, exist_ok=True)
+            version.write_text(proc_version + "\n")
+        module = self.system_root / "sys" / "module" / "nouveau"
+        if nouveau:
+            module.mkdir(parents=True, exist_ok=True)
+        elif module.exists():
+            module.rmdir()
+
+    def reboot(self) -> None:
+        """What a guest reboot does to this host: sshd stops (every session drops), the host
+        boots, sshd starts again on the same address, port and host key."""
+        self.stop()
+        self.boot()
+        self.start()
+        self.reboots += 1
+
+    def boot(self) -> None:
+        """A new boot id; /dev empty again; nouveau loaded unless the initramfs blacklists it;
+        only the enabled services running."""
+        boot_id = self.system_root / "proc" / "sys" / "kernel" / "random" / "boot_id"
+        boot_id.parent.mkdir(parents=True, exist_ok=True)
+        boot_id.write_text(f"{uuid.uuid4()}\n")
+        shutil.rmtree(self.system_root / "dev", ignore_errors=True)
+        blacklist = self.sim_state / "initramfs-blacklist"
+        if blacklist.exists() and "nouveau" in blacklist.read_text().split():
+            self.set_kernel(self._proc_version(), nouveau=False)
+        services = self.sim_state / "services"
+        if services.exists():
+            for active in services.glob("*.active"):
+                active.unlink()
+            for enabled in services.glob("*.enabled"):
+                enabled.with_suffix(".active").touch()
+        (self.sim_state / "reboot-requested").unlink(missing_ok=True)
+
+    def _proc_version(self) -> str | None:
+        version = self.system_root / "proc" / "version"
+        return version.read_text().strip() if version.exists() else None
+
+    def reboot_requested(self) -> bool:
+        return (self.sim_state / "reboot-requested").exists()
+
     def rotate_host_key(self) -> None:
         """Give the host a new host key (as a reinstalled VM would) and restart its sshd."""
         self.stop()
@@ -295,6 +348,9 @@ class SshLab:
         self.dir = Path()
         self.sudoers_path = SUDOERS_DIR / f"vgpu-lab-{self.lab_id}"
         self._users: list[str] = []
+        self._closing = threading.Event()
+        self._reboots: threading.Thread | None = None
+        self.reboot_errors: list[str] = []
 
     # ---- lifecycle -----------------------------------------------------------------------
     def __enter__(self) -> SshLab:
@@ -326,6 +382,10 @@ class SshLab:
 
     def _build(self) -> None:
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation dir
+        if self.guest_sim:
+            # The group docker.io's package creates; the usermod simulator adds a lab user to
+            # it, and sshd gives later logins the group (membership is per user).
+            _run("groupadd", "-f", "docker")
         _keygen(self.key_path, f"vgpu-lab-{self.lab_id}")
         public_key = Path(f"{self.key_path}.pub").read_text()
         sudo_lines = []
@@ -343,6 +403,20 @@ class SshLab:
         self.known_hosts_path.write_text("".join(f"{e}\n" for e in entries))
         for host in self.hosts:
             host.start()
+        if self.guest_sim:
+            self._reboots = threading.Thread(target=self._serve_reboots, daemon=True,
+                                             name=f"sshlab-{self.lab_id}-reboots")
+            self._reboots.start()
+
+    def _serve_reboots(self) -> None:
+        """Reboot a host whose simulated ``systemctl reboot`` asked for it."""
+        while not self._closing.wait(0.05):
+            for host in self.hosts:
+                if host.reboot_requested():
+                    try:
+                        host.reboot()
+                    except Exception as exc:  # the test reads these; the thread goes on
+                        self.reboot_errors.append(f"{host.name}: {exc!r}")
 
     def _make_host(self, index: int, public_key: str) -> LabHost:
         user = f"vgl{self.lab_id}h{index + 1}"
@@ -413,6 +487,9 @@ class SshLab:
         ]
 
     def close(self) -> None:
+        self._closing.set()
+        if self._reboots is not None:
+            self._reboots.join(timeout=30)
         for host in self.hosts:
             with contextlib.suppress(Exception):
                 host.stop()
@@ -456,14 +533,18 @@ class SshLab:
                     continue
 
 
-def fake_driver_installer(directory: Path, version: str = "535.154.05") -> Path:
-    """A SIMULATED NVIDIA guest driver installer (.run) named like NVIDIA's files. On a lab
-    host it records the driver version for the simulated nvidia-smi; it refuses non-root."""
-    path = directory / f"NVIDIA-Linux-x86_64-{version}-grid.run"
+def fake_driver_installer(directory: Path, version: str = "535.154.05",
+                          flavour: str = "grid") -> Path:
+    """A SIMULATED NVIDIA driver installer (.run) named like NVIDIA's files: the vGPU guest
+    driver (``flavour`` grid, ``...-grid.run``) or the data-center driver (``datacenter``,
+    ``...run``). On a lab host it records the driver version and flavour for the simulated
+    nvidia-smi and nvidia-gridd; it refuses non-root."""
+    suffix = "-grid.run" if flavour == "grid" else ".run"
+    path = directory / f"NVIDIA-Linux-x86_64-{version}{suffix}"
     path.write_text(
         "#!/bin/sh\n"
-        "# SIMULATOR: stands in for NVIDIA's vGPU guest driver installer in the SSH test lab.\n"
-        f'exec nvidia-installer-sim "{version}" "$@"\n'
+        "# SIMULATOR: stands in for an NVIDIA driver installer in the SSH test lab.\n"
+        f'exec nvidia-installer-sim "{version}" {flavour} "$@"\n'
     )
     path.chmod(0o755)
     return path

@@ -4,8 +4,8 @@ The sshd lab's guests are unix users of this machine, so the docker lab's socket
 to them for the test (and closed again). The scenario plans VMs without a GPU, so the plan
 gives them ONNX Runtime's CPU build (the GPU build cannot run here), built FROM the lab's
 Debian base image. The GPU probe cannot pass here: the test checks its messages when
-/dev/nvidia-uvm is missing, when docker has no NVIDIA runtime, and when the container
-finds no CUDA device."""
+nvidia-uvm does not load (no /dev/nvidia-uvm), when docker has no NVIDIA runtime, and when
+the container finds no CUDA device."""
 
 from __future__ import annotations
 
@@ -154,10 +154,10 @@ def test_gpu_probe_fails_clearly_without_a_gpu(daemon: str, tmp_path: Path) -> N
         host.set_sim("driver_version", "550.54.15")
         cli = DockerCli(binary=real_docker, host=daemon)
 
+        host.set_sim("uvm-fails", "1")
         detail, fix = probe_failure(lab, cli, tmp_path, "no-uvm")
         assert "/dev/nvidia-uvm is missing" in detail and "nvidia-modprobe" in fix
-        (host.system_root / "dev").mkdir()
-        (host.system_root / "dev" / "nvidia-uvm").write_text("")
+        host.set_sim("uvm-fails", None)  # from here nvidia-modprobe makes the node
 
         detail, fix = probe_failure(lab, cli, tmp_path, "no-runtime")
         assert detail.startswith("docker could not run the probe on GPU-")

@@ -112,7 +112,7 @@ def test_scenario8_converges_idempotently_and_keeps_secrets(
                 "nvidia-container-toolkit"} <= host.installed_packages()
         token = host.system_root / "etc/nvidia/ClientConfigToken"
         assert (token / "client_configuration_token_vgpu.tok").read_text().strip() == TOKEN_TEXT
-        assert "FeatureType=4\n" in (host.system_root / "etc/nvidia/gridd.conf").read_text()
+        assert "\nFeatureType=1\n" in (host.system_root / "etc/nvidia/gridd.conf").read_text()
 
     for log in (tmp_path / "logs" / "first").glob("*.log"):
         # The apt index is refreshed once, and again only after the toolkit source is added.

@@ -241,6 +241,10 @@ class Drivers(StrictModel):
     """Where guest software comes from. Files are uploaded; URLs are fetched on the guest."""
 
     guest_driver: str | None = Field(None, description="NVIDIA vGPU guest driver .run file or URL")
+    datacenter_driver: str | None = Field(
+        None, description="NVIDIA data-center driver .run file or URL "
+        "(NVIDIA-Linux-x86_64-<version>.run), installed where the scenario says "
+        "guest.driver: datacenter (passthrough VMs, bare-metal hosts; no vGPU licensing)")
     guest_driver_version: str | None = Field(
         None, description="guest driver version, e.g. 535.161.08; unset: read from the "
         "guest_driver file name (NVIDIA-Linux-x86_64-535.161.08-grid.run)")

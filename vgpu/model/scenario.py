@@ -143,8 +143,11 @@ class GuestStack(StrictModel):
     base_packages: list[str] = Field(default_factory=lambda: ["build-essential", "cmake",
                                                               "curl"])
     licensing: bool = Field(True, description="configure and check nvidia-gridd")
-    feature_type: int = Field(4, description="gridd FeatureType (4 = NVIDIA Virtual Compute "
-                                             "Server / AI Enterprise)")
+    feature_type: Literal[1, 2, 4] | None = Field(
+        None, description="gridd FeatureType, numbered as in the driver's gridd.conf template: "
+        "1 NVIDIA vGPU (the licence edition follows the vGPU type), 2 RTX Virtual "
+        "Workstation, 4 Virtual Compute Server (passthrough GPUs); unset: 1 on VMs with a "
+        "vGPU, 4 on VMs whose GPUs are passed through")
     passwordless_ssh: bool = Field(False, description="SSH between the scenario's VMs "
                                                       "(multinode training)")
     runtime: HarnessRuntime | None = Field(

@@ -10,11 +10,13 @@ from pathlib import Path
 
 from vgpu import stepnames
 from vgpu.model.inventory import BareMetalHost, Inventory, SshDefaults
-from vgpu.model.plan import Plan, PlannedVM
+from vgpu.model.plan import Plan, PlannedVgpu, PlannedVM
 from vgpu.model.scenario import Scenario
 from vgpu.plan import harness_base_for
 from vgpu.provision.fanout import Job
 from vgpu.provision.requirements import (
+    COMPUTE_SERVER_FEATURE_TYPE,
+    VGPU_FEATURE_TYPE,
     GuestRequirements,
     HarnessImageSpec,
     HarnessSpec,
@@ -124,16 +126,31 @@ def _target(name: str, address: str, ssh: SshDefaults, base_dir: Path) -> HostTa
     )
 
 
+def feature_type(scenario: Scenario, vgpus: list[PlannedVgpu]) -> int:
+    """The scenario's guest.feature_type, else by what the VM has: a vGPU (MIG-backed or
+    time-sliced) licenses as NVIDIA vGPU, passed-through GPUs as Virtual Compute Server."""
+    if scenario.guest.feature_type is not None:
+        return scenario.guest.feature_type
+    if any(v.kind != "passthrough" for v in vgpus):
+        return VGPU_FEATURE_TYPE
+    return COMPUTE_SERVER_FEATURE_TYPE
+
+
 def _requirements(scenario: Scenario, inventory: Inventory, guest: _GuestPlan,
-                  vgpu_types: list[str], mig_profiles: list[str],
-                  base_dir: Path) -> GuestRequirements:
+                  vgpus: list[PlannedVgpu], base_dir: Path) -> GuestRequirements:
+    vgpu_types, mig_profiles = _expectations(vgpus)
     token = _local_path(inventory.drivers.licence_token, base_dir)
+    datacenter = scenario.guest.driver == "datacenter"
+    drivers = inventory.drivers
     return GuestRequirements(
         steps=guest.steps,
         base_packages=tuple(scenario.guest.base_packages),
         container_runtime=scenario.guest.container_runtime,
-        driver_source=_local_path(inventory.drivers.guest_driver, base_dir),
-        feature_type=scenario.guest.feature_type,
+        driver_kind="datacenter" if datacenter else "vgpu-guest",
+        driver_source=_local_path(drivers.datacenter_driver if datacenter
+                                  else drivers.guest_driver, base_dir),
+        driver_version=None if datacenter else drivers.guest_driver_version,
+        feature_type=feature_type(scenario, vgpus),
         licence_token_file=Path(token) if token else None,
         expected_vgpu_types=tuple(vgpu_types),
         expected_mig_profiles=tuple(mig_profiles),
@@ -143,9 +160,10 @@ def _requirements(scenario: Scenario, inventory: Inventory, guest: _GuestPlan,
     )
 
 
-def _vm_expectations(vm: PlannedVM) -> tuple[list[str], list[str]]:
-    types = [v.vgpu_type for v in vm.vgpus if v.vgpu_type]
-    migs = [v.label for v in vm.vgpus if v.kind == "mig"]
+def _expectations(vgpus: list[PlannedVgpu]) -> tuple[list[str], list[str]]:
+    """The vGPU types and MIG profiles ``nvidia-smi -L`` should list."""
+    types = [v.vgpu_type for v in vgpus if v.vgpu_type]
+    migs = [v.label for v in vgpus if v.kind == "mig"]
     return types, migs
 
 
@@ -160,10 +178,9 @@ def jobs_from_plan(
         for vm in plan.vms:
             if not vm.ip:
                 continue
-            types, migs = _vm_expectations(vm)
             jobs.append(Job(_target(vm.name, vm.ip, inventory.ssh, inventory_dir),
-                            _requirements(scenario, inventory, guests[bool(vm.vgpus)], types,
-                                          migs, inventory_dir)))
+                            _requirements(scenario, inventory, guests[bool(vm.vgpus)],
+                                          vm.vgpus, inventory_dir)))
         return jobs
     hosts: dict[str, BareMetalHost] = {h.name: h for h in inventory.bare_metal}
     by_host: dict[str, list[PlannedVM]] = {}
@@ -171,11 +188,12 @@ def jobs_from_plan(
         by_host.setdefault(vm.host, []).append(vm)
     for host_name, vms in by_host.items():
         host = hosts[host_name]
-        migs = [label for vm in vms for label in _vm_expectations(vm)[1]]
+        # A bare-metal host's instances are MIG devices or whole GPUs, not vGPUs.
+        devices = [v.model_copy(update={"vgpu_type": None}) for vm in vms for v in vm.vgpus]
         jobs.append(Job(_target(host.name, host.address, host.ssh or inventory.ssh,
                                 inventory_dir),
                         _requirements(scenario, inventory,
-                                      guests[any(vm.vgpus for vm in vms)], [], migs,
+                                      guests[any(vm.vgpus for vm in vms)], devices,
                                       inventory_dir)))
     return jobs
 

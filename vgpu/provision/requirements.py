@@ -5,11 +5,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import loadgen
 from vgpu.container.docker import DOCKER, DockerCli
 from vgpu.container.images import DEFAULT_BASE_IMAGE, default_tag
 
+DriverKind = Literal["vgpu-guest", "datacenter"]
+# gridd.conf FeatureType, as the driver's gridd.conf.template numbers them.
+VGPU_FEATURE_TYPE = 1  # NVIDIA vGPU: the licence edition follows the VM's vGPU type
+COMPUTE_SERVER_FEATURE_TYPE = 4  # NVIDIA Virtual Compute Server: GPUs passed through
 DRIVER_VERSION_IN_NAME = re.compile(r"(\d{3,}\.\d+(?:\.\d+)?)")
 
 
@@ -88,12 +93,14 @@ class GuestRequirements:
     container_runtime: str = "docker"  # docker | apptainer | none
     docker_package: str = "docker.io"
     apptainer_package: str = "apptainer"
+    driver_kind: DriverKind = "vgpu-guest"
     driver_source: str | None = None  # local .run file or URL
     driver_version: str | None = None  # from the file name when unset
     toolkit_repo: ToolkitRepo = field(default_factory=ToolkitRepo)
-    feature_type: int = 4
+    feature_type: int = VGPU_FEATURE_TYPE
     licence_token_file: Path | None = None
     licence_timeout_s: float = 120.0
+    reboot_timeout_s: float = 900.0  # a reboot (e.g. to unload nouveau) must be back by then
     expected_vgpu_types: tuple[str, ...] = ()  # e.g. ("A100D-1-10C",)
     expected_mig_profiles: tuple[str, ...] = ()  # e.g. ("1g.10gb",)
     harness: HarnessSpec | None = None

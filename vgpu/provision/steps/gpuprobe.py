@@ -1,7 +1,8 @@
 """GPU readiness in the harness container (step gpu-probe): every planned device, by its UUID
 from ``nvidia-smi -L``, runs a small CUDA computation in a container of the harness image
 (torch where the image has it, else ONNX Runtime's CUDA provider), and /dev/nvidia-uvm
-exists. The detail records the driver and the CUDA version the container saw."""
+exists (made with nvidia-modprobe where no CUDA program has made it yet). The detail
+records the driver and the CUDA version the container saw."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from vgpu.provision.steps.dockercmd import docker_fix, output_tail, shell
 from vgpu.remote.transport import CommandResult, quote
 
 UVM_DEVICE = "/dev/nvidia-uvm"
+UVM_COMMAND = "nvidia-modprobe -u -c=0"  # loads nvidia-uvm and creates its device nodes
 PROBE_MARK = "VGPU-PROBE "
 PROBE_TIMEOUT_S = 300.0
 NO_GPU_RUNTIME = "could not select device driver"
@@ -137,17 +139,31 @@ class GpuProbeStep(Step):
     def check(self, ctx: HostContext) -> Check:
         assert ctx.requirements.image is not None
         devices = self._devices(ctx)
-        uvm = ctx.path(UVM_DEVICE)
-        if not ctx.run(f"test -e {quote(uvm)}").ok:
-            raise self.fail(ctx, f"{uvm} is missing: CUDA cannot start in containers",
-                            "load the module: `sudo nvidia-modprobe -u -c=0` (or `sudo modprobe "
-                            "nvidia-uvm`), and make it load at boot")
+        self._ensure_uvm_device(ctx)
         versions = DRIVER_VERSIONS.process(ctx.run(DRIVER_VERSIONS.command, timeout=60).stdout)
         driver = ", ".join(sorted(versions)) or "unknown"
         results = [self._probe(ctx, ctx.requirements.image.tag, d, driver) for d in devices]
         return Check(True, f"driver {driver} (CUDA {results[0].driver_cuda or '?'}); "
                      + "; ".join(f"{d.uuid}: {r.summary()}"
                                  for d, r in zip(devices, results, strict=True)))
+
+    def _ensure_uvm_device(self, ctx: HostContext) -> None:
+        """/dev/nvidia-uvm appears only once something loads nvidia-uvm (the first CUDA
+        program on the host, or nvidia-modprobe); a container started before that finds no
+        CUDA device, so create it first."""
+        uvm = ctx.path(UVM_DEVICE)
+        if ctx.run(f"test -e {quote(uvm)}").ok:
+            return
+        fix = ("load the module: `sudo nvidia-modprobe -u -c=0` (or `sudo modprobe "
+               "nvidia-uvm`), and look at `dmesg` for why nvidia-uvm does not load")
+        if ctx.dry_run:
+            raise self.fail(ctx, f"{uvm} is missing; `{UVM_COMMAND}` would create it", fix)
+        made = ctx.run(UVM_COMMAND, sudo=True, timeout=60)
+        if not ctx.run(f"test -e {quote(uvm)}").ok:
+            why = f"`{UVM_COMMAND}` exited {made.exit_code}: {made.tail()}" if not made.ok \
+                else f"`{UVM_COMMAND}` did not create it"
+            raise self.fail(ctx, f"{uvm} is missing: CUDA cannot start in containers; {why}",
+                            fix)
 
     def _probe(self, ctx: HostContext, image: str, device: ListedDevice,
                driver: str) -> ProbeResult:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from vgpu import stepnames
@@ -16,9 +17,24 @@ from vgpu.provision.facts import (
     is_licensed,
     with_feature_type,
 )
+from vgpu.provision.reboot import reboot_and_reconnect
 from vgpu.provision.requirements import GuestRequirements, is_url
 from vgpu.provision.step import Check, HostContext, Step, guest_step
-from vgpu.provision.steps.system import APT_UPDATED, install_packages, installed_packages
+from vgpu.provision.steps.kernel import (
+    NOUVEAU_BLACKLIST,
+    KernelFacts,
+    blacklist_nouveau,
+    install_build_tools,
+    read_kernel_facts,
+    refuse_secure_boot,
+)
+from vgpu.provision.steps.system import (
+    APT_UPDATED,
+    install_packages,
+    installed_packages,
+    package_manager,
+    read_os_facts,
+)
 from vgpu.remote.transport import quote
 
 DRIVER_DIR = ".vgpu/driver"
@@ -27,6 +43,31 @@ GRIDD_TEMPLATE = "/etc/nvidia/gridd.conf.template"
 TOKEN_DIR = "/etc/nvidia/ClientConfigToken"
 TOKEN_NAME = "client_configuration_token_vgpu.tok"
 DAEMON_JSON = "/etc/docker/daemon.json"
+
+
+@dataclass(frozen=True)
+class DriverFile:
+    """What the scenario's guest.driver installs, and where the inventory names its file."""
+
+    field: str
+    title: str
+    file_name: str
+    where: str
+
+
+DRIVER_KINDS = {
+    "vgpu-guest": DriverFile(
+        "drivers.guest_driver", "vGPU guest driver", "NVIDIA-Linux-x86_64-<version>-grid.run",
+        "the vGPU guest driver from the NVIDIA licensing portal"),
+    "datacenter": DriverFile(
+        "drivers.datacenter_driver", "data-center driver", "NVIDIA-Linux-x86_64-<version>.run",
+        "the data-center driver from NVIDIA's driver downloads (passthrough VMs and bare-metal "
+        "hosts run it without vGPU licensing)"),
+}
+
+
+def is_vgpu_guest_driver(source: str) -> bool:
+    return source.rsplit("/", 1)[-1].endswith("-grid.run")
 
 
 def sha256_of(ctx: HostContext, path: str, sudo: bool = False) -> str | None:
@@ -39,20 +80,25 @@ class DriverStep(Step):
     name = stepnames.NVIDIA_DRIVER
 
     def preflight(self, req: GuestRequirements) -> list[tuple[str, str, str]]:
+        kind = DRIVER_KINDS[req.driver_kind]
         if not req.driver_source:
-            return [("drivers.guest_driver", "no NVIDIA guest driver (.run file or URL) given",
-                     "set drivers.guest_driver in the inventory to the vGPU guest driver "
-                     "from the NVIDIA licensing portal")]
+            return [(kind.field, f"no NVIDIA {kind.title} (.run file or URL) given",
+                     f"set {kind.field} in the inventory to {kind.where}")]
         problems = []
         if not is_url(req.driver_source) and not Path(req.driver_source).is_file():
-            problems.append(("drivers.guest_driver",
-                             f"driver file {req.driver_source} does not exist",
-                             "download the NVIDIA-Linux-x86_64-<version>-grid.run file and "
-                             "give its path (or an http(s) URL)"))
+            problems.append((kind.field, f"driver file {req.driver_source} does not exist",
+                             f"download {kind.file_name} and give its path (or an http(s) "
+                             "URL)"))
         if not req.expected_driver_version:
-            problems.append(("drivers.guest_driver",
+            problems.append((kind.field,
                              f"cannot tell the driver version from {req.driver_source}",
                              "keep NVIDIA's file name (it contains the version)"))
+        if req.driver_kind == "datacenter" and is_vgpu_guest_driver(req.driver_source):
+            problems.append((kind.field, f"{req.driver_source} is the vGPU guest driver "
+                             "(-grid.run), but the scenario's guest.driver is datacenter",
+                             f"set {kind.field} to {kind.file_name}, or guest.driver: "
+                             "vgpu-guest in the scenario (the vGPU guest driver, licensed "
+                             "through nvidia-gridd)"))
         return problems
 
     def _versions(self, ctx: HostContext) -> set[str] | None:
@@ -69,6 +115,34 @@ class DriverStep(Step):
         return Check(True, f"driver {want}")
 
     def apply(self, ctx: HostContext) -> None:
+        kernel = self._prepare_kernel(ctx)
+        if kernel.nouveau_loaded:
+            reboot_and_reconnect(ctx, self, "nouveau is loaded, and the NVIDIA installer "
+                                 "refuses to run beside it")
+            ctx.os = read_os_facts(ctx, self)  # the new boot may run a newer kernel
+            kernel = self._prepare_kernel(ctx)
+            if kernel.nouveau_loaded:
+                raise self.fail(ctx, "nouveau is still loaded after a reboot with it "
+                                f"blacklisted in {NOUVEAU_BLACKLIST}",
+                                "look for another modprobe.d file or kernel parameter that "
+                                "loads nouveau (`lsmod | grep nouveau`, /proc/cmdline)")
+        self._install(ctx, self._upload(ctx), kernel)
+
+    def _prepare_kernel(self, ctx: HostContext) -> KernelFacts:
+        kernel = read_kernel_facts(ctx)
+        refuse_secure_boot(ctx, self, kernel)
+        install_build_tools(ctx, self, kernel)
+        blacklist_nouveau(ctx, self, kernel)
+        return kernel
+
+    def _install(self, ctx: HostContext, remote: str, kernel: KernelFacts) -> None:
+        # --dkms registers the module with DKMS, so a kernel update rebuilds it.
+        compiler = kernel.compiler_env(package_manager(ctx, self))
+        self.must(ctx, f"{compiler}sh {quote(remote)} --silent --dkms", sudo=True,
+                  fix="read /var/log/nvidia-installer.log on the guest")
+
+    def _upload(self, ctx: HostContext) -> str:
+        """The installer on the guest (uploaded, or fetched there from its URL)."""
         source = ctx.requirements.driver_source
         assert source is not None
         remote = f"{ctx.home}/{DRIVER_DIR}/{source.rsplit('/', 1)[-1]}"
@@ -81,9 +155,7 @@ class DriverStep(Step):
             digest = hashlib.sha256(local.read_bytes()).hexdigest()
             if sha256_of(ctx, remote) != digest:
                 ctx.transport.put(local, remote, mode=0o755)
-        self.must(ctx, f"sh {quote(remote)} --silent", sudo=True,
-                  fix="read /var/log/nvidia-installer.log on the guest; the kernel headers "
-                  "and build-essential must be installed")
+        return remote
 
 
 @guest_step

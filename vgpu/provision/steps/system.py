@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from vgpu import stepnames
 from vgpu.provision.facts import OS_FACTS, OsFacts, dpkg_installed, rpm_installed
 from vgpu.provision.requirements import GuestRequirements
 from vgpu.provision.step import Check, HostContext, Step, guest_step
+from vgpu.provision.steps.dockercmd import docker_fix, shell
 from vgpu.remote.transport import quote
 
 APT_ENV = "DEBIAN_FRONTEND=noninteractive"
@@ -102,34 +105,99 @@ class BasePackagesStep(PackagesStep):
         return cls(requirements.base_packages)
 
 
+DOCKER_GROUP = "docker"
+# The login user, the groups of this SSH session, and the user's groups in the group
+# database: a group joined after login is in the database but not in the session.
+GROUPS_COMMAND = 'id -un; id -nG; id -nG "$(id -un)"'
+
+
+@dataclass(frozen=True)
+class DockerAccess:
+    user: str
+    in_session: bool  # this login's processes carry the docker group
+    member: bool  # the group database lists the user (later logins get the group)
+
+    @property
+    def granted(self) -> bool:
+        return self.user == "root" or self.in_session
+
+
+def parse_docker_access(text: str) -> DockerAccess:
+    lines = [*text.splitlines(), "", "", ""]
+    user, session, database = (line.split() for line in lines[:3])
+    return DockerAccess(user=user[0] if user else "?", in_session=DOCKER_GROUP in session,
+                        member=DOCKER_GROUP in database)
+
+
 @guest_step
 class DockerStep(PackagesStep):
+    """Docker installed and running, and the login user in the ``docker`` group: the
+    daemon's socket admits only root and that group, and every later docker command runs as
+    the login user."""
+
     name = stepnames.DOCKER
+
+    def __init__(self, packages: tuple[str, ...]) -> None:
+        super().__init__(packages)
+        self.last_access: DockerAccess | None = None
 
     @classmethod
     def for_guest(cls, requirements: GuestRequirements) -> Step:
         return cls((requirements.docker_package,))
 
+    def _access(self, ctx: HostContext) -> DockerAccess:
+        self.last_access = parse_docker_access(self.must(ctx, GROUPS_COMMAND).stdout)
+        return self.last_access
+
     def check(self, ctx: HostContext) -> Check:
         self.last_missing = []
+        self.last_access = None
         packages = super().check(ctx)
         if not packages.done:
             return packages
         active = ctx.run("systemctl is-active docker")
         if active.stdout.strip() != "active":
             return Check(False, "docker is installed but the service is not active")
-        return Check(True, "docker installed and active")
+        access = self._access(ctx)
+        if not access.granted:
+            if access.member:
+                return Check(False, f"{access.user} is in the docker group, but this login "
+                             "predates it")
+            return Check(False, f"{access.user} is not in the docker group")
+        return Check(True, f"docker installed and active; {access.user} may use it")
 
     def apply(self, ctx: HostContext) -> None:
         if self.last_missing:
             install_packages(ctx, self, tuple(self.last_missing))
-        self.must(ctx, "systemctl enable --now docker", sudo=True,
-                  fix="look at `journalctl -u docker` on the guest")
+        if ctx.run("systemctl is-active docker").stdout.strip() != "active":
+            self.must(ctx, "systemctl enable --now docker", sudo=True,
+                      fix="look at `journalctl -u docker` on the guest")
+        access = self.last_access or self._access(ctx)
+        if access.granted:
+            return
+        if not access.member:
+            self.must(ctx, f"usermod -aG {DOCKER_GROUP} {quote(access.user)}", sudo=True)
+        # Group membership is read at login: only a new SSH connection carries the group.
+        ctx.transport.log.line(f"[{self.name}] reconnecting so that the docker group applies")
+        ctx.transport.reconnect()
 
     def verify(self, ctx: HostContext) -> str:
-        detail = super().verify(ctx)
-        self.must(ctx, "docker info", sudo=True, fix="look at `journalctl -u docker`")
-        return detail
+        result = self.check(ctx)
+        if not result.done:
+            access = self.last_access
+            if access is not None and access.member and not access.granted:
+                raise self.fail(ctx, f"{access.user} joined the docker group, but a new login "
+                                "still lacks it",
+                                f"log in to {ctx.name} again (or reboot it) and re-run")
+            raise self.fail(ctx, f"still not in the desired state after applying: "
+                            f"{result.detail}")
+        info = ctx.run(shell(ctx.requirements.docker.argv("info")))
+        if not info.ok:
+            user = self.last_access.user if self.last_access else "the login user"
+            raise self.fail(ctx, f"`docker info` as {user} exited {info.exit_code}: "
+                            f"{info.tail()}",
+                            docker_fix(info, "look at `journalctl -u docker` on the guest"))
+        return result.detail
 
 
 @guest_step

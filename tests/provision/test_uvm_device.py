@@ -1,0 +1,60 @@
+"""/dev/nvidia-uvm appears only once CUDA or `nvidia-modprobe -u -c=0` loads nvidia-uvm: on
+a freshly provisioned guest it is missing, and gpu-probe creates it before checking
+instead of failing."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.labs.sshlab import SshLab
+from tests.provision.lab_jobs import FAST, jobs, requirements, serve_toolkit_key
+from vgpu.provision.fanout import provision_all
+from vgpu.provision.report import RunReport
+from vgpu.provision.requirements import HarnessImageSpec
+from vgpu.provision.step import Outcome
+
+pytestmark = pytest.mark.sshd
+STEPS = ("os-facts", "container-runtime:docker", "nvidia-driver", "nvidia-container-toolkit",
+         "gpu-probe")
+
+
+@pytest.fixture
+def lab() -> Iterator[SshLab]:
+    with SshLab(1) as lab:
+        serve_toolkit_key(lab)
+        yield lab
+
+
+def provision(lab: SshLab, tmp: Path, name: str, dry_run: bool = False) -> RunReport:
+    req = requirements(tmp / "files", steps=STEPS, image=HarnessImageSpec(tag="vgpu-harness:t"))
+    return provision_all(jobs(lab, req), options=FAST, log_dir=tmp / name,
+                         state_dir=tmp / "state", concurrency=1, dry_run=dry_run)
+
+
+def test_gpu_probe_creates_the_uvm_node_on_a_fresh_guest(lab: SshLab, tmp_path: Path) -> None:
+    uvm = lab.hosts[0].system_root / "dev" / "nvidia-uvm"
+    report = provision(lab, tmp_path, "first")
+    assert report.exit_code == 0, report.failure_lines()
+    probe = report.hosts[0].step("gpu-probe")
+    assert probe.outcome is Outcome.OK
+    assert probe.detail.endswith(": CUDA 12.6 via torch on GRID A100D-1-10C")
+    assert uvm.exists()
+    assert "$ sudo nvidia-modprobe -u -c=0" in (tmp_path / "first" / "vm-1.log").read_text()
+    uvm.unlink()
+    dry = provision(lab, tmp_path, "dry", dry_run=True)
+    assert dry.hosts[0].step("gpu-probe").outcome is Outcome.WOULD_CHANGE
+    assert not uvm.exists()
+
+
+def test_uvm_module_that_does_not_load_fails_with_the_fix(lab: SshLab, tmp_path: Path) -> None:
+    lab.hosts[0].set_sim("uvm-fails", "1")
+    report = provision(lab, tmp_path, "fails")
+    failure = report.hosts[0].failure
+    assert failure is not None and failure.step == "gpu-probe"
+    assert "/dev/nvidia-uvm is missing: CUDA cannot start in containers; `nvidia-modprobe -u " \
+           "-c=0` exited 1: nvidia-modprobe: failed to load the kernel module nvidia-uvm" \
+           in failure.detail
+    assert "dmesg" in str(failure.fix)
