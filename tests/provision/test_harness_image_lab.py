@@ -160,12 +160,12 @@ def test_gpu_probe_fails_clearly_without_a_gpu(daemon: str, tmp_path: Path) -> N
         host.set_sim("uvm-fails", None)  # from here nvidia-modprobe makes the node
 
         detail, fix = probe_failure(lab, cli, tmp_path, "no-runtime")
-        assert detail.startswith("docker could not run the probe on GPU-")
+        assert detail.startswith("docker could not run the probe on MIG-")  # the MIG device under the vGPU
         assert "could not select device driver" in detail and fix == TOOLKIT_FIX
 
         wrapper = host.put_executable("docker-no-gpus",
                                       NO_GPUS_DOCKER.format(docker=real_docker))
         detail, fix = probe_failure(lab, DockerCli(binary=str(wrapper), host=daemon),
                                     tmp_path, "no-cuda")
-        assert "(GRID A100D-1-10C): no CUDA device in the container: no libcuda.so.1" in detail
+        assert "(1g.10gb): no CUDA device in the container: no libcuda.so.1" in detail
         assert "driver 550.54.15" in detail and "nvidia-container-toolkit" in fix
