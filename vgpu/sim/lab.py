@@ -60,6 +60,7 @@ class LabShape:
     esxi_build: str = ESXI_BUILD
     template: str = TEMPLATE
     method_delays_ms: dict[str, int] = field(default_factory=dict)
+    vgpu_power_on_ms: int = 0  # how long a vGPU VM's power-on takes once its GPU is chosen
     disconnected: tuple[int, ...] = ()  # host indexes reported as disconnected
     vib_version: str = VIB_VERSION
     removed_vgpu_types: tuple[str, ...] = ()  # vGPU types no host offers
@@ -103,6 +104,8 @@ class LabShape:
             args.append(f"-host-option={options}")
         if self.removed_vgpu_types:
             args.append(f"-remove-vgpu-types={','.join(self.removed_vgpu_types)}")
+        if self.vgpu_power_on_ms:
+            args.append(f"-vgpu-power-on-delay={self.vgpu_power_on_ms}ms")
         if self.method_delays_ms:
             delays = ",".join(f"{k}={v}" for k, v in sorted(self.method_delays_ms.items()))
             args.append(f"-method-delay={delays}")

@@ -59,11 +59,44 @@ class _VmRun:
     watcher: TaskWatcher
     vm: Any = None
     powered_on: bool = False
+    started: float = 0.0
 
     def task(self, what: str, method: Any, *args: Any, **kwargs: Any) -> Any:
         self.outcome.tasks += 1
         return call(f"{what} of VM {self.change.name}", method, *args,
                     watcher=self.watcher, **kwargs)
+
+
+def _before_power_on(steps: list[Step]) -> list[Step]:
+    return steps[:steps.index(Step.POWER_ON)] if Step.POWER_ON in steps else steps
+
+
+def _after_power_on(steps: list[Step]) -> list[Step]:
+    return steps[steps.index(Step.POWER_ON) + 1:] if Step.POWER_ON in steps else []
+
+
+def power_on_turns(runs: list[_VmRun]) -> list[list[_VmRun]]:
+    """The VMs to power on, in turns that run concurrently: the vGPU VMs of one host in
+    one turn, GPU by GPU in the plan's order and largest vGPU first on each (so a
+    consolidating host fills its GPUs as planned); every other VM alone."""
+    hosts: dict[str, list[_VmRun]] = {}
+    turns: list[list[_VmRun]] = []
+    for run in runs:
+        want = run.change.desired
+        if Step.POWER_ON not in run.change.steps:
+            continue
+        if want is None or not want.planned_gpus:
+            turns.append([run])
+            continue
+        hosts.setdefault(want.host, []).append(run)
+    for turn in hosts.values():
+        turn.sort(key=lambda r: (_order(r), r.change.name))
+        turns.append(turn)
+    return turns
+
+
+def _order(run: _VmRun) -> tuple[int, int, int]:
+    return run.change.desired.power_on_order if run.change.desired else (0, 0, 0)
 
 
 class Executor:
@@ -80,7 +113,11 @@ class Executor:
         self.on_done = on_done
 
     def run(self, changes: ChangeSet) -> ExecutionReport:
-        """Deletions first (they free vGPU capacity), then creates and changes."""
+        """Deletions first (they free vGPU capacity), then creates and changes. A host's
+        vGPU VMs power on one at a time, GPU by GPU and largest vGPU first: ESXi picks the
+        GPU and the vGPU manager places a MIG GPU instance at power-on, so concurrent
+        power-ons land on other GPUs than planned and a small instance placed first can
+        block a large one. Everything else runs concurrently."""
         start = time.monotonic()
         pending = changes.pending
         deletes = [c for c in pending if c.action is Action.DELETE]
@@ -89,31 +126,53 @@ class Executor:
         widen_connection_pool(self.placement.datacenter, self.concurrency + 1)  # +1: watcher
         with TaskWatcher() as watcher, ThreadPoolExecutor(
                 max_workers=self.concurrency, thread_name_prefix="vgpu-apply") as pool:
-            for batch in (deletes, others):
-                outcomes += list(pool.map(lambda c: self._run_one(c, watcher), batch))
+            runs = [self._start(c, watcher) for c in deletes]
+            list(pool.map(lambda r: self._steps(r, r.change.steps), runs))
+            outcomes += [self._finish(r) for r in runs]
+            runs = [self._start(c, watcher) for c in others]
+            list(pool.map(lambda r: self._steps(r, _before_power_on(r.change.steps)), runs))
+            list(pool.map(self._power_on_in_turn, power_on_turns(runs)))
+            list(pool.map(lambda r: self._steps(r, _after_power_on(r.change.steps)), runs))
+            outcomes += [self._finish(r) for r in runs]
         return ExecutionReport(outcomes=outcomes, seconds=time.monotonic() - start,
                                task_reads=watcher.rounds)
 
-    def _run_one(self, change: VmChange, watcher: TaskWatcher) -> VmOutcome:
+    def _start(self, change: VmChange, watcher: TaskWatcher) -> _VmRun:
         run = _VmRun(change, VmOutcome(change.name, change.action, ok=True), watcher)
         if change.actual is not None:
             run.vm, run.powered_on = change.actual.ref, change.actual.powered_on
-        started = time.monotonic()
+        run.started = time.monotonic()
         try:
             self._check_host(change)
-            for step in change.steps:
+        except RemoteError as exc:
+            run.outcome.ok, run.outcome.error = False, str(exc)
+        return run
+
+    def _steps(self, run: _VmRun, steps: list[Step]) -> None:
+        """Run ``steps`` of one VM in order; the first failure stops that VM only."""
+        if not run.outcome.ok:
+            return
+        try:
+            for step in steps:
                 if self.on_step:
-                    self.on_step(change.name, step)
+                    self.on_step(run.change.name, step)
                 self._do(run, step)
                 run.outcome.steps_done.append(step)
         except RemoteError as exc:
             run.outcome.ok, run.outcome.error = False, str(exc)
         except Exception as exc:  # one VM's failure must not stop the others
             run.outcome.ok = False
-            run.outcome.error = f"{change.name}: unexpected {type(exc).__name__}: {exc}"
-        run.outcome.seconds = time.monotonic() - started
+            run.outcome.error = f"{run.change.name}: unexpected {type(exc).__name__}: {exc}"
+
+    def _power_on_in_turn(self, turn: list[_VmRun]) -> None:
+        """One host's vGPU VMs, one after the other (a failed one does not stop the rest)."""
+        for run in turn:
+            self._steps(run, [Step.POWER_ON])
+
+    def _finish(self, run: _VmRun) -> VmOutcome:
+        run.outcome.seconds = time.monotonic() - run.started
         if self.on_done:
-            self.on_done(change.name, run.outcome)
+            self.on_done(run.change.name, run.outcome)
         return run.outcome
 
     def _check_host(self, change: VmChange) -> None:

@@ -21,7 +21,7 @@ HOST_PATHS = [
     "name", "runtime.connectionState", "runtime.inMaintenanceMode", "config.product",
     "hardware.pciDevice", "config.sharedPassthruGpuTypes", "config.graphicsConfig",
     "config.graphicsInfo", "config.pciPassthruInfo", "configManager.imageConfigManager",
-    "configManager.advancedOption",
+    "configManager.advancedOption", "configManager.graphicsManager",
 ]
 NVIDIA_VIB_VENDORS = {"nvd", "nvidia"}
 VM_PATHS = [
@@ -102,6 +102,17 @@ class HostFacts:
     ref: Any = None
     image_manager: Any = None
     option_manager: Any = None  # the host's advanced options (configManager.advancedOption)
+    graphics_manager: Any = None  # configManager.graphicsManager (UpdateGraphicsConfig)
+    graphics_config: Any = None  # config.graphicsConfig as read
+    # pci id -> names of the powered-on VMs ESXi put on that GPU (graphicsInfo[].vm)
+    vms_per_gpu: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    @property
+    def assignment_policy(self) -> str | None:
+        """How ESXi picks a vGPU VM's GPU at power-on: performance (spread) or
+        consolidation (fill a GPU first); None when the host does not say."""
+        policy = getattr(self.graphics_config, "sharedPassthruAssignmentPolicy", None)
+        return str(policy) if policy else None
 
     @property
     def usable(self) -> bool:
@@ -254,6 +265,13 @@ def _graphics_per_gpu(props: dict[str, Any]) -> dict[str, str]:
     return out
 
 
+def _vms_per_gpu(props: dict[str, Any], vms: dict[str, VmActual]) -> dict[str, tuple[str, ...]]:
+    """PCI id -> the VMs ESXi lists on that GPU (powered-on vGPU VMs), by name."""
+    names = {vm.ref._moId: vm.name for vm in vms.values() if vm.ref is not None}
+    return {g.pciId: tuple(names.get(ref._moId, ref._moId) for ref in g.vm or [])
+            for g in props.get("config.graphicsInfo") or []}
+
+
 def _passthrough_state(info: Any) -> str:
     if info.passthruActive:
         return "active"
@@ -308,6 +326,9 @@ def _host_from_props(ref: Any, props: dict[str, Any], vms: dict[str, VmActual]) 
         ref=ref,
         image_manager=props.get("configManager.imageConfigManager"),
         option_manager=props.get("configManager.advancedOption"),
+        graphics_manager=props.get("configManager.graphicsManager"),
+        graphics_config=graphics,
+        vms_per_gpu=_vms_per_gpu(props, vms),
     )
 
 

@@ -22,6 +22,7 @@ from typing import Any
 from vgpu import mig
 from vgpu.errors import InputError, PlanError
 from vgpu.model.inventory import Inventory, RdmaNic
+from vgpu.model.plan import Plan
 from vgpu.model.scenario import Scenario
 from vgpu.plan import HeldVgpu
 from vgpu.runpaths import new_run_file
@@ -29,6 +30,7 @@ from vgpu.vsphere.connection import Session
 from vgpu.vsphere.facts import HostFacts, driver_branch, read_host_drivers
 from vgpu.vsphere.from_inventory import placement_from_inventory
 from vgpu.vsphere.from_plan import desired_from_plan, gpu_order, held_from_facts
+from vgpu.vsphere.gpu_placement import CONSOLIDATION, ESXCLI_CONSOLIDATION, shared_gpus
 from vgpu.vsphere.host_options import option_check_detail, read_option
 from vgpu.vsphere.reconcile import read_state
 from vgpu.vsphere.workflow import ScenarioState, read_scenario_state
@@ -77,6 +79,7 @@ class HostReport:
     host_driver: str | None = None  # the NVIDIA VIB's name
     host_driver_version: str | None = None
     host_driver_note: str | None = None  # why there is none
+    assignment_policy: str | None = None  # sharedPassthruAssignmentPolicy
 
     @property
     def ok(self) -> bool:
@@ -316,6 +319,7 @@ def _scenario_checks(scenario_state: ScenarioState, reports: list[HostReport],
         checks.append(Check("vGPU types", True, "every planned vGPU type is offered by its host"))
     except InputError as exc:
         checks.append(Check("vGPU types", False, str(exc)))
+    checks += _policy_checks(plan, hosts)
     multi = [vm for vm in plan.vms if len(vm.vgpus) > 1 and vm.host in hosts]
     old = sorted({vm.host for vm in multi
                   if _version_tuple(hosts[vm.host].version) < MULTI_VGPU_ESXI})
@@ -323,6 +327,22 @@ def _scenario_checks(scenario_state: ScenarioState, reports: list[HostReport],
         checks.append(Check("several vGPUs per VM", not old,
                             "needs ESXi 8.0 on " + ", ".join(old) if old
                             else "ESXi 8.0+ on every host used"))
+    return checks
+
+
+def _policy_checks(plan: Plan, hosts: dict[str, HostFacts]) -> list[Check]:
+    """Where the plan shares a GPU, the host must consolidate (apply sets it)."""
+    checks: list[Check] = []
+    for host, gpus in sorted(shared_gpus(plan).items()):
+        facts = hosts.get(host)
+        policy = facts.assignment_policy if facts else None
+        if policy == CONSOLIDATION:
+            detail = f"{host}: {CONSOLIDATION}, as the plan needs for {', '.join(gpus)}"
+        else:
+            detail = (f"{host}: {policy or 'unknown'}, which spreads VMs over GPUs; the plan "
+                      f"shares {', '.join(gpus)}: `vgpu apply` sets {CONSOLIDATION} "
+                      f"(or run on the host `{ESXCLI_CONSOLIDATION}`)")
+        checks.append(Check("GPU assignment policy", True, detail))
     return checks
 
 
@@ -363,7 +383,7 @@ def _host_report(name: str, facts: HostFacts | None, held: list[HeldVgpu],
         checks=host_checks(facts, inventory),
         host_driver=facts.host_driver.name if facts.host_driver else None,
         host_driver_version=facts.host_driver.version if facts.host_driver else None,
-        host_driver_note=facts.host_driver_note)
+        host_driver_note=facts.host_driver_note, assignment_policy=facts.assignment_policy)
 
 
 def _gpu_model(inventory: Inventory, hosts: dict[str, HostFacts]) -> mig.GpuModel | None:
