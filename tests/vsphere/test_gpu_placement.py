@@ -139,3 +139,31 @@ def test_one_gpus_tenants_power_on_one_at_a_time_largest_first(tmp_path: Path) -
             assert started >= ended  # serial: each starts once the previous is done
         assert vms_per_gpu(lab)[gpu_pci_ids(1)[0]] == (
             "frag-4g", "frag-1g-1", "frag-1g-2", "frag-1g-3")
+
+
+def test_held_vgpus_of_running_vms_count_on_the_gpu_the_host_lists_them_on(
+    vcsim_lab: VcsimLab, tmp_path: Path,
+) -> None:
+    # Under ESXi's default policy two foreign 1g VMs land on GPUs 0 and 1.
+    vcsim_lab.make_foreign_vm("team-b-1", HOST, ("grid_a100d-1-10c",))
+    vcsim_lab.make_foreign_vm("team-b-2", HOST, ("grid_a100d-1-10c",))
+    inventory = vcsim_lab.write_inventory(tmp_path / "inv.yaml")
+    code, out, err = run_cli(["preflight", "-i", str(inventory), "--results-dir",
+                              str(tmp_path / "pf"), "--json"])
+    assert code == 0, err
+    gpus = json.loads(out)["hosts"][0]["gpus"]
+    listed = {name: pci for pci, names in vms_per_gpu(vcsim_lab).items() for name in names}
+    for gpu in gpus:
+        assert gpu["held"] == [f"1g.10gb ({vm})" for vm, pci in sorted(listed.items())
+                               if pci == gpu["pci_id"]]
+    assert len({listed["team-b-1"], listed["team-b-2"]}) == 2
+
+
+def test_plan_says_which_hosts_need_consolidation() -> None:
+    code, out, err = run_cli(["plan", "--scenario", "8", "-i", "inventory/sim.yaml"])
+    assert code == 0, err
+    assert "GPU assignment policy on DC0_C0_H0: consolidation (the plan shares GPU 0 " \
+           "(s8-1g-1, s8-1g-2" in " ".join(out.split())
+    code, out, err = run_cli(["plan", "--scenario", "pt4", "-i", "inventory/sim.yaml"])
+    assert code == 0, err
+    assert "GPU assignment policy: any" in out

@@ -16,16 +16,13 @@ from vgpu.errors import InputError, RemoteError
 from vgpu.model.inventory import Inventory
 from vgpu.model.load import vgpu_requests
 from vgpu.model.scenario import Scenario
+from vgpu.vsphere.assignment import ESXCLI_CONSOLIDATION
 from vgpu.vsphere.connection import Session, connect
 from vgpu.vsphere.diff import ChangeSet, Step
 from vgpu.vsphere.drift import CHECK_PREFIX, Drift, compute_drift, scenario_vgpu_types
 from vgpu.vsphere.execute import Executor, VmOutcome
 from vgpu.vsphere.from_inventory import placement_from_inventory, target_from_inventory
-from vgpu.vsphere.gpu_placement import (
-    ESXCLI_CONSOLIDATION,
-    apply_policy_changes,
-    placement_mismatches,
-)
+from vgpu.vsphere.gpu_placement import apply_policy_changes, placement_mismatches
 from vgpu.vsphere.host_options import HostOptionChange, apply_host_options
 from vgpu.vsphere.limits import DEFAULT_IP_TIMEOUT_S
 from vgpu.vsphere.preflight import find_saved, load_saved, run_preflight, save_report

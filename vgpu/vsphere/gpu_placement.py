@@ -19,33 +19,9 @@ from pyVmomi import vim, vmodl
 from vgpu.errors import RemoteError
 from vgpu.model.inventory import Inventory
 from vgpu.model.plan import Plan
+from vgpu.vsphere.assignment import CONSOLIDATION, ESXCLI_CONSOLIDATION, shared_gpus
 from vgpu.vsphere.facts import HostFacts, VmActual
 from vgpu.vsphere.from_plan import gpu_order
-
-CONSOLIDATION = "consolidation"
-PERFORMANCE = "performance"
-ESXCLI_CONSOLIDATION = ("esxcli graphics host set --shared-passthru-assignment-policy "
-                        "Consolidation")
-
-
-def shared_gpus(plan: Plan) -> dict[str, list[str]]:
-    """Host -> the plan's GPUs there that hold more than one VM (the plan's own VMs and
-    VMs already there), as ``GPU <index> (<vm>, ...)``."""
-    out: dict[str, list[str]] = {}
-    for gpu in plan.gpus:
-        if gpu.mode in {"unused", "passthrough"} or not gpu.tenants:
-            continue
-        held = sorted({s.owner for s in gpu.slices if s.foreign})
-        occupants = [*gpu.tenants, *held]
-        if len(occupants) > 1:
-            out.setdefault(gpu.host, []).append(f"GPU {gpu.index} ({', '.join(occupants)})")
-    return out
-
-
-def policy_needed(plan: Plan) -> str | None:
-    """The assignment policy the plan needs: consolidation where it shares a GPU, else
-    None (any policy places one VM per GPU where the plan does)."""
-    return CONSOLIDATION if shared_gpus(plan) else None
 
 
 @dataclass(frozen=True)

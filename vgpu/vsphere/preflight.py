@@ -26,11 +26,11 @@ from vgpu.model.plan import Plan
 from vgpu.model.scenario import Scenario
 from vgpu.plan import HeldVgpu
 from vgpu.runpaths import new_run_file
+from vgpu.vsphere.assignment import CONSOLIDATION, ESXCLI_CONSOLIDATION, shared_gpus
 from vgpu.vsphere.connection import Session
 from vgpu.vsphere.facts import HostFacts, driver_branch, read_host_drivers
 from vgpu.vsphere.from_inventory import placement_from_inventory
 from vgpu.vsphere.from_plan import desired_from_plan, gpu_order, held_from_facts
-from vgpu.vsphere.gpu_placement import CONSOLIDATION, ESXCLI_CONSOLIDATION, shared_gpus
 from vgpu.vsphere.host_options import option_check_detail, read_option
 from vgpu.vsphere.reconcile import read_state
 from vgpu.vsphere.workflow import ScenarioState, read_scenario_state
