@@ -66,6 +66,7 @@ class LabShape:
     removed_vgpu_types: tuple[str, ...] = ()  # vGPU types no host offers
     maintenance: tuple[int, ...] = ()  # host indexes in maintenance mode
     sriov_off: tuple[int, ...] = ()  # host indexes whose NIC port 1 has SR-IOV off
+    passthrough_hosts: tuple[int, ...] = ()  # host indexes whose GPUs are in passthrough
     host_options: dict[str, str] = field(default_factory=dict)  # advanced options every
     # host knows, with their start values (integers are kept as integers)
 
@@ -97,6 +98,8 @@ class LabShape:
             args.append(f"-disconnected={','.join(str(i) for i in self.disconnected)}")
         if self.maintenance:
             args.append(f"-maintenance={','.join(str(i) for i in self.maintenance)}")
+        if self.passthrough_hosts:
+            args.append(f"-passthrough-hosts={','.join(str(i) for i in self.passthrough_hosts)}")
         if self.sriov_off:
             args.append(f"-sriov-off={','.join(str(i) for i in self.sriov_off)}")
         if self.host_options:

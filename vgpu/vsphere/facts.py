@@ -106,6 +106,9 @@ class HostFacts:
     graphics_config: Any = None  # config.graphicsConfig as read
     # pci id -> names of the powered-on VMs ESXi put on that GPU (graphicsInfo[].vm)
     vms_per_gpu: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # pci id -> HostGraphicsInfo.vgpuMode (ESXi 8.0 U3+: none, sameSize, mixedSize,
+    # multiInstanceGpu); absent where the host does not report it
+    vgpu_mode_per_gpu: dict[str, str] = field(default_factory=dict)
 
     @property
     def assignment_policy(self) -> str | None:
@@ -329,6 +332,8 @@ def _host_from_props(ref: Any, props: dict[str, Any], vms: dict[str, VmActual]) 
         graphics_manager=props.get("configManager.graphicsManager"),
         graphics_config=graphics,
         vms_per_gpu=_vms_per_gpu(props, vms),
+        vgpu_mode_per_gpu={g.pciId: str(g.vgpuMode) for g in props.get("config.graphicsInfo")
+                           or [] if getattr(g, "vgpuMode", None)},
     )
 
 

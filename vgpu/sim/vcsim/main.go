@@ -141,6 +141,7 @@ type labConfig struct {
 	disconnected map[int]bool
 	maintenance  map[int]bool
 	sriovOff     map[int]bool
+	passthrough  map[int]bool
 	hostOptions  []types.BaseOptionValue
 }
 
@@ -164,12 +165,14 @@ func parseFlags() labConfig {
 	disconnected := flag.String("disconnected", "", "host indexes reported as disconnected, e.g. 1,2")
 	maintenance := flag.String("maintenance", "", "host indexes in maintenance mode, e.g. 0")
 	sriovOff := flag.String("sriov-off", "", "host indexes whose NIC has SR-IOV turned off, e.g. 1")
+	passthrough := flag.String("passthrough-hosts", "", "host indexes whose GPUs are in passthrough (active), e.g. 1")
 	hostOptions := flag.String("host-option", "", "advanced options every host knows, with their start values, e.g. PCI.Foo=0,Net.Bar=x (integers stay integers)")
 	flag.DurationVar(&vgpuPowerOnDelay, "vgpu-power-on-delay", 0, "how long a vGPU VM's power-on takes once its GPU is chosen, e.g. 200ms")
 	flag.Parse()
 	c.disconnected = hostIndexes("-disconnected", *disconnected, c.hosts)
 	c.maintenance = hostIndexes("-maintenance", *maintenance, c.hosts)
 	c.sriovOff = hostIndexes("-sriov-off", *sriovOff, c.hosts)
+	c.passthrough = hostIndexes("-passthrough-hosts", *passthrough, c.hosts)
 	c.hostOptions = parseHostOptions(*hostOptions)
 	c.removedTypes = map[string]bool{}
 	for _, name := range strings.Split(*removed, ",") {
@@ -323,6 +326,9 @@ func shapeHost(h *simulator.HostSystem, index int, c labConfig) {
 		}
 	}
 	addGraphicsManager(h)
+	if c.passthrough[index] {
+		passthroughGpus(h)
+	}
 }
 
 // shapeGpus adds the GPUs to the host's PCI devices, in Shared Direct (vGPU) mode: each
@@ -898,4 +904,29 @@ func (p *vgpuPlacer) publish(host *simulator.HostSystem) {
 			manager.GraphicsInfo = info
 		}
 	})
+}
+
+// passthroughGpus puts every GPU of the host in passthrough, as after `esxcli hardware pci
+// pcipassthru set -d <pci> -e true -a` and a reboot: enabled and active, graphics type
+// direct.
+func passthroughGpus(h *simulator.HostSystem) {
+	gpus := map[string]bool{}
+	for _, info := range h.Config.GraphicsInfo {
+		gpus[info.PciId] = true
+	}
+	for _, base := range h.Config.PciPassthruInfo {
+		info := base.GetHostPciPassthruInfo()
+		if gpus[info.Id] {
+			info.PassthruEnabled = true
+			info.PassthruActive = true
+		}
+	}
+	for i := range h.Config.GraphicsInfo {
+		h.Config.GraphicsInfo[i].GraphicsType = "direct"
+	}
+	if h.Config.GraphicsConfig != nil {
+		for i := range h.Config.GraphicsConfig.DeviceType {
+			h.Config.GraphicsConfig.DeviceType[i].GraphicsType = "direct"
+		}
+	}
 }
