@@ -67,6 +67,7 @@ class LabShape:
     maintenance: tuple[int, ...] = ()  # host indexes in maintenance mode
     sriov_off: tuple[int, ...] = ()  # host indexes whose NIC port 1 has SR-IOV off
     passthrough_hosts: tuple[int, ...] = ()  # host indexes whose GPUs are in passthrough
+    drs_initial_placement: bool = False  # DRS moves VMs at power-on unless set to manual
     host_options: dict[str, str] = field(default_factory=dict)  # advanced options every
     # host knows, with their start values (integers are kept as integers)
 
@@ -98,6 +99,8 @@ class LabShape:
             args.append(f"-disconnected={','.join(str(i) for i in self.disconnected)}")
         if self.maintenance:
             args.append(f"-maintenance={','.join(str(i) for i in self.maintenance)}")
+        if self.drs_initial_placement:
+            args.append("-drs-initial-placement=true")
         if self.passthrough_hosts:
             args.append(f"-passthrough-hosts={','.join(str(i) for i in self.passthrough_hosts)}")
         if self.sriov_off:

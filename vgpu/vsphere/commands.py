@@ -66,6 +66,8 @@ def _execute(state: ClusterState, changes: ChangeSet, concurrency: int, ip_timeo
                             ip_timeout_s=ip_timeout_s, on_step=on_step, on_done=on_done)
         report = executor.run(changes)
     render_outcomes(report, console)
+    for note in report.notes:
+        console.print(f"[yellow]note:[/] {note}", highlight=False)
     return report.failed
 
 

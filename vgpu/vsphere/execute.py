@@ -40,6 +40,7 @@ class ExecutionReport:
     outcomes: list[VmOutcome]
     seconds: float
     task_reads: int = 0  # property-collector rounds that watched the tasks
+    notes: list[str] = field(default_factory=list)
 
     @property
     def failed(self) -> list[VmOutcome]:
@@ -99,6 +100,23 @@ def _order(run: _VmRun) -> tuple[int, int, int]:
     return run.change.desired.power_on_order if run.change.desired else (0, 0, 0)
 
 
+def _gpu_vm(run: _VmRun) -> bool:
+    want = run.change.desired
+    return want is not None and bool(want.vgpus or want.passthrough)
+
+
+def _is_manual(override: Any) -> bool:
+    return override is not None and override.behavior == "manual" and \
+        override.enabled is not False
+
+
+def drs_manual_spec(vm: Any, existing: Any) -> Any:
+    """A per-VM DRS override: DRS stays on for the VM but only recommends (manual)."""
+    return vim.cluster.DrsVmConfigSpec(
+        operation="edit" if existing is not None else "add",
+        info=vim.cluster.DrsVmConfigInfo(key=vm, enabled=True, behavior="manual"))
+
+
 class Executor:
     def __init__(
         self, placement: Placement, hosts: dict[str, HostFacts], *,
@@ -131,11 +149,37 @@ class Executor:
             outcomes += [self._finish(r) for r in runs]
             runs = [self._start(c, watcher) for c in others]
             list(pool.map(lambda r: self._steps(r, _before_power_on(r.change.steps)), runs))
+            notes = self._pin_to_planned_hosts(runs, watcher)
             list(pool.map(self._power_on_in_turn, power_on_turns(runs)))
             list(pool.map(lambda r: self._steps(r, _after_power_on(r.change.steps)), runs))
             outcomes += [self._finish(r) for r in runs]
         return ExecutionReport(outcomes=outcomes, seconds=time.monotonic() - start,
-                               task_reads=watcher.rounds)
+                               task_reads=watcher.rounds, notes=notes)
+
+    def _pin_to_planned_hosts(self, runs: list[_VmRun], watcher: TaskWatcher) -> list[str]:
+        """Give the GPU VMs about to power on a manual DRS override: DRS places a VM at
+        power-on (partially automated too) and would take it away from its planned GPUs.
+        One cluster reconfiguration for all; returns a note when it could not be set (the
+        host is then re-checked after each power-on)."""
+        cluster = self.placement.cluster
+        config = getattr(cluster, "configurationEx", None) if cluster is not None else None
+        if config is None or not getattr(config.drsConfig, "enabled", False):
+            return []
+        have = {o.key._moId: o for o in config.drsVmConfig or []}
+        specs = [drs_manual_spec(r.vm, have.get(r.vm._moId)) for r in runs
+                 if r.outcome.ok and r.vm is not None and _gpu_vm(r)
+                 and Step.POWER_ON in r.change.steps
+                 and not _is_manual(have.get(r.vm._moId))]
+        if not specs:
+            return []
+        try:
+            call(f"manual DRS override for {len(specs)} GPU VM(s)",
+                 cluster.ReconfigureComputeResource_Task, watcher=watcher,
+                 spec=vim.cluster.ConfigSpecEx(drsVmConfigSpec=specs), modify=True)
+        except RemoteError as exc:
+            return [f"{exc}; DRS may move GPU VMs at power-on (each VM's host is checked "
+                    "after it powers on)"]
+        return []
 
     def _start(self, change: VmChange, watcher: TaskWatcher) -> _VmRun:
         run = _VmRun(change, VmOutcome(change.name, change.action, ok=True), watcher)
@@ -261,6 +305,19 @@ class Executor:
         if not run.powered_on:
             run.task("power on", run.vm.PowerOnVM_Task)
             run.powered_on = True
+            self._check_not_moved(run)
+
+    def _check_not_moved(self, run: _VmRun) -> None:
+        """A GPU VM that DRS moved at power-on is not on its planned GPUs."""
+        want = run.change.desired
+        if want is None or not _gpu_vm(run):
+            return
+        now = run.vm.runtime.host
+        if now is not None and now._moId != self._host_ref(want.host)._moId:
+            raise RemoteError(
+                f"VM {want.name} was moved to host {now.name} at power-on (DRS), not its "
+                f"planned {want.host}: give it a manual DRS override (cluster > Configure > "
+                "VM Overrides) or set DRS to manual, power it off and run `vgpu apply` again")
 
     def _wait_ip(self, run: _VmRun) -> None:
         want = run.change.desired

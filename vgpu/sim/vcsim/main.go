@@ -167,6 +167,7 @@ func parseFlags() labConfig {
 	sriovOff := flag.String("sriov-off", "", "host indexes whose NIC has SR-IOV turned off, e.g. 1")
 	passthrough := flag.String("passthrough-hosts", "", "host indexes whose GPUs are in passthrough (active), e.g. 1")
 	hostOptions := flag.String("host-option", "", "advanced options every host knows, with their start values, e.g. PCI.Foo=0,Net.Bar=x (integers stay integers)")
+	flag.BoolVar(&drsInitialPlacement, "drs-initial-placement", false, "DRS moves a VM at power-on to the host with the fewest powered-on VMs unless its DRS behaviour is manual")
 	flag.DurationVar(&vgpuPowerOnDelay, "vgpu-power-on-delay", 0, "how long a vGPU VM's power-on takes once its GPU is chosen, e.g. 200ms")
 	flag.Parse()
 	c.disconnected = hostIndexes("-disconnected", *disconnected, c.hosts)
@@ -551,6 +552,9 @@ var (
 	// vgpuPowerOnDelay is how long a vGPU VM's power-on takes once its GPU is chosen (the
 	// guest's vGPU coming up), so power-ons that overlap show in the task history.
 	vgpuPowerOnDelay time.Duration
+	// drsInitialPlacement makes DRS place VMs at power-on, as vCenter does in a cluster
+	// with DRS on (fully or partially automated).
+	drsInitialPlacement bool
 )
 
 // graphicsManager is a host's HostGraphicsManager: it keeps the graphics config (default
@@ -661,6 +665,7 @@ func (p *vgpuPlacer) powerOn(t *simulator.Task, run func(*simulator.Task) (types
 	if !ok || vm.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn || vm.Runtime.Host == nil {
 		return run(t)
 	}
+	drsPlace(vm)
 	vgpus := vmVgpuTypes(vm)
 	if len(vgpus) == 0 {
 		return run(t)
@@ -928,5 +933,67 @@ func passthroughGpus(h *simulator.HostSystem) {
 		for i := range h.Config.GraphicsConfig.DeviceType {
 			h.Config.GraphicsConfig.DeviceType[i].GraphicsType = "direct"
 		}
+	}
+}
+
+// drsPlace does DRS initial placement at power-on: unless the VM's DRS behaviour (its
+// override, else the cluster default) is manual, the VM goes to the usable host of its
+// cluster with the fewest powered-on VMs (it stays where it is on a tie).
+func drsPlace(vm *simulator.VirtualMachine) {
+	if !drsInitialPlacement {
+		return
+	}
+	host, ok := simulator.Map.Get(*vm.Runtime.Host).(*simulator.HostSystem)
+	if !ok || host.Parent == nil {
+		return
+	}
+	cluster, ok := simulator.Map.Get(*host.Parent).(*simulator.ClusterComputeResource)
+	if !ok {
+		return
+	}
+	behavior := types.DrsBehaviorFullyAutomated
+	var hosts []types.ManagedObjectReference
+	simulator.Map.WithLock(cluster, func() {
+		config, _ := cluster.ConfigurationEx.(*types.ClusterConfigInfoEx)
+		if config == nil || config.DrsConfig.Enabled == nil || !*config.DrsConfig.Enabled {
+			behavior = types.DrsBehaviorManual
+			return
+		}
+		if config.DrsConfig.DefaultVmBehavior != "" {
+			behavior = config.DrsConfig.DefaultVmBehavior
+		}
+		for _, override := range config.DrsVmConfig {
+			if override.Key == vm.Self && override.Behavior != "" {
+				behavior = override.Behavior
+			}
+		}
+		hosts = append(hosts, cluster.Host...)
+	})
+	if behavior == types.DrsBehaviorManual {
+		return
+	}
+	running := map[types.ManagedObjectReference]int{}
+	for _, entity := range simulator.Map.All("VirtualMachine") {
+		other, ok := entity.(*simulator.VirtualMachine)
+		if ok && other.Runtime.Host != nil && other.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn {
+			running[*other.Runtime.Host]++
+		}
+	}
+	best := host.Self
+	for _, ref := range hosts {
+		candidate, ok := simulator.Map.Get(ref).(*simulator.HostSystem)
+		if !ok || candidate.Runtime.ConnectionState != types.HostSystemConnectionStateConnected || candidate.Runtime.InMaintenanceMode {
+			continue
+		}
+		if running[ref] < running[best] {
+			best = ref
+		}
+	}
+	if best != host.Self {
+		target := best
+		simulator.Map.Update(vm, []types.PropertyChange{
+			{Name: "runtime.host", Val: &target},
+			{Name: "summary.runtime.host", Val: &target},
+		})
 	}
 }
