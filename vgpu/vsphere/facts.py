@@ -51,6 +51,7 @@ class PciDevice:
     passthrough: str | None = None  # as HostFacts.passthrough_per_gpu
     sriov_enabled: bool | None = None  # None: the host reports no SR-IOV info for it
     virtual_functions: int = 0
+    parent_bridge: str | None = None  # the PCIe bridge above it (hardware.pciDevice)
 
 
 @dataclass(frozen=True)
@@ -300,7 +301,8 @@ def _pci_devices(props: dict[str, Any]) -> dict[str, PciDevice]:
             pci_id=d.id, vendor_id=d.vendorId & 0xFFFF, device_id=d.deviceId & 0xFFFF,
             name=d.deviceName or "", passthrough=_passthrough_state(info) if info else None,
             sriov_enabled=bool(sriov.sriovEnabled) if sriov else None,
-            virtual_functions=int(sriov.numVirtualFunction or 0) if sriov else 0)
+            virtual_functions=int(sriov.numVirtualFunction or 0) if sriov else 0,
+            parent_bridge=getattr(d, "parentBridge", None) or None)
     return out
 
 

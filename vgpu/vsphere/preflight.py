@@ -28,6 +28,7 @@ from vgpu.model.scenario import Scenario
 from vgpu.plan import HeldVgpu
 from vgpu.runpaths import new_run_file
 from vgpu.vsphere.assignment import CONSOLIDATION, ESXCLI_CONSOLIDATION, shared_gpus
+from vgpu.vsphere.ats import nic_firmware_todos
 from vgpu.vsphere.connection import Session
 from vgpu.vsphere.facts import HostFacts, driver_branch, read_host_drivers
 from vgpu.vsphere.from_inventory import placement_from_inventory
@@ -327,6 +328,7 @@ def _scenario_checks(scenario_state: ScenarioState, reports: list[HostReport],
         return [Check("capacity", False, str(exc))]
     _excuse_unused_maintenance(reports, {vm.host for vm in plan.vms})
     _add_host_option_checks(scenario_state, reports, {vm.host for vm in plan.vms})
+    _add_nic_firmware_checks(scenario_state, plan, reports)
     held = len(scenario_state.held)
     checks = [Check("capacity", True, f"{len(plan.vms)} VM(s) fit"
                     + (f" beside {held} held vGPU(s)" if held else ""))]
@@ -441,6 +443,39 @@ def _add_host_option_checks(scenario_state: ScenarioState, reports: list[HostRep
         facts = hosts.get(report.name)
         if wanted and facts is not None and report.name in used and facts.usable:
             report.checks += host_option_checks(facts, wanted)
+
+
+def _bridges(plan: Plan, hosts: dict[str, HostFacts],
+             inventory: Inventory) -> dict[tuple[str, str], tuple[str, ...]]:
+    """(host, RDMA NIC) -> the PCIe bridges above the NIC and above its VMs' GPUs."""
+    out: dict[tuple[str, str], set[str]] = {}
+    for vm in plan.vms:
+        facts = hosts.get(vm.host)
+        if vm.rdma_nic is None or facts is None:
+            continue
+        order = gpu_order(facts, inventory)
+        devices = [vm.rdma_nic.pci_id, *(v.pci_id or order[v.gpu_index] for v in vm.vgpus
+                                         if v.pci_id or v.gpu_index < len(order))]
+        found = out.setdefault((vm.host, vm.rdma_nic.pci_id), set())
+        for pci in devices:
+            device = facts.pci_devices.get(pci)
+            if device is not None and device.parent_bridge:
+                found.add(device.parent_bridge)
+    return {key: tuple(sorted(value)) for key, value in out.items()}
+
+
+def _add_nic_firmware_checks(scenario_state: ScenarioState, plan: Plan,
+                             reports: list[HostReport]) -> None:
+    """Each NIC the plan uses gets the scenario's ATS firmware step as a check: passed once
+    the inventory records it done, else failed with what to run and reboot."""
+    hosts = scenario_state.state.hosts
+    todos = nic_firmware_todos(scenario_state.scenario, scenario_state.inventory, plan,
+                               _bridges(plan, hosts, scenario_state.inventory))
+    by_host = {r.name: r for r in reports}
+    for todo in todos:
+        if todo.host in by_host:
+            by_host[todo.host].checks.append(
+                Check(f"ATS NIC firmware {todo.nic}", todo.done, todo.describe()))
 
 
 def _excuse_unused_maintenance(reports: list[HostReport], used: set[str]) -> None:
