@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyVmomi import vim
+from pyVmomi import vim, vmodl
 
 from vgpu.errors import RemoteError
 from vgpu.vsphere import specs
@@ -17,7 +17,7 @@ from vgpu.vsphere.connection import Placement, widen_connection_pool
 from vgpu.vsphere.diff import Action, ChangeSet, Step, VmChange
 from vgpu.vsphere.facts import HostFacts, VmActual
 from vgpu.vsphere.limits import DEFAULT_CONCURRENCY, DEFAULT_IP_TIMEOUT_S
-from vgpu.vsphere.tasks import call
+from vgpu.vsphere.tasks import call, describe_fault
 from vgpu.vsphere.taskwatch import TaskWatcher
 
 StepCallback = Callable[[str, Step], None]
@@ -162,7 +162,11 @@ class Executor:
         One cluster reconfiguration for all; returns a note when it could not be set (the
         host is then re-checked after each power-on)."""
         cluster = self.placement.cluster
-        config = getattr(cluster, "configurationEx", None) if cluster is not None else None
+        try:
+            config = cluster.configurationEx if cluster is not None else None
+        except vmodl.MethodFault as exc:
+            return [f"the cluster's DRS settings could not be read ({describe_fault(exc)}); "
+                    "each GPU VM's host is checked after it powers on"]
         if config is None or not getattr(config.drsConfig, "enabled", False):
             return []
         have = {o.key._moId: o for o in config.drsVmConfig or []}
