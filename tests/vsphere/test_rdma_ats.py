@@ -150,7 +150,9 @@ def test_preflight_says_how_to_enable_sriov_where_it_is_off(tmp_path: Path) -> N
 
 
 def test_apply_sets_the_ats_host_option_once_and_preflight_checks_it(tmp_path: Path) -> None:
-    with VcsimLab(LabShape(hosts=2, host_options={ATS_KEY: "0"})) as lab:
+    # The scenario passes whole GPUs through: the hosts have theirs in passthrough.
+    with VcsimLab(LabShape(hosts=2, host_options={ATS_KEY: "0"},
+                           passthrough_hosts=(0, 1))) as lab:
         inventory = inventory_file(lab, tmp_path, "sriov")
         scenario = scenario_file(tmp_path, ats=True)
         code, out, err = run_cli(["preflight", scenario, "-i", inventory,

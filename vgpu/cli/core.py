@@ -16,6 +16,7 @@ from vgpu.cli.root import app
 from vgpu.model.inventory import Inventory
 from vgpu.model.scenario import Scenario
 from vgpu.plan import build_plan
+from vgpu.vsphere.ats import nic_firmware_todos
 
 
 @app.command()
@@ -64,6 +65,9 @@ def plan(
         typer.echo(result.model_dump_json(indent=2))
         return
     render_plan(result, console)
+    if inv is not None:
+        for todo in nic_firmware_todos(sc, inv, result):
+            console.print(f"[yellow]host step:[/] {todo.describe()}", highlight=False)
 
 
 @app.command()

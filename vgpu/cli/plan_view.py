@@ -7,6 +7,7 @@ from rich.table import Table
 
 from vgpu import mig
 from vgpu.model.plan import Plan, PlannedGpu
+from vgpu.vsphere.assignment import policy_lines
 
 
 def gpu_diagram(gpu: PlannedGpu) -> list[str]:
@@ -58,6 +59,9 @@ def render_plan(plan: Plan, console: Console) -> None:
         for text, names in groups.items():
             settings.add_row(", ".join(names), text)
         console.print(settings)
+    if plan.platform == "vsphere" and plan.vms:
+        for line in policy_lines(plan):
+            console.print(line, highlight=False)
     console.print(f"[bold]Guest steps:[/] {' -> '.join(plan.guest_steps)}")
     if plan.harness_base:
         console.print(f"[bold]Harness image FROM:[/] {plan.harness_base}", highlight=False)

@@ -138,6 +138,12 @@ class RdmaNic(StrictModel):
                               "in plans and reports)")
     network: str | None = Field(None, description="port group the SR-IOV or PVRDMA adapter "
                                 "joins (default: placement.network)")
+    mlx_device: str | None = Field(None, description="the NIC as mlxconfig names it on the "
+                                   "host (`mst status`), e.g. mt4123_pciconf0: fills {device} "
+                                   "in an ATS nic_firmware command")
+    ats_firmware: Literal["enabled"] | None = Field(
+        None, description="record `enabled` once the scenario's ATS nic_firmware step is done "
+        "on this NIC and the host rebooted (vgpu cannot read NIC firmware through vSphere)")
 
     @field_validator("pci_id")
     @classmethod

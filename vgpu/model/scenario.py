@@ -5,6 +5,7 @@ what to judge them against."""
 from __future__ import annotations
 
 import re
+import string
 from typing import Annotated, Literal
 
 from pydantic import (
@@ -78,6 +79,45 @@ def advanced_option_from_esxcli(command: str) -> tuple[str, str] | None:
     return path.strip("/").replace("/", "."), value
 
 
+def _placeholders(command: str) -> set[str]:
+    return {field for _, field, _, _ in string.Formatter().parse(command) if field is not None}
+
+
+class NicFirmwareStep(StrictModel):
+    """A firmware setting of the RDMA NICs that ATS needs (NVIDIA AI Enterprise documents
+    `mlxconfig -d <device> set ATS_ENABLED=true` and a host reboot, with ACS set on the PCIe
+    bridges). It runs on the ESXi host, which vgpu does not log in to, so `vgpu plan` and
+    `vgpu preflight` say per host and NIC what to run, and preflight passes once the
+    inventory records it done (rdma_nics[].ats_firmware: enabled)."""
+
+    command: str = Field(description="run on the host per NIC; {device} is the NIC's "
+                         "rdma_nics[].mlx_device, e.g. `mlxconfig -d {device} set "
+                         "ATS_ENABLED=true`")
+    reboot: bool = Field(True, description="the host must reboot before the setting holds")
+    bridge_command: str | None = Field(
+        None, description="sets ACS on one PCIe bridge above the NIC or a GPU of the VM; "
+        "{bridge} is the bridge's PCI address as the host lists it (vgpu reads the bridges)")
+
+    @field_validator("command", "bridge_command")
+    @classmethod
+    def _known_placeholders(cls, value: str | None, info: ValidationInfo) -> str | None:
+        allowed = {"command": {"device"}, "bridge_command": {"bridge"}}[str(info.field_name)]
+        if value is None:
+            return value
+        try:
+            unknown = _placeholders(value) - allowed
+        except ValueError as exc:
+            unknown = {str(exc)}
+        if not value.strip() or unknown:
+            raise PydanticCustomError("vgpu_nic_command", "{message}", {
+                "message": f"'{value}' is not a command vgpu can fill in"
+                           + (f" (unknown: {', '.join(sorted(unknown))})" if unknown else ""),
+                "fix": f"write the command with only {{{next(iter(allowed))}}} as a "
+                       "placeholder" + (", e.g. `mlxconfig -d {device} set ATS_ENABLED=true`"
+                                        if "device" in allowed else "")})
+        return value
+
+
 class AtsSetting(StrictModel):
     """Address Translation Services as a named setting. No public source names the exact
     keys, so the key/value (VM extraConfig) or the host setting comes from the lab. Host
@@ -92,6 +132,9 @@ class AtsSetting(StrictModel):
     host_command: str | None = Field(
         None, description="the same as one host option, written as the study's esxcli "
         "command: `esxcli system settings advanced set -o /PCI/Foo -i 1` (-i or -s)")
+    nic_firmware: NicFirmwareStep | None = Field(
+        None, description="the RDMA NICs' firmware setting (mlxconfig) and ACS on the "
+        "bridges, done by an operator on each host the plan gives an RDMA NIC")
 
     @field_validator("host_command")
     @classmethod

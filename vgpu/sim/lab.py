@@ -60,11 +60,14 @@ class LabShape:
     esxi_build: str = ESXI_BUILD
     template: str = TEMPLATE
     method_delays_ms: dict[str, int] = field(default_factory=dict)
+    vgpu_power_on_ms: int = 0  # how long a vGPU VM's power-on takes once its GPU is chosen
     disconnected: tuple[int, ...] = ()  # host indexes reported as disconnected
     vib_version: str = VIB_VERSION
     removed_vgpu_types: tuple[str, ...] = ()  # vGPU types no host offers
     maintenance: tuple[int, ...] = ()  # host indexes in maintenance mode
     sriov_off: tuple[int, ...] = ()  # host indexes whose NIC port 1 has SR-IOV off
+    passthrough_hosts: tuple[int, ...] = ()  # host indexes whose GPUs are in passthrough
+    drs_initial_placement: bool = False  # DRS moves VMs at power-on unless set to manual
     host_options: dict[str, str] = field(default_factory=dict)  # advanced options every
     # host knows, with their start values (integers are kept as integers)
 
@@ -96,6 +99,10 @@ class LabShape:
             args.append(f"-disconnected={','.join(str(i) for i in self.disconnected)}")
         if self.maintenance:
             args.append(f"-maintenance={','.join(str(i) for i in self.maintenance)}")
+        if self.drs_initial_placement:
+            args.append("-drs-initial-placement=true")
+        if self.passthrough_hosts:
+            args.append(f"-passthrough-hosts={','.join(str(i) for i in self.passthrough_hosts)}")
         if self.sriov_off:
             args.append(f"-sriov-off={','.join(str(i) for i in self.sriov_off)}")
         if self.host_options:
@@ -103,6 +110,8 @@ class LabShape:
             args.append(f"-host-option={options}")
         if self.removed_vgpu_types:
             args.append(f"-remove-vgpu-types={','.join(self.removed_vgpu_types)}")
+        if self.vgpu_power_on_ms:
+            args.append(f"-vgpu-power-on-delay={self.vgpu_power_on_ms}ms")
         if self.method_delays_ms:
             delays = ",".join(f"{k}={v}" for k, v in sorted(self.method_delays_ms.items()))
             args.append(f"-method-delay={delays}")

@@ -16,17 +16,19 @@ from vgpu.errors import InputError, RemoteError
 from vgpu.model.inventory import Inventory
 from vgpu.model.load import vgpu_requests
 from vgpu.model.scenario import Scenario
-from vgpu.vsphere.connection import connect
+from vgpu.vsphere.assignment import ESXCLI_CONSOLIDATION
+from vgpu.vsphere.connection import Session, connect
 from vgpu.vsphere.diff import ChangeSet, Step
 from vgpu.vsphere.drift import CHECK_PREFIX, Drift, compute_drift, scenario_vgpu_types
 from vgpu.vsphere.execute import Executor, VmOutcome
-from vgpu.vsphere.from_inventory import target_from_inventory
+from vgpu.vsphere.from_inventory import placement_from_inventory, target_from_inventory
+from vgpu.vsphere.gpu_placement import apply_policy_changes, placement_mismatches
 from vgpu.vsphere.host_options import HostOptionChange, apply_host_options
 from vgpu.vsphere.limits import DEFAULT_IP_TIMEOUT_S
 from vgpu.vsphere.preflight import find_saved, load_saved, run_preflight, save_report
-from vgpu.vsphere.reconcile import ClusterState
+from vgpu.vsphere.reconcile import ClusterState, read_state
 from vgpu.vsphere.render import render_changes, render_drift, render_outcomes, render_preflight
-from vgpu.vsphere.workflow import prepare_apply, prepare_destroy
+from vgpu.vsphere.workflow import ApplyPreparation, prepare_apply, prepare_destroy
 
 Confirm = Callable[[str], bool]
 
@@ -64,6 +66,8 @@ def _execute(state: ClusterState, changes: ChangeSet, concurrency: int, ip_timeo
                             ip_timeout_s=ip_timeout_s, on_step=on_step, on_done=on_done)
         report = executor.run(changes)
     render_outcomes(report, console)
+    for note in report.notes:
+        console.print(f"[yellow]note:[/] {note}", highlight=False)
     return report.failed
 
 
@@ -130,11 +134,16 @@ def apply(scenario: Scenario, inventory: Inventory, inventory_path: Path, *, dry
         render_changes(prep.changes, console, title=f"apply scenario {scenario.id} "
                        f"({scenario.name}), plan {prep.plan.plan_hash}")
         _show_host_options(prep.host_options, console)
+        for change in prep.policy_changes:
+            console.print(change.describe(), highlight=False)
         for note in prep.scenario_state.notes:
             console.print(f"[yellow]note:[/] {note}")
-        pending = len(prep.changes.pending) + len(prep.host_options)
+        pending = len(prep.changes.pending) + len(prep.host_options) + \
+            len(prep.policy_changes)
         if not pending:
             console.print("nothing to change: vCenter already matches the plan")
+            mismatches = _check_placement(session, prep, inventory, inventory_path, console)
+            _fail_on_mismatch(mismatches)
             return
         if dry_run:
             console.print("dry run: nothing changed")
@@ -145,8 +154,35 @@ def apply(scenario: Scenario, inventory: Inventory, inventory_path: Path, *, dry
         # Host settings (ATS) first: the VMs power on with them in place.
         for line in apply_host_options(prep.host_options):
             console.print(f"set {line}")
+        for line in apply_policy_changes(prep.policy_changes):
+            console.print(f"set {line}", highlight=False)
         failed = _execute(prep.state, prep.changes, concurrency, ip_timeout_s, console)
+        mismatches = _check_placement(session, prep, inventory, inventory_path, console)
     _fail_if_any(failed, len(prep.changes.pending), "apply")
+    _fail_on_mismatch(mismatches)
+
+
+def _fail_on_mismatch(mismatches: list[str]) -> None:
+    if mismatches:
+        raise RemoteError("ESXi put VMs on other GPUs than the plan (the measurement would "
+                          "not be the scenario's):\n  " + "\n  ".join(mismatches) +
+                          f"\nset the GPU assignment policy to consolidation on the host "
+                          f"(`{ESXCLI_CONSOLIDATION}`), then power the VMs off and run "
+                          "`vgpu apply` again")
+
+
+def _check_placement(session: Session, prep: ApplyPreparation, inventory: Inventory,
+                     inventory_path: Path, console: Console) -> list[str]:
+    """Read back where ESXi put each powered-on vGPU VM and compare it with the plan."""
+    if not any(d.planned_gpus for d in prep.desired):
+        return []
+    state = read_state(session, placement_from_inventory(inventory, inventory_path))
+    mismatches = [m.describe() for m in placement_mismatches(prep.plan, inventory, state.hosts,
+                                                             state.vms)]
+    if not mismatches:
+        console.print("GPU placement read back from the hosts: every VM is on its planned "
+                      "GPU")
+    return mismatches
 
 
 def destroy(scenario: Scenario, inventory: Inventory, inventory_path: Path, *,

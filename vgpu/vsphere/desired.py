@@ -81,6 +81,11 @@ class VmDesired:
     firmware: str = "efi"
     memory_reservation_locked: bool = True
     guest_id: str | None = None
+    # Where the plan puts its vGPUs (not compared with the VM: ESXi picks the GPU at
+    # power-on): the GPUs' PCI ids, and the VM's place in its host's power-on sequence:
+    # its first planned GPU's index, then larger MIG vGPUs first (-memory, -compute slices).
+    planned_gpus: tuple[str, ...] = ()
+    power_on_order: tuple[int, int, int] = (0, 0, 0)
 
     @property
     def rdma_adapters(self) -> int:

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyVmomi import vim
+from pyVmomi import vim, vmodl
 
 from vgpu.errors import RemoteError
 from vgpu.vsphere import specs
@@ -17,7 +17,7 @@ from vgpu.vsphere.connection import Placement, widen_connection_pool
 from vgpu.vsphere.diff import Action, ChangeSet, Step, VmChange
 from vgpu.vsphere.facts import HostFacts, VmActual
 from vgpu.vsphere.limits import DEFAULT_CONCURRENCY, DEFAULT_IP_TIMEOUT_S
-from vgpu.vsphere.tasks import call
+from vgpu.vsphere.tasks import call, describe_fault
 from vgpu.vsphere.taskwatch import TaskWatcher
 
 StepCallback = Callable[[str, Step], None]
@@ -40,6 +40,7 @@ class ExecutionReport:
     outcomes: list[VmOutcome]
     seconds: float
     task_reads: int = 0  # property-collector rounds that watched the tasks
+    notes: list[str] = field(default_factory=list)
 
     @property
     def failed(self) -> list[VmOutcome]:
@@ -59,11 +60,61 @@ class _VmRun:
     watcher: TaskWatcher
     vm: Any = None
     powered_on: bool = False
+    started: float = 0.0
 
     def task(self, what: str, method: Any, *args: Any, **kwargs: Any) -> Any:
         self.outcome.tasks += 1
         return call(f"{what} of VM {self.change.name}", method, *args,
                     watcher=self.watcher, **kwargs)
+
+
+def _before_power_on(steps: list[Step]) -> list[Step]:
+    return steps[:steps.index(Step.POWER_ON)] if Step.POWER_ON in steps else steps
+
+
+def _after_power_on(steps: list[Step]) -> list[Step]:
+    return steps[steps.index(Step.POWER_ON) + 1:] if Step.POWER_ON in steps else []
+
+
+def power_on_turns(runs: list[_VmRun]) -> list[list[_VmRun]]:
+    """The VMs to power on, in turns that run concurrently: the vGPU VMs of one host in
+    one turn, GPU by GPU in the plan's order and largest vGPU first on each (so a
+    consolidating host fills its GPUs as planned); every other VM alone."""
+    hosts: dict[str, list[_VmRun]] = {}
+    turns: list[list[_VmRun]] = []
+    for run in runs:
+        want = run.change.desired
+        if Step.POWER_ON not in run.change.steps:
+            continue
+        if want is None or not want.planned_gpus:
+            turns.append([run])
+            continue
+        hosts.setdefault(want.host, []).append(run)
+    for turn in hosts.values():
+        turn.sort(key=lambda r: (_order(r), r.change.name))
+        turns.append(turn)
+    return turns
+
+
+def _order(run: _VmRun) -> tuple[int, int, int]:
+    return run.change.desired.power_on_order if run.change.desired else (0, 0, 0)
+
+
+def _gpu_vm(run: _VmRun) -> bool:
+    want = run.change.desired
+    return want is not None and bool(want.vgpus or want.passthrough)
+
+
+def _is_manual(override: Any) -> bool:
+    return override is not None and override.behavior == "manual" and \
+        override.enabled is not False
+
+
+def drs_manual_spec(vm: Any, existing: Any) -> Any:
+    """A per-VM DRS override: DRS stays on for the VM but only recommends (manual)."""
+    return vim.cluster.DrsVmConfigSpec(
+        operation="edit" if existing is not None else "add",
+        info=vim.cluster.DrsVmConfigInfo(key=vm, enabled=True, behavior="manual"))
 
 
 class Executor:
@@ -80,7 +131,11 @@ class Executor:
         self.on_done = on_done
 
     def run(self, changes: ChangeSet) -> ExecutionReport:
-        """Deletions first (they free vGPU capacity), then creates and changes."""
+        """Deletions first (they free vGPU capacity), then creates and changes. A host's
+        vGPU VMs power on one at a time, GPU by GPU and largest vGPU first: ESXi picks the
+        GPU and the vGPU manager places a MIG GPU instance at power-on, so concurrent
+        power-ons land on other GPUs than planned and a small instance placed first can
+        block a large one. Everything else runs concurrently."""
         start = time.monotonic()
         pending = changes.pending
         deletes = [c for c in pending if c.action is Action.DELETE]
@@ -89,31 +144,83 @@ class Executor:
         widen_connection_pool(self.placement.datacenter, self.concurrency + 1)  # +1: watcher
         with TaskWatcher() as watcher, ThreadPoolExecutor(
                 max_workers=self.concurrency, thread_name_prefix="vgpu-apply") as pool:
-            for batch in (deletes, others):
-                outcomes += list(pool.map(lambda c: self._run_one(c, watcher), batch))
+            runs = [self._start(c, watcher) for c in deletes]
+            list(pool.map(lambda r: self._steps(r, r.change.steps), runs))
+            outcomes += [self._finish(r) for r in runs]
+            runs = [self._start(c, watcher) for c in others]
+            list(pool.map(lambda r: self._steps(r, _before_power_on(r.change.steps)), runs))
+            notes = self._pin_to_planned_hosts(runs, watcher)
+            list(pool.map(self._power_on_in_turn, power_on_turns(runs)))
+            list(pool.map(lambda r: self._steps(r, _after_power_on(r.change.steps)), runs))
+            outcomes += [self._finish(r) for r in runs]
         return ExecutionReport(outcomes=outcomes, seconds=time.monotonic() - start,
-                               task_reads=watcher.rounds)
+                               task_reads=watcher.rounds, notes=notes)
 
-    def _run_one(self, change: VmChange, watcher: TaskWatcher) -> VmOutcome:
+    def _pin_to_planned_hosts(self, runs: list[_VmRun], watcher: TaskWatcher) -> list[str]:
+        """Give the GPU VMs about to power on a manual DRS override: DRS places a VM at
+        power-on (partially automated too) and would take it away from its planned GPUs.
+        One cluster reconfiguration for all; returns a note when it could not be set (the
+        host is then re-checked after each power-on)."""
+        cluster = self.placement.cluster
+        try:
+            config = cluster.configurationEx if cluster is not None else None
+        except vmodl.MethodFault as exc:
+            return [f"the cluster's DRS settings could not be read ({describe_fault(exc)}); "
+                    "each GPU VM's host is checked after it powers on"]
+        if config is None or not getattr(config.drsConfig, "enabled", False):
+            return []
+        have = {o.key._moId: o for o in config.drsVmConfig or []}
+        specs = [drs_manual_spec(r.vm, have.get(r.vm._moId)) for r in runs
+                 if r.outcome.ok and r.vm is not None and _gpu_vm(r)
+                 and Step.POWER_ON in r.change.steps
+                 and not _is_manual(have.get(r.vm._moId))]
+        if not specs:
+            return []
+        try:
+            call(f"manual DRS override for {len(specs)} GPU VM(s)",
+                 cluster.ReconfigureComputeResource_Task, watcher=watcher,
+                 spec=vim.cluster.ConfigSpecEx(drsVmConfigSpec=specs), modify=True)
+        except RemoteError as exc:
+            return [f"{exc}; DRS may move GPU VMs at power-on (each VM's host is checked "
+                    "after it powers on)"]
+        return []
+
+    def _start(self, change: VmChange, watcher: TaskWatcher) -> _VmRun:
         run = _VmRun(change, VmOutcome(change.name, change.action, ok=True), watcher)
         if change.actual is not None:
             run.vm, run.powered_on = change.actual.ref, change.actual.powered_on
-        started = time.monotonic()
+        run.started = time.monotonic()
         try:
             self._check_host(change)
-            for step in change.steps:
+        except RemoteError as exc:
+            run.outcome.ok, run.outcome.error = False, str(exc)
+        return run
+
+    def _steps(self, run: _VmRun, steps: list[Step]) -> None:
+        """Run ``steps`` of one VM in order; the first failure stops that VM only."""
+        if not run.outcome.ok:
+            return
+        try:
+            for step in steps:
                 if self.on_step:
-                    self.on_step(change.name, step)
+                    self.on_step(run.change.name, step)
                 self._do(run, step)
                 run.outcome.steps_done.append(step)
         except RemoteError as exc:
             run.outcome.ok, run.outcome.error = False, str(exc)
         except Exception as exc:  # one VM's failure must not stop the others
             run.outcome.ok = False
-            run.outcome.error = f"{change.name}: unexpected {type(exc).__name__}: {exc}"
-        run.outcome.seconds = time.monotonic() - started
+            run.outcome.error = f"{run.change.name}: unexpected {type(exc).__name__}: {exc}"
+
+    def _power_on_in_turn(self, turn: list[_VmRun]) -> None:
+        """One host's vGPU VMs, one after the other (a failed one does not stop the rest)."""
+        for run in turn:
+            self._steps(run, [Step.POWER_ON])
+
+    def _finish(self, run: _VmRun) -> VmOutcome:
+        run.outcome.seconds = time.monotonic() - run.started
         if self.on_done:
-            self.on_done(change.name, run.outcome)
+            self.on_done(run.change.name, run.outcome)
         return run.outcome
 
     def _check_host(self, change: VmChange) -> None:
@@ -202,6 +309,19 @@ class Executor:
         if not run.powered_on:
             run.task("power on", run.vm.PowerOnVM_Task)
             run.powered_on = True
+            self._check_not_moved(run)
+
+    def _check_not_moved(self, run: _VmRun) -> None:
+        """A GPU VM that DRS moved at power-on is not on its planned GPUs."""
+        want = run.change.desired
+        if want is None or not _gpu_vm(run):
+            return
+        now = run.vm.runtime.host
+        if now is not None and now._moId != self._host_ref(want.host)._moId:
+            raise RemoteError(
+                f"VM {want.name} was moved to host {now.name} at power-on (DRS), not its "
+                f"planned {want.host}: give it a manual DRS override (cluster > Configure > "
+                "VM Overrides) or set DRS to manual, power it off and run `vgpu apply` again")
 
     def _wait_ip(self, run: _VmRun) -> None:
         want = run.change.desired

@@ -21,7 +21,7 @@ HOST_PATHS = [
     "name", "runtime.connectionState", "runtime.inMaintenanceMode", "config.product",
     "hardware.pciDevice", "config.sharedPassthruGpuTypes", "config.graphicsConfig",
     "config.graphicsInfo", "config.pciPassthruInfo", "configManager.imageConfigManager",
-    "configManager.advancedOption",
+    "configManager.advancedOption", "configManager.graphicsManager",
 ]
 NVIDIA_VIB_VENDORS = {"nvd", "nvidia"}
 VM_PATHS = [
@@ -51,6 +51,7 @@ class PciDevice:
     passthrough: str | None = None  # as HostFacts.passthrough_per_gpu
     sriov_enabled: bool | None = None  # None: the host reports no SR-IOV info for it
     virtual_functions: int = 0
+    parent_bridge: str | None = None  # the PCIe bridge above it (hardware.pciDevice)
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,20 @@ class HostFacts:
     ref: Any = None
     image_manager: Any = None
     option_manager: Any = None  # the host's advanced options (configManager.advancedOption)
+    graphics_manager: Any = None  # configManager.graphicsManager (UpdateGraphicsConfig)
+    graphics_config: Any = None  # config.graphicsConfig as read
+    # pci id -> names of the powered-on VMs ESXi put on that GPU (graphicsInfo[].vm)
+    vms_per_gpu: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # pci id -> HostGraphicsInfo.vgpuMode (ESXi 8.0 U3+: none, sameSize, mixedSize,
+    # multiInstanceGpu); absent where the host does not report it
+    vgpu_mode_per_gpu: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def assignment_policy(self) -> str | None:
+        """How ESXi picks a vGPU VM's GPU at power-on: performance (spread) or
+        consolidation (fill a GPU first); None when the host does not say."""
+        policy = getattr(self.graphics_config, "sharedPassthruAssignmentPolicy", None)
+        return str(policy) if policy else None
 
     @property
     def usable(self) -> bool:
@@ -254,6 +269,13 @@ def _graphics_per_gpu(props: dict[str, Any]) -> dict[str, str]:
     return out
 
 
+def _vms_per_gpu(props: dict[str, Any], vms: dict[str, VmActual]) -> dict[str, tuple[str, ...]]:
+    """PCI id -> the VMs ESXi lists on that GPU (powered-on vGPU VMs), by name."""
+    names = {vm.ref._moId: vm.name for vm in vms.values() if vm.ref is not None}
+    return {g.pciId: tuple(names.get(ref._moId, ref._moId) for ref in g.vm or [])
+            for g in props.get("config.graphicsInfo") or []}
+
+
 def _passthrough_state(info: Any) -> str:
     if info.passthruActive:
         return "active"
@@ -279,7 +301,8 @@ def _pci_devices(props: dict[str, Any]) -> dict[str, PciDevice]:
             pci_id=d.id, vendor_id=d.vendorId & 0xFFFF, device_id=d.deviceId & 0xFFFF,
             name=d.deviceName or "", passthrough=_passthrough_state(info) if info else None,
             sriov_enabled=bool(sriov.sriovEnabled) if sriov else None,
-            virtual_functions=int(sriov.numVirtualFunction or 0) if sriov else 0)
+            virtual_functions=int(sriov.numVirtualFunction or 0) if sriov else 0,
+            parent_bridge=getattr(d, "parentBridge", None) or None)
     return out
 
 
@@ -308,6 +331,11 @@ def _host_from_props(ref: Any, props: dict[str, Any], vms: dict[str, VmActual]) 
         ref=ref,
         image_manager=props.get("configManager.imageConfigManager"),
         option_manager=props.get("configManager.advancedOption"),
+        graphics_manager=props.get("configManager.graphicsManager"),
+        graphics_config=graphics,
+        vms_per_gpu=_vms_per_gpu(props, vms),
+        vgpu_mode_per_gpu={g.pciId: str(g.vgpuMode) for g in props.get("config.graphicsInfo")
+                           or [] if getattr(g, "vgpuMode", None)},
     )
 
 

@@ -71,16 +71,34 @@ def _place_held(load: list[_GpuLoad], request: VgpuRequest, gpu: mig.GpuModel) -
     return None
 
 
+def _listed_gpu(vm: VmActual, facts: HostFacts, order: list[str]) -> int | None:
+    """The GPU index the host lists a powered-on VM on, when it lists it on exactly one."""
+    if not vm.powered_on:
+        return None
+    listed = [pci for pci, names in facts.vms_per_gpu.items() if vm.name in names]
+    if len(listed) != 1 or listed[0] not in order:
+        return None
+    return order.index(listed[0])
+
+
+def _hold(load: _GpuLoad, request: VgpuRequest) -> None:
+    if request.kind == "mig" and request.profile is not None:
+        load.mig.append(request.profile)
+    elif request.timesliced_type:
+        load.timesliced.append(request.timesliced_type)
+
+
 def held_from_facts(
     hosts: dict[str, HostFacts], vms: dict[str, VmActual], scenario_id: str,
     gpu: mig.GpuModel, inventory: Inventory | None = None,
 ) -> tuple[list[HeldVgpu], list[str]]:
     """vGPUs held by VMs that are not this scenario's, assigned to GPUs.
 
-    vCenter does not say which physical GPU a vGPU sits on, so held instances are packed
-    the way the host fills GPUs (largest first, first GPU with room). Powered-off VMs count:
-    they claim their vGPU again at power-on. Returns the held list and notes on what could
-    not be accounted for."""
+    A powered-on VM sits where the host lists it (``HostGraphicsInfo.vm``, per GPU).
+    Powered-off VMs count too (they claim their vGPU again at power-on, on a GPU ESXi picks
+    then), as do VMs the host lists on no single GPU: those are packed the way a
+    consolidating host fills GPUs (largest first, first GPU with room). Returns the held
+    list and notes on what could not be accounted for."""
     held: list[HeldVgpu] = []
     notes: list[str] = []
     for facts in hosts.values():
@@ -95,12 +113,19 @@ def held_from_facts(
                     load[order.index(pci)].passthrough = True
                     held.append(HeldVgpu(facts.name, order.index(pci), vm.name,
                                          "passthrough", "passthrough"))
+            listed = _listed_gpu(vm, facts, order)
             for vgpu_type in vm.vgpus:
                 try:
-                    requests.append((vm.name, parse_vgpu(vgpu_type, gpu)))
+                    request = parse_vgpu(vgpu_type, gpu)
                 except mig.ProfileParseError:
                     notes.append(f"{facts.name}: VM {vm.name} holds {vgpu_type}, not a "
                                  f"{gpu.key} type; not counted")
+                    continue
+                if listed is None:
+                    requests.append((vm.name, request))
+                    continue
+                _hold(load[listed], request)
+                held.append(HeldVgpu(facts.name, listed, vm.name, request.kind, request.label))
         requests.sort(key=lambda r: -(r[1].profile.memory_slices if r[1].profile else 0))
         for vm_name, request in requests:
             index = _place_held(load, request, gpu)
@@ -197,12 +222,17 @@ def desired_from_plan(
                 continue
             vgpus.append(host_type)
         rdma_nic = _rdma_nic(vm, facts, inventory, source, problems)
+        shared = [v for v in vm.vgpus if v.kind != "passthrough"]
+        indexes = sorted({v.gpu_index for v in shared if v.gpu_index < len(order)})
+        memory, compute = max(((v.memory_slices or 0, v.compute_slices or 0) for v in shared),
+                              default=(0, 0))
         desired.append(VmDesired(
             name=vm.name, host=vm.host, num_cpus=vm.vcpu, memory_mb=vm.memory_mb, owner=owner,
             vgpus=tuple(vgpus), passthrough=tuple(passthrough), rdma_nic=rdma_nic,
             extra_config=dict(vm.extra_config), network=_guest_network(vm.ip, inventory),
             firmware=vm.firmware, memory_reservation_locked=vm.memory_reservation_locked,
-            guest_id=guest_id,
+            guest_id=guest_id, planned_gpus=tuple(order[i] for i in indexes),
+            power_on_order=(indexes[0] if indexes else 0, -memory, -compute),
         ))
     if problems:
         raise InputError(problems)

@@ -22,9 +22,13 @@ from typing import Any
 from vgpu import mig
 from vgpu.errors import InputError, PlanError
 from vgpu.model.inventory import Inventory, RdmaNic
+from vgpu.model.load import vgpu_requests
+from vgpu.model.plan import Plan
 from vgpu.model.scenario import Scenario
 from vgpu.plan import HeldVgpu
 from vgpu.runpaths import new_run_file
+from vgpu.vsphere.assignment import CONSOLIDATION, ESXCLI_CONSOLIDATION, shared_gpus
+from vgpu.vsphere.ats import nic_firmware_todos
 from vgpu.vsphere.connection import Session
 from vgpu.vsphere.facts import HostFacts, driver_branch, read_host_drivers
 from vgpu.vsphere.from_inventory import placement_from_inventory
@@ -77,6 +81,7 @@ class HostReport:
     host_driver: str | None = None  # the NVIDIA VIB's name
     host_driver_version: str | None = None
     host_driver_note: str | None = None  # why there is none
+    assignment_policy: str | None = None  # sharedPassthruAssignmentPolicy
 
     @property
     def ok(self) -> bool:
@@ -250,7 +255,8 @@ def host_option_checks(facts: HostFacts, wanted: dict[str, str]) -> list[Check]:
     return checks
 
 
-def host_checks(facts: HostFacts, inventory: Inventory) -> list[Check]:
+def host_checks(facts: HostFacts, inventory: Inventory,
+                kinds: set[str] | None = None) -> list[Check]:
     checks = [
         Check("connection", facts.connection_state == "connected",
               facts.connection_state if facts.connection_state == "connected"
@@ -276,26 +282,45 @@ def host_checks(facts: HostFacts, inventory: Inventory) -> list[Check]:
         checks.append(Check("GPUs", False, f"found {found_text}, the inventory says {want}"))
     else:
         checks.append(Check("GPUs", True, found_text))
-    checks.append(Check(
+    return checks + vgpu_checks(facts, inventory, kinds) + rdma_nic_checks(facts, inventory)
+
+
+def vgpu_checks(facts: HostFacts, inventory: Inventory, kinds: set[str] | None) -> list[Check]:
+    """vGPU readiness (types offered, MIG-backed types, Shared Direct, host driver VIB):
+    checked where the scenario uses vGPUs (``kinds`` holds mig / timesliced / passthrough;
+    None: no scenario, check everything). Whole-GPU passthrough needs none of it."""
+    uses_vgpu = kinds is None or bool(kinds & {"mig", "timesliced"})
+    if not uses_vgpu:
+        return [Check(name, True, "not needed: the scenario passes whole GPUs through")
+                for name in ("vGPU types", "MIG-backed types", "graphics default",
+                             "host driver")]
+    checks = [Check(
         "vGPU types", bool(facts.vgpu_types),
         f"{len(facts.vgpu_types)} offered" if facts.vgpu_types
-        else "none offered: install the NVIDIA AI Enterprise host driver (VIB) and reboot"))
+        else "none offered: install the NVIDIA AI Enterprise host driver (VIB) and reboot")]
     mig_types = [t for t in facts.vgpu_types if MIG_TYPE.search(t)]
-    checks.append(Check(
-        "MIG-backed types", bool(mig_types),
-        f"{len(mig_types)} offered" if mig_types
-        else "none: enable MIG mode on the GPUs (nvidia-smi -mig 1) and reboot the host"))
+    if kinds is None or "mig" in kinds:
+        checks.append(Check(
+            "MIG-backed types", bool(mig_types),
+            f"{len(mig_types)} offered" if mig_types
+            else "none: enable MIG mode on the GPUs (nvidia-smi -mig 1) and reboot the host"))
     shared_direct = facts.graphics_default_type == "sharedDirect"
     checks.append(Check(
         "graphics default", shared_direct,
         "Shared Direct" if shared_direct
         else f"{facts.graphics_default_type or 'unknown'}: set it to Shared Direct "
              "(esxcli graphics host set --default-type SharedPassthru) and restart xorg"))
-    return checks + driver_checks(facts, inventory) + rdma_nic_checks(facts, inventory)
+    return checks + driver_checks(facts, inventory)
+
+
+def scenario_kinds(scenario: Scenario) -> set[str]:
+    """The vGPU kinds the scenario asks for: mig, timesliced, passthrough."""
+    return {r.kind for requests in vgpu_requests(scenario).values() for r in requests}
 
 
 def _scenario_checks(scenario_state: ScenarioState, reports: list[HostReport],
-                     inventory: Inventory, inventory_path: Path) -> list[Check]:
+                     inventory: Inventory, inventory_path: Path,
+                     notes: list[str]) -> list[Check]:
     hosts = scenario_state.state.hosts
     try:
         plan = scenario_state.build_plan()
@@ -303,6 +328,7 @@ def _scenario_checks(scenario_state: ScenarioState, reports: list[HostReport],
         return [Check("capacity", False, str(exc))]
     _excuse_unused_maintenance(reports, {vm.host for vm in plan.vms})
     _add_host_option_checks(scenario_state, reports, {vm.host for vm in plan.vms})
+    _add_nic_firmware_checks(scenario_state, plan, reports)
     held = len(scenario_state.held)
     checks = [Check("capacity", True, f"{len(plan.vms)} VM(s) fit"
                     + (f" beside {held} held vGPU(s)" if held else ""))]
@@ -313,16 +339,98 @@ def _scenario_checks(scenario_state: ScenarioState, reports: list[HostReport],
                         if failing else "every host the plan uses passes its checks"))
     try:
         desired_from_plan(plan, inventory, hosts, str(inventory_path))
-        checks.append(Check("vGPU types", True, "every planned vGPU type is offered by its host"))
+        uses_vgpu = any(v.kind != "passthrough" for vm in plan.vms for v in vm.vgpus)
+        checks.append(Check("vGPU types", True, "every planned vGPU type is offered by its host"
+                            if uses_vgpu else "no vGPU planned; every passthrough GPU is on "
+                            "its host"))
     except InputError as exc:
         checks.append(Check("vGPU types", False, str(exc)))
-    multi = [vm for vm in plan.vms if len(vm.vgpus) > 1 and vm.host in hosts]
+    checks += _policy_checks(plan, hosts)
+    checks += _passthrough_checks(plan, hosts, inventory, notes)
+    multi = [vm for vm in plan.vms if vm.host in hosts
+             and sum(v.kind != "passthrough" for v in vm.vgpus) > 1]
     old = sorted({vm.host for vm in multi
                   if _version_tuple(hosts[vm.host].version) < MULTI_VGPU_ESXI})
     if multi:
         checks.append(Check("several vGPUs per VM", not old,
                             "needs ESXi 8.0 on " + ", ".join(old) if old
                             else "ESXi 8.0+ on every host used"))
+    return checks
+
+
+def _planned_passthrough(plan: Plan, hosts: dict[str, HostFacts],
+                         inventory: Inventory) -> list[tuple[str, str, int, str]]:
+    """(VM, host, GPU index, PCI id) of every GPU the plan passes through."""
+    out: list[tuple[str, str, int, str]] = []
+    for vm in plan.vms:
+        facts = hosts.get(vm.host)
+        if facts is None:
+            continue
+        order = gpu_order(facts, inventory)
+        for v in vm.vgpus:
+            if v.kind != "passthrough":
+                continue
+            pci = v.pci_id or (order[v.gpu_index] if v.gpu_index < len(order) else None)
+            if pci is not None:
+                out.append((vm.name, vm.host, v.gpu_index, pci))
+    return out
+
+
+def _passthrough_checks(plan: Plan, hosts: dict[str, HostFacts], inventory: Inventory,
+                        notes: list[str]) -> list[Check]:
+    """Every GPU the plan passes through is active in passthrough (HostPciPassthruInfo);
+    one that looks left in MIG mode gets a note."""
+    planned = _planned_passthrough(plan, hosts, inventory)
+    if not planned:
+        return []
+    problems: list[str] = []
+    for vm, host, index, pci in planned:
+        facts = hosts[host]
+        state = facts.passthrough_per_gpu.get(pci)
+        where = f"{host} GPU {index} ({pci}) for {vm}"
+        if state != "active":
+            problems.append(f"{where}: passthrough is {state or 'unknown'}: run on the host "
+                            f"`esxcli hardware pci pcipassthru set -d {pci} -e true -a` (or "
+                            "Host > Configure > PCI Devices), then reboot it if it asks")
+        mig_sign = _mig_mode_sign(facts, pci)
+        if mig_sign:
+            notes.append(f"{where}: the GPU looks left in MIG mode ({mig_sign}); passed "
+                         "through, the guest sees a MIG-mode GPU without GPU instances and "
+                         "CUDA finds no device: turn MIG off (`nvidia-smi -i <index> -mig 0` "
+                         "on the host before passthrough, or in the guest, then reset the "
+                         "GPU), or create GPU instances in the guest")
+    if problems:
+        return [Check("passthrough GPUs", False, "; ".join(problems))]
+    return [Check("passthrough GPUs", True,
+                  f"{len(planned)} planned GPU(s) active in passthrough")]
+
+
+def _mig_mode_sign(facts: HostFacts, pci: str) -> str | None:
+    """Why the GPU looks to be in MIG mode: the host's per-GPU vGPU mode (ESXi 8.0 U3),
+    else MIG-backed types offered for its board; None when neither says so."""
+    mode = facts.vgpu_mode_per_gpu.get(pci)
+    if mode is not None:
+        return f"vgpuMode {mode}" if mode == "multiInstanceGpu" else None
+    device = next((g for g in facts.gpus if g.pci_id == pci), None)
+    model = mig.gpu_model_for_pci(device.device_id) if device else None
+    if _mig_capable(model, facts.vgpu_types):
+        return "the host offers MIG-backed vGPU types for its board"
+    return None
+
+
+def _policy_checks(plan: Plan, hosts: dict[str, HostFacts]) -> list[Check]:
+    """Where the plan shares a GPU, the host must consolidate (apply sets it)."""
+    checks: list[Check] = []
+    for host, gpus in sorted(shared_gpus(plan).items()):
+        facts = hosts.get(host)
+        policy = facts.assignment_policy if facts else None
+        if policy == CONSOLIDATION:
+            detail = f"{host}: {CONSOLIDATION}, as the plan needs for {', '.join(gpus)}"
+        else:
+            detail = (f"{host}: {policy or 'unknown'}, which spreads VMs over GPUs; the plan "
+                      f"shares {', '.join(gpus)}: `vgpu apply` sets {CONSOLIDATION} "
+                      f"(or run on the host `{ESXCLI_CONSOLIDATION}`)")
+        checks.append(Check("GPU assignment policy", True, detail))
     return checks
 
 
@@ -337,6 +445,39 @@ def _add_host_option_checks(scenario_state: ScenarioState, reports: list[HostRep
             report.checks += host_option_checks(facts, wanted)
 
 
+def _bridges(plan: Plan, hosts: dict[str, HostFacts],
+             inventory: Inventory) -> dict[tuple[str, str], tuple[str, ...]]:
+    """(host, RDMA NIC) -> the PCIe bridges above the NIC and above its VMs' GPUs."""
+    out: dict[tuple[str, str], set[str]] = {}
+    for vm in plan.vms:
+        facts = hosts.get(vm.host)
+        if vm.rdma_nic is None or facts is None:
+            continue
+        order = gpu_order(facts, inventory)
+        devices = [vm.rdma_nic.pci_id, *(v.pci_id or order[v.gpu_index] for v in vm.vgpus
+                                         if v.pci_id or v.gpu_index < len(order))]
+        found = out.setdefault((vm.host, vm.rdma_nic.pci_id), set())
+        for pci in devices:
+            device = facts.pci_devices.get(pci)
+            if device is not None and device.parent_bridge:
+                found.add(device.parent_bridge)
+    return {key: tuple(sorted(value)) for key, value in out.items()}
+
+
+def _add_nic_firmware_checks(scenario_state: ScenarioState, plan: Plan,
+                             reports: list[HostReport]) -> None:
+    """Each NIC the plan uses gets the scenario's ATS firmware step as a check: passed once
+    the inventory records it done, else failed with what to run and reboot."""
+    hosts = scenario_state.state.hosts
+    todos = nic_firmware_todos(scenario_state.scenario, scenario_state.inventory, plan,
+                               _bridges(plan, hosts, scenario_state.inventory))
+    by_host = {r.name: r for r in reports}
+    for todo in todos:
+        if todo.host in by_host:
+            by_host[todo.host].checks.append(
+                Check(f"ATS NIC firmware {todo.nic}", todo.done, todo.describe()))
+
+
 def _excuse_unused_maintenance(reports: list[HostReport], used: set[str]) -> None:
     """A host in maintenance mode that the plan leaves out does not fail the scenario."""
     for report in reports:
@@ -349,7 +490,8 @@ def _excuse_unused_maintenance(reports: list[HostReport], used: set[str]) -> Non
 
 
 def _host_report(name: str, facts: HostFacts | None, held: list[HeldVgpu],
-                 inventory: Inventory, all_hosts: list[str]) -> HostReport:
+                 inventory: Inventory, all_hosts: list[str],
+                 kinds: set[str] | None = None) -> HostReport:
     if facts is None:
         return HostReport(name, None, None, "absent", False, None, [], [], [], [
             Check("in vCenter", False,
@@ -360,10 +502,10 @@ def _host_report(name: str, facts: HostFacts | None, held: list[HeldVgpu],
         graphics_default_type=facts.graphics_default_type,
         gpus=_usage(facts, held, inventory), vgpu_types=list(facts.vgpu_types),
         mig_types=[t for t in facts.vgpu_types if MIG_TYPE.search(t)],
-        checks=host_checks(facts, inventory),
+        checks=host_checks(facts, inventory, kinds),
         host_driver=facts.host_driver.name if facts.host_driver else None,
         host_driver_version=facts.host_driver.version if facts.host_driver else None,
-        host_driver_note=facts.host_driver_note)
+        host_driver_note=facts.host_driver_note, assignment_policy=facts.assignment_policy)
 
 
 def _gpu_model(inventory: Inventory, hosts: dict[str, HostFacts]) -> mig.GpuModel | None:
@@ -393,14 +535,15 @@ def run_preflight(session: Session, inventory: Inventory, inventory_path: Path,
             if gpu else ([], [])
     wanted = [h.name for h in inventory.hosts] or sorted(state.hosts)
     read_host_drivers({n: state.hosts[n] for n in wanted if n in state.hosts})
-    reports = [_host_report(name, state.hosts.get(name), held, inventory, list(state.hosts))
-               for name in wanted]
+    kinds = scenario_kinds(scenario) if scenario is not None else None
+    reports = [_host_report(name, state.hosts.get(name), held, inventory, list(state.hosts),
+                            kinds) for name in wanted]
     notes = [*notes, *(note for n in wanted if n in state.hosts
                        if (note := driver_version_note(state.hosts[n], inventory)))]
     if any(g.mig_capable is not None for r in reports for g in r.gpus):
         notes.append(MIG_CAPABILITY_NOTE)
-    scenario_checks = _scenario_checks(scenario_state, reports, inventory, inventory_path) \
-        if scenario_state is not None else []
+    scenario_checks = _scenario_checks(scenario_state, reports, inventory, inventory_path,
+                                       notes) if scenario_state is not None else []
     return PreflightReport(
         vcenter=session.target.address, vcenter_version=str(session.content.about.fullName),
         inventory=str(inventory_path), scenario=scenario.id if scenario else None,

@@ -87,6 +87,10 @@ def render_preflight(report: PreflightReport, console: Console) -> None:
         hosts.add_row(h.name, esxi, driver, state, gpus, graphics, str(len(h.vgpu_types)),
                       str(len(h.mig_types)), verdict)
     console.print(hosts)
+    for h in report.hosts:
+        if h.assignment_policy:
+            console.print(f"host {h.name}: GPU assignment policy {h.assignment_policy}",
+                          highlight=False)
 
     title = "GPU capacity: vGPUs already held" + (
         f" (scenario {report.scenario}'s own VMs not counted)" if report.scenario else "")

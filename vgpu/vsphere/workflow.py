@@ -18,6 +18,7 @@ from vgpu.vsphere.desired import VmDesired
 from vgpu.vsphere.diff import ChangeSet
 from vgpu.vsphere.from_inventory import placement_from_inventory
 from vgpu.vsphere.from_plan import desired_from_plan, held_from_facts
+from vgpu.vsphere.gpu_placement import PolicyChange, plan_policy_changes
 from vgpu.vsphere.host_options import HostOptionChange, plan_host_options
 from vgpu.vsphere.reconcile import ClusterState, plan_apply, plan_teardown, read_state
 
@@ -54,6 +55,7 @@ class ApplyPreparation:
     changes: ChangeSet
     scenario_state: ScenarioState
     host_options: list[HostOptionChange] = field(default_factory=list)  # ATS, to set
+    policy_changes: list[PolicyChange] = field(default_factory=list)  # GPU assignment
 
     @property
     def state(self) -> ClusterState:
@@ -79,7 +81,9 @@ def prepare_apply(session: Session, scenario: Scenario, inventory: Inventory,
     used = sorted({vm.host for vm in plan.vms})
     host_options = plan_host_options(scenario_state.state.hosts, used,
                                      scenario.vm_settings.host_options())
-    return ApplyPreparation(plan, desired, changes, scenario_state, host_options)
+    policy_changes = plan_policy_changes(plan, scenario_state.state.hosts)
+    return ApplyPreparation(plan, desired, changes, scenario_state, host_options,
+                            policy_changes)
 
 
 def prepare_destroy(session: Session, scenario_id: str, inventory: Inventory,

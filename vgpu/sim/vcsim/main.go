@@ -24,8 +24,10 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -139,6 +141,7 @@ type labConfig struct {
 	disconnected map[int]bool
 	maintenance  map[int]bool
 	sriovOff     map[int]bool
+	passthrough  map[int]bool
 	hostOptions  []types.BaseOptionValue
 }
 
@@ -162,11 +165,15 @@ func parseFlags() labConfig {
 	disconnected := flag.String("disconnected", "", "host indexes reported as disconnected, e.g. 1,2")
 	maintenance := flag.String("maintenance", "", "host indexes in maintenance mode, e.g. 0")
 	sriovOff := flag.String("sriov-off", "", "host indexes whose NIC has SR-IOV turned off, e.g. 1")
+	passthrough := flag.String("passthrough-hosts", "", "host indexes whose GPUs are in passthrough (active), e.g. 1")
 	hostOptions := flag.String("host-option", "", "advanced options every host knows, with their start values, e.g. PCI.Foo=0,Net.Bar=x (integers stay integers)")
+	flag.BoolVar(&drsInitialPlacement, "drs-initial-placement", false, "DRS moves a VM at power-on to the host with the fewest powered-on VMs unless its DRS behaviour is manual")
+	flag.DurationVar(&vgpuPowerOnDelay, "vgpu-power-on-delay", 0, "how long a vGPU VM's power-on takes once its GPU is chosen, e.g. 200ms")
 	flag.Parse()
 	c.disconnected = hostIndexes("-disconnected", *disconnected, c.hosts)
 	c.maintenance = hostIndexes("-maintenance", *maintenance, c.hosts)
 	c.sriovOff = hostIndexes("-sriov-off", *sriovOff, c.hosts)
+	c.passthrough = hostIndexes("-passthrough-hosts", *passthrough, c.hosts)
 	c.hostOptions = parseHostOptions(*hostOptions)
 	c.removedTypes = map[string]bool{}
 	for _, name := range strings.Split(*removed, ",") {
@@ -319,6 +326,10 @@ func shapeHost(h *simulator.HostSystem, index int, c labConfig) {
 			}
 		}
 	}
+	addGraphicsManager(h)
+	if c.passthrough[index] {
+		passthroughGpus(h)
+	}
 }
 
 // shapeGpus adds the GPUs to the host's PCI devices, in Shared Direct (vGPU) mode: each
@@ -466,6 +477,7 @@ func main() {
 	if err := model.Create(); err != nil {
 		log.Fatal(err)
 	}
+	simulator.Map.AddHandler(placer)
 	defer model.Remove()
 
 	// The registry lists hosts in no fixed order; the index in the name (DC0_C0_H<i>) decides
@@ -516,4 +528,472 @@ func main() {
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
 	<-stop
+}
+
+// ---- vGPU placement: the host graphics manager and GPU assignment at power-on ----------
+//
+// ESXi chooses the GPU of a vGPU VM when the VM powers on, by the host's
+// HostGraphicsConfig.sharedPassthruAssignmentPolicy (performance, the default: the GPU with
+// the fewest VMs; consolidation: fill a GPU first), and the vGPU manager places a MIG-backed
+// vGPU's GPU instance on that GPU then (here: at the lowest free start the profile allows,
+// so a 1g powered on before a 4g can block it). The powered-on VMs of each GPU are listed in
+// host.config.graphicsInfo[i].vm (and the host graphics manager's graphicsInfo).
+
+const (
+	migMemorySlices  = 8
+	migComputeSlices = 7
+	gpuMemoryGB      = 80
+	migSliceGB       = 10
+)
+
+var (
+	migVgpuType        = regexp.MustCompile(`^[a-z]+_[a-z0-9]+-(\d)-(\d+)c(me)?$`)
+	timeslicedVgpuType = regexp.MustCompile(`^[a-z]+_[a-z0-9]+-(\d+)c$`)
+	// vgpuPowerOnDelay is how long a vGPU VM's power-on takes once its GPU is chosen (the
+	// guest's vGPU coming up), so power-ons that overlap show in the task history.
+	vgpuPowerOnDelay time.Duration
+	// drsInitialPlacement makes DRS place VMs at power-on, as vCenter does in a cluster
+	// with DRS on (fully or partially automated).
+	drsInitialPlacement bool
+)
+
+// graphicsManager is a host's HostGraphicsManager: it keeps the graphics config (default
+// graphics type, assignment policy, per-device types) and the per-GPU VM lists.
+type graphicsManager struct {
+	mo.HostGraphicsManager
+	host *simulator.HostSystem
+}
+
+func (m *graphicsManager) UpdateGraphicsConfig(req *types.UpdateGraphicsConfig) soap.HasFault {
+	policy := req.Config.SharedPassthruAssignmentPolicy
+	if policy != "performance" && policy != "consolidation" {
+		return &methods.UpdateGraphicsConfigBody{Fault_: simulator.Fault(
+			fmt.Sprintf("invalid sharedPassthruAssignmentPolicy %q", policy),
+			&types.InvalidArgument{InvalidProperty: "config.sharedPassthruAssignmentPolicy"})}
+	}
+	config := req.Config
+	m.GraphicsConfig = &config
+	simulator.Map.WithLock(m.host, func() { m.host.Config.GraphicsConfig = &config })
+	return &methods.UpdateGraphicsConfigBody{Res: &types.UpdateGraphicsConfigResponse{}}
+}
+
+func (m *graphicsManager) RefreshGraphicsManager(req *types.RefreshGraphicsManager) soap.HasFault {
+	return &methods.RefreshGraphicsManagerBody{Res: &types.RefreshGraphicsManagerResponse{}}
+}
+
+// addGraphicsManager gives the host its HostGraphicsManager, sharing the host's graphics
+// config and info.
+func addGraphicsManager(h *simulator.HostSystem) {
+	manager := &graphicsManager{host: h}
+	manager.Self = types.ManagedObjectReference{
+		Type: "HostGraphicsManager", Value: "graphicsmanager-" + h.Self.Value}
+	manager.GraphicsConfig = h.Config.GraphicsConfig
+	manager.GraphicsInfo = h.Config.GraphicsInfo
+	manager.SharedPassthruGpuTypes = h.Config.SharedPassthruGpuTypes
+	ref := simulator.Map.Put(manager).Reference()
+	h.ConfigManager.GraphicsManager = &ref
+	placer.managers[h.Self] = manager
+}
+
+// gpuInstance is one vGPU placed on a GPU: a MIG GPU instance (start and size in memory
+// slices) or a time-sliced share (its framebuffer).
+type gpuInstance struct {
+	vm            types.ManagedObjectReference
+	vgpu          string
+	mig           bool
+	start, memory int
+	compute       int
+	framebufferGB int
+}
+
+type gpuState struct {
+	pciID     string
+	vms       []types.ManagedObjectReference // powered on, in power-on order
+	instances []gpuInstance
+}
+
+// vgpuPlacer assigns vGPU VMs to GPUs at power-on and releases them at power-off and
+// removal; it watches the registry for the power tasks.
+type vgpuPlacer struct {
+	mu       sync.Mutex
+	gpus     map[types.ManagedObjectReference][]*gpuState
+	managers map[types.ManagedObjectReference]*graphicsManager
+}
+
+var placer = &vgpuPlacer{
+	gpus:     map[types.ManagedObjectReference][]*gpuState{},
+	managers: map[types.ManagedObjectReference]*graphicsManager{},
+}
+
+func (p *vgpuPlacer) Reference() types.ManagedObjectReference {
+	return types.ManagedObjectReference{Type: "VgpuPlacer", Value: "vgpu-placer"}
+}
+
+// PutObject wraps each new power-on, power-off and destroy task of a VM.
+func (p *vgpuPlacer) PutObject(item mo.Reference) {
+	task, ok := item.(*simulator.Task)
+	if !ok || task.Info.Entity == nil || task.Info.Entity.Type != "VirtualMachine" {
+		return
+	}
+	run := task.Execute
+	switch task.Info.DescriptionId {
+	case "VirtualMachine.powerOn":
+		task.Execute = func(t *simulator.Task) (types.AnyType, types.BaseMethodFault) {
+			return p.powerOn(t, run)
+		}
+	case "VirtualMachine.powerOff", "VirtualMachine.destroy":
+		task.Execute = func(t *simulator.Task) (types.AnyType, types.BaseMethodFault) {
+			result, fault := run(t)
+			if fault == nil {
+				p.release(*t.Info.Entity)
+			}
+			return result, fault
+		}
+	}
+}
+
+func (p *vgpuPlacer) UpdateObject(mo.Reference, []types.PropertyChange) {}
+
+func (p *vgpuPlacer) RemoveObject(ref types.ManagedObjectReference) {
+	if ref.Type == "VirtualMachine" {
+		p.release(ref)
+	}
+}
+
+func (p *vgpuPlacer) powerOn(t *simulator.Task, run func(*simulator.Task) (types.AnyType, types.BaseMethodFault)) (types.AnyType, types.BaseMethodFault) {
+	vm, ok := simulator.Map.Get(*t.Info.Entity).(*simulator.VirtualMachine)
+	if !ok || vm.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn || vm.Runtime.Host == nil {
+		return run(t)
+	}
+	drsPlace(vm)
+	vgpus := vmVgpuTypes(vm)
+	if len(vgpus) == 0 {
+		return run(t)
+	}
+	host, ok := simulator.Map.Get(*vm.Runtime.Host).(*simulator.HostSystem)
+	if !ok {
+		return run(t)
+	}
+	if fault := p.assign(vm, host, vgpus); fault != nil {
+		return nil, fault
+	}
+	time.Sleep(vgpuPowerOnDelay)
+	result, fault := run(t)
+	if fault != nil {
+		p.release(vm.Self)
+	}
+	return result, fault
+}
+
+// vmVgpuTypes lists the VM's vGPU devices (VirtualPCIPassthrough with a vmiop backing).
+func vmVgpuTypes(vm *simulator.VirtualMachine) []string {
+	var out []string
+	for _, device := range vm.Config.Hardware.Device {
+		pci, ok := device.(*types.VirtualPCIPassthrough)
+		if !ok {
+			continue
+		}
+		if backing, ok := pci.Backing.(*types.VirtualPCIPassthroughVmiopBackingInfo); ok {
+			out = append(out, backing.Vgpu)
+		}
+	}
+	return out
+}
+
+func (p *vgpuPlacer) hostGpus(host *simulator.HostSystem) []*gpuState {
+	gpus, ok := p.gpus[host.Self]
+	if !ok {
+		for _, info := range host.Config.GraphicsInfo {
+			gpus = append(gpus, &gpuState{pciID: info.PciId})
+		}
+		p.gpus[host.Self] = gpus
+	}
+	return gpus
+}
+
+func hostPolicy(host *simulator.HostSystem) string {
+	policy := "performance"
+	simulator.Map.WithLock(host, func() {
+		if host.Config.GraphicsConfig != nil && host.Config.GraphicsConfig.SharedPassthruAssignmentPolicy != "" {
+			policy = host.Config.GraphicsConfig.SharedPassthruAssignmentPolicy
+		}
+	})
+	return policy
+}
+
+// assign places each of the VM's vGPUs on a GPU by the host's policy, or says why the VM
+// cannot power on (as ESXi refuses when no GPU has room).
+func (p *vgpuPlacer) assign(vm *simulator.VirtualMachine, host *simulator.HostSystem, vgpus []string) types.BaseMethodFault {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	policy := hostPolicy(host)
+	gpus := p.hostGpus(host)
+	var placed []*gpuState
+	for _, vgpu := range vgpus {
+		gpu, instance := choose(gpus, vgpu, policy)
+		if gpu == nil {
+			for _, g := range placed {
+				g.drop(vm.Self)
+			}
+			message := fmt.Sprintf("Could not initialize plugin 'libnvidia-vgx.so' for vGPU "+
+				"'%s' of VM %s: no GPU of host %s has room for it (assignment policy %s)",
+				vgpu, vm.Name, host.Name, policy)
+			return &types.InsufficientResourcesFault{VimFault: types.VimFault{MethodFault: types.MethodFault{
+				FaultMessage: []types.LocalizableMessage{{Key: "vgpu.placement", Message: message}}}}}
+		}
+		instance.vm = vm.Self
+		gpu.instances = append(gpu.instances, instance)
+		if !gpu.has(vm.Self) {
+			gpu.vms = append(gpu.vms, vm.Self)
+		}
+		placed = append(placed, gpu)
+	}
+	p.publish(host)
+	return nil
+}
+
+// choose picks the GPU for one vGPU: performance takes the GPU with the fewest VMs that has
+// room, consolidation the first GPU with room.
+func choose(gpus []*gpuState, vgpu, policy string) (*gpuState, gpuInstance) {
+	var best *gpuState
+	var bestInstance gpuInstance
+	for _, gpu := range gpus {
+		instance, ok := gpu.fit(vgpu)
+		if !ok {
+			continue
+		}
+		if policy == "consolidation" {
+			return gpu, instance
+		}
+		if best == nil || len(gpu.vms) < len(best.vms) {
+			best, bestInstance = gpu, instance
+		}
+	}
+	return best, bestInstance
+}
+
+// migStarts are the memory slices a MIG profile may start at on an A100/H100 (8 memory,
+// 7 compute slices).
+func migStarts(compute, memory int) []int {
+	if compute == 4 {
+		return []int{0}
+	}
+	var starts []int
+	for start := 0; start+memory <= migMemorySlices; start += memory {
+		if memory == 1 && start == migComputeSlices {
+			break
+		}
+		starts = append(starts, start)
+	}
+	return starts
+}
+
+// fit says where the vGPU would go on this GPU: a MIG profile at the lowest free start it
+// allows (no time-sliced vGPU on the GPU), a time-sliced type beside only its own kind
+// within the framebuffer.
+func (g *gpuState) fit(vgpu string) (gpuInstance, bool) {
+	name := strings.ToLower(vgpu)
+	if m := migVgpuType.FindStringSubmatch(name); m != nil {
+		compute, _ := strconv.Atoi(m[1])
+		size, _ := strconv.Atoi(m[2])
+		memory := size / migSliceGB
+		if memory < 1 {
+			memory = 1
+		}
+		used := 0
+		for _, inst := range g.instances {
+			if !inst.mig {
+				return gpuInstance{}, false
+			}
+			used += inst.compute
+		}
+		if used+compute > migComputeSlices {
+			return gpuInstance{}, false
+		}
+		for _, start := range migStarts(compute, memory) {
+			if g.free(start, memory) {
+				return gpuInstance{vgpu: vgpu, mig: true, start: start, memory: memory, compute: compute}, true
+			}
+		}
+		return gpuInstance{}, false
+	}
+	if m := timeslicedVgpuType.FindStringSubmatch(name); m != nil {
+		framebuffer, _ := strconv.Atoi(m[1])
+		used := 0
+		for _, inst := range g.instances {
+			if inst.mig || inst.vgpu != vgpu {
+				return gpuInstance{}, false
+			}
+			used += inst.framebufferGB
+		}
+		if framebuffer == 0 || used+framebuffer > gpuMemoryGB {
+			return gpuInstance{}, false
+		}
+		return gpuInstance{vgpu: vgpu, framebufferGB: framebuffer}, true
+	}
+	return gpuInstance{}, false
+}
+
+func (g *gpuState) free(start, memory int) bool {
+	for _, inst := range g.instances {
+		if inst.mig && start < inst.start+inst.memory && inst.start < start+memory {
+			return false
+		}
+	}
+	return true
+}
+
+func (g *gpuState) has(vm types.ManagedObjectReference) bool {
+	for _, ref := range g.vms {
+		if ref == vm {
+			return true
+		}
+	}
+	return false
+}
+
+func (g *gpuState) drop(vm types.ManagedObjectReference) bool {
+	changed := false
+	instances := g.instances[:0]
+	for _, inst := range g.instances {
+		if inst.vm == vm {
+			changed = true
+			continue
+		}
+		instances = append(instances, inst)
+	}
+	g.instances = instances
+	vms := g.vms[:0]
+	for _, ref := range g.vms {
+		if ref != vm {
+			vms = append(vms, ref)
+		}
+	}
+	g.vms = vms
+	return changed
+}
+
+func (p *vgpuPlacer) release(vm types.ManagedObjectReference) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for hostRef, gpus := range p.gpus {
+		changed := false
+		for _, gpu := range gpus {
+			if gpu.drop(vm) {
+				changed = true
+			}
+		}
+		if host, ok := simulator.Map.Get(hostRef).(*simulator.HostSystem); ok && changed {
+			p.publish(host)
+		}
+	}
+}
+
+// publish writes the per-GPU VM lists into the host's graphicsInfo (new slices: readers may
+// hold the old ones).
+func (p *vgpuPlacer) publish(host *simulator.HostSystem) {
+	gpus := p.gpus[host.Self]
+	simulator.Map.WithLock(host, func() {
+		info := make([]types.HostGraphicsInfo, len(host.Config.GraphicsInfo))
+		copy(info, host.Config.GraphicsInfo)
+		for i := range info {
+			info[i].Vm = nil
+			for _, gpu := range gpus {
+				if gpu.pciID == info[i].PciId {
+					info[i].Vm = append([]types.ManagedObjectReference{}, gpu.vms...)
+				}
+			}
+		}
+		host.Config.GraphicsInfo = info
+		if manager := p.managers[host.Self]; manager != nil {
+			manager.GraphicsInfo = info
+		}
+	})
+}
+
+// passthroughGpus puts every GPU of the host in passthrough, as after `esxcli hardware pci
+// pcipassthru set -d <pci> -e true -a` and a reboot: enabled and active, graphics type
+// direct.
+func passthroughGpus(h *simulator.HostSystem) {
+	gpus := map[string]bool{}
+	for _, info := range h.Config.GraphicsInfo {
+		gpus[info.PciId] = true
+	}
+	for _, base := range h.Config.PciPassthruInfo {
+		info := base.GetHostPciPassthruInfo()
+		if gpus[info.Id] {
+			info.PassthruEnabled = true
+			info.PassthruActive = true
+		}
+	}
+	for i := range h.Config.GraphicsInfo {
+		h.Config.GraphicsInfo[i].GraphicsType = "direct"
+	}
+	if h.Config.GraphicsConfig != nil {
+		for i := range h.Config.GraphicsConfig.DeviceType {
+			h.Config.GraphicsConfig.DeviceType[i].GraphicsType = "direct"
+		}
+	}
+}
+
+// drsPlace does DRS initial placement at power-on: unless the VM's DRS behaviour (its
+// override, else the cluster default) is manual, the VM goes to the usable host of its
+// cluster with the fewest powered-on VMs (it stays where it is on a tie).
+func drsPlace(vm *simulator.VirtualMachine) {
+	if !drsInitialPlacement {
+		return
+	}
+	host, ok := simulator.Map.Get(*vm.Runtime.Host).(*simulator.HostSystem)
+	if !ok || host.Parent == nil {
+		return
+	}
+	cluster, ok := simulator.Map.Get(*host.Parent).(*simulator.ClusterComputeResource)
+	if !ok {
+		return
+	}
+	behavior := types.DrsBehaviorFullyAutomated
+	var hosts []types.ManagedObjectReference
+	simulator.Map.WithLock(cluster, func() {
+		config, _ := cluster.ConfigurationEx.(*types.ClusterConfigInfoEx)
+		if config == nil || config.DrsConfig.Enabled == nil || !*config.DrsConfig.Enabled {
+			behavior = types.DrsBehaviorManual
+			return
+		}
+		if config.DrsConfig.DefaultVmBehavior != "" {
+			behavior = config.DrsConfig.DefaultVmBehavior
+		}
+		for _, override := range config.DrsVmConfig {
+			if override.Key == vm.Self && override.Behavior != "" {
+				behavior = override.Behavior
+			}
+		}
+		hosts = append(hosts, cluster.Host...)
+	})
+	if behavior == types.DrsBehaviorManual {
+		return
+	}
+	running := map[types.ManagedObjectReference]int{}
+	for _, entity := range simulator.Map.All("VirtualMachine") {
+		other, ok := entity.(*simulator.VirtualMachine)
+		if ok && other.Runtime.Host != nil && other.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn {
+			running[*other.Runtime.Host]++
+		}
+	}
+	best := host.Self
+	for _, ref := range hosts {
+		candidate, ok := simulator.Map.Get(ref).(*simulator.HostSystem)
+		if !ok || candidate.Runtime.ConnectionState != types.HostSystemConnectionStateConnected || candidate.Runtime.InMaintenanceMode {
+			continue
+		}
+		if running[ref] < running[best] {
+			best = ref
+		}
+	}
+	if best != host.Self {
+		target := best
+		simulator.Map.Update(vm, []types.PropertyChange{
+			{Name: "runtime.host", Val: &target},
+			{Name: "summary.runtime.host", Val: &target},
+		})
+	}
 }
