@@ -160,7 +160,7 @@ def test_gpu_probe_fails_clearly_without_a_gpu(daemon: str, tmp_path: Path) -> N
         host.set_sim("uvm-fails", None)  # from here nvidia-modprobe makes the node
 
         detail, fix = probe_failure(lab, cli, tmp_path, "no-runtime")
-        assert detail.startswith("docker could not run the probe on MIG-")  # the MIG device under the vGPU
+        assert detail.startswith("docker could not run the probe on MIG-")
         assert "could not select device driver" in detail and fix == TOOLKIT_FIX
 
         wrapper = host.put_executable("docker-no-gpus",
