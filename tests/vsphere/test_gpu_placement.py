@@ -15,9 +15,12 @@ import yaml
 from tests.core.cli import run_cli
 from tests.labs.vcsim import VcsimLab, lab_available
 from vgpu.model.load import load_inventory, load_scenario
+from vgpu.plan import build_plan
 from vgpu.sim.lab import LabShape, gpu_pci_ids
 from vgpu.vsphere.connection import connect
 from vgpu.vsphere.execute import Executor
+from vgpu.vsphere.facts import GpuDevice, HostFacts, VmActual
+from vgpu.vsphere.gpu_placement import placement_mismatches
 from vgpu.vsphere.reconcile import read_state
 from vgpu.vsphere.workflow import prepare_apply
 
@@ -90,7 +93,7 @@ def test_seven_1g_vms_spread_under_performance_and_share_gpu_0_once_apply_consol
                                   str(inventory), "--yes"])
         assert code == 0, err
         assert "GPU assignment policy" not in out  # already consolidation
-        assert "every VM is on its planned GPU" in out
+        assert "the VMs share GPUs as planned" in out
         placed = vms_per_gpu(lab)
         assert sorted(placed[gpu0]) == [f"s8-1g-{n}" for n in range(1, 8)]
         assert all(not placed[p] for p in gpu_pci_ids(4)[1:])
@@ -167,3 +170,33 @@ def test_plan_says_which_hosts_need_consolidation() -> None:
     code, out, err = run_cli(["plan", "--scenario", "pt4", "-i", "inventory/sim.yaml"])
     assert code == 0, err
     assert "GPU assignment policy: any" in out
+
+
+def read_back(names_per_gpu: list[tuple[str, ...]]) -> list[str]:
+    """The mismatches of scenario 8's plan (all seven on GPU 0) against a host that lists
+    the VMs per GPU as given."""
+    inventory = load_inventory(REPO / "inventory" / "sim.yaml")
+    plan = build_plan(load_scenario(SCENARIO_8), inventory)
+    pcis = gpu_pci_ids(len(names_per_gpu))
+    facts = HostFacts(name=HOST, connection_state="connected", in_maintenance=False,
+                      version="8.0.2", build="22380479", full_name=None,
+                      gpus=[GpuDevice(p, 0x10DE, 0x20B5, "A100") for p in pcis],
+                      vgpu_types=[], graphics_default_type="sharedDirect",
+                      vms_per_gpu=dict(zip(pcis, names_per_gpu, strict=True)))
+    vms = {vm.name: VmActual(vm.name, None, HOST, True, 4, 8192, "efi", True, None, False,
+                             {}, ("grid_a100d-1-10c",), (), (), (), None, False)
+           for vm in plan.vms}
+    return [m.describe() for m in placement_mismatches(plan, inventory, {HOST: facts}, vms)]
+
+
+def test_the_read_back_holds_the_plans_sharing_not_esxis_gpu_numbers() -> None:
+    seven = tuple(f"s8-1g-{n}" for n in range(1, 8))
+    assert read_back([seven, (), (), ()]) == []
+    # ESXi numbered the GPU it filled otherwise: the seven still share one GPU.
+    assert read_back([(), (), seven, ()]) == []
+    [split] = read_back([(), (), seven[:6], seven[6:]])
+    gpu0, _, _, gpu3 = gpu_pci_ids(4)
+    assert split == (f"VM s8-1g-7: planned on GPU 0 ({gpu0}) of {HOST}, ESXi put it on "
+                     f"GPU 3 ({gpu3})")
+    [missing] = read_back([seven[1:], (), (), ()])
+    assert missing.endswith("ESXi put it on no GPU the host lists")

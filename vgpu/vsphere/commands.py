@@ -164,8 +164,9 @@ def apply(scenario: Scenario, inventory: Inventory, inventory_path: Path, *, dry
 
 def _fail_on_mismatch(mismatches: list[str]) -> None:
     if mismatches:
-        raise RemoteError("ESXi put VMs on other GPUs than the plan (the measurement would "
-                          "not be the scenario's):\n  " + "\n  ".join(mismatches) +
+        raise RemoteError("ESXi did not share the GPUs the way the plan does (the "
+                          "measurement would not be the scenario's):\n  "
+                          + "\n  ".join(mismatches) +
                           f"\nset the GPU assignment policy to consolidation on the host "
                           f"(`{ESXCLI_CONSOLIDATION}`), then power the VMs off and run "
                           "`vgpu apply` again")
@@ -180,8 +181,8 @@ def _check_placement(session: Session, prep: ApplyPreparation, inventory: Invent
     mismatches = [m.describe() for m in placement_mismatches(prep.plan, inventory, state.hosts,
                                                              state.vms)]
     if not mismatches:
-        console.print("GPU placement read back from the hosts: every VM is on its planned "
-                      "GPU")
+        console.print("GPU placement read back from the hosts: the VMs share GPUs as "
+                      "planned")
     return mismatches
 
 

@@ -85,7 +85,7 @@ def apply_policy_changes(changes: list[PolicyChange]) -> list[str]:
 
 @dataclass(frozen=True)
 class PlacementMismatch:
-    """A powered-on VM that ESXi put on other GPUs than the plan."""
+    """A powered-on VM that ESXi did not put with its planned GPU-mates."""
 
     vm: str
     host: str
@@ -112,20 +112,35 @@ def actual_gpus(vm_name: str, facts: HostFacts) -> set[str]:
 def placement_mismatches(plan: Plan, inventory: Inventory | None,
                          hosts: dict[str, HostFacts],
                          vms: dict[str, VmActual]) -> list[PlacementMismatch]:
-    """Each powered-on vGPU VM of the plan whose real GPUs are not the planned ones."""
-    out: list[PlacementMismatch] = []
+    """Each powered-on vGPU VM of the plan that does not share its GPU the way the plan
+    says: the VMs planned on one GPU must sit together on one GPU, and the VMs of two
+    planned GPUs on two different GPUs. Which physical GPU a group lands on is ESXi's
+    numbering (other tenants, PCI order) and is not held against the plan."""
+    groups: dict[tuple[str, frozenset[str]], list[tuple[str, frozenset[str]]]] = {}
+    orders: dict[str, list[str]] = {}
     for planned_vm in plan.vms:
         facts = hosts.get(planned_vm.host)
         actual_vm = vms.get(planned_vm.name)
         if facts is None or actual_vm is None or not actual_vm.powered_on:
             continue
-        order = gpu_order(facts, inventory)
-        planned = {order[v.gpu_index] for v in planned_vm.vgpus
-                   if v.kind != "passthrough" and v.gpu_index < len(order)}
-        if not planned:
-            continue
-        actual = actual_gpus(planned_vm.name, facts)
-        if actual != planned:
-            out.append(PlacementMismatch(planned_vm.name, planned_vm.host,
-                                         _gpu_names(planned, order), _gpu_names(actual, order)))
+        order = orders.setdefault(planned_vm.host, gpu_order(facts, inventory))
+        planned = frozenset(order[v.gpu_index] for v in planned_vm.vgpus
+                            if v.kind != "passthrough" and v.gpu_index < len(order))
+        if planned:
+            actual = frozenset(actual_gpus(planned_vm.name, facts))
+            groups.setdefault((planned_vm.host, planned), []).append((planned_vm.name, actual))
+    claimed: dict[tuple[str, frozenset[str]], frozenset[str]] = {}
+    out: list[PlacementMismatch] = []
+    for (host, planned), members in sorted(groups.items(), key=lambda g: sorted(g[0][1])):
+        order = orders[host]
+        landed = [actual for _, actual in members]
+        # The group's home: where most of it landed, the planned GPUs on a tie.
+        home = max(set(landed), key=lambda a: (landed.count(a), a == planned))
+        taken = any(home == other and key != (host, planned) and key[0] == host
+                    for key, other in claimed.items())
+        claimed[(host, planned)] = home
+        for name, actual in members:
+            if not actual or actual != home or taken:
+                out.append(PlacementMismatch(name, host, _gpu_names(set(planned), order),
+                                             _gpu_names(set(actual), order)))
     return out
