@@ -60,6 +60,7 @@ class GpuUsage:
     graphics_type: str | None = None  # configured per GPU (sharedDirect: vGPU)
     passthrough: str | None = None  # active | enabled, reboot pending | capable, off | ...
     mig_capable: bool | None = None  # from offered types; None: unknown GPU model
+    board: str | None = None  # vGPU board code from the PCI device id, e.g. A100DX
 
 
 @dataclass
@@ -149,8 +150,32 @@ def _usage(facts: HostFacts, held: list[HeldVgpu], inventory: Inventory) -> list
                               [f"{h.label} ({h.vm})" for h in mine], free_mem, free_compute,
                               graphics_type=facts.graphics_per_gpu.get(pci),
                               passthrough=facts.passthrough_per_gpu.get(pci),
-                              mig_capable=_mig_capable(model, facts.vgpu_types)))
+                              mig_capable=_mig_capable(model, facts.vgpu_types),
+                              board=model.board_for_pci(device.device_id)
+                              if model and device else None))
     return usage
+
+
+def form_factor_notes(facts: HostFacts, inventory: Inventory) -> list[str]:
+    """A note for each inventory GPU entry whose form_factor is not what the host's PCI
+    device ids say: the plan names the vGPU types of the inventory's form factor."""
+    host = next((h for h in inventory.hosts if h.name == facts.name), None)
+    notes: list[str] = []
+    for entry in host.gpus if host else []:
+        listed = set(entry.pci_ids)
+        devices = [g for g in facts.gpus if g.pci_id in listed or (
+            not listed and mig.gpu_model_for_pci(g.device_id) == entry.gpu)]
+        found = {v for g in devices if (v := entry.gpu.variant_for_pci(g.device_id))}
+        wrong = sorted((v for v in found if v.form_factor != entry.form_factor),
+                       key=lambda v: v.device_id)
+        for variant in wrong:
+            notes.append(
+                f"{facts.name}: its {entry.gpu.key} GPUs are PCI device 0x{variant.device_id:04x}"
+                f", form factor {variant.form_factor} (vGPU board {variant.board}), but the "
+                f"inventory says form_factor {entry.form_factor}: set form_factor: "
+                f"{variant.form_factor} so plans name the {variant.board} types (apply "
+                "matches the host's types by PCI device id either way)")
+    return notes
 
 
 def _mig_capable(model: mig.GpuModel | None, vgpu_types: list[str]) -> bool | None:
@@ -397,6 +422,8 @@ def run_preflight(session: Session, inventory: Inventory, inventory_path: Path,
                for name in wanted]
     notes = [*notes, *(note for n in wanted if n in state.hosts
                        if (note := driver_version_note(state.hosts[n], inventory)))]
+    notes += [note for n in wanted if n in state.hosts
+              for note in form_factor_notes(state.hosts[n], inventory)]
     if any(g.mig_capable is not None for r in reports for g in r.gpus):
         notes.append(MIG_CAPABILITY_NOTE)
     scenario_checks = _scenario_checks(scenario_state, reports, inventory, inventory_path) \
