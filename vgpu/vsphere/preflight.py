@@ -30,7 +30,7 @@ from vgpu.vsphere.facts import HostFacts, driver_branch, read_host_drivers
 from vgpu.vsphere.from_inventory import placement_from_inventory
 from vgpu.vsphere.from_plan import desired_from_plan, gpu_order, held_from_facts
 from vgpu.vsphere.host_options import option_check_detail, read_option
-from vgpu.vsphere.reconcile import read_state
+from vgpu.vsphere.reconcile import EFI, EFI_TEMPLATE_FIX, read_state, template_firmware
 from vgpu.vsphere.workflow import ScenarioState, read_scenario_state
 
 MIN_ESXI = (7, 0)
@@ -341,6 +341,7 @@ def _scenario_checks(scenario_state: ScenarioState, reports: list[HostReport],
         checks.append(Check("vGPU types", True, "every planned vGPU type is offered by its host"))
     except InputError as exc:
         checks.append(Check("vGPU types", False, str(exc)))
+    checks += _template_checks(scenario_state)
     multi = [vm for vm in plan.vms if len(vm.vgpus) > 1 and vm.host in hosts]
     old = sorted({vm.host for vm in multi
                   if _version_tuple(hosts[vm.host].version) < MULTI_VGPU_ESXI})
@@ -349,6 +350,19 @@ def _scenario_checks(scenario_state: ScenarioState, reports: list[HostReport],
                             "needs ESXi 8.0 on " + ", ".join(old) if old
                             else "ESXi 8.0+ on every host used"))
     return checks
+
+
+def _template_checks(scenario_state: ScenarioState) -> list[Check]:
+    """The boot settings clones get: the template's firmware must be EFI."""
+    template = template_firmware(scenario_state.state)
+    if template is None:
+        return []
+    name, firmware = template
+    if firmware == EFI:
+        return [Check("template firmware", True, f"{name}: EFI (clones boot with EFI)")]
+    return [Check("template firmware", False, f"{name}: {firmware}; vGPU VMs need EFI and a "
+                  f"guest installed under {firmware} does not boot once switched: "
+                  f"{EFI_TEMPLATE_FIX}")]
 
 
 def _add_host_option_checks(scenario_state: ScenarioState, reports: list[HostReport],

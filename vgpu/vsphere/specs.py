@@ -126,7 +126,9 @@ def reconfigure_spec(want: VmDesired, have: VmActual | None,
         spec.numCPUs, changed = want.num_cpus, True
     if have is None or have.memory_mb != want.memory_mb:
         spec.memoryMB, changed = want.memory_mb, True
-    if have is None or have.firmware != want.firmware:
+    if have is None:
+        # A clone of an EFI template is EFI already (refused otherwise); an existing VM's
+        # firmware is never switched: its guest would not boot.
         spec.firmware, changed = want.firmware, True
     if have is None or have.memory_reservation_locked != want.memory_reservation_locked:
         spec.memoryReservationLockedToMax, changed = want.memory_reservation_locked, True
