@@ -140,6 +140,8 @@ class VmActual:
     hardware_version: str | None = None  # vmx-NN
     rdma_devices: tuple[Any, ...] = ()  # RDMA NIC devices: non-NVIDIA passthrough, SR-IOV, PVRDMA
     rdma_nics: tuple[str, ...] = ()  # their summaries, as RdmaNicDevice.summary, sorted
+    port_group: str | None = None  # the network of the first NIC (not an RDMA adapter)
+    nic_device: Any = None  # that NIC
 
     @property
     def owned(self) -> bool:
@@ -189,8 +191,33 @@ def _rdma_devices(devices: list[Any]) -> tuple[Any, ...]:
             and not _is_gpu_passthrough(d)))
 
 
-def _vm_from_props(ref: Any, props: dict[str, Any], host_names: dict[str, str]) -> VmActual:
+def first_nic(devices: list[Any]) -> Any:
+    """The VM's first network adapter that is not an RDMA adapter (SR-IOV, PVRDMA)."""
+    return next((d for d in devices if isinstance(d, vim.vm.device.VirtualEthernetCard)
+                 and not isinstance(d, vim.vm.device.VirtualSriovEthernetCard
+                                    | vim.vm.device.VirtualVmxnet3Vrdma)), None)
+
+
+def nic_network(nic: Any, networks: dict[str, str]) -> str | None:
+    """The name of the network a NIC is on: a standard port group, a distributed port group
+    (by its key, which vCenter also uses as its managed-object id) or an NSX network."""
+    backing = nic.backing if nic is not None else None
+    if isinstance(backing, vim.vm.device.VirtualEthernetCard.NetworkBackingInfo):
+        ref = backing.network
+        return networks.get(ref._moId, backing.deviceName) if ref is not None \
+            else backing.deviceName
+    if isinstance(backing, vim.vm.device.VirtualEthernetCard.DistributedVirtualPortBackingInfo):
+        key = backing.port.portgroupKey if backing.port else None
+        return networks.get(key or "", key)
+    if isinstance(backing, vim.vm.device.VirtualEthernetCard.OpaqueNetworkBackingInfo):
+        return backing.opaqueNetworkId
+    return None
+
+
+def _vm_from_props(ref: Any, props: dict[str, Any], host_names: dict[str, str],
+                   networks: dict[str, str] | None = None) -> VmActual:
     devices = props.get("config.hardware.device") or []
+    nic = first_nic(devices)
     vgpu_devices = tuple(
         d for d in devices
         if isinstance(d, vim.vm.device.VirtualPCIPassthrough)
@@ -225,6 +252,8 @@ def _vm_from_props(ref: Any, props: dict[str, Any], host_names: dict[str, str]) 
         pending_customization=bool(props.get("config.tools.pendingCustomization")),
         rdma_devices=rdma_devices,
         rdma_nics=tuple(sorted(rdma_summary(d) for d in rdma_devices)),
+        port_group=nic_network(nic, networks or {}),
+        nic_device=nic,
     )
 
 
@@ -234,12 +263,20 @@ def host_names(session: Session, root: Any) -> dict[str, str]:
             for obj, props in session.collect(root, vim.HostSystem, ["name"]) if "name" in props}
 
 
+def network_names(session: Session, datacenter: Any) -> dict[str, str]:
+    """Network managed-object id -> name (standard, distributed and NSX port groups)."""
+    return {obj._moId: props["name"] for obj, props
+            in session.collect(datacenter.networkFolder, vim.Network, ["name"])
+            if "name" in props}
+
+
 def read_vms(session: Session, datacenter: Any) -> dict[str, VmActual]:
     """Every VM and template in the datacenter, by name."""
     names = host_names(session, datacenter.hostFolder)
+    networks = network_names(session, datacenter)
     vms: dict[str, VmActual] = {}
     for ref, props in session.collect(datacenter.vmFolder, vim.VirtualMachine, VM_PATHS):
-        vm = _vm_from_props(ref, props, names)
+        vm = _vm_from_props(ref, props, names, networks)
         vms[vm.name] = vm
     return vms
 

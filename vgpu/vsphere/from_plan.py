@@ -172,6 +172,7 @@ def desired_from_plan(
     gpu = mig.gpu_model(plan.gpu_model)
     owner = OwnerMarks(scenario=plan.scenario_id, plan_hash=plan.plan_hash)
     guest_id = inventory.placement.guest_id if inventory.placement else None
+    port_group = inventory.placement.network if inventory.placement else None
     problems: list[Problem] = []
     desired: list[VmDesired] = []
     for vm in plan.vms:
@@ -216,6 +217,7 @@ def desired_from_plan(
             name=vm.name, host=vm.host, num_cpus=vm.vcpu, memory_mb=vm.memory_mb, owner=owner,
             vgpus=tuple(vgpus), passthrough=tuple(passthrough), rdma_nic=rdma_nic,
             extra_config=dict(vm.extra_config), network=_guest_network(vm.ip, inventory),
+            port_group=port_group,
             firmware=vm.firmware, memory_reservation_locked=vm.memory_reservation_locked,
             guest_id=guest_id,
         ))

@@ -635,7 +635,7 @@ func addDistributedPortGroup(ctx context.Context, client *govmomi.Client, dc *ob
 			Operation: string(types.ConfigSpecOperationAdd), Host: host.Reference()})
 	}
 	spec := types.DVSCreateSpec{ConfigSpec: &types.VMwareDVSConfigSpec{
-		DVSConfigSpec: types.DVSConfigSpec{Name: labDvs, Host: members}}}
+		DVSConfigSpec: types.DVSConfigSpec{Name: labDvs}}}
 	task, err := folders.NetworkFolder.CreateDVS(ctx, spec)
 	if err != nil {
 		return err
@@ -645,6 +645,14 @@ func addDistributedPortGroup(ctx context.Context, client *govmomi.Client, dc *ob
 		return err
 	}
 	dvs := object.NewDistributedVirtualSwitch(client.Client, info.Result.(types.ManagedObjectReference))
+	// The simulator's CreateDVS ignores the spec's hosts: they join by a reconfigure.
+	task, err = dvs.Reconfigure(ctx, &types.DVSConfigSpec{Host: members})
+	if err != nil {
+		return err
+	}
+	if err := task.Wait(ctx); err != nil {
+		return err
+	}
 	task, err = dvs.AddPortgroup(ctx, []types.DVPortgroupConfigSpec{{
 		Name: labDvPortGroup, Type: string(types.DistributedVirtualPortgroupPortgroupTypeEarlyBinding), NumPorts: 128}})
 	if err != nil {
