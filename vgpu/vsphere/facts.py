@@ -15,6 +15,7 @@ from vgpu.vsphere.connection import Session
 from vgpu.vsphere.desired import OWNER_KEY, OWNER_VALUE, SCENARIO_KEY
 
 NVIDIA_VENDOR_ID = 0x10DE
+VGPU_MODE_MIG = "multiInstanceGpu"  # HostGraphicsInfo.vgpuMode of a GPU in MIG mode
 DISPLAY_CLASS_IDS = {0x0300, 0x0302}  # VGA controller, 3D controller
 
 HOST_PATHS = [
@@ -95,6 +96,7 @@ class HostFacts:
     graphics_default_type: str | None
     graphics_per_gpu: dict[str, str] = field(default_factory=dict)  # pci id -> graphics type
     passthrough_per_gpu: dict[str, str] = field(default_factory=dict)  # pci id -> state
+    vgpu_mode_per_gpu: dict[str, str] = field(default_factory=dict)  # pci id -> vgpuMode
     held_vgpus: list[HeldVgpu] = field(default_factory=list)
     host_driver: HostDriver | None = None
     host_driver_note: str | None = None  # why host_driver is None, once it was read
@@ -291,6 +293,13 @@ def _graphics_per_gpu(props: dict[str, Any]) -> dict[str, str]:
     return out
 
 
+def vgpu_modes(graphics_info: list[Any] | None) -> dict[str, str]:
+    """PCI id -> the GPU's vGPU mode (none, sameSize, mixedSize or multiInstanceGpu), for
+    the GPUs whose graphics info has one: ESXi 8.0 U3 and later report it per GPU."""
+    return {g.pciId: str(g.vgpuMode) for g in graphics_info or []
+            if getattr(g, "vgpuMode", None)}
+
+
 def _passthrough_state(info: Any) -> str:
     if info.passthruActive:
         return "active"
@@ -337,6 +346,7 @@ def _host_from_props(ref: Any, props: dict[str, Any], vms: dict[str, VmActual]) 
         graphics_default_type=graphics.hostDefaultGraphicsType if graphics else None,
         graphics_per_gpu=_graphics_per_gpu(props),
         passthrough_per_gpu=_passthrough_per_gpu(props, gpus),
+        vgpu_mode_per_gpu=vgpu_modes(props.get("config.graphicsInfo")),
         held_vgpus=[
             HeldVgpu(vm=vm.name, vgpu_type=t, powered_on=vm.powered_on)
             for vm in vms.values() if vm.host == name for t in vm.vgpus

@@ -22,11 +22,12 @@ from typing import Any
 from vgpu import mig
 from vgpu.errors import InputError, PlanError
 from vgpu.model.inventory import Inventory, RdmaNic
+from vgpu.model.plan import Plan
 from vgpu.model.scenario import Scenario
 from vgpu.plan import HeldVgpu
 from vgpu.runpaths import new_run_file
 from vgpu.vsphere.connection import Session
-from vgpu.vsphere.facts import HostFacts, driver_branch, read_host_drivers
+from vgpu.vsphere.facts import VGPU_MODE_MIG, HostFacts, driver_branch, read_host_drivers
 from vgpu.vsphere.from_inventory import placement_from_inventory
 from vgpu.vsphere.from_plan import desired_from_plan, gpu_order, held_from_facts
 from vgpu.vsphere.host_options import option_check_detail, read_option
@@ -37,7 +38,8 @@ MIN_ESXI = (7, 0)
 MULTI_VGPU_ESXI = (8, 0)
 MIG_TYPE = re.compile(r"-\d-\d+c(me)?$", re.IGNORECASE)
 MIG_CAPABILITY_NOTE = ("MIG capability per GPU is read from the MIG-backed vGPU types the "
-                       "host offers for the GPU's board (vSphere shows no per-GPU MIG mode)")
+                       "host offers for the GPU's board where the host reports no per-GPU "
+                       "vgpuMode (before ESXi 8.0 U3)")
 SAVED_PREFIX = "preflight-"
 
 
@@ -61,6 +63,7 @@ class GpuUsage:
     passthrough: str | None = None  # active | enabled, reboot pending | capable, off | ...
     mig_capable: bool | None = None  # from offered types; None: unknown GPU model
     board: str | None = None  # vGPU board code from the PCI device id, e.g. A100DX
+    vgpu_mode: str | None = None  # HostGraphicsInfo.vgpuMode (ESXi 8.0 U3+), else None
 
 
 @dataclass
@@ -150,7 +153,9 @@ def _usage(facts: HostFacts, held: list[HeldVgpu], inventory: Inventory) -> list
                               [f"{h.label} ({h.vm})" for h in mine], free_mem, free_compute,
                               graphics_type=facts.graphics_per_gpu.get(pci),
                               passthrough=facts.passthrough_per_gpu.get(pci),
-                              mig_capable=_mig_capable(model, facts.vgpu_types),
+                              mig_capable=mig_capable(model, facts.vgpu_types,
+                                                      facts.vgpu_mode_per_gpu.get(pci)),
+                              vgpu_mode=facts.vgpu_mode_per_gpu.get(pci),
                               board=model.board_for_pci(device.device_id)
                               if model and device else None))
     return usage
@@ -178,9 +183,12 @@ def form_factor_notes(facts: HostFacts, inventory: Inventory) -> list[str]:
     return notes
 
 
-def _mig_capable(model: mig.GpuModel | None, vgpu_types: list[str]) -> bool | None:
-    """Whether the host offers a MIG-backed type for this GPU's board: the only sign of
-    MIG mode per GPU that vSphere gives."""
+def mig_capable(model: mig.GpuModel | None, vgpu_types: list[str],
+                vgpu_mode: str | None = None) -> bool | None:
+    """Whether the GPU is in MIG mode: its vgpuMode where the host reports one (ESXi 8.0
+    U3+), else whether the host offers a MIG-backed type for the GPU's board."""
+    if vgpu_mode is not None:
+        return vgpu_mode == VGPU_MODE_MIG
     if model is None:
         return None
     boards = {b.lower() for b in model.board_codes}
@@ -342,6 +350,7 @@ def _scenario_checks(scenario_state: ScenarioState, reports: list[HostReport],
     except InputError as exc:
         checks.append(Check("vGPU types", False, str(exc)))
     checks += _template_checks(scenario_state)
+    checks += vgpu_mode_checks(plan, hosts, inventory)
     multi = [vm for vm in plan.vms if len(vm.vgpus) > 1 and vm.host in hosts]
     old = sorted({vm.host for vm in multi
                   if _version_tuple(hosts[vm.host].version) < MULTI_VGPU_ESXI})
@@ -350,6 +359,34 @@ def _scenario_checks(scenario_state: ScenarioState, reports: list[HostReport],
                             "needs ESXi 8.0 on " + ", ".join(old) if old
                             else "ESXi 8.0+ on every host used"))
     return checks
+
+
+def vgpu_mode_checks(plan: Plan, hosts: dict[str, HostFacts],
+                     inventory: Inventory) -> list[Check]:
+    """Each GPU the plan gives MIG-backed vGPUs is in MIG mode, and each GPU it gives
+    time-sliced vGPUs is not, where the host reports the GPU's vgpuMode; no check where no
+    planned GPU's mode is reported."""
+    problems: list[str] = []
+    seen = 0
+    for gpu in plan.gpus:
+        facts = hosts.get(gpu.host)
+        if facts is None or gpu.mode not in {"mig", "timesliced"}:
+            continue
+        order = gpu_order(facts, inventory)
+        pci = gpu.pci_id or (order[gpu.index] if gpu.index < len(order) else None)
+        mode = facts.vgpu_mode_per_gpu.get(pci or "")
+        if mode is None:
+            continue
+        seen += 1
+        if (gpu.mode == "mig") != (mode == VGPU_MODE_MIG):
+            fix = (f"enable MIG on it (nvidia-smi -i <index> -mig 1 on {gpu.host}) and reboot"
+                   if gpu.mode == "mig" else "turn MIG off on it or plan MIG profiles")
+            problems.append(f"{gpu.host} GPU {gpu.index} ({pci}) is planned {gpu.mode} but "
+                            f"its vgpuMode is {mode}: {fix}")
+    if not seen:
+        return []
+    return [Check("GPU vGPU mode", not problems, "; ".join(problems)
+                  or f"{seen} planned GPU(s) in the mode the plan needs (vgpuMode)")]
 
 
 def _template_checks(scenario_state: ScenarioState) -> list[Check]:
@@ -438,7 +475,7 @@ def run_preflight(session: Session, inventory: Inventory, inventory_path: Path,
                        if (note := driver_version_note(state.hosts[n], inventory)))]
     notes += [note for n in wanted if n in state.hosts
               for note in form_factor_notes(state.hosts[n], inventory)]
-    if any(g.mig_capable is not None for r in reports for g in r.gpus):
+    if any(g.mig_capable is not None and g.vgpu_mode is None for r in reports for g in r.gpus):
         notes.append(MIG_CAPABILITY_NOTE)
     scenario_checks = _scenario_checks(scenario_state, reports, inventory, inventory_path) \
         if scenario_state is not None else []

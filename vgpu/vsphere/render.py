@@ -99,6 +99,8 @@ def render_preflight(report: PreflightReport, console: Console) -> None:
             free = f"{g.free_memory_slices} mem / {g.free_compute_slices} compute" \
                 if g.free_memory_slices is not None else "-"
             mig_capable = "-" if g.mig_capable is None else ("yes" if g.mig_capable else "no")
+            if g.vgpu_mode:
+                mig_capable += f" ({g.vgpu_mode})"
             model = f"{g.model} (board {g.board})" if g.board else g.model
             usage.add_row(h.name, str(g.index), g.pci_id, model, g.graphics_type or "-",
                           g.passthrough or "-", mig_capable, g.mode,
