@@ -23,6 +23,7 @@ pytestmark = [pytest.mark.vcsim,
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIO_1 = str(REPO / "scenarios" / "mig_1x7g.yaml")
+SCENARIO_8 = str(REPO / "scenarios" / "mig_7x1g.yaml")
 
 
 @pytest.fixture
@@ -44,14 +45,22 @@ def the_vm(lab: VcsimLab) -> VmActual:
         return read_state(session, lab.placement_names()).vms["s1-7g"]
 
 
-def test_the_clone_is_on_the_planned_standard_port_group(lab: VcsimLab, tmp_path: Path) -> None:
+def test_the_clones_are_on_the_planned_standard_port_group_each_with_its_own_mac(
+    lab: VcsimLab, tmp_path: Path,
+) -> None:
     inventory = inventory_on(lab, PORT_GROUP, tmp_path / "inv.yaml")
-    code, _out, err = run_cli(["apply", "--no-provision", SCENARIO_1, "-i", inventory, "--yes"])
+    code, _out, err = run_cli(["apply", "--no-provision", SCENARIO_8, "-i", inventory, "--yes"])
     assert code == 0, err
-    vm = the_vm(lab)
-    assert vm.port_group == PORT_GROUP
-    assert isinstance(vm.nic_device.backing, vim.vm.device.VirtualEthernetCard.NetworkBackingInfo)
-    assert vm.powered_on and vm.ip == "127.0.0.11"
+    with connect(lab.target()) as session:
+        vms = read_state(session, lab.placement_names()).vms
+    clones = [vms[f"s8-1g-{n}"] for n in range(1, 8)]
+    assert {vm.port_group for vm in clones} == {PORT_GROUP}
+    assert all(isinstance(vm.nic_device.backing,
+                          vim.vm.device.VirtualEthernetCard.NetworkBackingInfo) for vm in clones)
+    assert all(vm.powered_on for vm in clones) and clones[0].ip == "127.0.0.11"
+    macs = {vm.nic_device.macAddress for vm in clones}
+    assert len(macs) == 7 and vms["vgpu-template"].nic_device.macAddress not in macs
+    assert vms["vgpu-template"].port_group == NETWORK  # the template itself is untouched
 
 
 def test_a_distributed_port_group_and_a_vm_moved_off_it_is_moved_back(

@@ -106,7 +106,7 @@ class Executor:
         template = self.placement.template
         if template is not None:
             nic = first_nic(template.config.hardware.device or [])
-            self._clone_nic = specs.nic_change(nic, self._network_backing)
+            self._clone_nic = specs.clone_nic_change(nic, self._network_backing)
 
     def _check_network(self, run: _VmRun) -> None:
         """Re-read the clone's first NIC: it must be on the planned network."""

@@ -50,6 +50,14 @@ def nic_change(nic: Any, backing: Any) -> Any:
         operation=vim.vm.device.VirtualDeviceSpec.Operation.edit, device=nic)
 
 
+def clone_nic_change(template_nic: Any, backing: Any) -> Any:
+    """nic_change for a clone spec: the template's NIC without its MAC address (unless the
+    template fixes it by hand), so each clone gets a MAC of its own."""
+    if template_nic is not None and str(template_nic.addressType or "").lower() != "manual":
+        template_nic.macAddress = None
+    return nic_change(template_nic, backing)
+
+
 def clone_spec(want: VmDesired, pool: Any, datastore: Any, host: Any,
                nic: Any | None = None) -> Any:
     """Clone powered off onto the planned host, carrying the owner marks from the start so a
