@@ -77,6 +77,11 @@ def test_an_inventory_that_says_pcie_still_applies_by_pci_device_id_and_prefligh
     assert code == 0, err
     facts = json.loads(out)
     assert {g["board"] for g in facts["hosts"][0]["gpus"]} == {"A100DX"}
+    # The simulator reports no vgpuMode (before ESXi 8.0 U3): MIG mode is inferred from the
+    # MIG-backed types offered for the GPU's board, A100DX here.
+    assert {(g["vgpu_mode"], g["mig_capable"]) for g in facts["hosts"][0]["gpus"]} == {
+        (None, True)}
+    assert any(n.startswith("MIG capability per GPU is read from") for n in facts["notes"])
     assert any("PCI device 0x20b2, form factor sxm (vGPU board A100DX), but the inventory "
                "says form_factor pcie: set form_factor: sxm" in n for n in facts["notes"])
 
