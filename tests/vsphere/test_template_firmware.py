@@ -50,6 +50,9 @@ def test_apply_refuses_a_bios_template_before_anything_changes(tmp_path: Path) -
         checks = {c["name"]: c for c in json.loads(out)["scenario_checks"]}
         assert checks["template firmware"]["ok"] is False
         assert checks["template firmware"]["detail"].startswith("vgpu-template: bios;")
+        code, out, err = run_cli(["preflight", "-i", inventory,
+                                  "--results-dir", str(tmp_path / "preflight")])
+        assert "template vgpu-template: bios firmware (the VMs boot with EFI)" in out
 
 
 def test_an_existing_vm_is_never_switched_to_efi(vcsim_lab: VcsimLab, tmp_path: Path) -> None:

@@ -98,6 +98,8 @@ class PreflightReport:
     scenario_checks: list[Check] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     id: str | None = None  # set when saved: the file's name without .json
+    template: str | None = None  # placement.template, as vCenter has it
+    template_firmware: str | None = None  # its config.firmware: efi or bios
     drift: dict[str, Any] | None = None  # against an earlier run, when asked
 
     @property
@@ -479,11 +481,14 @@ def run_preflight(session: Session, inventory: Inventory, inventory_path: Path,
         notes.append(MIG_CAPABILITY_NOTE)
     scenario_checks = _scenario_checks(scenario_state, reports, inventory, inventory_path) \
         if scenario_state is not None else []
+    template = template_firmware(state)
     return PreflightReport(
         vcenter=session.target.address, vcenter_version=str(session.content.about.fullName),
         inventory=str(inventory_path), scenario=scenario.id if scenario else None,
         taken_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        hosts=reports, scenario_checks=scenario_checks, notes=notes)
+        hosts=reports, scenario_checks=scenario_checks, notes=notes,
+        template=template[0] if template else None,
+        template_firmware=template[1] if template else None)
 
 
 def save_report(report: PreflightReport, directory: Path) -> Path:

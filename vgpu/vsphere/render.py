@@ -68,6 +68,9 @@ def render_preflight(report: PreflightReport, console: Console) -> None:
     console.print(f"[bold]Preflight[/] {report.vcenter} ({report.vcenter_version}), "
                   f"inventory {report.inventory}"
                   + (f", scenario {report.scenario}" if report.scenario else ""))
+    if report.template:
+        console.print(f"template {report.template}: {report.template_firmware} firmware "
+                      "(the VMs boot with EFI)")
     hosts = Table(title="hosts")
     for col in ("host", "ESXi", "host driver", "state", "GPUs", "graphics", "vGPU types",
                 "MIG types", "verdict"):
