@@ -26,6 +26,11 @@ SCENARIO_8 = str(REPO / "scenarios" / "mig_7x1g.yaml")
 SCENARIO_1 = str(REPO / "scenarios" / "mig_1x7g.yaml")
 
 
+def flat(text: str) -> str:
+    """Output with rich's line wrapping undone (where it wraps depends on the path length)."""
+    return " ".join(text.split())
+
+
 def vms_of(lab: VcsimLab) -> dict[str, VmActual]:
     with connect(lab.target()) as session:
         return read_state(session, lab.placement_names()).vms
@@ -39,8 +44,8 @@ def test_apply_refuses_a_bios_template_before_anything_changes(tmp_path: Path) -
                                   "--yes"])
         assert code == 2, err
         assert (f"{inventory} placement.template: template 'vgpu-template' has bios firmware"
-                in err)
-        assert "does not boot once switched to EFI (fix: make an EFI template" in err
+                in flat(err))
+        assert "does not boot once switched to EFI (fix: make an EFI template" in flat(err)
         assert set(vms_of(lab)) == {"vgpu-template"}
         assert lab.recent_tasks() == tasks
 
@@ -52,7 +57,7 @@ def test_apply_refuses_a_bios_template_before_anything_changes(tmp_path: Path) -
         assert checks["template firmware"]["detail"].startswith("vgpu-template: bios;")
         code, out, err = run_cli(["preflight", "-i", inventory,
                                   "--results-dir", str(tmp_path / "preflight")])
-        assert "template vgpu-template: bios firmware (the VMs boot with EFI)" in out
+        assert "template vgpu-template: bios firmware (the VMs boot with EFI)" in flat(out)
 
 
 def test_an_existing_vm_is_never_switched_to_efi(vcsim_lab: VcsimLab, tmp_path: Path) -> None:
@@ -74,5 +79,5 @@ def test_an_existing_vm_is_never_switched_to_efi(vcsim_lab: VcsimLab, tmp_path: 
 
     code, out, err = run_cli(["apply", "--no-provision", SCENARIO_1, "-i", inventory, "--yes"])
     assert code == 2, err
-    assert "VM s1-7g: has bios firmware, the plan wants efi; vgpu does not switch" in err
+    assert "VM s1-7g: has bios firmware, the plan wants efi; vgpu does not switch" in flat(err)
     assert vms_of(vcsim_lab)["s1-7g"].firmware == "bios"
