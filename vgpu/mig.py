@@ -65,6 +65,20 @@ class MigProfile:
         return self.name
 
 
+FormFactor = str  # pcie | sxm | nvl, as the inventory's gpus[].form_factor
+
+
+@dataclass(frozen=True)
+class BoardVariant:
+    """One physical form of a GPU model: the PCI device id it shows and the board code
+    NVIDIA's vGPU type names use for it. The board follows the device, not the model: an
+    80 GB A100 is A100D as a PCIe card and A100DX on an HGX board."""
+
+    device_id: int
+    form_factor: FormFactor
+    board: str
+
+
 @dataclass(frozen=True)
 class GpuModel:
     """A MIG-capable GPU model and everything vgpu derives from it."""
@@ -81,10 +95,27 @@ class GpuModel:
     timesliced_sizes_gb: tuple[int, ...]
     placements_assumed: bool = False
     aliases: tuple[str, ...] = ()
+    variants: tuple[BoardVariant, ...] = ()  # only device ids whose board is known
 
     @property
     def board(self) -> str:
+        """The board code of the model's first (PCIe) variant: the default."""
         return self.board_codes[0]
+
+    def variant_for_pci(self, device_id: int) -> BoardVariant | None:
+        return next((v for v in self.variants if v.device_id == device_id), None)
+
+    def board_for_pci(self, device_id: int) -> str:
+        """The board code of the GPU with this PCI device id; the default board for a
+        device id whose board is not known."""
+        variant = self.variant_for_pci(device_id)
+        return variant.board if variant else self.board
+
+    def board_for_form_factor(self, form_factor: FormFactor | None) -> str:
+        """The board code of this model's variant in ``form_factor``; the default board
+        where the model has no variant of that form."""
+        variant = next((v for v in self.variants if v.form_factor == form_factor), None)
+        return variant.board if variant else self.board
 
     def profile(self, name: str) -> MigProfile:
         for p in self.profiles:
@@ -104,11 +135,21 @@ class GpuModel:
     def timesliced_types(self, board: str | None = None) -> list[str]:
         return [f"{board or self.board}-{gb}C" for gb in self.timesliced_sizes_gb]
 
-    def host_type_candidates(self, vgpu_type: str) -> list[str]:
-        """Lowercase names an ESXi host may list for a vGPU type. The prefix differs by
-        GPU generation and is not documented, so callers match against what the host offers."""
-        low = vgpu_type.lower()
-        return [f"grid_{low}", f"nvidia_{low}"]
+    def host_type_candidates(self, vgpu_type: str, board: str | None = None) -> list[str]:
+        """Lowercase names an ESXi host may list for a vGPU type, under ``board`` (or the
+        type's own board) first and then every other board code of the model, so a type
+        planned for one form factor still matches a host whose GPUs are another. The
+        prefix differs by GPU generation and is not documented, so callers match against
+        what the host offers."""
+        first = board or vgpu_type.split("-", 1)[0]
+        boards = dict.fromkeys([first.upper(), *self.board_codes])
+        return [f"{prefix}_{with_board(vgpu_type, b).lower()}"
+                for b in boards for prefix in ("grid", "nvidia")]
+
+
+def with_board(vgpu_type: str, board: str) -> str:
+    """The vGPU type under another board code: ``A100D-1-10C`` -> ``A100DX-1-10C``."""
+    return f"{board}-{vgpu_type.split('-', 1)[1]}"
 
 
 def _seven_slice_shapes() -> dict[str, ProfileShape]:
@@ -127,6 +168,7 @@ def _seven_slice_gpu(
     key: str, display: str, sizes: dict[str, int], boards: tuple[str, ...],
     pci: tuple[int, ...], mmio: int, timesliced: tuple[int, ...], *,
     assumed: bool = False, aliases: tuple[str, ...] = (),
+    variants: tuple[BoardVariant, ...] = (),
 ) -> GpuModel:
     shapes = _seven_slice_shapes()
     profiles = tuple(MigProfile(key, shapes[k], gb) for k, gb in sizes.items())
@@ -134,7 +176,7 @@ def _seven_slice_gpu(
         key=key, display_name=display, memory_gb=sizes["7g"], memory_slices=8,
         compute_slices=7, board_codes=boards, pci_device_ids=pci, mmio_size_gb=mmio,
         profiles=profiles, timesliced_sizes_gb=timesliced, placements_assumed=assumed,
-        aliases=aliases,
+        aliases=aliases, variants=variants,
     )
 
 
@@ -155,6 +197,7 @@ _A30 = GpuModel(
     ),
     timesliced_sizes_gb=(24, 12, 8, 6, 4),
     aliases=("A30-24GB",),
+    variants=(BoardVariant(0x20B7, "pcie", "A30"),),
 )
 
 GPU_MODELS: dict[str, GpuModel] = {
@@ -162,17 +205,24 @@ GPU_MODELS: dict[str, GpuModel] = {
     for m in (
         _seven_slice_gpu("A100-40GB", "NVIDIA A100 40GB", _sizes(5, 10, 20, 40), ("A100",),
                          (0x20B0, 0x20B1, 0x20F1, 0x20F6), 128, (40, 20, 10, 8, 5, 4),
-                         aliases=("A100",)),
+                         aliases=("A100",),
+                         variants=(BoardVariant(0x20F1, "pcie", "A100"),
+                                   BoardVariant(0x20B0, "sxm", "A100"))),
         _seven_slice_gpu("A100-80GB", "NVIDIA A100 80GB", _sizes(10, 20, 40, 80),
                          ("A100D", "A100DX"), (0x20B2, 0x20B5, 0x20F3, 0x20F5), 256,
-                         (80, 40, 20, 16, 10, 8, 4), aliases=("A100D", "A100DX")),
+                         (80, 40, 20, 16, 10, 8, 4), aliases=("A100D", "A100DX"),
+                         variants=(BoardVariant(0x20B5, "pcie", "A100D"),
+                                   BoardVariant(0x20B2, "sxm", "A100DX"))),
         _A30,
         _seven_slice_gpu("H100-80GB", "NVIDIA H100 80GB", _sizes(10, 20, 40, 80),
                          ("H100", "H100XM"), (0x2330, 0x2331, 0x2322, 0x2324), 256,
-                         (80, 40, 20, 16, 10, 8, 4), aliases=("H100", "H100XM")),
+                         (80, 40, 20, 16, 10, 8, 4), aliases=("H100", "H100XM"),
+                         variants=(BoardVariant(0x2331, "pcie", "H100"),
+                                   BoardVariant(0x2330, "sxm", "H100XM"))),
         _seven_slice_gpu("H100-94GB", "NVIDIA H100 NVL 94GB", _sizes(12, 24, 47, 94),
                          ("H100L",), (0x2321, 0x233A), 256, (94, 47, 23, 15, 11, 6, 4),
-                         aliases=("H100-NVL", "H100L")),
+                         aliases=("H100-NVL", "H100L"),
+                         variants=(BoardVariant(0x2321, "nvl", "H100L"),)),
         _seven_slice_gpu("H200-141GB", "NVIDIA H200 141GB", _sizes(18, 35, 71, 141),
                          ("H200", "H200X"), (0x2335, 0x233B), 512, (141, 70, 35, 28, 17, 8),
                          assumed=True, aliases=("H200",)),
@@ -212,6 +262,13 @@ def gpu_model_for_pci(device_id: int) -> GpuModel | None:
         if device_id in model.pci_device_ids:
             return model
     return None
+
+
+def board_for_pci(device_id: int) -> str | None:
+    """The vGPU board code of the GPU with this PCI device id: its variant's where known,
+    the model's default board otherwise, None for a device vgpu does not know."""
+    model = gpu_model_for_pci(device_id)
+    return model.board_for_pci(device_id) if model else None
 
 
 # --- parsing the many spellings of a profile --------------------------------------------

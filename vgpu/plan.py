@@ -51,6 +51,7 @@ class _GpuState:
     index: int
     model: mig.GpuModel
     pci_id: str | None
+    board: str = ""  # the vGPU board code; the model's default board when empty
     mode: str = "unused"
     timesliced_type: str | None = None
     tenants: list[str] = field(default_factory=list)
@@ -59,6 +60,10 @@ class _GpuState:
     @property
     def free(self) -> bool:
         return self.mode == "unused" and not self.held
+
+    @property
+    def board_code(self) -> str:
+        return self.board or self.model.board
 
 
 @dataclass
@@ -173,7 +178,8 @@ def _gpu_list(host: str, gpus: list[GpuInventory], model: mig.GpuModel) -> list[
         for k in range(g.count):
             if g.gpu.key == model.key:
                 pci = g.pci_ids[k] if g.pci_ids else None
-                out.append(_GpuState(host, index, model, pci))
+                out.append(_GpuState(host, index, model, pci,
+                                     board=model.board_for_form_factor(g.form_factor)))
             index += 1
     return out
 
@@ -241,8 +247,10 @@ def _solve_host(host: _HostState, gpus: list[_GpuState],
 def _fits_timesliced(gpu: _GpuState, vgpu_type: str) -> bool:
     size = int(vgpu_type.rsplit("-", 1)[1][:-1])
     capacity = gpu.model.memory_gb // size
-    held_types = {h.label for h in gpu.held}
-    if gpu.held and (any(h.kind != "timesliced" for h in gpu.held) or held_types != {vgpu_type}):
+    # A held type is read from the host under the GPU's own board code: compare sizes.
+    held_types = {h.label.split("-", 1)[-1] for h in gpu.held}
+    if gpu.held and (any(h.kind != "timesliced" for h in gpu.held)
+                     or held_types != {vgpu_type.split("-", 1)[-1]}):
         return False
     if gpu.mode == "unused":
         return len(gpu.held) < capacity
@@ -505,7 +513,7 @@ def _finalise_gpus(hosts: list[_HostState]) -> tuple[list[PlannedGpu],
                     owner=vm, profile=profile.name, start=pl.start,
                     memory_slices=profile.memory_slices, compute_slices=profile.compute_slices))
                 by_vm.setdefault(vm, []).append(PlannedVgpu(
-                    kind="mig", label=profile.name, vgpu_type=profile.vgpu_type(gpu.model.board),
+                    kind="mig", label=profile.name, vgpu_type=profile.vgpu_type(gpu.board_code),
                     gpu_index=gpu.index, pci_id=gpu.pci_id, start=pl.start,
                     compute_slices=profile.compute_slices, memory_slices=profile.memory_slices))
             for pl in placements[len(host.mig_requests):]:
@@ -524,9 +532,11 @@ def _finalise_gpus(hosts: list[_HostState]) -> tuple[list[PlannedGpu],
                 elif g.mode == "timesliced":
                     by_vm.setdefault(vm, []).append(PlannedVgpu(
                         kind="timesliced", label=g.timesliced_type or "",
-                        vgpu_type=g.timesliced_type, gpu_index=g.index, pci_id=g.pci_id))
+                        vgpu_type=mig.with_board(g.timesliced_type or "", g.board_code),
+                        gpu_index=g.index, pci_id=g.pci_id))
             gpus_out.append(PlannedGpu(
                 host=host.name, index=g.index, model=g.model.key, pci_id=g.pci_id,
+                board=g.board_code,
                 mode=_shown_mode(g),
                 slices=sorted(mig_slices.get(g.index, []), key=lambda s: s.start),
                 timesliced_type=g.timesliced_type, tenants=list(g.tenants)))

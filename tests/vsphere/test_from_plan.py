@@ -96,7 +96,8 @@ def test_a_type_the_host_lacks_names_the_candidates_and_what_it_offers() -> None
         desired_from_plan(plan, _inventory(), {"esx1": host(types=["grid_a100d-7-80c"])},
                           "inv.yaml")
     text = str(caught.value)
-    assert "needs 1g.10gb (grid_a100d-1-10c, nvidia_a100d-1-10c)" in text
+    assert ("needs 1g.10gb (grid_a100d-1-10c, nvidia_a100d-1-10c, grid_a100dx-1-10c, "
+            "nvidia_a100dx-1-10c)") in text
     assert "esx1 offers: grid_a100d-7-80c" in text
 
 

@@ -41,7 +41,8 @@ def render_plan(plan: Plan, console: Console) -> None:
     for gpu in plan.gpus:
         if gpu.mode == "unused":
             continue
-        console.print(f"[bold]{gpu.host} GPU {gpu.index}[/] {gpu.model} ({gpu.mode}"
+        board = f" board {gpu.board}" if gpu.board else ""
+        console.print(f"[bold]{gpu.host} GPU {gpu.index}[/] {gpu.model}{board} ({gpu.mode}"
                       f"{', ' + gpu.timesliced_type if gpu.timesliced_type else ''}): "
                       f"{', '.join(gpu.tenants) or '-'}")
         if gpu.mode == "mig":

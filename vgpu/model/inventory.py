@@ -97,7 +97,10 @@ class GpuInventory(StrictModel):
                                description="PCI addresses in GPU index order, e.g. 0000:17:00.0")
     nvlink_pairs: list[tuple[int, int]] = Field(default_factory=list,
                                                 description="GPU index pairs bridged by NVLink")
-    form_factor: Literal["pcie", "sxm", "nvl"] = "pcie"
+    form_factor: Literal["pcie", "sxm", "nvl"] = Field(
+        "pcie", description="pcie, sxm (an HGX board) or nvl: picks the vGPU board code the "
+        "plan names (A100D or A100DX, H100 or H100XM); discovery reads it from the PCI "
+        "device id")
 
     @field_validator("model")
     @classmethod

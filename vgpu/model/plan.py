@@ -64,6 +64,8 @@ class PlannedGpu(BaseModel):
     index: int
     model: str
     pci_id: str | None = None
+    board: str | None = Field(None, description="vGPU board code of this GPU's form factor, "
+                              "e.g. A100D (PCIe) or A100DX (HGX)")
     mode: GpuMode
     slices: list[PlannedSlice] = Field(default_factory=list)
     timesliced_type: str | None = None

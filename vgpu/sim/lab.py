@@ -30,6 +30,9 @@ VIB_NAME = "NVD-AIE_ESXi_8.0.0_Driver"  # the NVIDIA AI Enterprise host driver, 
 VIB_VERSION = "535.161.05-1OEM.800.1.0.20613240"
 GPU_PCI_DEVICE_ID = 0x20B5  # A100 PCIe 80GB
 GPU_MODEL = "A100-80GB"
+GPU_FORM_FACTORS = {"pcie": 0x20B5, "sxm": 0x20B2}  # main.go -gpu-form: PCI device id
+PORT_GROUP = "vgpu-lab"  # a second standard port group (main.go labPortGroup)
+DV_PORT_GROUP = "vgpu-dvpg"  # a distributed port group on the DVS vgpu-dvs
 RDMA_NIC_MODEL = "ConnectX-6"  # Mellanox 0x15b3:0x101b, two ports per host in main.go
 RDMA_NIC_PORTS = {"passthrough": "0000:3b:00.0", "sriov": "0000:3b:00.1"}  # port 1: SR-IOV
 DEFAULT_PORT = 8989
@@ -70,6 +73,8 @@ class LabShape:
     drs_initial_placement: bool = False  # DRS moves VMs at power-on unless set to manual
     host_options: dict[str, str] = field(default_factory=dict)  # advanced options every
     # host knows, with their start values (integers are kept as integers)
+    gpu_form_factor: str = "pcie"  # sxm: HGX A100 80GB (device 0x20b2, board A100DX)
+    template_firmware: str = "efi"  # bios: a template vGPU VMs cannot boot from
 
     def host_names(self) -> list[str]:
         return [host_name(i) for i in range(self.hosts)]
@@ -112,6 +117,10 @@ class LabShape:
             args.append(f"-remove-vgpu-types={','.join(self.removed_vgpu_types)}")
         if self.vgpu_power_on_ms:
             args.append(f"-vgpu-power-on-delay={self.vgpu_power_on_ms}ms")
+        if self.gpu_form_factor != "pcie":
+            args.append(f"-gpu-form={self.gpu_form_factor}")
+        if self.template_firmware != "efi":
+            args.append(f"-template-firmware={self.template_firmware}")
         if self.method_delays_ms:
             delays = ",".join(f"{k}={v}" for k, v in sorted(self.method_delays_ms.items()))
             args.append(f"-method-delay={delays}")
@@ -266,13 +275,19 @@ def inventory_data(
                       "network": NETWORK, "template": lab.shape.template},
         "hosts": [
             {"name": name, "gpus": [{"model": GPU_MODEL, "count": count,
-                                      "pci_ids": gpu_pci_ids(count)}] if count else [],
+                                      "pci_ids": gpu_pci_ids(count),
+                                      **_form_factor(lab.shape)}] if count else [],
              **_rdma_nics(rdma_nic_kind)}
             for name in (hosts if hosts is not None else lab.shape.gpu_host_names())
         ],
         "network": {"ip_pool": {"start": ip_pool[0], "end": ip_pool[1],
                                 "netmask": "255.0.0.0", "gateway": "127.0.0.1"}},
     }
+
+
+def _form_factor(shape: LabShape) -> dict[str, object]:
+    """The gpus entry's form_factor where the lab's GPUs are not PCIe cards."""
+    return {} if shape.gpu_form_factor == "pcie" else {"form_factor": shape.gpu_form_factor}
 
 
 def _rdma_nics(kind: str | None) -> dict[str, object]:

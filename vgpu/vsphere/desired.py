@@ -78,6 +78,7 @@ class VmDesired:
     rdma_nic: RdmaNicDevice | None = None
     extra_config: dict[str, str] = field(default_factory=dict)
     network: GuestNetwork | None = None
+    port_group: str | None = None  # the network of the first NIC (placement.network)
     firmware: str = "efi"
     memory_reservation_locked: bool = True
     guest_id: str | None = None

@@ -104,6 +104,14 @@ def hardware_changes(want: VmDesired, have: VmActual) -> list[FieldChange]:
     return fields
 
 
+def network_changes(want: VmDesired, have: VmActual) -> list[FieldChange]:
+    """The first NIC on another network than the planned one: a reconfigure moves it, on a
+    running VM too."""
+    if want.port_group is None or have.port_group == want.port_group:
+        return []
+    return [FieldChange("network", have.port_group or "(no NIC)", want.port_group)]
+
+
 def extra_config_changes(want: VmDesired, have: VmActual) -> list[FieldChange]:
     return [
         FieldChange(f"extraConfig[{key}]", have.extra_config.get(key, "(unset)"), value)
@@ -132,8 +140,9 @@ def plan_vm(want: VmDesired, have: VmActual | None) -> VmChange:
         needs_off = True
     hardware = hardware_changes(want, have)
     extra = extra_config_changes(want, have)
-    fields += hardware + extra
-    if hardware or extra:
+    network = network_changes(want, have)
+    fields += hardware + extra + network
+    if hardware or extra or network:
         steps.append(Step.RECONFIGURE)
     # Owner marks can change on a running VM; everything else takes effect at power-on.
     if hardware or any(f.field[len("extraConfig["):-1] not in MARK_KEYS for f in extra):

@@ -18,6 +18,7 @@ from vgpu.vsphere.connection import Session, VCenterTarget
 from vgpu.vsphere.facts import GpuDevice, HostFacts, read_hosts
 
 PREFERRED_NETWORK = "VM Network"
+DEFAULT_FORM_FACTOR = "pcie"  # the inventory's gpus[].form_factor default
 GIB = 1024 ** 3
 
 
@@ -227,12 +228,18 @@ def _one_host(host: HostFacts) -> list[str]:
     lines = [f"  # ESXi {host.version} build {host.build}, {state}",
              f"  # vGPU types offered: {types}",
              f"  - name: {_v(host.name)}", "    gpus:"]
-    by_model: dict[str, list[str]] = {}
+    # One entry per model and form factor: the form factor picks the vGPU board code.
+    by_model: dict[tuple[str, str | None], list[str]] = {}
     for gpu, model in _catalogued(host.gpus):
-        by_model.setdefault(model.key, []).append(gpu.pci_id)
-    for key, pci_ids in by_model.items():
+        variant = model.variant_for_pci(gpu.device_id)
+        form = variant.form_factor if variant else None
+        by_model.setdefault((model.key, form), []).append(gpu.pci_id)
+    for (key, form), pci_ids in by_model.items():
+        shown = f", form_factor: {_v(form)}" if form and form != DEFAULT_FORM_FACTOR else ""
+        board = f"   # vGPU board {mig.gpu_model(key).board_for_form_factor(form)}" \
+            if form else ""
         lines.append(f"      - {{model: {_v(key)}, count: {len(pci_ids)}, "
-                     f"pci_ids: {_v(pci_ids)}}}")
+                     f"pci_ids: {_v(pci_ids)}{shown}}}{board}")
     unknown = Counter(f"0x{g.device_id:04X}" for g in host.gpus
                       if mig.gpu_model_for_pci(g.device_id) is None)
     for device, n in unknown.items():

@@ -15,7 +15,7 @@ from vgpu.errors import RemoteError
 from vgpu.vsphere import specs
 from vgpu.vsphere.connection import Placement, widen_connection_pool
 from vgpu.vsphere.diff import Action, ChangeSet, Step, VmChange
-from vgpu.vsphere.facts import HostFacts, VmActual
+from vgpu.vsphere.facts import HostFacts, VmActual, first_nic, nic_network
 from vgpu.vsphere.limits import DEFAULT_CONCURRENCY, DEFAULT_IP_TIMEOUT_S
 from vgpu.vsphere.tasks import call, describe_fault
 from vgpu.vsphere.taskwatch import TaskWatcher
@@ -129,6 +129,8 @@ class Executor:
         self.ip_timeout_s = ip_timeout_s
         self.on_step = on_step
         self.on_done = on_done
+        self._network_backing: Any = None  # the planned network's NIC backing
+        self._clone_nic: Any = None  # the clone spec's edit of the template's first NIC
 
     def run(self, changes: ChangeSet) -> ExecutionReport:
         """Deletions first (they free vGPU capacity), then creates and changes. A host's
@@ -141,6 +143,7 @@ class Executor:
         deletes = [c for c in pending if c.action is Action.DELETE]
         others = [c for c in pending if c.action is not Action.DELETE]
         outcomes: list[VmOutcome] = []
+        self._prepare_network(others)
         widen_connection_pool(self.placement.datacenter, self.concurrency + 1)  # +1: watcher
         with TaskWatcher() as watcher, ThreadPoolExecutor(
                 max_workers=self.concurrency, thread_name_prefix="vgpu-apply") as pool:
@@ -184,6 +187,31 @@ class Executor:
             return [f"{exc}; DRS may move GPU VMs at power-on (each VM's host is checked "
                     "after it powers on)"]
         return []
+
+    def _prepare_network(self, changes: list[VmChange]) -> None:
+        """Read the planned network's backing and the template's first NIC once, before the
+        workers start, when a VM names a network."""
+        if not any(c.desired is not None and c.desired.port_group for c in changes):
+            return
+        self._network_backing = specs.nic_backing(self.placement.network)
+        template = self.placement.template
+        if template is not None:
+            nic = first_nic(template.config.hardware.device or [])
+            self._clone_nic = specs.clone_nic_change(nic, self._network_backing)
+
+    def _check_network(self, run: _VmRun) -> None:
+        """Re-read the clone's first NIC: it must be on the planned network."""
+        want = run.change.desired
+        assert want is not None
+        if not want.port_group:
+            return
+        found = nic_network(first_nic(run.vm.config.hardware.device or []),
+                            {self.placement.network._moId: want.port_group})
+        if found != want.port_group:
+            raise RemoteError(
+                f"VM {want.name}: its first NIC is on {found or 'no network'} after the clone, "
+                f"not on the planned network {want.port_group}; check that {want.port_group} "
+                f"reaches host {want.host}, then run apply again")
 
     def _start(self, change: VmChange, watcher: TaskWatcher) -> _VmRun:
         run = _VmRun(change, VmOutcome(change.name, change.action, ok=True), watcher)
@@ -261,9 +289,11 @@ class Executor:
         if self.placement.template is None:
             raise RemoteError(f"VM {want.name}: the inventory names no template to clone")
         spec = specs.clone_spec(want, self.placement.resource_pool, self.placement.datastore,
-                                self._host_ref(want.host))
+                                self._host_ref(want.host),
+                                self._clone_nic if want.port_group else None)
         run.vm = run.task("clone", self.placement.template.CloneVM_Task,
                           folder=self.placement.folder, name=want.name, spec=spec)
+        self._check_network(run)
         # vCenter places the clone on the requested host; a clone that landed elsewhere
         # (as the simulator's does) is moved before its hardware is set.
         if run.vm.runtime.host._moId != self._host_ref(want.host)._moId:
@@ -281,7 +311,7 @@ class Executor:
         have: VmActual | None = run.change.actual
         needs_ids = want.passthrough or (want.rdma_nic and want.rdma_nic.kind != "pvrdma")
         system_ids = self._passthrough_system_ids(run, want.host) if needs_ids else {}
-        spec = specs.reconfigure_spec(want, have, system_ids)
+        spec = specs.reconfigure_spec(want, have, system_ids, self._network_backing)
         if spec is not None:
             run.task("reconfigure", run.vm.ReconfigVM_Task, spec=spec)
 

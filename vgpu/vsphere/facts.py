@@ -15,6 +15,7 @@ from vgpu.vsphere.connection import Session
 from vgpu.vsphere.desired import OWNER_KEY, OWNER_VALUE, SCENARIO_KEY
 
 NVIDIA_VENDOR_ID = 0x10DE
+VGPU_MODE_MIG = "multiInstanceGpu"  # HostGraphicsInfo.vgpuMode of a GPU in MIG mode
 DISPLAY_CLASS_IDS = {0x0300, 0x0302}  # VGA controller, 3D controller
 
 HOST_PATHS = [
@@ -96,6 +97,9 @@ class HostFacts:
     graphics_default_type: str | None
     graphics_per_gpu: dict[str, str] = field(default_factory=dict)  # pci id -> graphics type
     passthrough_per_gpu: dict[str, str] = field(default_factory=dict)  # pci id -> state
+    # pci id -> HostGraphicsInfo.vgpuMode (ESXi 8.0 U3+: none, sameSize, mixedSize,
+    # multiInstanceGpu); absent where the host does not report it
+    vgpu_mode_per_gpu: dict[str, str] = field(default_factory=dict)
     held_vgpus: list[HeldVgpu] = field(default_factory=list)
     host_driver: HostDriver | None = None
     host_driver_note: str | None = None  # why host_driver is None, once it was read
@@ -107,9 +111,6 @@ class HostFacts:
     graphics_config: Any = None  # config.graphicsConfig as read
     # pci id -> names of the powered-on VMs ESXi put on that GPU (graphicsInfo[].vm)
     vms_per_gpu: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    # pci id -> HostGraphicsInfo.vgpuMode (ESXi 8.0 U3+: none, sameSize, mixedSize,
-    # multiInstanceGpu); absent where the host does not report it
-    vgpu_mode_per_gpu: dict[str, str] = field(default_factory=dict)
 
     @property
     def assignment_policy(self) -> str | None:
@@ -155,6 +156,8 @@ class VmActual:
     hardware_version: str | None = None  # vmx-NN
     rdma_devices: tuple[Any, ...] = ()  # RDMA NIC devices: non-NVIDIA passthrough, SR-IOV, PVRDMA
     rdma_nics: tuple[str, ...] = ()  # their summaries, as RdmaNicDevice.summary, sorted
+    port_group: str | None = None  # the network of the first NIC (not an RDMA adapter)
+    nic_device: Any = None  # that NIC
 
     @property
     def owned(self) -> bool:
@@ -204,8 +207,33 @@ def _rdma_devices(devices: list[Any]) -> tuple[Any, ...]:
             and not _is_gpu_passthrough(d)))
 
 
-def _vm_from_props(ref: Any, props: dict[str, Any], host_names: dict[str, str]) -> VmActual:
+def first_nic(devices: list[Any]) -> Any:
+    """The VM's first network adapter that is not an RDMA adapter (SR-IOV, PVRDMA)."""
+    return next((d for d in devices if isinstance(d, vim.vm.device.VirtualEthernetCard)
+                 and not isinstance(d, vim.vm.device.VirtualSriovEthernetCard
+                                    | vim.vm.device.VirtualVmxnet3Vrdma)), None)
+
+
+def nic_network(nic: Any, networks: dict[str, str]) -> str | None:
+    """The name of the network a NIC is on: a standard port group, a distributed port group
+    (by its key, which vCenter also uses as its managed-object id) or an NSX network."""
+    backing = nic.backing if nic is not None else None
+    if isinstance(backing, vim.vm.device.VirtualEthernetCard.NetworkBackingInfo):
+        ref = backing.network
+        return networks.get(ref._moId, backing.deviceName) if ref is not None \
+            else backing.deviceName
+    if isinstance(backing, vim.vm.device.VirtualEthernetCard.DistributedVirtualPortBackingInfo):
+        key = backing.port.portgroupKey if backing.port else None
+        return networks.get(key or "", key)
+    if isinstance(backing, vim.vm.device.VirtualEthernetCard.OpaqueNetworkBackingInfo):
+        return backing.opaqueNetworkId
+    return None
+
+
+def _vm_from_props(ref: Any, props: dict[str, Any], host_names: dict[str, str],
+                   networks: dict[str, str] | None = None) -> VmActual:
     devices = props.get("config.hardware.device") or []
+    nic = first_nic(devices)
     vgpu_devices = tuple(
         d for d in devices
         if isinstance(d, vim.vm.device.VirtualPCIPassthrough)
@@ -240,6 +268,8 @@ def _vm_from_props(ref: Any, props: dict[str, Any], host_names: dict[str, str]) 
         pending_customization=bool(props.get("config.tools.pendingCustomization")),
         rdma_devices=rdma_devices,
         rdma_nics=tuple(sorted(rdma_summary(d) for d in rdma_devices)),
+        port_group=nic_network(nic, networks or {}),
+        nic_device=nic,
     )
 
 
@@ -249,12 +279,20 @@ def host_names(session: Session, root: Any) -> dict[str, str]:
             for obj, props in session.collect(root, vim.HostSystem, ["name"]) if "name" in props}
 
 
+def network_names(session: Session, datacenter: Any) -> dict[str, str]:
+    """Network managed-object id -> name (standard, distributed and NSX port groups)."""
+    return {obj._moId: props["name"] for obj, props
+            in session.collect(datacenter.networkFolder, vim.Network, ["name"])
+            if "name" in props}
+
+
 def read_vms(session: Session, datacenter: Any) -> dict[str, VmActual]:
     """Every VM and template in the datacenter, by name."""
     names = host_names(session, datacenter.hostFolder)
+    networks = network_names(session, datacenter)
     vms: dict[str, VmActual] = {}
     for ref, props in session.collect(datacenter.vmFolder, vim.VirtualMachine, VM_PATHS):
-        vm = _vm_from_props(ref, props, names)
+        vm = _vm_from_props(ref, props, names, networks)
         vms[vm.name] = vm
     return vms
 
@@ -274,6 +312,13 @@ def _vms_per_gpu(props: dict[str, Any], vms: dict[str, VmActual]) -> dict[str, t
     names = {vm.ref._moId: vm.name for vm in vms.values() if vm.ref is not None}
     return {g.pciId: tuple(names.get(ref._moId, ref._moId) for ref in g.vm or [])
             for g in props.get("config.graphicsInfo") or []}
+
+
+def vgpu_modes(graphics_info: list[Any] | None) -> dict[str, str]:
+    """PCI id -> the GPU's vGPU mode (none, sameSize, mixedSize or multiInstanceGpu), for
+    the GPUs whose graphics info has one: ESXi 8.0 U3 and later report it per GPU."""
+    return {g.pciId: str(g.vgpuMode) for g in graphics_info or []
+            if getattr(g, "vgpuMode", None)}
 
 
 def _passthrough_state(info: Any) -> str:
@@ -323,6 +368,7 @@ def _host_from_props(ref: Any, props: dict[str, Any], vms: dict[str, VmActual]) 
         graphics_default_type=graphics.hostDefaultGraphicsType if graphics else None,
         graphics_per_gpu=_graphics_per_gpu(props),
         passthrough_per_gpu=_passthrough_per_gpu(props, gpus),
+        vgpu_mode_per_gpu=vgpu_modes(props.get("config.graphicsInfo")),
         held_vgpus=[
             HeldVgpu(vm=vm.name, vgpu_type=t, powered_on=vm.powered_on)
             for vm in vms.values() if vm.host == name for t in vm.vgpus
@@ -334,8 +380,6 @@ def _host_from_props(ref: Any, props: dict[str, Any], vms: dict[str, VmActual]) 
         graphics_manager=props.get("configManager.graphicsManager"),
         graphics_config=graphics,
         vms_per_gpu=_vms_per_gpu(props, vms),
-        vgpu_mode_per_gpu={g.pciId: str(g.vgpuMode) for g in props.get("config.graphicsInfo")
-                           or [] if getattr(g, "vgpuMode", None)},
     )
 
 

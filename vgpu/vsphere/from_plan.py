@@ -3,7 +3,8 @@
 - ``held_from_facts``: the vGPUs other VMs already hold on each host, in the planner's terms,
   so the plan places around them (or refuses before any change).
 - ``desired_from_plan``: a Plan's VMs as ``VmDesired``, with each vGPU type matched to the
-  exact name the host offers (``A100D-1-10C`` -> ``grid_a100d-1-10c``).
+  exact name the host offers (``A100D-1-10C`` -> ``grid_a100d-1-10c``, or
+  ``grid_a100dx-1-10c`` where the GPU's PCI device id is an HGX board's).
 """
 
 from __future__ import annotations
@@ -137,12 +138,26 @@ def held_from_facts(
     return held, notes
 
 
-def _host_type(vgpu: PlannedVgpu, gpu: mig.GpuModel, facts: HostFacts) -> str | None:
+def _device_board(vgpu: PlannedVgpu, gpu: mig.GpuModel, facts: HostFacts,
+                  order: list[str]) -> str | None:
+    """The board code of the GPU the vGPU is planned on, from its PCI device id as the
+    host shows it (None when the host does not show that GPU)."""
+    pci = vgpu.pci_id or (order[vgpu.gpu_index] if vgpu.gpu_index < len(order) else None)
+    device = next((g for g in facts.gpus if g.pci_id == pci), None)
+    return gpu.board_for_pci(device.device_id) if device else None
+
+
+def _type_candidates(vgpu: PlannedVgpu, gpu: mig.GpuModel, facts: HostFacts,
+                     order: list[str]) -> list[str]:
+    """The host names to try for a planned vGPU: under the board of the GPU's PCI device
+    id first (an HGX A100 80GB offers grid_a100dx-*, a PCIe one grid_a100d-*), then under
+    every board code of the model."""
     assert vgpu.vgpu_type is not None
-    for candidate in gpu.host_type_candidates(vgpu.vgpu_type):
-        if candidate in facts.vgpu_types:
-            return candidate
-    return None
+    return gpu.host_type_candidates(vgpu.vgpu_type, _device_board(vgpu, gpu, facts, order))
+
+
+def _host_type(candidates: list[str], facts: HostFacts) -> str | None:
+    return next((c for c in candidates if c in facts.vgpu_types), None)
 
 
 def _guest_network(ip: str | None, inventory: Inventory) -> GuestNetwork | None:
@@ -182,6 +197,7 @@ def desired_from_plan(
     gpu = mig.gpu_model(plan.gpu_model)
     owner = OwnerMarks(scenario=plan.scenario_id, plan_hash=plan.plan_hash)
     guest_id = inventory.placement.guest_id if inventory.placement else None
+    port_group = inventory.placement.network if inventory.placement else None
     problems: list[Problem] = []
     desired: list[VmDesired] = []
     for vm in plan.vms:
@@ -209,10 +225,10 @@ def desired_from_plan(
                 passthrough.append(PassthroughDevice(device.pci_id, device.vendor_id,
                                                      device.device_id))
                 continue
-            host_type = _host_type(planned, gpu, facts)
+            candidates = _type_candidates(planned, gpu, facts, order)
+            host_type = _host_type(candidates, facts)
             if host_type is None:
-                assert planned.vgpu_type is not None
-                tried = ", ".join(gpu.host_type_candidates(planned.vgpu_type))
+                tried = ", ".join(candidates)
                 offered = ", ".join(facts.vgpu_types) or "none"
                 problems.append(Problem(source, f"hosts ({vm.host})",
                                         f"VM {vm.name} needs {planned.label} ({tried}) but "
@@ -230,6 +246,7 @@ def desired_from_plan(
             name=vm.name, host=vm.host, num_cpus=vm.vcpu, memory_mb=vm.memory_mb, owner=owner,
             vgpus=tuple(vgpus), passthrough=tuple(passthrough), rdma_nic=rdma_nic,
             extra_config=dict(vm.extra_config), network=_guest_network(vm.ip, inventory),
+            port_group=port_group,
             firmware=vm.firmware, memory_reservation_locked=vm.memory_reservation_locked,
             guest_id=guest_id, planned_gpus=tuple(order[i] for i in indexes),
             power_on_order=(indexes[0] if indexes else 0, -memory, -compute),

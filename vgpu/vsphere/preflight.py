@@ -30,18 +30,19 @@ from vgpu.runpaths import new_run_file
 from vgpu.vsphere.assignment import CONSOLIDATION, ESXCLI_CONSOLIDATION, shared_gpus
 from vgpu.vsphere.ats import nic_firmware_todos
 from vgpu.vsphere.connection import Session
-from vgpu.vsphere.facts import HostFacts, driver_branch, read_host_drivers
+from vgpu.vsphere.facts import VGPU_MODE_MIG, HostFacts, driver_branch, read_host_drivers
 from vgpu.vsphere.from_inventory import placement_from_inventory
 from vgpu.vsphere.from_plan import desired_from_plan, gpu_order, held_from_facts
 from vgpu.vsphere.host_options import option_check_detail, read_option
-from vgpu.vsphere.reconcile import read_state
+from vgpu.vsphere.reconcile import EFI, EFI_TEMPLATE_FIX, read_state, template_firmware
 from vgpu.vsphere.workflow import ScenarioState, read_scenario_state
 
 MIN_ESXI = (7, 0)
 MULTI_VGPU_ESXI = (8, 0)
 MIG_TYPE = re.compile(r"-\d-\d+c(me)?$", re.IGNORECASE)
 MIG_CAPABILITY_NOTE = ("MIG capability per GPU is read from the MIG-backed vGPU types the "
-                       "host offers for the GPU's board (vSphere shows no per-GPU MIG mode)")
+                       "host offers for the GPU's board where the host reports no per-GPU "
+                       "vgpuMode (before ESXi 8.0 U3)")
 SAVED_PREFIX = "preflight-"
 
 
@@ -64,6 +65,8 @@ class GpuUsage:
     graphics_type: str | None = None  # configured per GPU (sharedDirect: vGPU)
     passthrough: str | None = None  # active | enabled, reboot pending | capable, off | ...
     mig_capable: bool | None = None  # from offered types; None: unknown GPU model
+    board: str | None = None  # vGPU board code from the PCI device id, e.g. A100DX
+    vgpu_mode: str | None = None  # HostGraphicsInfo.vgpuMode (ESXi 8.0 U3+), else None
 
 
 @dataclass
@@ -99,6 +102,8 @@ class PreflightReport:
     scenario_checks: list[Check] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     id: str | None = None  # set when saved: the file's name without .json
+    template: str | None = None  # placement.template, as vCenter has it
+    template_firmware: str | None = None  # its config.firmware: efi or bios
     drift: dict[str, Any] | None = None  # against an earlier run, when asked
 
     @property
@@ -154,13 +159,42 @@ def _usage(facts: HostFacts, held: list[HeldVgpu], inventory: Inventory) -> list
                               [f"{h.label} ({h.vm})" for h in mine], free_mem, free_compute,
                               graphics_type=facts.graphics_per_gpu.get(pci),
                               passthrough=facts.passthrough_per_gpu.get(pci),
-                              mig_capable=_mig_capable(model, facts.vgpu_types)))
+                              mig_capable=mig_capable(model, facts.vgpu_types,
+                                                      facts.vgpu_mode_per_gpu.get(pci)),
+                              vgpu_mode=facts.vgpu_mode_per_gpu.get(pci),
+                              board=model.board_for_pci(device.device_id)
+                              if model and device else None))
     return usage
 
 
-def _mig_capable(model: mig.GpuModel | None, vgpu_types: list[str]) -> bool | None:
-    """Whether the host offers a MIG-backed type for this GPU's board: the only sign of
-    MIG mode per GPU that vSphere gives."""
+def form_factor_notes(facts: HostFacts, inventory: Inventory) -> list[str]:
+    """A note for each inventory GPU entry whose form_factor is not what the host's PCI
+    device ids say: the plan names the vGPU types of the inventory's form factor."""
+    host = next((h for h in inventory.hosts if h.name == facts.name), None)
+    notes: list[str] = []
+    for entry in host.gpus if host else []:
+        listed = set(entry.pci_ids)
+        devices = [g for g in facts.gpus if g.pci_id in listed or (
+            not listed and mig.gpu_model_for_pci(g.device_id) == entry.gpu)]
+        found = {v for g in devices if (v := entry.gpu.variant_for_pci(g.device_id))}
+        wrong = sorted((v for v in found if v.form_factor != entry.form_factor),
+                       key=lambda v: v.device_id)
+        for variant in wrong:
+            notes.append(
+                f"{facts.name}: its {entry.gpu.key} GPUs are PCI device 0x{variant.device_id:04x}"
+                f", form factor {variant.form_factor} (vGPU board {variant.board}), but the "
+                f"inventory says form_factor {entry.form_factor}: set form_factor: "
+                f"{variant.form_factor} so plans name the {variant.board} types (apply "
+                "matches the host's types by PCI device id either way)")
+    return notes
+
+
+def mig_capable(model: mig.GpuModel | None, vgpu_types: list[str],
+                vgpu_mode: str | None = None) -> bool | None:
+    """Whether the GPU is in MIG mode: its vgpuMode where the host reports one (ESXi 8.0
+    U3+), else whether the host offers a MIG-backed type for the GPU's board."""
+    if vgpu_mode is not None:
+        return vgpu_mode == VGPU_MODE_MIG
     if model is None:
         return None
     boards = {b.lower() for b in model.board_codes}
@@ -347,6 +381,8 @@ def _scenario_checks(scenario_state: ScenarioState, reports: list[HostReport],
         checks.append(Check("vGPU types", False, str(exc)))
     checks += _policy_checks(plan, hosts)
     checks += _passthrough_checks(plan, hosts, inventory, notes)
+    checks += _template_checks(scenario_state)
+    checks += vgpu_mode_checks(plan, hosts, inventory)
     multi = [vm for vm in plan.vms if vm.host in hosts
              and sum(v.kind != "passthrough" for v in vm.vgpus) > 1]
     old = sorted({vm.host for vm in multi
@@ -410,10 +446,10 @@ def _mig_mode_sign(facts: HostFacts, pci: str) -> str | None:
     else MIG-backed types offered for its board; None when neither says so."""
     mode = facts.vgpu_mode_per_gpu.get(pci)
     if mode is not None:
-        return f"vgpuMode {mode}" if mode == "multiInstanceGpu" else None
+        return f"vgpuMode {mode}" if mode == VGPU_MODE_MIG else None
     device = next((g for g in facts.gpus if g.pci_id == pci), None)
     model = mig.gpu_model_for_pci(device.device_id) if device else None
-    if _mig_capable(model, facts.vgpu_types):
+    if mig_capable(model, facts.vgpu_types):
         return "the host offers MIG-backed vGPU types for its board"
     return None
 
@@ -432,6 +468,47 @@ def _policy_checks(plan: Plan, hosts: dict[str, HostFacts]) -> list[Check]:
                       f"(or run on the host `{ESXCLI_CONSOLIDATION}`)")
         checks.append(Check("GPU assignment policy", True, detail))
     return checks
+
+
+def vgpu_mode_checks(plan: Plan, hosts: dict[str, HostFacts],
+                     inventory: Inventory) -> list[Check]:
+    """Each GPU the plan gives MIG-backed vGPUs is in MIG mode, and each GPU it gives
+    time-sliced vGPUs is not, where the host reports the GPU's vgpuMode; no check where no
+    planned GPU's mode is reported."""
+    problems: list[str] = []
+    seen = 0
+    for gpu in plan.gpus:
+        facts = hosts.get(gpu.host)
+        if facts is None or gpu.mode not in {"mig", "timesliced"}:
+            continue
+        order = gpu_order(facts, inventory)
+        pci = gpu.pci_id or (order[gpu.index] if gpu.index < len(order) else None)
+        mode = facts.vgpu_mode_per_gpu.get(pci or "")
+        if mode is None:
+            continue
+        seen += 1
+        if (gpu.mode == "mig") != (mode == VGPU_MODE_MIG):
+            fix = (f"enable MIG on it (nvidia-smi -i <index> -mig 1 on {gpu.host}) and reboot"
+                   if gpu.mode == "mig" else "turn MIG off on it or plan MIG profiles")
+            problems.append(f"{gpu.host} GPU {gpu.index} ({pci}) is planned {gpu.mode} but "
+                            f"its vgpuMode is {mode}: {fix}")
+    if not seen:
+        return []
+    return [Check("GPU vGPU mode", not problems, "; ".join(problems)
+                  or f"{seen} planned GPU(s) in the mode the plan needs (vgpuMode)")]
+
+
+def _template_checks(scenario_state: ScenarioState) -> list[Check]:
+    """The boot settings clones get: the template's firmware must be EFI."""
+    template = template_firmware(scenario_state.state)
+    if template is None:
+        return []
+    name, firmware = template
+    if firmware == EFI:
+        return [Check("template firmware", True, f"{name}: EFI (clones boot with EFI)")]
+    return [Check("template firmware", False, f"{name}: {firmware}; vGPU VMs need EFI and a "
+                  f"guest installed under {firmware} does not boot once switched: "
+                  f"{EFI_TEMPLATE_FIX}")]
 
 
 def _add_host_option_checks(scenario_state: ScenarioState, reports: list[HostReport],
@@ -540,15 +617,20 @@ def run_preflight(session: Session, inventory: Inventory, inventory_path: Path,
                             kinds) for name in wanted]
     notes = [*notes, *(note for n in wanted if n in state.hosts
                        if (note := driver_version_note(state.hosts[n], inventory)))]
-    if any(g.mig_capable is not None for r in reports for g in r.gpus):
+    notes += [note for n in wanted if n in state.hosts
+              for note in form_factor_notes(state.hosts[n], inventory)]
+    if any(g.mig_capable is not None and g.vgpu_mode is None for r in reports for g in r.gpus):
         notes.append(MIG_CAPABILITY_NOTE)
     scenario_checks = _scenario_checks(scenario_state, reports, inventory, inventory_path,
                                        notes) if scenario_state is not None else []
+    template = template_firmware(state)
     return PreflightReport(
         vcenter=session.target.address, vcenter_version=str(session.content.about.fullName),
         inventory=str(inventory_path), scenario=scenario.id if scenario else None,
         taken_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        hosts=reports, scenario_checks=scenario_checks, notes=notes)
+        hosts=reports, scenario_checks=scenario_checks, notes=notes,
+        template=template[0] if template else None,
+        template_firmware=template[1] if template else None)
 
 
 def save_report(report: PreflightReport, directory: Path) -> Path:

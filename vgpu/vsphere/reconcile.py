@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from vgpu.errors import InputError, Problem
 from vgpu.vsphere.connection import Placement, PlacementNames, Session, resolve_placement
 from vgpu.vsphere.desired import VmDesired
-from vgpu.vsphere.diff import ChangeSet, plan_changes, plan_destroy
+from vgpu.vsphere.diff import ChangeSet, Step, plan_changes, plan_destroy
 from vgpu.vsphere.facts import HostFacts, VmActual, read_hosts, read_vms
 
 
@@ -83,14 +83,58 @@ def check_addresses(desired: list[VmDesired], state: ClusterState, scenario: str
         raise InputError(problems)
 
 
+EFI = "efi"
+EFI_TEMPLATE_FIX = ("make an EFI template: a VM with firmware EFI (VM Options > Boot Options > "
+                    "Firmware), the guest OS installed under it, VMware Tools and the guests' "
+                    "SSH key, converted to a template; name it in placement.template")
+
+
+def template_firmware(state: ClusterState) -> tuple[str, str] | None:
+    """The placement template's name and firmware, or None without a template."""
+    template = state.placement.template
+    if template is None:
+        return None
+    found = next((vm for vm in state.vms.values() if vm.ref._moId == template._moId), None)
+    return (found.name, found.firmware) if found else None
+
+
+def check_firmware(changes: ChangeSet, state: ClusterState, source: str,
+                   inventory_source: str) -> None:
+    """vGPU VMs boot with EFI, and a guest installed under BIOS does not boot once its VM is
+    switched to EFI: clones need an EFI template, and an existing VM is never switched."""
+    problems: list[Problem] = []
+    template = template_firmware(state)
+    clones = any(Step.CLONE in c.steps for c in changes.changes)
+    if clones and template is not None and template[1] != EFI:
+        problems.append(Problem(
+            inventory_source, "placement.template",
+            f"template '{template[0]}' has {template[1]} firmware; vGPU and passthrough VMs "
+            "need EFI, and a guest installed under BIOS does not boot once switched to EFI",
+            fix=EFI_TEMPLATE_FIX))
+    for change in changes.changes:
+        have, want = change.actual, change.desired
+        if have is not None and want is not None and have.firmware != want.firmware:
+            problems.append(Problem(
+                source, f"VM {change.name}",
+                f"has {have.firmware} firmware, the plan wants {want.firmware}; vgpu does not "
+                "switch the firmware under an installed guest",
+                fix=f"destroy the scenario's VMs (vgpu destroy) and apply again from an "
+                    f"{want.firmware.upper()} template"))
+    if problems:
+        raise InputError(problems)
+
+
 def plan_apply(
     state: ClusterState, desired: list[VmDesired], scenario: str, source: str,
+    inventory_source: str | None = None,
 ) -> ChangeSet:
-    """The change set for apply, or InputError (nothing changed) for name clashes and
-    requests the hosts cannot serve."""
+    """The change set for apply, or InputError (nothing changed) for name clashes, requests
+    the hosts cannot serve and a template or VM without EFI firmware. ``inventory_source``
+    names the inventory file in a problem with the template (default: ``source``)."""
     check_desired(desired, state, source)
     check_addresses(desired, state, scenario, source)
     changes = plan_changes(desired, state.vms, scenario)
+    check_firmware(changes, state, source, inventory_source or source)
     if changes.conflicts:
         raise InputError([
             Problem(source, f"VM {c.name}", c.reason,

@@ -68,6 +68,9 @@ def render_preflight(report: PreflightReport, console: Console) -> None:
     console.print(f"[bold]Preflight[/] {report.vcenter} ({report.vcenter_version}), "
                   f"inventory {report.inventory}"
                   + (f", scenario {report.scenario}" if report.scenario else ""))
+    if report.template:
+        console.print(f"template {report.template}: {report.template_firmware} firmware "
+                      "(the VMs boot with EFI)")
     hosts = Table(title="hosts")
     for col in ("host", "ESXi", "host driver", "state", "GPUs", "graphics", "vGPU types",
                 "MIG types", "verdict"):
@@ -103,7 +106,10 @@ def render_preflight(report: PreflightReport, console: Console) -> None:
             free = f"{g.free_memory_slices} mem / {g.free_compute_slices} compute" \
                 if g.free_memory_slices is not None else "-"
             mig_capable = "-" if g.mig_capable is None else ("yes" if g.mig_capable else "no")
-            usage.add_row(h.name, str(g.index), g.pci_id, g.model, g.graphics_type or "-",
+            if g.vgpu_mode:
+                mig_capable += f" ({g.vgpu_mode})"
+            model = f"{g.model} (board {g.board})" if g.board else g.model
+            usage.add_row(h.name, str(g.index), g.pci_id, model, g.graphics_type or "-",
                           g.passthrough or "-", mig_capable, g.mode,
                           ", ".join(g.held) or "-", free)
     console.print(usage)

@@ -19,14 +19,56 @@ def option_values(settings: dict[str, str]) -> list[Any]:
     return [vim.option.OptionValue(key=k, value=v) for k, v in sorted(settings.items())]
 
 
-def clone_spec(want: VmDesired, pool: Any, datastore: Any, host: Any) -> Any:
+def nic_backing(network: Any) -> Any:
+    """A NIC's backing for a network object: a distributed port group takes a port
+    connection on its switch, an NSX network its id, a standard port group its name."""
+    if isinstance(network, vim.dvs.DistributedVirtualPortgroup):
+        return vim.vm.device.VirtualEthernetCard.DistributedVirtualPortBackingInfo(
+            port=vim.dvs.PortConnection(
+                portgroupKey=network.key,
+                switchUuid=network.config.distributedVirtualSwitch.uuid))
+    if isinstance(network, vim.OpaqueNetwork):
+        return vim.vm.device.VirtualEthernetCard.OpaqueNetworkBackingInfo(
+            opaqueNetworkId=network.summary.opaqueNetworkId,
+            opaqueNetworkType=network.summary.opaqueNetworkType)
+    return vim.vm.device.VirtualEthernetCard.NetworkBackingInfo(
+        deviceName=network.name, network=network)
+
+
+def nic_change(nic: Any, backing: Any) -> Any:
+    """Put the VM's first NIC (``nic``, as read from the VM or its template) on ``backing``;
+    add a VMXNET3 adapter there when the VM has none."""
+    if nic is None:
+        return vim.vm.device.VirtualDeviceSpec(
+            operation=vim.vm.device.VirtualDeviceSpec.Operation.add,
+            device=vim.vm.device.VirtualVmxnet3(
+                key=NEW_DEVICE_KEY_BASE - 300, backing=backing,
+                connectable=vim.vm.device.VirtualDevice.ConnectInfo(
+                    startConnected=True, allowGuestControl=True)))
+    nic.backing = backing
+    return vim.vm.device.VirtualDeviceSpec(
+        operation=vim.vm.device.VirtualDeviceSpec.Operation.edit, device=nic)
+
+
+def clone_nic_change(template_nic: Any, backing: Any) -> Any:
+    """nic_change for a clone spec: the template's NIC without its MAC address (unless the
+    template fixes it by hand), so each clone gets a MAC of its own."""
+    if template_nic is not None and str(template_nic.addressType or "").lower() != "manual":
+        template_nic.macAddress = None
+    return nic_change(template_nic, backing)
+
+
+def clone_spec(want: VmDesired, pool: Any, datastore: Any, host: Any,
+               nic: Any | None = None) -> Any:
     """Clone powered off onto the planned host, carrying the owner marks from the start so a
-    VM whose later steps fail is still recognised (and finished) by the next run."""
+    VM whose later steps fail is still recognised (and finished) by the next run. ``nic``:
+    the device change that puts the first NIC on the planned network (nic_change)."""
     return vim.vm.CloneSpec(
         location=vim.vm.RelocateSpec(pool=pool, datastore=datastore, host=host),
         powerOn=False,
         template=False,
-        config=vim.vm.ConfigSpec(extraConfig=option_values(want.owner.as_extra_config())),
+        config=vim.vm.ConfigSpec(extraConfig=option_values(want.owner.as_extra_config()),
+                                 deviceChange=[nic] if nic is not None else []),
     )
 
 
@@ -115,18 +157,29 @@ def _rdma_changes(want: VmDesired, have: VmActual | None,
     return changes
 
 
+def _network_changes(want: VmDesired, have: VmActual | None, backing: Any | None) -> list[Any]:
+    """The first NIC moved to the planned network (a fresh clone got it in the clone)."""
+    if have is None or backing is None or want.port_group in (None, have.port_group):
+        return []
+    return [nic_change(have.nic_device, backing)]
+
+
 def reconfigure_spec(want: VmDesired, have: VmActual | None,
-                     system_ids: dict[str, str] | None = None) -> Any | None:
+                     system_ids: dict[str, str] | None = None,
+                     network_backing: Any | None = None) -> Any | None:
     """Only what differs from ``have`` (everything for a fresh clone, ``have=None``);
     None when nothing differs. ``system_ids`` maps passthrough PCI addresses (GPUs and the
-    RDMA NIC) to the host system id their backing needs."""
+    RDMA NIC) to the host system id their backing needs; ``network_backing`` is the planned
+    network's NIC backing (nic_backing)."""
     spec = vim.vm.ConfigSpec()
     changed = False
     if have is None or have.num_cpus != want.num_cpus:
         spec.numCPUs, changed = want.num_cpus, True
     if have is None or have.memory_mb != want.memory_mb:
         spec.memoryMB, changed = want.memory_mb, True
-    if have is None or have.firmware != want.firmware:
+    if have is None:
+        # A clone of an EFI template is EFI already (refused otherwise); an existing VM's
+        # firmware is never switched: its guest would not boot.
         spec.firmware, changed = want.firmware, True
     if have is None or have.memory_reservation_locked != want.memory_reservation_locked:
         spec.memoryReservationLockedToMax, changed = want.memory_reservation_locked, True
@@ -138,7 +191,8 @@ def reconfigure_spec(want: VmDesired, have: VmActual | None,
         spec.extraConfig, changed = option_values(extra), True
     ids = system_ids or {}
     devices = (_vgpu_device_changes(want, have) + _passthrough_changes(want, have, ids)
-               + _rdma_changes(want, have, ids))
+               + _rdma_changes(want, have, ids)
+               + _network_changes(want, have, network_backing))
     if devices:
         spec.deviceChange, changed = devices, True
     return spec if changed else None

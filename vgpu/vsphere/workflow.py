@@ -77,7 +77,8 @@ def prepare_apply(session: Session, scenario: Scenario, inventory: Inventory,
     source = scenario.source or str(inventory_path)
     desired = desired_from_plan(plan, inventory, scenario_state.state.hosts,
                                 str(inventory_path))
-    changes = plan_apply(scenario_state.state, desired, scenario.id, source)
+    changes = plan_apply(scenario_state.state, desired, scenario.id, source,
+                         str(inventory_path))
     used = sorted({vm.host for vm in plan.vms})
     host_options = plan_host_options(scenario_state.state.hosts, used,
                                      scenario.vm_settings.host_options())

@@ -33,6 +33,7 @@ import (
 
 	"github.com/vmware/govmomi"
 	"github.com/vmware/govmomi/find"
+	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/simulator"
 	"github.com/vmware/govmomi/vim25/methods"
 	"github.com/vmware/govmomi/vim25/mo"
@@ -271,11 +272,11 @@ func a100Devices(count int) []types.HostPciDevice {
 			ClassId:      displayClassID,
 			Bus:          byte(0x17 + 0x20*i),
 			VendorId:     nvidiaVendorID,
-			DeviceId:     a100PCIe80GBID,
+			DeviceId:     labGpu().deviceID,
 			SubVendorId:  nvidiaVendorID,
-			SubDeviceId:  0x1533,
+			SubDeviceId:  labGpu().subDeviceID,
 			VendorName:   "NVIDIA Corporation",
-			DeviceName:   "GA100 [A100 PCIe 80GB]",
+			DeviceName:   labGpu().deviceName,
 			ParentBridge: fmt.Sprintf("0000:%02x:00.0", 0x16+0x20*i),
 		})
 	}
@@ -320,7 +321,7 @@ func shapeHost(h *simulator.HostSystem, index int, c labConfig) {
 	addRdmaNics(h, !c.sriovOff[index])
 	h.Config.SharedPassthruGpuTypes = nil
 	if offersVgpu {
-		for _, name := range a100dVgpuTypes {
+		for _, name := range labGpu().vgpuTypes {
 			if !c.removedTypes[name] {
 				h.Config.SharedPassthruGpuTypes = append(h.Config.SharedPassthruGpuTypes, name)
 			}
@@ -455,6 +456,9 @@ func makeTemplate(ctx context.Context, u *url.URL, name string) error {
 	if err := task.Wait(ctx); err != nil {
 		return err
 	}
+	if err := setFirmware(ctx, vm, *templateFirmware); err != nil {
+		return err
+	}
 	return vm.MarkAsTemplate(ctx)
 }
 
@@ -512,6 +516,9 @@ func main() {
 	login.User = url.UserPassword(c.username, c.password)
 	if err := makeTemplate(context.Background(), &login, c.template); err != nil {
 		log.Fatalf("creating the template: %v", err)
+	}
+	if err := addLabNetworks(context.Background(), &login); err != nil {
+		log.Fatalf("adding the lab networks: %v", err)
 	}
 	model.DelayConfig.MethodDelay = delays
 
@@ -996,4 +1003,140 @@ func drsPlace(vm *simulator.VirtualMachine) {
 			{Name: "summary.runtime.host", Val: &target},
 		})
 	}
+}
+
+// --- GPU form factor: a PCIe card or an HGX board's SXM module -------------------------
+
+var gpuForm = flag.String("gpu-form", "pcie", "the hosts' A100 80GB GPUs: pcie (device 0x20b5, board A100D) or sxm (HGX A100 80GB: device 0x20b2, board A100DX)")
+
+// gpuKind is what the hosts' GPUs show: PCI ids, name, and the vGPU types the host driver
+// lists for their board (the board code follows the PCI device id).
+type gpuKind struct {
+	deviceID    int16
+	subDeviceID int16
+	deviceName  string
+	vgpuTypes   []string
+}
+
+func labGpu() gpuKind {
+	switch *gpuForm {
+	case "pcie":
+		return gpuKind{a100PCIe80GBID, 0x1533, "GA100 [A100 PCIe 80GB]", a100dVgpuTypes}
+	case "sxm":
+		return gpuKind{a100SXM80GBID, 0x1463, "GA100 [A100 SXM4 80GB]", onBoard(a100dVgpuTypes, "a100d", "a100dx")}
+	}
+	log.Fatalf("bad -gpu-form %q (want pcie or sxm)", *gpuForm)
+	return gpuKind{}
+}
+
+const a100SXM80GBID = 0x20b2
+
+// onBoard renames vGPU types from one board code to another (grid_a100d-1-10c ->
+// grid_a100dx-1-10c).
+func onBoard(names []string, from, to string) []string {
+	out := make([]string, 0, len(names))
+	for _, name := range names {
+		out = append(out, strings.Replace(name, "_"+from+"-", "_"+to+"-", 1))
+	}
+	return out
+}
+
+// --- the template's firmware -------------------------------------------------------------
+
+var templateFirmware = flag.String("template-firmware", "efi", "firmware of the VM template: efi (what vGPU VMs need) or bios")
+
+// setFirmware sets a VM's firmware through the API, as building the template in the
+// vSphere Client would.
+func setFirmware(ctx context.Context, vm *object.VirtualMachine, firmware string) error {
+	if firmware != "efi" && firmware != "bios" {
+		return fmt.Errorf("bad -template-firmware %q (want efi or bios)", firmware)
+	}
+	task, err := vm.Reconfigure(ctx, types.VirtualMachineConfigSpec{Firmware: firmware})
+	if err != nil {
+		return err
+	}
+	return task.Wait(ctx)
+}
+
+// --- networks beside "VM Network" ----------------------------------------------------------
+
+// A second standard port group (on vSwitch0) and a distributed port group on a DVS that
+// every host is a member of: a placement may name either.
+const (
+	labPortGroup   = "vgpu-lab"
+	labDvs         = "vgpu-dvs"
+	labDvPortGroup = "vgpu-dvpg"
+)
+
+func addLabNetworks(ctx context.Context, u *url.URL) error {
+	client, err := govmomi.NewClient(ctx, u, true)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = client.Logout(ctx) }()
+	finder := find.NewFinder(client.Client, true)
+	dc, err := finder.DefaultDatacenter(ctx)
+	if err != nil {
+		return err
+	}
+	finder.SetDatacenter(dc)
+	hosts, err := finder.HostSystemList(ctx, "*")
+	if err != nil {
+		return err
+	}
+	if err := addStandardPortGroup(ctx, hosts); err != nil {
+		return err
+	}
+	return addDistributedPortGroup(ctx, client, dc, hosts)
+}
+
+// addStandardPortGroup adds the port group on the first host: the simulator keeps one
+// network object per name for the whole datacenter, so the other hosts see it too.
+func addStandardPortGroup(ctx context.Context, hosts []*object.HostSystem) error {
+	if len(hosts) == 0 {
+		return nil
+	}
+	network, err := hosts[0].ConfigManager().NetworkSystem(ctx)
+	if err != nil {
+		return err
+	}
+	return network.AddPortGroup(ctx, types.HostPortGroupSpec{
+		Name: labPortGroup, VswitchName: "vSwitch0", Policy: types.HostNetworkPolicy{}})
+}
+
+func addDistributedPortGroup(ctx context.Context, client *govmomi.Client, dc *object.Datacenter, hosts []*object.HostSystem) error {
+	folders, err := dc.Folders(ctx)
+	if err != nil {
+		return err
+	}
+	members := []types.DistributedVirtualSwitchHostMemberConfigSpec{}
+	for _, host := range hosts {
+		members = append(members, types.DistributedVirtualSwitchHostMemberConfigSpec{
+			Operation: string(types.ConfigSpecOperationAdd), Host: host.Reference()})
+	}
+	spec := types.DVSCreateSpec{ConfigSpec: &types.VMwareDVSConfigSpec{
+		DVSConfigSpec: types.DVSConfigSpec{Name: labDvs}}}
+	task, err := folders.NetworkFolder.CreateDVS(ctx, spec)
+	if err != nil {
+		return err
+	}
+	info, err := task.WaitForResult(ctx, nil)
+	if err != nil {
+		return err
+	}
+	dvs := object.NewDistributedVirtualSwitch(client.Client, info.Result.(types.ManagedObjectReference))
+	// The simulator's CreateDVS ignores the spec's hosts: they join by a reconfigure.
+	task, err = dvs.Reconfigure(ctx, &types.DVSConfigSpec{Host: members})
+	if err != nil {
+		return err
+	}
+	if err := task.Wait(ctx); err != nil {
+		return err
+	}
+	task, err = dvs.AddPortgroup(ctx, []types.DVPortgroupConfigSpec{{
+		Name: labDvPortGroup, Type: string(types.DistributedVirtualPortgroupPortgroupTypeEarlyBinding), NumPorts: 128}})
+	if err != nil {
+		return err
+	}
+	return task.Wait(ctx)
 }
