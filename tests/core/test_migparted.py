@@ -124,7 +124,7 @@ def test_plan_shows_the_layout_the_config_means(tmp_path: Path) -> None:
 
     code, out, _ = run_cli(["plan", str(write_lab(tmp_path, "all-1g"))])
     assert code == 0
-    assert "host-1 GPU 0 A100-80GB (mig): " + ", ".join(
+    assert "host-1 GPU 0 A100-80GB board A100D (mig): " + ", ".join(
         f"mp1-1g.10gb-{n}" for n in range(1, 8)) in out
 
 
