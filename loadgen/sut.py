@@ -39,6 +39,7 @@ class SampleDispatcher:
         self._cond = threading.Condition()
         self._count_lock = threading.Lock()
         self._stopping = False
+        self._rows_only = bool(getattr(backend, "keeps_samples", False))
         self._worker = threading.Thread(target=self._run, daemon=True, name="sut-dispatch")
         self._worker.start()
 
@@ -69,11 +70,15 @@ class SampleDispatcher:
                 self._complete(ids, indices, None)
                 continue
             self.batches += 1
-            self.backend.submit(
-                self.library.batch(indices),
-                lambda outputs, error, ids=ids, indices=indices: self._done(
-                    ids, indices, outputs, error),
-            )
+            done = self._callback(ids, indices)
+            if self._rows_only:
+                # The backend holds every loaded sample already (on the GPU): rows suffice.
+                self.backend.submit_rows(self.library.rows(indices), done)  # type: ignore[attr-defined]
+            else:
+                self.backend.submit(self.library.batch(indices), done)
+
+    def _callback(self, ids: list[int], indices: np.ndarray) -> Any:
+        return lambda outputs, error: self._done(ids, indices, outputs, error)
 
     def _done(self, ids: list[int], indices: np.ndarray, outputs: list[np.ndarray] | None,
               error: BaseException | None) -> None:
