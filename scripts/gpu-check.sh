@@ -36,6 +36,13 @@ for folder in site.getsitepackages():
 ' >"$venv_site/_host_site_packages.pth"
 "$venv/bin/python" -m pip install --quiet --no-index --find-links "$wheels" \
     -r scripts/gpu-requirements.txt
+# onnxruntime-gpu, where its wheel was brought (docs/gpu-check.md: too big for one call's
+# carry, it comes in chunks): it shadows the host's CPU build inside the venv only.
+for ort_gpu in "$wheels"/onnxruntime_gpu-*.whl; do
+    if [[ -f "$ort_gpu" ]]; then
+        "$venv/bin/python" -m pip install --quiet --no-index --no-deps "$ort_gpu"
+    fi
+done
 "$venv/bin/python" -m pip install --quiet --no-deps --no-build-isolation -e .
 mkdir -p "$out"
 figures=$(cd "$out" && pwd)/gpu-check.json
