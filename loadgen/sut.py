@@ -8,13 +8,14 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from typing import Any
+from typing import Any, cast
 
 import mlperf_loadgen as lg
 import numpy as np
 
 from loadgen.accuracy import argmax_per_output
 from loadgen.backends import Backend
+from loadgen.backends.base import KeepsSamples
 from loadgen.qsl import SampleLibrary
 
 
@@ -73,7 +74,7 @@ class SampleDispatcher:
             done = self._callback(ids, indices)
             if self._rows_only:
                 # The backend holds every loaded sample already (on the GPU): rows suffice.
-                self.backend.submit_rows(self.library.rows(indices), done)  # type: ignore[attr-defined]
+                cast(KeepsSamples, self.backend).submit_rows(self.library.rows(indices), done)
             else:
                 self.backend.submit(self.library.batch(indices), done)
 
