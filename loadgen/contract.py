@@ -56,6 +56,8 @@ INPUT_NAMES: dict[str, tuple[str, ...]] = {
 }
 DEFAULT_TRITON_PORT: dict[str, int] = {"grpc": 8001, "http": 8000}
 TRITON_ONLY_OPTIONS = ("url", "protocol", "model_name", "in_flight")
+# backend.provider (onnxruntime on a GPU): CUDA unless TensorRT is asked for.
+ORT_GPU_PROVIDERS = ("cuda", "tensorrt")
 BOTTLENECK_EXPANSION = 4
 DEFAULT_ACCURACY_SAMPLES = 256
 ACCURACY_DATASET_KEYS = ("images", "labels")
@@ -120,6 +122,7 @@ class BackendSpec:
     protocol: str | None = None
     model_name: str | None = None
     in_flight: int | None = None
+    provider: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = _present(asdict(self))

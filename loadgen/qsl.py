@@ -111,6 +111,15 @@ class SampleLibrary:
         self._loaded = {}
         self._rows[np.asarray(indices, dtype=np.int64)] = -1
 
+    @property
+    def preloaded(self) -> dict[str, np.ndarray] | None:
+        """Every sample, by sample index, once ``preload`` ran."""
+        return self._preloaded
+
+    def rows(self, indices: np.ndarray) -> np.ndarray:
+        """Where the loaded samples ``indices`` sit in the loaded arrays."""
+        return self._rows[indices]
+
     def batch(self, indices: np.ndarray) -> dict[str, np.ndarray]:
         rows = self._rows[indices]
         return {name: array[rows] for name, array in self._loaded.items()}

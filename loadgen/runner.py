@@ -18,6 +18,7 @@ from loadgen.errors import HarnessError
 from loadgen.gate import ACCURACY_LOG, run_accuracy_pass
 from loadgen.mllog import summarize
 from loadgen.models import ModelIO, build_model, builtin_model_io, read_model_io
+from loadgen.models.cache import default_cache_dir
 from loadgen.models.catalog import WEIGHT_SEED
 from loadgen.qsl import SampleLibrary
 from loadgen.result import write_result
@@ -101,7 +102,8 @@ def _open_backend(spec: Spec, model_path: Path | None, model_io: ModelIO) -> Bac
     from loadgen.backends.ort import OrtBackend
 
     assert model_path is not None
-    return OrtBackend(str(model_path), b.threads, spec.device.kind)
+    return OrtBackend(str(model_path), b.threads, spec.device.kind, b.provider,
+                      spec.model.precision, spec.cache_dir or default_cache_dir())
 
 
 def _open_slowed(spec: Spec, model_path: Path | None, model_io: ModelIO) -> Backend:
@@ -300,6 +302,9 @@ def _prepare(state: _Run, backend: Backend, library: SampleLibrary) -> None:
     window, so that after GO an instance does nothing but the timed test."""
     spec = state.spec
     state.qsl_preload_s = library.preload()
+    keep = getattr(backend, "keep_samples", None)
+    if keep is not None and library.preloaded is not None and keep(library.preloaded):
+        state.backend = backend.describe()
     warm = library.warmup_feeds(spec.batch_size)
     for _ in range(spec.warmup_queries):
         backend.infer(warm)

@@ -25,6 +25,7 @@ from loadgen.contract import (
     LOADGEN_MODES,
     LOADGEN_SCENARIOS,
     ONNX_SUFFIX,
+    ORT_GPU_PROVIDERS,
     TRITON_ONLY_OPTIONS,
     TRITON_PROTOCOLS,
     AccuracySpec,
@@ -116,15 +117,21 @@ def _read_model(r: SpecReader, doc: dict[str, Any], base: Path) -> ModelSpec:
 
 def _read_backend(r: SpecReader, doc: dict[str, Any], model: ModelSpec) -> BackendSpec:
     b = r.section(doc, "backend", {"name", "threads", "url", "protocol", "model_name",
-                                   "in_flight"})
+                                   "in_flight", "provider"})
     name = r.choice(b, "name", "backend.name", INFERENCE_BACKENDS, "onnxruntime")
     threads = r.integer(b, "threads", "backend.threads", None, 1)
+    provider = None
+    if "provider" in b:
+        provider = r.choice(b, "provider", "backend.provider", ORT_GPU_PROVIDERS, "cuda")
+        if name != "onnxruntime":
+            r.problem("backend.provider", "applies only to backend.name onnxruntime",
+                      "remove backend.provider or set backend.name to onnxruntime")
     if name != "triton":
         for key in TRITON_ONLY_OPTIONS:
             if key in b:
                 r.problem(f"backend.{key}", "applies only to backend.name triton",
                           f"remove backend.{key} or set backend.name to triton")
-        return BackendSpec(name, threads)
+        return BackendSpec(name, threads, provider=provider)
     protocol = r.choice(b, "protocol", "backend.protocol", TRITON_PROTOCOLS, "grpc")
     url = r.text(b, "url", "backend.url") or f"localhost:{DEFAULT_TRITON_PORT[protocol]}"
     host, _, port = url.rpartition(":")
@@ -333,6 +340,9 @@ def parse_spec(doc: Any, source: str = "<spec>", base: Path | None = None) -> Sp
     device = _read_device(r, doc)
     if backend.name == "torch":
         _check_torch(r, model, device)
+    if backend.provider is not None and device.kind == "cpu":
+        r.problem("backend.provider", "chooses the GPU provider, but device.kind is cpu",
+                  "remove backend.provider or set device.kind to gpu or mig")
     dataset = _read_dataset(r, doc, base, model)
     loadgen = _read_loadgen(r, doc, dataset is not None or "dataset" in doc)
     cache_dir = r.text(doc, "cache_dir", "cache_dir")

@@ -8,13 +8,14 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from typing import Any
+from typing import Any, cast
 
 import mlperf_loadgen as lg
 import numpy as np
 
 from loadgen.accuracy import argmax_per_output
 from loadgen.backends import Backend
+from loadgen.backends.base import KeepsSamples
 from loadgen.qsl import SampleLibrary
 
 
@@ -39,6 +40,7 @@ class SampleDispatcher:
         self._cond = threading.Condition()
         self._count_lock = threading.Lock()
         self._stopping = False
+        self._rows_only = bool(getattr(backend, "keeps_samples", False))
         self._worker = threading.Thread(target=self._run, daemon=True, name="sut-dispatch")
         self._worker.start()
 
@@ -69,11 +71,15 @@ class SampleDispatcher:
                 self._complete(ids, indices, None)
                 continue
             self.batches += 1
-            self.backend.submit(
-                self.library.batch(indices),
-                lambda outputs, error, ids=ids, indices=indices: self._done(
-                    ids, indices, outputs, error),
-            )
+            done = self._callback(ids, indices)
+            if self._rows_only:
+                # The backend holds every loaded sample already (on the GPU): rows suffice.
+                cast(KeepsSamples, self.backend).submit_rows(self.library.rows(indices), done)
+            else:
+                self.backend.submit(self.library.batch(indices), done)
+
+    def _callback(self, ids: list[int], indices: np.ndarray) -> Any:
+        return lambda outputs, error: self._done(ids, indices, outputs, error)
 
     def _done(self, ids: list[int], indices: np.ndarray, outputs: list[np.ndarray] | None,
               error: BaseException | None) -> None:

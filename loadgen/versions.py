@@ -10,6 +10,11 @@ import sys
 from importlib import metadata
 from typing import Any
 
+# TensorRT's Python package under each of its PyPI names, newest CUDA first; the -libs
+# ones alone are what onnxruntime-gpu's TensorRT provider loads.
+TENSORRT_DISTRIBUTIONS = ("tensorrt", "tensorrt-cu13", "tensorrt-cu12", "tensorrt-cu11",
+                          "tensorrt-cu13-libs", "tensorrt-cu12-libs")
+
 
 def _distribution_version(*names: str) -> tuple[str | None, str | None]:
     """(name, version) of the first of ``names`` that is installed, else (None, None)."""
@@ -47,8 +52,7 @@ def _onnxruntime_build() -> dict[str, str | None]:
     return {
         "cuda_version": getattr(build, "cuda_version", None) or None,
         "cudnn_version": getattr(build, "cudnn_version", None) or None,
-        "tensorrt_version": _distribution_version("tensorrt", "tensorrt-cu12",
-                                                  "tensorrt-cu11")[1],
+        "tensorrt_version": _distribution_version(*TENSORRT_DISTRIBUTIONS)[1],
     }
 
 

@@ -38,3 +38,15 @@ class Backend(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+class KeepsSamples(Protocol):
+    """A backend that can hold every sample where it runs (ONNX Runtime on a GPU): after
+    ``keep_samples`` returned True, ``keeps_samples`` is True and the SUT hands it the
+    batch's rows of those arrays through ``submit_rows`` instead of gathered feeds."""
+
+    keeps_samples: bool
+
+    def keep_samples(self, samples: dict[str, np.ndarray]) -> bool: ...
+
+    def submit_rows(self, rows: np.ndarray, done: Done) -> None: ...

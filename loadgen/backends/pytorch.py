@@ -28,6 +28,9 @@ if TYPE_CHECKING:
 
 IN_FLIGHT = 2
 PROVIDERS = {"cuda": "torch-cuda", "cpu": "torch-cpu"}
+# fp32 on CUDA runs its matrix products and convolutions in TF32, as ONNX Runtime's CUDA
+# provider does by default (use_tf32): both backends measure the same arithmetic.
+TF32_ON_CUDA = True
 
 
 def import_torch() -> ModuleType:
@@ -62,6 +65,36 @@ def place_model(th: ModuleType, model: Any, spec: ModelSpec, device: torch.devic
     return model
 
 
+def math_policy(device_type: str) -> dict[str, Any]:
+    """What the run sets for its arithmetic: cuDNN's autotuner and TF32 on CUDA; nothing
+    on the CPU (its kernels have neither)."""
+    if device_type != "cuda":
+        return {"cudnn_benchmark": False, "tf32": False}
+    return {"cudnn_benchmark": True, "tf32": TF32_ON_CUDA}
+
+
+def apply_math_policy(th: ModuleType, policy: dict[str, Any]) -> dict[str, Any]:
+    """Sets the policy explicitly (not torch's defaults, which differ between matrix
+    products and convolutions) and returns what torch reports back, for the record."""
+    th.backends.cudnn.benchmark = policy["cudnn_benchmark"]
+    th.set_float32_matmul_precision("high" if policy["tf32"] else "highest")
+    th.backends.cudnn.allow_tf32 = policy["tf32"]
+    return {**policy, "float32_matmul_precision": th.get_float32_matmul_precision(),
+            "cudnn_allow_tf32": bool(th.backends.cudnn.allow_tf32)}
+
+
+def to_device(th: ModuleType, array: np.ndarray, device: torch.device) -> torch.Tensor:
+    """One input as the backend moves it: on CUDA through pinned memory, without waiting."""
+    tensor = th.from_numpy(np.ascontiguousarray(array))
+    if device.type == "cuda":
+        tensor = tensor.pin_memory().to(device, non_blocking=True)
+    return tensor
+
+
+def transfer_discipline(device_type: str) -> str:
+    return "pinned, non-blocking, 2 batches in flight" if device_type == "cuda" else "none"
+
+
 class TorchBackend:
     name = "torch"
 
@@ -76,6 +109,8 @@ class TorchBackend:
             torch.set_num_threads(threads)
         self.device = choose_device(torch, device_kind)
         self.on_cuda = self.device.type == "cuda"
+        self.math = apply_math_policy(torch, math_policy(self.device.type)) if self.on_cuda \
+            else math_policy(self.device.type)
         self.spec, self.seed = model, seed
         self.input_names = INPUT_NAMES[model.name]
         self.module = place_model(torch, build_torch_model(model.name, model.variant, seed),
@@ -88,12 +123,7 @@ class TorchBackend:
 
     def _forward(self, feeds: Feeds) -> list[torch.Tensor]:
         torch = self._torch
-        tensors = []
-        for name in self.input_names:
-            tensor = torch.from_numpy(np.ascontiguousarray(feeds[name]))
-            if self.on_cuda:
-                tensor = tensor.pin_memory().to(self.device, non_blocking=True)
-            tensors.append(tensor)
+        tensors = [to_device(torch, feeds[name], self.device) for name in self.input_names]
         with torch.inference_mode():
             return list(self.module(*tensors))
 
@@ -145,6 +175,8 @@ class TorchBackend:
             "intra_op_threads": torch.get_num_threads(),
             "in_flight": self.concurrency,
             "channels_last": self.on_cuda and self.spec.name == "resnet50",
+            "transfer": transfer_discipline(self.device.type),
+            "math": self.math,
         }
 
     def mark_statistics_start(self) -> None:

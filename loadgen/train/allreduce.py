@@ -1,5 +1,6 @@
 """Allreduce bus-bandwidth probe over message sizes, reported the way nccl-tests does:
-algbw = bytes / time and busbw = algbw * 2(n-1)/n, where time is the slowest rank's mean."""
+algbw = bytes / time and busbw = algbw * 2(n-1)/n, where time is the slowest rank's mean.
+With one rank no byte crosses a link: busbw is null and the record says why."""
 
 from __future__ import annotations
 
@@ -15,9 +16,21 @@ from loadgen.train.spec import AllreduceSpec
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
-def bus_bandwidth(algbw_bytes_per_s: float, world_size: int) -> float:
-    """nccl-tests' bus-bandwidth factor for allreduce: each byte crosses 2(n-1)/n links."""
+ONE_RANK_NOTE = ("one rank: the allreduce moves no data between devices, so there is no "
+                 "bus bandwidth to report (busbw null); algbw is a local copy rate and says "
+                 "nothing of a link")
+
+
+def bus_bandwidth(algbw_bytes_per_s: float, world_size: int) -> float | None:
+    """nccl-tests' bus-bandwidth factor for allreduce: each byte crosses 2(n-1)/n links;
+    None for one rank, where it crosses none (nccl-tests' 0 would read as a dead link)."""
+    if world_size < 2:
+        return None
     return algbw_bytes_per_s * 2 * (world_size - 1) / world_size
+
+
+def bandwidth_note(world_size: int) -> str | None:
+    return ONE_RANK_NOTE if world_size < 2 else None
 
 
 def _time_allreduce(tensor: torch.Tensor, ctx: RankContext, iterations: int) -> float:
@@ -56,6 +69,7 @@ def bandwidth_rows(
             "time_us": slowest * 1e6,
             "time_us_per_rank": [t * 1e6 for t in times],
             "algbw_gb_s": algbw / 1e9,
-            "busbw_gb_s": bus_bandwidth(algbw, world_size) / 1e9,
+            "busbw_gb_s": None if (busbw := bus_bandwidth(algbw, world_size)) is None
+            else busbw / 1e9,
         })
     return rows

@@ -116,7 +116,7 @@ def _allreduce_body(spec: AllreduceSpec, out_dir: Path) -> int:
     import torch
     import torch.distributed as dist
 
-    from loadgen.train.allreduce import bandwidth_rows, probe_rank
+    from loadgen.train.allreduce import bandwidth_note, bandwidth_rows, probe_rank
     from loadgen.train.distributed import describe_device, init_rank, shutdown
 
     ctx = init_rank(spec.device, spec.backend, spec.collective_timeout_s)
@@ -136,6 +136,7 @@ def _allreduce_body(spec: AllreduceSpec, out_dir: Path) -> int:
                 torch_version=torch.__version__,
                 rows=bandwidth_rows(spec.sizes_bytes, [g["seconds"] for g in gathered],
                                     ctx.world_size),
+                busbw_note=bandwidth_note(ctx.world_size),
             )
             result.write_record(out_dir, record)
     finally:

@@ -4,10 +4,12 @@ which is the first MIG device when MIG mode is on and the whole GPU otherwise.""
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
 GPU_INDEX = 0
+CUDA_PROVIDER = "CUDAExecutionProvider"
 
 
 class NoGpu(Exception):
@@ -89,3 +91,42 @@ def probe() -> GpuHost:
             mig_current=current, mig_pending=pending, mig_device_uuid=mig_uuid)
     finally:
         nvml.nvmlShutdown()
+
+
+NO_ORT_GPU_ENV = "VGPU_NO_ORT_GPU"  # gpu-check.sh --no-ort-gpu
+
+
+def missing_cuda_provider(version: str | None, providers: list[str],
+                          no_ort_gpu: bool) -> tuple[str, str] | None:
+    """On a GPU host: None when onnxruntime has its CUDA provider, else what to do about
+    it: ("skip", reason) when the run said --no-ort-gpu, ("fail", reason) otherwise."""
+    if CUDA_PROVIDER in providers:
+        return None
+    what = (f"onnxruntime {version} has no {CUDA_PROVIDER} (providers {providers})"
+            if version else "onnxruntime is not installed")
+    if no_ort_gpu:
+        return "skip", f"gpu: optional: {what}; ONNX Runtime's GPU path left untested " \
+                       f"(--no-ort-gpu)"
+    return "fail", (f"{what} on a host with a GPU: install onnxruntime-gpu (docs/gpu-check.md "
+                    f"says how it gets to a host without a package index), or run "
+                    f"gpu-check.sh --no-ort-gpu to leave ONNX Runtime's GPU path untested")
+
+
+NOT_IN_CATALOGUE = "is not in vgpu's MIG catalogue"
+NO_PROFILES_LISTED = "NVML lists no MIG profiles"
+
+
+def catalogue_outcome(returncode: int, stdout: str, stderr: str) -> tuple[str, Any]:
+    """What `vgpu mig verify-catalogue --json` said: ("report", its JSON) on exit 0 or 1;
+    ("skip", reason) where the catalogue cannot be compared here (a GPU vgpu does not know:
+    a GPU skip; no profiles listed because MIG mode is off, which this suite never changes:
+    an optional one); ("fail", reason) otherwise."""
+    message = stderr.strip()[-1000:]
+    if NOT_IN_CATALOGUE in stderr:
+        return "skip", f"gpu: {message}"
+    if NO_PROFILES_LISTED in stderr:
+        return "skip", (f"gpu: optional: {message} (this suite never turns MIG on, so the "
+                        f"catalogue is compared only on a GPU found with MIG mode on)")
+    if returncode not in (0, 1) or not stdout.strip():
+        return "fail", f"verify-catalogue exited {returncode} without a report: {message}"
+    return "report", json.loads(stdout)

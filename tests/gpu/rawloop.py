@@ -1,6 +1,7 @@
 """The raw loop the harness is compared with: the same torch model (loadgen.torchmodels,
 the same weight seed, placed as backend torch places it) on the same synthetic inputs and
-batch, run back to back with no LoadGen and no SUT: copy in, forward, copy out.
+batch, submitted back to back through backend torch with no LoadGen and no SUT: the same
+copies in and out, the same batches in flight, the same cuDNN and TF32 settings.
 
 Runs in its own process, whose CUDA_VISIBLE_DEVICES the caller has bound, and prints one
 JSON line:
@@ -22,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from loadgen.backends.pytorch import import_torch, place_model
-from loadgen.contract import INPUT_NAMES, ModelSpec
+from loadgen.backends.pytorch import import_torch
+from loadgen.contract import ModelSpec
 from loadgen.models import builtin_model_io
 from loadgen.models.catalog import WEIGHT_SEED
 from loadgen.qsl import SampleLibrary
@@ -56,29 +57,33 @@ def batch_feeds(spec: ModelSpec, batch: int) -> dict[str, np.ndarray]:
 
 def measure(spec: ModelSpec, batch: int, seconds: float,
             device_type: str = "cuda") -> dict[str, Any]:
-    torch = import_torch()
-    from loadgen.torchmodels import build_torch_model
+    """Batches submitted back to back through backend torch itself, so that the raw loop
+    moves data exactly as the harness does (pinned copies, two batches in flight, the same
+    cuDNN and TF32 settings) and the ratio measures only what LoadGen and the SUT add."""
+    from loadgen.backends.pytorch import TorchBackend
 
-    assert spec.variant is not None
-    device = torch.device(device_type, 0) if device_type == "cuda" else torch.device("cpu")
-    model = place_model(torch, build_torch_model(spec.name, spec.variant, WEIGHT_SEED), spec,
-                        device)
+    backend = TorchBackend(spec, None, "gpu" if device_type == "cuda" else "cpu", WEIGHT_SEED)
     feeds = batch_feeds(spec, batch)
-    names = INPUT_NAMES[spec.name]
-
-    def step() -> list[Any]:
-        tensors = [torch.from_numpy(feeds[name]).to(device) for name in names]
-        with torch.inference_mode():
-            return [output.cpu() for output in model(*tensors)]
-
     for _ in range(WARMUP_BATCHES):
-        step()
-    batches, started = 0, time.perf_counter()
-    while (elapsed := time.perf_counter() - started) < seconds:
-        step()
-        batches += 1
-    return {"samples_per_second": batches * batch / elapsed, "batches": batches,
-            "batch_size": batch, "seconds": elapsed}
+        backend.infer(feeds)
+    finished: list[BaseException | None] = []
+
+    def done(outputs: list[np.ndarray] | None, error: BaseException | None) -> None:
+        finished.append(error)
+
+    submitted, started = 0, time.perf_counter()
+    while time.perf_counter() - started < seconds:
+        backend.submit(feeds, done)
+        submitted += 1
+    described = backend.describe()
+    backend.close()  # waits for the batches still in flight
+    elapsed = time.perf_counter() - started
+    errors = [repr(error) for error in finished if error is not None]
+    if errors or len(finished) != submitted:
+        raise RuntimeError(f"raw loop: {len(finished)} of {submitted} batches finished, "
+                           f"errors {errors[:3]}")
+    return {"samples_per_second": submitted * batch / elapsed, "batches": submitted,
+            "batch_size": batch, "seconds": elapsed, "backend": described}
 
 
 def main(argv: Sequence[str]) -> int:

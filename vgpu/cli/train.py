@@ -139,5 +139,6 @@ def probe_table(record: dict[str, Any], link: str, run_id: int | None) -> Table:
     for row in record["rows"]:
         table.add_row(size_label(row["size_bytes"]), str(row["size_bytes"]),
                       f"{row['time_us']:.1f}", f"{row['algbw_gb_s']:.4f}",
-                      f"{row['busbw_gb_s']:.4f}")
+                      "n/a (one rank)" if row["busbw_gb_s"] is None
+                      else f"{row['busbw_gb_s']:.4f}")
     return table

@@ -34,15 +34,33 @@ RUN set -eu; \
 # (pip-ca.pem, empty unless vgpu was given one; it replaces pip's own bundle) are optional.
 ARG PIP_INDEX_URL=
 COPY harness-requirements.txt pip-ca.pem /opt/harness/
-# PIP_CONSTRAINT is cleared: NGC images pin their own numpy etc. for the system Python,
-# which does not apply to this venv. The requirements are a lock (every package pinned with
-# its hashes, scripts/lock.sh); ONNX Runtime, CPU or GPU build, comes on top of it without
+# PIP_CONSTRAINT is cleared for the lock: NGC's constraint pins every package of the base
+# (psutil, protobuf, ...) and would refuse the lock's own pins; only its numpy is kept
+# (below). The requirements are a lock (every package pinned with its hashes,
+# scripts/lock.sh); ONNX Runtime, CPU or GPU build, comes on top of it without
 # dependencies of its own: the lock holds them.
 RUN set -eu; \
     if [ -s /opt/harness/pip-ca.pem ]; then export PIP_CERT=/opt/harness/pip-ca.pem; fi; \
     pip="/opt/harness/bin/python -m pip install ${PIP_INDEX_URL:+--index-url $PIP_INDEX_URL}"; \
     PIP_CONSTRAINT= $pip --require-hashes -r /opt/harness/harness-requirements.txt; \
     PIP_CONSTRAINT= $pip --no-deps "${ORT_PACKAGE}==${ORT_VERSION}"
+
+# NGC's torch is built against the numpy its constraint (/etc/pip/constraint.txt) pins, a
+# 1.x; the lock's numpy 2 in the venv would shadow it and break torch.from_numpy. Where the
+# base has a numpy, the venv's goes and the base's is used; torch must then work with it.
+# (The lines between the markers are run as they are by tests/container/test_base_numpy.py.)
+# keep-base-numpy: begin
+RUN set -eu; \
+    py="$(command -v python3 || command -v python)"; \
+    if "$py" -c 'import numpy' 2>/dev/null; then \
+        /opt/harness/bin/python -m pip uninstall --yes --quiet numpy; \
+        /opt/harness/bin/python -c 'import numpy, sys; print("numpy", numpy.__version__, \
+            "of the base:", numpy.__file__); sys.exit("/opt/harness/" in numpy.__file__)'; \
+    fi; \
+    if /opt/harness/bin/python -c 'import torch' 2>/dev/null; then \
+        /opt/harness/bin/python -c 'import numpy, torch; assert torch.from_numpy(numpy.ones(2)).sum().item() == 2.0'; \
+    fi
+# keep-base-numpy: end
 
 # Declared late: a new harness version must not invalidate the pip layer above.
 ARG HARNESS_VERSION=unknown

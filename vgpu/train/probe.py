@@ -95,15 +95,19 @@ def probe_metrics(record: Mapping[str, Any]) -> list[Metric]:
     """Per size (as the metric's instance) algbw, busbw and time; for the run, the peak
     busbw and the mean over sizes (nccl-tests' "Avg bus bandwidth")."""
     rows = record["rows"]
-    metrics = [
-        Metric("busbw_peak", max(r["busbw_gb_s"] for r in rows), GB_S),
-        Metric("busbw_avg", sum(r["busbw_gb_s"] for r in rows) / len(rows), GB_S),
-        Metric("algbw_peak", max(r["algbw_gb_s"] for r in rows), GB_S),
-    ]
+    # One rank crosses no link: its record has no bus bandwidth (busbw null), only algbw.
+    linked = all(r["busbw_gb_s"] is not None for r in rows)
+    metrics = [Metric("algbw_peak", max(r["algbw_gb_s"] for r in rows), GB_S)]
+    if linked:
+        metrics[:0] = [
+            Metric("busbw_peak", max(r["busbw_gb_s"] for r in rows), GB_S),
+            Metric("busbw_avg", sum(r["busbw_gb_s"] for r in rows) / len(rows), GB_S),
+        ]
     for row in rows:
         label = size_label(row["size_bytes"])
+        if linked:
+            metrics.append(Metric("busbw", row["busbw_gb_s"], GB_S, instance=label))
         metrics += [
-            Metric("busbw", row["busbw_gb_s"], GB_S, instance=label),
             Metric("algbw", row["algbw_gb_s"], GB_S, instance=label),
             Metric("time_us", row["time_us"], "us", instance=label),
         ]
