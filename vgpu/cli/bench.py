@@ -184,6 +184,7 @@ def bench(
     With no stored run of the baseline scenario (the bare-metal twin, e.g. bm6 for 6),
     that runs first on the same targets, unless --no-baseline."""
     sc = scenario_from_args(file, scenario)
+    inventory = _where_it_runs(sc, inventory, _found_not_named(ctx))
     _check_counts(runs, duration)
     _positive(max_clock_offset_ms, "--max-clock-offset-ms")
     if inject_slowdown is not None and not 0 < inject_slowdown < 90:
@@ -200,7 +201,6 @@ def bench(
         return
     _check_workloads(sc, workload)
     deploys = _check_triton(sc, workload, triton_url, triton_image)
-    inventory = _where_it_runs(sc, inventory, _found_not_named(ctx))
     if inventory is not None and runtime is None and _on_simulator_guests(inventory):
         runtime, allow_cpu = "host", True
     request = BenchRequest(inventory, runs, workload,
@@ -240,9 +240,8 @@ def bench(
 def _found_not_named(ctx: typer.Context) -> bool:
     """The inventory was found by the defaults (./vgpu-inventory.yaml, the user's default),
     not named with --inventory or $VGPU_INVENTORY."""
-    from click.core import ParameterSource
-
-    return (ctx.get_parameter_source("inventory") is ParameterSource.DEFAULT
+    source = ctx.get_parameter_source("inventory")
+    return ((source is None or source.name == "DEFAULT")
             and not os.environ.get(catalog.INVENTORY_ENV, "").strip())
 
 

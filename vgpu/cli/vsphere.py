@@ -284,6 +284,30 @@ def _check_host_indexes(indexes: list[int], hosts: int) -> None:
                                 fix=f"use host indexes 0..{hosts - 1}")
 
 
+UPGRADED_BUILD = "24022510"  # ESXi 8.0.3
+UPGRADED_VIB = "550.90.05-1OEM.800.1.0.20613240"
+
+
+@sim_app.command("upgrade")
+def sim_upgrade(
+    esxi_build: Annotated[str, typer.Option(help="the ESXi build every host reports "
+                                            "afterwards")] = UPGRADED_BUILD,
+    vib_version: Annotated[str, typer.Option(help="the NVIDIA host driver VIB version "
+                                             "every host reports afterwards")] = UPGRADED_VIB,
+) -> None:
+    """Upgrade the running lab's hosts (a new ESXi build and NVIDIA host driver VIB), for
+    `vgpu revalidate` to find the drift. Its vCenter restarts at the same URL; the
+    simulator keeps no VMs across that, so the next apply or revalidate creates them
+    again; guests keep what was provisioned on them."""
+    from vgpu.sim import state as simstate
+
+    lab, _ = simstate.upgrade(esxi_build, vib_version)
+    common.console.print(f"simulator lab upgraded at {lab.url} (pid {lab.pid}): ESXi build "
+                         f"{esxi_build}, host driver VIB {vib_version}; its VMs are created "
+                         "again by the next `vgpu apply` or `vgpu revalidate`",
+                         highlight=False)
+
+
 @sim_app.command("down")
 def sim_down() -> None:
     """Stop the simulator lab started by `vgpu sim up` and remove its inventory file."""

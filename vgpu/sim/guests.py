@@ -121,6 +121,18 @@ def simulated_driver_installer(directory: Path, version: str = DRIVER_VERSION,
     return path
 
 
+def match_guest_driver(net: GuestNetwork, vib_version: str) -> Path:
+    """The simulated guest driver of the host driver VIB's branch, as an admin who upgrades
+    the VIB also downloads the matching guest driver: a new file (the inventory names it)
+    when the branch changed, else the one there."""
+    current = next(net.files.glob("NVIDIA-Linux-*-grid.run"))
+    version = vib_version.split("-", 1)[0]
+    if current.name.split("-")[3].split(".")[0] == version.split(".")[0]:
+        return current
+    current.unlink()
+    return simulated_driver_installer(net.files, version)
+
+
 def simulated_token(directory: Path) -> Path:
     """A SIMULATED client configuration token: the simulated nvidia-gridd licenses a guest
     with any non-empty token."""
