@@ -6,10 +6,7 @@ names what is missing."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,9 +18,7 @@ from tests.labs.vcsim import lab_available
 from vgpu.catalog import LOCAL_INVENTORY
 from vgpu.sim import guests
 from vgpu.sim import state as simstate
-from vgpu.sim.build import binary_path, build
 
-REPO = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.vcsim, pytest.mark.sshd, pytest.mark.slow,
               pytest.mark.skipif(lab_available() is not None, reason=str(lab_available())),
               pytest.mark.skipif(ssh_lab_available() is not None,
@@ -65,11 +60,12 @@ def test_guests_follow_the_vms_and_sim_down_leaves_nothing(lab_folder: Path) -> 
 
         code, _, err = run_cli(["bench", "--scenario", "6", "--runs", "0"])
         assert code == 2
-        assert ("running on this machine: the simulator lab in "
-                f"{lab_folder / LOCAL_INVENTORY} has no VMs of scenario 6") in err
+        assert ("running on this machine: the simulator lab in ./vgpu-inventory.yaml has no "
+                "VMs of scenario 6 (`vgpu apply --scenario 6 --yes` makes them)") in err
         code, _, err = run_cli(["bench", "--scenario", "bm6", "--runs", "0"])
         assert code == 2
-        assert "running on this machine: scenario bm6 is bare metal and" in err
+        assert ("running on this machine: scenario bm6 is bare metal and "
+                "./vgpu-inventory.yaml lists no bare-metal hosts") in err
 
         code, out, err = run_cli(["apply", "--scenario", "6", "--yes", "--no-provision"])
         assert code == 0, out + err
@@ -111,44 +107,27 @@ def test_guests_follow_the_vms_and_sim_down_leaves_nothing(lab_folder: Path) -> 
     assert not (lab_folder / LOCAL_INVENTORY).exists()
 
 
-def test_without_root_sim_up_gives_the_vcenter_part_and_names_what_is_missing(
-    tmp_path: Path,
+def test_without_what_guests_need_sim_up_gives_the_vcenter_part_and_names_it(
+    lab_folder: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """As an unprivileged user (nobody): the lab starts, the first line says guests need
-    root, the inventory has no guest sections, and apply --no-provision works."""
-    if shutil.which("runuser") is None:
-        pytest.skip("runuser is missing")
-    build()
-    cache = tmp_path / "cache"
-    cache.mkdir()
-    shutil.copy(binary_path(), cache / binary_path().name)
-    work = tmp_path / "work"
-    work.mkdir()
-    for path in (tmp_path, cache, work):
-        os.chown(path, 65534, 65534)
-    os.chown(cache / binary_path().name, 65534, 65534)
-    tmp_path.chmod(0o755)
-    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(REPO), "HOME": str(work),
-           "VGPU_CACHE_DIR": str(cache), "VGPU_SIM_STATE_DIR": str(work / "state"),
-           "COLUMNS": "200"}
-
-    def vgpu(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(["runuser", "-u", "nobody", "--", sys.executable, "-m", "vgpu",
-                               *args], capture_output=True, text=True, cwd=work, env=env,
-                              timeout=300, check=False)
-
-    up = vgpu("sim", "up", "--port", "0", "--hosts", "2")
+    """A machine without the OpenSSH server (the same path as one without root): the
+    first line says what guests need, the lab starts, the inventory has no guest sections,
+    apply --no-provision works and says the VMs have no guests."""
+    monkeypatch.setattr(guests, "SSHD", lab_folder / "no-sshd")
+    code, out, err = run_cli(["sim", "up", "--port", "0", "--hosts", "2"])
     try:
-        assert up.returncode == 0, up.stdout + up.stderr
-        first = up.stdout.splitlines()[0]
-        assert first.startswith("note: guests need root")
-        assert "starting the vCenter part only" in " ".join(up.stdout.split())
-        assert "guests: none (missing: root" in up.stdout
-        written = yaml.safe_load((work / LOCAL_INVENTORY).read_text())
+        assert code == 0, err
+        first = out.splitlines()[0]
+        assert first.startswith(f"note: guests need {lab_folder / 'no-sshd'} (the OpenSSH "
+                                "server: apt-get install openssh-server)")
+        assert "starting the vCenter part only" in " ".join(out.split())
+        assert "guests: none (missing: " in out
+        written = yaml.safe_load((lab_folder / LOCAL_INVENTORY).read_text())
         assert "drivers" not in written and "ssh" not in written
-        applied = vgpu("apply", "--scenario", "5", "--yes", "--no-provision")
-        assert applied.returncode == 0, applied.stdout + applied.stderr
-        assert "simulator lab without guests (missing: root" in applied.stdout
+        assert guests.leftovers() == []
+        code, out, err = run_cli(["apply", "--scenario", "5", "--yes", "--no-provision"])
+        assert code == 0, out + err
+        assert "simulator lab without guests (missing: " in out
     finally:
-        down = vgpu("sim", "down")
-    assert down.returncode == 0 and "stopped the simulator lab" in down.stdout
+        code, out, _ = run_cli(["sim", "down"])
+    assert code == 0 and "stopped the simulator lab" in out

@@ -257,9 +257,10 @@ def _where_it_runs(sc: Scenario, inventory: Path | None, found: bool) -> Path | 
         return None
     path = catalog.resolve_inventory(inventory)
     inv = load_inventory(path)
+    shown = str(path) if path.is_absolute() or str(path).startswith(".") else f"./{path}"
     if sc.platform == "bare-metal":
         if found and not inv.bare_metal:
-            say(f"running on this machine: scenario {sc.id} is bare metal and {path} lists "
+            say(f"running on this machine: scenario {sc.id} is bare metal and {shown} lists "
                 "no bare-metal hosts (pass --inventory to run on other hosts)",
                 markup=False, highlight=False)
             return None
@@ -273,7 +274,7 @@ def _where_it_runs(sc: Scenario, inventory: Path | None, found: bool) -> Path | 
             markup=False, highlight=False)
         return inventory
     if found:
-        say(f"running on this machine: the simulator lab in {path} has no VMs of scenario "
+        say(f"running on this machine: the simulator lab in {shown} has no VMs of scenario "
             f"{sc.id} (`vgpu apply --scenario {sc.id} --yes` makes them)",
             markup=False, highlight=False)
         return None
