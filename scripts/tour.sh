@@ -38,7 +38,6 @@ step apply "$repo/scenarios/mig_7x1g.yaml" --yes
 step sim status
 step bench --scenario 8 "${bench_args[@]}"
 step destroy --scenario 8 --yes       # the pool's first addresses are scenario 6's next
-step bench --scenario bm6 "${bench_args[@]}"   # bare metal: on this machine, and it says why
 step revalidate --scenario 6 --capture-baseline --yes "${bench_args[@]}"
 step sim upgrade
 step revalidate --scenario 6 --yes "${bench_args[@]}"

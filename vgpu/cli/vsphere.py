@@ -224,8 +224,11 @@ def sim_up(
                                                 "(found by every command in this folder)")] =
     Path(catalog.LOCAL_INVENTORY),
 ) -> None:
-    """Start the simulator lab in the background and write an inventory for it. The build,
-    VIB, removed-type and maintenance options shape an "upgraded" lab for drift checks."""
+    """Start the simulator lab in the background and write an inventory for it. As root,
+    `vgpu apply` then gives every VM it creates a simulated guest (an sshd in its own
+    network namespace at the VM's IP); without root only the vCenter part runs, and this
+    says so first. The build, VIB, removed-type and maintenance options shape an
+    "upgraded" lab for drift checks."""
     from vgpu.sim import state as simstate
 
     if no_vgpu_hosts + no_gpu_hosts > hosts:
@@ -310,7 +313,9 @@ def sim_upgrade(
 
 @sim_app.command("down")
 def sim_down() -> None:
-    """Stop the simulator lab started by `vgpu sim up` and remove its inventory file."""
+    """Stop the simulator lab started by `vgpu sim up` and remove everything it made: its
+    guests (their processes, network namespaces and veths), the bridge, the guests' login
+    user and sudo rule, and the inventory file."""
     from vgpu.sim import guests
     from vgpu.sim import state as simstate
 
@@ -327,7 +332,8 @@ def sim_down() -> None:
 
 @sim_app.command("status")
 def sim_status() -> None:
-    """Say whether a simulator lab started by `vgpu sim up` is running, and where."""
+    """Say whether a simulator lab started by `vgpu sim up` is running, where, and list its
+    guests (VM, IP, up or down, the simulated vGPU / MIG slice)."""
     from vgpu.sim import state as simstate
 
     running = simstate.status()
