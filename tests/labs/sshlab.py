@@ -5,7 +5,8 @@ own host key and config, listening on its own loopback address (127.0.0.11, .12,
 host gets its own unix user and home directory so hosts share no state, and a sudoers rule
 for that user. With ``netns=NetnsLab(n)`` each sshd runs inside its own network namespace
 instead, on that namespace's address (reached from here through the lab's bridge). With
-``guest_sim=True`` the GPU guest stand-ins from ``guest_sim/`` (nvidia-smi, apt-get,
+``guest_sim=True`` the GPU guest stand-ins that `vgpu sim up`'s guests run too
+(``vgpu/sim/guest_tools/``: nvidia-smi, apt-get,
 systemctl, ... all SIMULATORS) go first on that user's PATH, for SSH sessions and for sudo,
 and system paths are written under ``host.system_root`` instead of ``/``; a simulated
 ``systemctl reboot`` reboots the host (``LabHost.reboot``: sshd stops and starts again).
@@ -32,7 +33,6 @@ import tempfile
 import threading
 import time
 import uuid
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,9 +40,13 @@ from types import TracebackType
 
 from tests.labs.netns import NetnsLab
 from vgpu.remote.targets import HostTarget
+from vgpu.sim.guests import GUEST_TOOLS, hardware_text, install_tools, url_key
+from vgpu.sim.guests import (  # re-exported for the provisioning tests
+    simulated_driver_installer as fake_driver_installer,  # noqa: F401
+)
 
 SSHD = Path("/usr/sbin/sshd")
-GUEST_SIM_DIR = Path(__file__).with_name("guest_sim")
+GUEST_SIM_DIR = GUEST_TOOLS
 FIRST_OCTET = 11
 SIM_BIN = ".sim-bin"
 SUDOERS_DIR = Path("/etc/sudoers.d")
@@ -178,21 +182,12 @@ class LabHost:
         """What the simulated ``nvidia-smi`` reports once a driver is installed: GPUs named
         ``GRID <vgpu_type>`` (a vGPU) or ``gpu_name`` (a passthrough GPU), each with a MIG
         device of ``mig_profile`` under it when set (a MIG-backed vGPU)."""
-        seed = zlib.crc32(self.name.encode())
-        lines = [
-            f"vgpu_type={vgpu_type}",
-            f"mig_profile={mig_profile or ''}",
-            f"gpu_count={gpu_count}",
-            f"gpu_name={gpu_name or ''}",
-            f"gpu_uuid={uuid.UUID(int=seed)}",
-            f"mig_uuid={uuid.UUID(int=seed + 1)}",
-        ]
-        self.set_sim("hardware", "\n".join(lines) + "\n")
+        self.set_sim("hardware", hardware_text(self.name, vgpu_type, mig_profile, gpu_count,
+                                               gpu_name))
 
     def serve_url(self, url: str, content: bytes) -> None:
         """Make the simulated ``curl`` on this host answer ``url`` with ``content``."""
-        # The simulator files URLs under their POSIX cksum, so compute it the same way.
-        key = _run("sh", "-c", 'printf "%s" "$1" | cksum | cut -d" " -f1', "sh", url).strip()
+        key = url_key(url)  # the simulated curl files URLs under their POSIX cksum
         target = self.sim_state / "urls" / key
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(content)
@@ -445,9 +440,7 @@ class SshLab:
         host.bin_dir.mkdir(exist_ok=True)
         host.system_root.mkdir(exist_ok=True)
         if self.guest_sim:
-            for source in GUEST_SIM_DIR.iterdir():
-                if source.is_file():
-                    shutil.copy2(source, host.bin_dir / source.name)
+            install_tools(host.bin_dir)
             host.set_hardware(self.vgpu_type, self.mig_profile)
         _run("chown", "-R", f"{user}:{user}", str(home))
         path = f"{host.bin_dir}:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
@@ -531,23 +524,6 @@ class SshLab:
                         os.kill(int(entry.name), signal.SIGKILL)
                 except (OSError, ProcessLookupError):
                     continue
-
-
-def fake_driver_installer(directory: Path, version: str = "535.154.05",
-                          flavour: str = "grid") -> Path:
-    """A SIMULATED NVIDIA driver installer (.run) named like NVIDIA's files: the vGPU guest
-    driver (``flavour`` grid, ``...-grid.run``) or the data-center driver (``datacenter``,
-    ``...run``). On a lab host it records the driver version and flavour for the simulated
-    nvidia-smi and nvidia-gridd; it refuses non-root."""
-    suffix = "-grid.run" if flavour == "grid" else ".run"
-    path = directory / f"NVIDIA-Linux-x86_64-{version}{suffix}"
-    path.write_text(
-        "#!/bin/sh\n"
-        "# SIMULATOR: stands in for an NVIDIA driver installer in the SSH test lab.\n"
-        f'exec nvidia-installer-sim "{version}" {flavour} "$@"\n'
-    )
-    path.chmod(0o755)
-    return path
 
 
 def lab_host_targets(lab: SshLab) -> Callable[[HostTarget], HostTarget]:

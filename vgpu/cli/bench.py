@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Annotated, Any, cast
 
@@ -37,7 +38,7 @@ from vgpu.cli.options import (
     ScenarioRef,
     inventory_option,
 )
-from vgpu.cli.root import app
+from vgpu.cli.root import app, err_console
 from vgpu.cli.train_view import train_and_report
 from vgpu.errors import InputError, RemoteError, VerdictFailed
 from vgpu.model.load import load_inventory
@@ -149,6 +150,7 @@ def _positive(value: float | None, flag: str) -> None:
 
 @app.command()
 def bench(
+    ctx: typer.Context,
     file: ScenarioFile = None,
     scenario: ScenarioRef = None,
     inventory: BenchInventoryOpt = None,
@@ -182,6 +184,7 @@ def bench(
     With no stored run of the baseline scenario (the bare-metal twin, e.g. bm6 for 6),
     that runs first on the same targets, unless --no-baseline."""
     sc = scenario_from_args(file, scenario)
+    inventory = _where_it_runs(sc, inventory, _found_not_named(ctx))
     _check_counts(runs, duration)
     _positive(max_clock_offset_ms, "--max-clock-offset-ms")
     if inject_slowdown is not None and not 0 < inject_slowdown < 90:
@@ -198,6 +201,8 @@ def bench(
         return
     _check_workloads(sc, workload)
     deploys = _check_triton(sc, workload, triton_url, triton_image)
+    if inventory is not None and runtime is None and _on_simulator_guests(inventory):
+        runtime, allow_cpu = "host", True
     request = BenchRequest(inventory, runs, workload,
                            BenchOverrides(duration_s=duration, full_models=full_models,
                                           triton_url=triton_url, mlperf_rules=mlperf_rules,
@@ -230,6 +235,56 @@ def bench(
         raise RemoteError(outcome.failure)
     if any(c.verdict == "FAIL" for c in outcome.comparisons):
         raise VerdictFailed("verdict FAIL against the baseline")
+
+
+def _found_not_named(ctx: typer.Context) -> bool:
+    """The inventory was found by the defaults (./vgpu-inventory.yaml, the user's default),
+    not named with --inventory or $VGPU_INVENTORY."""
+    source = ctx.get_parameter_source("inventory")
+    return ((source is None or source.name == "DEFAULT")
+            and not os.environ.get(catalog.INVENTORY_ENV, "").strip())
+
+
+def _where_it_runs(sc: Scenario, inventory: Path | None, found: bool) -> Path | None:
+    """The inventory the run uses, said on the line after the inventory's: a found (not
+    named) inventory never sends a scenario to hosts it does not describe. A simulator
+    lab's scenario runs on its guests when `vgpu apply` made them, else here; a bare-metal
+    scenario runs here unless the inventory lists bare-metal hosts."""
+    from vgpu.sim import follow
+
+    say = err_console.print
+    if inventory is None:
+        return None
+    path = catalog.resolve_inventory(inventory)
+    inv = load_inventory(path)
+    shown = str(path) if path.is_absolute() or str(path).startswith(".") else f"./{path}"
+    if sc.platform == "bare-metal":
+        if found and not inv.bare_metal:
+            say(f"running on this machine: scenario {sc.id} is bare metal and {shown} lists "
+                "no bare-metal hosts (pass --inventory to run on other hosts)",
+                markup=False, highlight=False)
+            return None
+        return inventory
+    guests = follow.scenario_guests(sc, inv, path)
+    if guests is None:
+        return inventory
+    if guests:
+        say(f"running on the simulator lab's VMs: {', '.join(g.vm for g in guests)} "
+            "(simulated guests: the harness in its venv on the CPU, a functional check)",
+            markup=False, highlight=False)
+        return inventory
+    if found:
+        say(f"running on this machine: the simulator lab in {shown} has no VMs of scenario "
+            f"{sc.id} (`vgpu apply --scenario {sc.id} --yes` makes them)",
+            markup=False, highlight=False)
+        return None
+    return inventory
+
+
+def _on_simulator_guests(inventory: Path) -> bool:
+    from vgpu.sim import follow
+
+    return follow.lab_of(catalog.resolve_inventory(inventory)) is not None
 
 
 def _check_counts(runs: int | None, duration: float | None) -> None:

@@ -146,6 +146,7 @@ def provision_scenario(
 ) -> RunReport:
     """Plan the scenario on the inventory and provision its guests (also run by
     `vgpu apply` once the VMs are up)."""
+    sc, harness = _on_simulator_guests(sc, inventory_path, harness)
     jobs, all_jobs, inv = provision_jobs(sc, inventory_path, hosts=hosts, harness=harness)
     options = ConnectOptions(connect_timeout=inv.ssh.connect_timeout_s,
                              command_timeout=inv.ssh.command_timeout_s, retries=retries,
@@ -153,3 +154,19 @@ def provision_scenario(
     return run_provision(jobs, scenario_id=sc.id, options=options, log_dir=log_dir,
                          state_dir=state_dir, dry_run=dry_run, concurrency=concurrency,
                          all_jobs=all_jobs, source=str(inventory_path))
+
+
+def _on_simulator_guests(sc: Scenario, inventory_path: Path, harness: HarnessOptions | None,
+                         ) -> tuple[Scenario, HarnessOptions | None]:
+    """On `vgpu sim up`'s guests the harness is a venv with this machine's packages."""
+    from vgpu.provision.adapter import HarnessOptions
+    from vgpu.sim import follow
+
+    if follow.lab_of(inventory_path) is None:
+        return sc, harness
+    if sc.guest.effective_runtime != "host":
+        console.print(f"note: {follow.SIM_RUNTIME_NOTE}", highlight=False)
+    options = harness or HarnessOptions()
+    return follow.on_guests(sc), HarnessOptions(
+        install_requirements=False, python=options.python,
+        extra_site_dirs=(*options.extra_site_dirs, *follow.harness_site_dirs()))

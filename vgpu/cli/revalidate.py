@@ -32,6 +32,7 @@ from vgpu.revalidate.flow import (
     revalidate,
 )
 from vgpu.revalidate.render import as_json, render_outcome
+from vgpu.sim import follow
 
 DEFAULT_FACTS = Path("vgpu-results/preflight")
 DEFAULT_STATE = Path("vgpu-results/revalidate")
@@ -89,12 +90,17 @@ def revalidate_command(
     if references is not None:
         parse_references(load_yaml(references).data, str(references))
     out = Console(stderr=True) if as_json_flag else common.console
+    on_guests = follow.lab_of(path) is not None
+    if on_guests:
+        out.print(f"note: {follow.SIM_RUNTIME_NOTE}; the guests have no GPU, so each run is "
+                  "a functional check on the CPU", highlight=False)
     with ResultStore.open(db) as store:
         _say_baseline(store, baseline, capture_baseline, out)
         request = RevalidateRequest(
             inventory=loaded, inventory_path=path, scenarios=scenarios,
             bench=BenchRequest(path, runs, workload, BenchOverrides(duration_s=duration),
-                               allow_cpu, RuntimeOptions(runtime=None)),
+                               allow_cpu or on_guests,
+                               RuntimeOptions(runtime="host" if on_guests else None)),
             facts_dir=facts_dir, state_dir=state_dir, baseline=baseline,
             capture_baseline=capture_baseline, resume=resume, references=references)
         outcome = revalidate(request, store, out,
@@ -154,6 +160,9 @@ def _converger(inventory_path: Path, yes: bool, console: Console) -> Converge:
                        confirm=commands.terminal_confirm(yes),
                        concurrency=DEFAULT_CONCURRENCY, ip_timeout_s=DEFAULT_IP_TIMEOUT_S,
                        console=console)
+        for guest in follow.start_for_apply(sc, load_inventory(inventory_path), inventory_path):
+            console.print(f"simulator guest {guest.vm} at {guest.address} ({guest.hardware}, "
+                          "simulated)", highlight=False)
         provision_scenario(sc, inventory_path)
 
     return converge

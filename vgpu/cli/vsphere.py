@@ -15,7 +15,7 @@ from vgpu.cli.common import scenario_from_args
 from vgpu.cli.options import InventoryReq, ScenarioFile, ScenarioRef, inventory_option
 from vgpu.cli.plan_view import print_warnings
 from vgpu.cli.root import app
-from vgpu.errors import InputError, Problem
+from vgpu.errors import InputError, Problem, RemoteError
 from vgpu.model.inventory import Inventory
 from vgpu.model.load import load_inventory
 from vgpu.model.scenario import Scenario
@@ -118,9 +118,28 @@ def apply(
         _check_provision_inputs(sc, inv_path, dry_run)
     commands.apply(sc, inv, inv_path, dry_run=dry_run, confirm=commands.terminal_confirm(yes),
                    concurrency=concurrency, ip_timeout_s=ip_timeout, console=common.console)
+    if not dry_run:
+        _start_simulator_guests(sc, inv, inv_path)
     if provision and not dry_run:
         common.console.print("[bold]Provisioning the guests[/]")
         provision_scenario(sc, inv_path, accept_new_host_keys=accept_new_host_keys)
+
+
+def _start_simulator_guests(sc: Scenario, inv: Inventory, inv_path: Path) -> None:
+    """On `vgpu sim up`'s inventory: a guest (sshd) for every VM of the scenario."""
+    from vgpu.sim import follow
+
+    record = follow.lab_of(inv_path)
+    if record is None:
+        return
+    if record.guest_network is None:
+        common.console.print(f"note: simulator lab without guests (missing: "
+                             f"{record.guests_missing}); the VMs have no SSH to provision "
+                             "or bench on", highlight=False)
+        return
+    for guest in follow.start_for_apply(sc, inv, inv_path):
+        common.console.print(f"simulator guest {guest.vm} at {guest.address} "
+                             f"({guest.hardware}, simulated)", highlight=False)
 
 
 def _check_provision_inputs(sc: Scenario, inv_path: Path, dry_run: bool) -> None:
@@ -173,6 +192,11 @@ def destroy(
     inv, inv_path = _inventory(inventory)
     commands.destroy(sc, inv, inv_path, confirm=commands.terminal_confirm(yes),
                      concurrency=concurrency, console=common.console)
+    from vgpu.sim import follow
+
+    for guest in follow.stop_for_destroy(sc, inv, inv_path):
+        common.console.print(f"simulator guest {guest.vm} at {guest.address} removed",
+                             highlight=False)
 
 
 @sim_app.command("up")
@@ -180,7 +204,8 @@ def sim_up(
     port: Annotated[int, typer.Option(help="port to listen on (0: any free one)")] =
     DEFAULT_PORT,
     hosts: Annotated[int, typer.Option(min=1, max=64, help="ESXi hosts in the cluster")] = 4,
-    gpus: Annotated[int, typer.Option(min=0, max=16, help="A100 80GB GPUs per host")] = 4,
+    gpus: Annotated[int, typer.Option("--gpus", "--gpus-per-host", min=0, max=16,
+                                      help="A100 80GB GPUs per host")] = 4,
     no_vgpu_hosts: Annotated[int, typer.Option(min=0, help="hosts (from the end) with GPUs "
                                                "but no vGPU types")] = 0,
     no_gpu_hosts: Annotated[int, typer.Option(min=0, help="hosts (from the end) with no "
@@ -199,8 +224,11 @@ def sim_up(
                                                 "(found by every command in this folder)")] =
     Path(catalog.LOCAL_INVENTORY),
 ) -> None:
-    """Start the simulator lab in the background and write an inventory for it. The build,
-    VIB, removed-type and maintenance options shape an "upgraded" lab for drift checks."""
+    """Start the simulator lab in the background and write an inventory for it. As root,
+    `vgpu apply` then gives every VM it creates a simulated guest (an sshd in its own
+    network namespace at the VM's IP); without root only the vCenter part runs, and this
+    says so first. The build, VIB, removed-type and maintenance options shape an
+    "upgraded" lab for drift checks."""
     from vgpu.sim import state as simstate
 
     if no_vgpu_hosts + no_gpu_hosts > hosts:
@@ -212,8 +240,13 @@ def sim_up(
                      esxi_build=esxi_build, vib_version=vib_version,
                      removed_vgpu_types=tuple(remove_vgpu_type or ()),
                      maintenance=tuple(sorted(set(maintenance or []))))
-    lab = simstate.up(shape, inventory_out)
     out = common.console
+    missing = guests_missing()
+    if missing:
+        out.print(f"[yellow]note:[/] guests need {missing}; starting the vCenter part only "
+                  "(apply --no-provision works; provision and bench need guests)",
+                  highlight=False)
+    lab, record = simstate.up(shape, inventory_out)
     out.print(f"[bold green]simulator lab running[/] at {lab.url} (pid {lab.pid})")
     out.print(f"  {hosts} ESXi {shape.esxi_version} (build {shape.esxi_build}) host(s) x "
               f"{gpus} A100 80GB, host driver VIB {shape.vib_version}, "
@@ -223,12 +256,27 @@ def sim_up(
     if shape.maintenance:
         out.print("  in maintenance mode: "
                   + ", ".join(host_name(i) for i in shape.maintenance))
+    network = record.guest_network
+    if network is not None:
+        out.print(f"  guests: one per VM that `vgpu apply` creates, an sshd at the VM's IP "
+                  f"({network.address(11)}..{network.address(40)}) with simulated NVIDIA "
+                  f"tooling; login {network.key_file}; simulated driver and licence token "
+                  f"in {network.files}", highlight=False)
+    else:
+        out.print(f"  guests: none (missing: {record.guests_missing})", highlight=False)
     out.print(f"  inventory written to {inventory_out.resolve()}")
     out.print(f"  password file {lab.workdir / simstate.PASSWORD_FILE}; for "
               f"inventory/sim.yaml: export VGPU_VCENTER_PASSWORD='{lab.password}'")
-    out.print(f"next: vgpu preflight -i {inventory_out} --scenario 8\n"
-              f"      vgpu apply -i {inventory_out} --scenario 8\n"
+    out.print(f"next: vgpu preflight --scenario 8\n"
+              f"      vgpu apply --scenario 8 --yes{'' if network else ' --no-provision'}\n"
+              "      vgpu sim status\n"
               "      vgpu sim down")
+
+
+def guests_missing() -> str | None:
+    from vgpu.sim.guests import missing_for_guests
+
+    return missing_for_guests()
 
 
 def _check_host_indexes(indexes: list[int], hosts: int) -> None:
@@ -239,24 +287,72 @@ def _check_host_indexes(indexes: list[int], hosts: int) -> None:
                                 fix=f"use host indexes 0..{hosts - 1}")
 
 
+UPGRADED_BUILD = "24022510"  # ESXi 8.0.3
+UPGRADED_VIB = "550.90.05-1OEM.800.1.0.20613240"
+
+
+@sim_app.command("upgrade")
+def sim_upgrade(
+    esxi_build: Annotated[str, typer.Option(help="the ESXi build every host reports "
+                                            "afterwards")] = UPGRADED_BUILD,
+    vib_version: Annotated[str, typer.Option(help="the NVIDIA host driver VIB version "
+                                             "every host reports afterwards")] = UPGRADED_VIB,
+) -> None:
+    """Upgrade the running lab's hosts (a new ESXi build and NVIDIA host driver VIB), for
+    `vgpu revalidate` to find the drift. Its vCenter restarts at the same URL; the
+    simulator keeps no VMs across that, so the next apply or revalidate creates them
+    again; guests keep what was provisioned on them."""
+    from vgpu.sim import state as simstate
+
+    lab, _ = simstate.upgrade(esxi_build, vib_version)
+    common.console.print(f"simulator lab upgraded at {lab.url} (pid {lab.pid}): ESXi build "
+                         f"{esxi_build}, host driver VIB {vib_version}; its VMs are created "
+                         "again by the next `vgpu apply` or `vgpu revalidate`",
+                         highlight=False)
+
+
 @sim_app.command("down")
 def sim_down() -> None:
-    """Stop the simulator lab started by `vgpu sim up` and remove its inventory file."""
+    """Stop the simulator lab started by `vgpu sim up` and remove everything it made: its
+    guests (their processes, network namespaces and veths), the bridge, the guests' login
+    user and sudo rule, and the inventory file."""
+    from vgpu.sim import guests
     from vgpu.sim import state as simstate
 
     stopped = simstate.down()
     common.console.print(f"stopped the simulator lab at {stopped}" if stopped
                          else "no simulator lab was running")
+    if guests_missing() is None and guests.owner_pid() is None:
+        guests.sweep()  # also what a killed lab left behind
+        left = guests.leftovers()
+        if left:
+            raise RemoteError("still on this machine after `vgpu sim down`: "
+                              + ", ".join(left))
 
 
 @sim_app.command("status")
 def sim_status() -> None:
-    """Say whether a simulator lab started by `vgpu sim up` is running, and where."""
+    """Say whether a simulator lab started by `vgpu sim up` is running, where, and list its
+    guests (VM, IP, up or down, the simulated vGPU / MIG slice)."""
     from vgpu.sim import state as simstate
 
     running = simstate.status()
     if running is None:
         common.console.print("no simulator lab is running (start one with `vgpu sim up`)")
         raise typer.Exit(1)
-    common.console.print(f"running at {running.url} (pid {running.pid}), inventory "
-                         f"{running.inventory}")
+    from vgpu.sim import guests
+
+    out = common.console
+    out.print(f"running at {running.url} (pid {running.pid}), inventory "
+              f"{running.inventory}")
+    network = running.guest_network
+    if network is None:
+        out.print(f"guests: none (missing: {running.guests_missing})", highlight=False)
+        return
+    listed = guests.read_guests(network)
+    out.print(f"guests: {len(listed)} (one per VM `vgpu apply` created; simulated NVIDIA "
+              "tooling)", highlight=False)
+    for guest in listed:
+        out.print(f"  {guest.vm:<16} {guest.address:<15} "
+                  f"{'up' if guest.running() else 'DOWN'}  {guest.hardware} (simulated)",
+                  highlight=False)

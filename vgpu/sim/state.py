@@ -1,17 +1,21 @@
 """The background lab of ``vgpu sim up`` / ``vgpu sim down``: one per user, its pid, URL
-and files in a state directory ($VGPU_SIM_STATE_DIR, by default ~/.cache/vgpu/sim)."""
+and files in a state directory ($VGPU_SIM_STATE_DIR, by default ~/.cache/vgpu/sim). As root
+it also prepares the guests' network and login (vgpu.sim.guests); the guests themselves
+follow the VMs `vgpu apply` creates in the lab (vgpu.sim.follow)."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import yaml
 
-from vgpu.errors import InputError
+from vgpu.errors import InputError, RemoteError
+from vgpu.sim import guests
 from vgpu.sim.build import cache_dir
 from vgpu.sim.lab import LabShape, RunningLab, inventory_data, pid_alive, start_lab, stop_pid
 
@@ -26,6 +30,15 @@ class LabRecord:
     inventory: str
     workdir: str
     shape: dict[str, object] = field(default_factory=dict)  # LabShape.describe()
+    guest_prefix: str = ""  # the guests' /24 ("10.a.b"); empty: no guests (see guests_missing)
+    guests_missing: str = ""  # what this machine lacks for guests, when it does
+    lab_shape: dict[str, object] = field(default_factory=dict)  # the LabShape, to restart it
+
+    @property
+    def guest_network(self) -> guests.GuestNetwork | None:
+        if not self.guest_prefix:
+            return None
+        return guests.GuestNetwork(prefix=self.guest_prefix, workdir=self.workdir)
 
 
 def state_dir() -> Path:
@@ -45,13 +58,18 @@ def status() -> LabRecord | None:
     if record is None:
         return None
     if not pid_alive(record.pid):
+        network = record.guest_network
+        if network is not None:
+            guests.teardown(network)  # guests without their vCenter follow it
         (state_dir() / STATE_FILE).unlink(missing_ok=True)
         return None
     return record
 
 
-def up(shape: LabShape, inventory_out: Path) -> RunningLab:
-    """Start a detached lab, record it, write its password file and inventory."""
+def up(shape: LabShape, inventory_out: Path) -> tuple[RunningLab, LabRecord]:
+    """Start a detached lab, record it, write its password file and inventory. With root,
+    also the guests' network, login and simulated driver files (else the record says what
+    is missing for guests)."""
     running = status()
     if running is not None:
         raise InputError.single("command line", "vgpu sim up",
@@ -63,21 +81,76 @@ def up(shape: LabShape, inventory_out: Path) -> RunningLab:
     password_file = workdir / PASSWORD_FILE
     password_file.write_text(lab.password + "\n", encoding="utf-8")
     password_file.chmod(0o600)
-    inventory_out.write_text(
-        "# Written by `vgpu sim up` for the simulator lab; removed by `vgpu sim down`.\n"
-        + yaml.safe_dump(inventory_data(lab, password_file=str(password_file)),
-                         sort_keys=False), encoding="utf-8")
+    missing = guests.missing_for_guests()
+    prefix = ""
+    if missing is None:
+        try:
+            net = guests.prepare(workdir, lab.pid)
+        except RuntimeError as exc:
+            stop_pid(lab.pid)
+            raise RemoteError(f"the simulator lab's guests could not be prepared: {exc}") \
+                from None
+        except BaseException:
+            stop_pid(lab.pid)
+            raise
+        prefix = net.prefix
     record = LabRecord(pid=lab.pid, url=lab.url, inventory=str(inventory_out.resolve()),
-                       workdir=str(workdir), shape=shape.describe())
+                       workdir=str(workdir), shape=shape.describe(), guest_prefix=prefix,
+                       guests_missing=missing or "", lab_shape=asdict(shape))
+    _save(record, lab)
+    return lab, record
+
+
+def _save(record: LabRecord, lab: RunningLab) -> None:
+    """The state record and the inventory (with the guests' sections when there are any)."""
+    password_file = Path(record.workdir) / PASSWORD_FILE
+    data = inventory_data(lab, password_file=str(password_file))
+    if record.guest_network is not None:
+        data.update(record.guest_network.inventory_sections())
     (state_dir() / STATE_FILE).write_text(json.dumps(asdict(record)), encoding="utf-8")
-    return lab
+    Path(record.inventory).write_text(
+        "# Written by `vgpu sim up` for the simulator lab; removed by `vgpu sim down`.\n"
+        + yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+
+
+def upgrade(esxi_build: str, vib_version: str) -> tuple[RunningLab, LabRecord]:
+    """What an ESXi and host-driver upgrade does to the lab: its vCenter restarts with
+    every host on ``esxi_build`` and the NVIDIA VIB ``vib_version``, at the same URL and
+    password. The simulator keeps no VMs across the restart, so the next `vgpu apply` (or
+    `vgpu revalidate`) creates them again; the guests and what was provisioned on them
+    stay, as a VM's disk does through a host upgrade."""
+    record = status()
+    if record is None:
+        raise InputError.single("command line", "vgpu sim upgrade", "no simulator lab is "
+                                "running", fix="start one with `vgpu sim up`")
+    old = record.lab_shape
+    shape = replace(LabShape(**{k: tuple(v) if isinstance(v, list) else v
+                                for k, v in old.items()}),
+                    esxi_build=esxi_build, vib_version=vib_version,
+                    listen=f"127.0.0.1:{urlsplit(record.url).port}")
+    workdir = Path(record.workdir)
+    password = (workdir / PASSWORD_FILE).read_text(encoding="utf-8").strip()
+    stop_pid(record.pid)
+    lab = start_lab(shape, workdir, password=password, detach=True)
+    if record.guest_network is not None:
+        guests.OWNER.write_text(f"{lab.pid}\n")
+        guests.match_guest_driver(record.guest_network, vib_version)
+    updated = replace(record, pid=lab.pid, url=lab.url, shape=shape.describe(),
+                      lab_shape=asdict(shape))
+    _save(updated, lab)
+    return lab, updated
 
 
 def down() -> str | None:
-    """Stop the recorded lab; returns its URL, or None when none was running."""
+    """Stop the recorded lab and remove everything it made (guests: their processes,
+    namespaces, veths, the bridge, the login user); returns its URL, or None when none was
+    running."""
     record = _read()
     if record is None:
         return None
+    network = record.guest_network
+    if network is not None:
+        guests.teardown(network)
     stop_pid(record.pid)
     (state_dir() / STATE_FILE).unlink(missing_ok=True)
     Path(record.inventory).unlink(missing_ok=True)

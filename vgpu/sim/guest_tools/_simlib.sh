@@ -1,5 +1,5 @@
-# SIMULATOR library sourced by the guest stand-ins in this directory. It is NOT part of vgpu:
-# the SSH test lab copies these files onto a lab user's PATH so that provisioning steps that
+# SIMULATOR library sourced by the guest stand-ins in this directory. They are no NVIDIA
+# software: `vgpu sim up`'s guests and the SSH test lab copy these files onto a lab user's PATH so that provisioning steps that
 # need a GPU, an NVIDIA driver or a package mirror have something to talk to. All state lives
 # under the lab user's home (found from the script's own location, so it works under sudo).
 # Parameter expansion instead of dirname/cd subshells: these run on every simulated

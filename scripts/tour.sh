@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# README's tour on a whole lab on this machine: the vSphere simulator with one simulated
+# guest (an sshd in its own network namespace) per VM. Run as root (namespaces); without
+# root `vgpu sim up` gives the vCenter part only and the tour stops after apply.
+#   sudo bash scripts/tour.sh            # after `bash scripts/setup.sh`
+# VGPU (default: this checkout's .venv/bin/vgpu), TOUR_DIR (default: a new temp folder,
+# kept: results, logs, report) and TOUR_BENCH (arguments for the bench and revalidate runs;
+# default one workload, two repeats: the CPU functional check; empty for the scenarios'
+# own) change it. Exit 0 when every step passed and `vgpu sim down` left nothing behind.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+read -r -a vgpu <<< "${VGPU:-$repo/.venv/bin/vgpu}"
+tour_dir=${TOUR_DIR:-$(mktemp -d -t vgpu-tour-XXXXXX)}
+read -r -a bench_args <<< "${TOUR_BENCH---workload resnet50-offline --runs 2}"
+export VGPU_SIM_STATE_DIR=${VGPU_SIM_STATE_DIR:-$tour_dir/sim-state}
+unset VGPU_INVENTORY
+cd "$tour_dir"
+started=$SECONDS
+
+step() {
+    printf '\n== [%3ds] vgpu %s\n' "$((SECONDS - started))" "$*"
+    "${vgpu[@]}" "$@"
+}
+finish() {
+    local code=$?
+    "${vgpu[@]}" sim down >/dev/null 2>&1 || true
+    printf '\n== tour %s in %d s (folder %s)\n' \
+        "$([ "$code" = 0 ] && echo passed || echo "FAILED (exit $code)")" \
+        "$((SECONDS - started))" "$tour_dir"
+}
+trap finish EXIT
+
+step scenarios >/dev/null
+step plan --scenario 8 >/dev/null
+step sim up --port "${VGPU_SIM_PORT:-0}"
+step preflight --scenario 8 >/dev/null
+step apply "$repo/scenarios/mig_7x1g.yaml" --yes
+step sim status
+step bench --scenario 8 "${bench_args[@]}"
+step destroy --scenario 8 --yes       # the pool's first addresses are scenario 6's next
+step revalidate --scenario 6 --capture-baseline --yes "${bench_args[@]}"
+step sim upgrade
+step revalidate --scenario 6 --yes "${bench_args[@]}"
+step destroy --scenario 6 --yes
+step sim down
+left=$(ip netns list 2>/dev/null | grep -c '^vgpusim-' || true)
+if [ "$left" != 0 ] || ip link show vgpusim0 >/dev/null 2>&1 || id vgpu-sim >/dev/null 2>&1; then
+    echo "left behind after vgpu sim down: namespaces $left, bridge or user" >&2
+    exit 1
+fi
