@@ -81,7 +81,7 @@ class Lab:
         request = RevalidateRequest(
             inventory=load_inventory(self.inventory), inventory_path=self.inventory,
             scenarios=[load_scenario(SCENARIO_6)],
-            bench=BenchRequest(self.inventory, 3, ["resnet50-offline"],
+            bench=BenchRequest(self.inventory, 4, ["resnet50-offline"],  # 4: one INVALID leaves 3
                                BenchOverrides(duration_s=1.5), allow_cpu=True,
                                runtime=RuntimeOptions(runtime="host"),
                                host_target_hook=self.to_lab, connect=FAST),
