@@ -255,6 +255,8 @@ def test_the_closed_division_also_names_the_model_and_the_missing_scenarios(
         "smaller variant is only submittable in the open division" in words
     assert f"not submittable: {SYSTEM}/resnet50-tiny: the closed division's edge suite " \
         "also needs SingleStream, MultiStream" in words
+    assert "not submittable: compliance: the closed division needs the audit runs TEST01, " \
+        "TEST04 in this result's folder; vgpu does not run them" in words
     assert not (out / "closed" / SUBMITTER / "model_mapping.json").exists()
     description = json.loads((out / "closed" / SUBMITTER / "systems" /
                               f"{SYSTEM}.json").read_text())

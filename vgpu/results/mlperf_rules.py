@@ -26,17 +26,19 @@ class BenchmarkRules:
     offline_min_samples: int
     min_queries: dict[str, int]
     required_scenarios: tuple[str, ...]  # of the edge suite, for the closed division
+    compliance_tests: tuple[str, ...]  # audit runs the closed division asks for
 
 
 RULES = {
     "resnet50": BenchmarkRules(1024, 50000, 24576,
                                {"SingleStream": 1024, "MultiStream": 270336,
                                 "Server": 270336, "Offline": 1},
-                               ("SingleStream", "MultiStream", "Offline")),
+                               ("SingleStream", "MultiStream", "Offline"),
+                               ("TEST01", "TEST04")),
     "bert-99": BenchmarkRules(10833, 10833, 10833, {"SingleStream": 1024, "Offline": 1},
-                              ("SingleStream", "Offline")),
+                              ("SingleStream", "Offline"), ("TEST01",)),
     "bert-99.9": BenchmarkRules(10833, 10833, 10833, {"SingleStream": 1024, "Offline": 1},
-                                ("SingleStream", "Offline")),
+                                ("SingleStream", "Offline"), ("TEST01",)),
 }
 
 
@@ -73,6 +75,10 @@ def not_submittable(benchmark: str, scenario: str, division: str, performance: P
     if benchmark != mlperf and division == "closed":
         reasons.append(f"model: {benchmark} is not the {mlperf} reference model; a "
                        "smaller variant is only submittable in the open division")
+    if division == "closed":
+        reasons.append(f"compliance: the closed division needs the audit runs "
+                       f"{', '.join(rules.compliance_tests)} in this result's folder; vgpu "
+                       "does not run them")
     log = read_mllog(performance)
     reasons += _performance_reasons(log, rules, scenario, division)
     if accuracy is None:
