@@ -77,7 +77,8 @@ def test_the_checker_accepts_the_export_of_a_run_meeting_the_rules_minimums(
     cache = tmp_path / "cache"
     cache.mkdir()
     bench_resnet_with_accuracy(tmp_path, cache, "--runs", "1", "--no-baseline",
-                               "--no-report", samples=FULL_DATASET, timeout=2000)
+                               "--no-report", samples=FULL_DATASET, scenario="SingleStream",
+                               timeout=2000)
     said = _export(tmp_path, cache, tmp_path / "tree")
     assert "not submittable" not in said and "submittable as far as vgpu checks" in said
     output = _checker(tmp_path / "tree", tmp_path)
