@@ -312,8 +312,8 @@ def results(
     status: Annotated[str | None, typer.Option("--status", help="running|ok|failed|aborted")]
     = None,
     export: Annotated[str | None, typer.Option(
-        "--export", help="csv or json (to stdout), or mlperf DIR: the MLCommons results "
-        "layout in folder DIR")] = None,
+        "--export", help="csv or json (to stdout), or mlperf DIR: an MLPerf Inference "
+        "submission tree in folder DIR (needs --submitter)")] = None,
     export_dir: Annotated[Path | None, typer.Argument(
         metavar="[DIR]", help="with --export mlperf: the folder to write")] = None,
     submitter: Annotated[str | None, typer.Option(
@@ -330,8 +330,9 @@ def results(
         "--run", help="print run N read back: its instances with LoadGen validity and "
         "reasons, latency, throughput, telemetry and platform")] = None,
 ) -> None:
-    """List stored runs, or export them (--export csv|json) to stdout, or write them in
-    the MLCommons results layout (--export mlperf DIR), or print one run (--run N)."""
+    """List stored runs, or export them (--export csv|json) to stdout, or write them as an
+    MLPerf submission tree (--export mlperf DIR --submitter ORG), or print one run
+    (--run N)."""
     if copy_to is not None:
         typer.echo(copy_stores(db, copy_to, scenario_id=scenario).describe())
         return
