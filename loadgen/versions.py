@@ -66,6 +66,16 @@ def _torch_info() -> dict[str, Any] | None:
     return {"version": torch.__version__, "cuda": torch.version.cuda, "cudnn": cudnn}
 
 
+def operating_system() -> str:
+    """The distribution and kernel, e.g. 'Ubuntu 22.04.4 LTS (Linux 5.15.0-105-generic)'."""
+    try:
+        name = platform.freedesktop_os_release().get("PRETTY_NAME")
+    except OSError:
+        name = None
+    kernel = f"{platform.system()} {platform.release()}"
+    return f"{name} ({kernel})" if name else kernel
+
+
 def version_info() -> dict[str, Any]:
     from loadgen import HARNESS_VERSION, SCHEMA_VERSION
 
@@ -73,6 +83,7 @@ def version_info() -> dict[str, Any]:
         "harness": HARNESS_VERSION,
         "schema_version": SCHEMA_VERSION,
         "python": platform.python_version(),
+        "os": operating_system(),
         "executable": sys.executable,
         "onnxruntime": _onnxruntime_info(),
         "mlcommons-loadgen": _distribution_version("mlcommons-loadgen")[1],

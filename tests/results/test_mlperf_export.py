@@ -1,13 +1,16 @@
-"""`vgpu results --export mlperf DIR` on real short benches (real harness, LoadGen, ONNX
-Runtime, tiny models): one workload with an accuracy pass, one under --mlperf-rules. The
-exported folder is read back: the MLCommons layout, the LoadGen logs byte for byte, the
-system descriptions; re-exporting is idempotent and leaves other content alone."""
+"""`vgpu results --export mlperf DIR --submitter ORG` on real short benches (real harness,
+LoadGen, ONNX Runtime, tiny models): a resnet50 run under --mlperf-rules with an accuracy
+pass, a BERT run with one, a resnet50 run without one. The exported tree is read back
+against the v6.1 submission rules vgpu mirrors: the levels, the files per result, the
+system description keys, honest names and system type, accuracy.txt's hash line, and
+the exact reasons a tiny CPU run is not submittable."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import re
+import socket
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,46 +19,78 @@ from typing import Any
 import pytest
 
 from tests.bench.conftest import VGPU, vgpu_env
+from vgpu.results.mlperf_system import REQUIRED_KEYS, UNKNOWN_PREFIX
 from vgpu.results.store import ResultStore
 
 pytestmark = pytest.mark.slow
-QUICK = ["--scenario", "bm5", "--runs", "1", "--duration", "1", "--no-baseline",
-         "--no-report"]
-SYSTEM_KEYS = {"system_name", "number_of_nodes", "host_processor_model_name",
-               "host_processor_core_count", "accelerator_model_name", "accelerators_per_node",
-               "accelerator_memory_capacity", "framework", "operating_system",
-               "other_software_stack", "division", "status", "system_type"}
+QUICK = ["--runs", "1", "--duration", "1", "--no-baseline", "--no-report"]
+SUBMITTER = "vgpu-lab"
 PERFORMANCE = ("mlperf_log_summary.txt", "mlperf_log_detail.txt", "mlperf_log_accuracy.json")
-OFFICIAL_SEEDS = {"qsl_rng_seed": 2085463073848966840,
-                  "sample_index_rng_seed": 2747215439041700203,
-                  "schedule_rng_seed": 16159082839903944936}
+ACCURACY = (*PERFORMANCE, "accuracy.txt")
+RESULT_FILES = ("README.md", "user.conf", "measurements.json")
+SYSTEM = f"bm-{socket.gethostname()}"
+RESNET_SCENARIO = """\
+id: export-rn50
+name: resnet50 with an accuracy pass
+platform: bare-metal
+gpu: A100-80GB
+vms:
+  - name: rn50-1g
+    vgpus: [1g.10gb]
+workloads:
+  - name: resnet50-accuracy
+    model: resnet50
+    scenario: {scenario}
+    batch: {batch}
+{latency}    precision: fp32
+    accuracy_target: 0.99
+    accuracy_samples: {samples}
+repeats: 1
+"""
 
 
 @dataclass
 class Benched:
     folder: Path
     cache: Path
-    rules_output: str
 
     def vgpu(self, *args: str) -> subprocess.CompletedProcess[str]:
         return _vgpu(self.folder, self.cache, *args)
 
 
-def _vgpu(folder: Path, cache: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _vgpu(folder: Path, cache: Path, *args: str,
+          timeout: float = 300) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*VGPU, *args], cwd=folder, env=vgpu_env(cache), capture_output=True,
-                          text=True, timeout=300, check=False)
+                          text=True, timeout=timeout, check=False)
+
+
+def bench_resnet_with_accuracy(folder: Path, cache: Path, *args: str, samples: int = 256,
+                               scenario: str = "Offline", timeout: float = 300) -> None:
+    """A bench of tiny resnet50 under --mlperf-rules with an accuracy pass of ``samples``.
+    SingleStream (batch 1) ends its timed part at min_duration whatever the CPU's speed;
+    its expected latency is set below the real one so that LoadGen generates enough
+    queries for the whole duration. Offline's lasts as long as its one query, sized from
+    a calibration probe."""
+    single = scenario == "SingleStream"
+    text = RESNET_SCENARIO.format(samples=samples, scenario=scenario,
+                                  batch=1 if single else 64,
+                                  latency="    target_latency_ms: 0.1\n" if single else "")
+    (folder / "rn50.yaml").write_text(text)
+    done = _vgpu(folder, cache, "bench", "--scenario", "rn50.yaml", "--mlperf-rules", *args,
+                 timeout=timeout)
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 @pytest.fixture(scope="module")
 def benched(tmp_path_factory: pytest.TempPathFactory) -> Benched:
     folder = tmp_path_factory.mktemp("mlperf-export")
-    harness_cache = tmp_path_factory.mktemp("harness-models")
-    accuracy = _vgpu(folder, harness_cache, "bench", *QUICK, "--workload", "bert-offline")
-    assert accuracy.returncode == 0, accuracy.stderr
-    rules = _vgpu(folder, harness_cache, "bench", *QUICK, "--workload", "resnet50-offline",
-                  "--mlperf-rules")
-    assert rules.returncode == 0, rules.stderr
-    return Benched(folder, harness_cache, rules.stdout + rules.stderr)
+    cache = tmp_path_factory.mktemp("harness-models")
+    bench_resnet_with_accuracy(folder, cache, *QUICK)
+    for workload in ("bert-offline", "resnet50-offline"):  # bm5's resnet50: no accuracy
+        done = _vgpu(folder, cache, "bench", "--scenario", "bm5", *QUICK, "--workload",
+                     workload)
+        assert done.returncode == 0, done.stderr
+    return Benched(folder, cache)
 
 
 def _tree(root: Path) -> dict[str, str]:
@@ -64,138 +99,221 @@ def _tree(root: Path) -> dict[str, str]:
 
 
 def _stored(folder: Path) -> dict[str, Any]:
-    """Benchmark folder name -> the stored run and its one instance."""
+    """Scenario id and model -> the stored run and its one instance."""
     with ResultStore.open_existing(folder / "vgpu-results.db") as store:
-        found = {}
-        for run in store.runs(status="ok"):
-            [instance] = store.instances(run.id)
-            name = "resnet50-tiny" if run.workload_detail["model"] == "resnet50" \
-                else "bert-99.9-tiny"
-            found[name] = (run, instance.result)
-        return found
+        return {(run.scenario_id, run.workload_detail["model"]):
+                (run, store.instances(run.id)[0].result) for run in store.runs(status="ok")}
 
 
-def _summary_field(text: str, name: str) -> str:
-    found = re.search(rf"^{re.escape(name)}\s*:\s*(.+)$", text, re.MULTILINE)
-    assert found, f"{name} not in the summary"
-    return found.group(1).strip()
+def _export(benched: Benched, out: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    done = benched.vgpu("results", "--export", "mlperf", str(out), "--submitter", SUBMITTER,
+                        *args)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done
 
 
-def test_export_writes_the_mlcommons_layout_with_the_loadgen_logs_intact(
+def _words(done: subprocess.CompletedProcess[str]) -> str:
+    return " ".join((done.stdout + done.stderr).split())
+
+
+def test_export_writes_the_submission_tree_with_the_loadgen_logs_intact(
     benched: Benched, tmp_path: Path,
 ) -> None:
     out = tmp_path / "submission"
-    done = benched.vgpu("results", "--export", "mlperf", str(out))
-    assert done.returncode == 0, done.stderr
-    stored = _stored(benched.folder)
-    system = stored["resnet50-tiny"][1].platform.host
-    results = f"results/{system}"
-    expected = {f"systems/{system}.json"}
+    done = _export(benched, out)
+    root = f"open/{SUBMITTER}"
+    files = set(_tree(out))
+    expected = {f"{root}/systems/{SYSTEM}.json", f"{root}/src/README.md",
+                f"{root}/model_mapping.json"}
     for benchmark in ("resnet50-tiny", "bert-99.9-tiny"):
-        base = f"{results}/{benchmark}/Offline"
+        base = f"{root}/results/{SYSTEM}/{benchmark}/Offline"
         expected |= {f"{base}/performance/run_1/{name}" for name in PERFORMANCE}
-        expected |= {f"{base}/user.conf", f"{base}/measurements.json"}
-    expected |= {f"{results}/bert-99.9-tiny/Offline/accuracy/{name}"
-                 for name in (*PERFORMANCE, "accuracy.txt")}
-    assert set(_tree(out)) == expected
+        expected |= {f"{base}/accuracy/{name}" for name in ACCURACY}
+        expected |= {f"{base}/{name}" for name in RESULT_FILES}
+    harness = {f for f in files if f.startswith(f"{root}/src/vgpu-loadgen-harness/")}
+    assert f"{root}/src/vgpu-loadgen-harness/runner.py" in harness
+    assert files - harness == expected
+    mapping = json.loads((out / root / "model_mapping.json").read_text())
+    assert mapping == {"resnet50-tiny": "resnet", "bert-99.9-tiny": "bert-99.9"}
 
-    for benchmark, (run, instance) in stored.items():
-        run_1 = out / results / benchmark / "Offline" / "performance" / "run_1"
+    stored = _stored(benched.folder)
+    for benchmark, key in (("resnet50-tiny", ("export-rn50", "resnet50")),
+                           ("bert-99.9-tiny", ("bm5", "bert"))):
+        run, instance = stored[key]
+        folder = out / root / "results" / SYSTEM / benchmark / "Offline"
         log_dir = Path(instance.log_dir)
         for name in ("mlperf_log_summary.txt", "mlperf_log_detail.txt"):
-            assert (run_1 / name).read_bytes() == (log_dir / name).read_bytes()
-        summary = (run_1 / "mlperf_log_summary.txt").read_text()
-        assert _summary_field(summary, "Result is") == instance.validity  # VALID or INVALID
-        assert _summary_field(summary, "Scenario") == "Offline"
-        assert float(_summary_field(summary, "Samples per second")) == pytest.approx(
-            instance.throughput, rel=1e-4)
-        assert f"run {run.id} {instance.name} -> {results}/{benchmark}/Offline" in done.stdout
-
-    description = json.loads((out / f"systems/{system}.json").read_text())
-    assert set(description) >= SYSTEM_KEYS
-    assert description["system_name"] == system and description["number_of_nodes"] == 1
-    assert description["accelerators_per_node"] == 0  # a CPU run used no accelerator
-    assert description["framework"].startswith("onnxruntime ")
-    assert "mlcommons-loadgen" in description["framework"]
-    assert description["vgpu"]["target_kind"] == "bare-metal"
+            assert (folder / "performance/run_1" / name).read_bytes() == \
+                (log_dir / name).read_bytes()
+            assert (folder / "accuracy" / name).read_bytes() == \
+                (log_dir / "accuracy" / name).read_bytes()
+        assert json.loads((folder / "performance/run_1/mlperf_log_accuracy.json")
+                          .read_text()) == []
+        assert f"run {run.id} {instance.name} -> {root}/results/{SYSTEM}/{benchmark}/Offline" \
+            in done.stdout
+        readme = (folder / "README.md").read_text()
+        assert f"vgpu run {run.id}" in readme
+        assert f"vgpu bench --scenario {run.scenario_id} --workload" in readme
 
 
-def test_the_accuracy_pass_goes_to_accuracy_with_its_score(benched: Benched,
-                                                          tmp_path: Path) -> None:
-    out = tmp_path / "submission"
-    assert benched.vgpu("results", "--export", "mlperf", str(out)).returncode == 0
-    run, instance = _stored(benched.folder)["bert-99.9-tiny"]
-    folder = next(out.glob("results/*/bert-99.9-tiny/Offline"))
-    accuracy = folder / "accuracy"
-    pass_logs = Path(instance.log_dir) / "accuracy"
-    for name in ("mlperf_log_summary.txt", "mlperf_log_detail.txt"):
-        assert (accuracy / name).read_bytes() == (pass_logs / name).read_bytes()
-    detail = (accuracy / "mlperf_log_detail.txt").read_text()
-    assert '"key": "effective_test_mode", "value": "AccuracyOnly"' in detail
-    log = json.loads((accuracy / "mlperf_log_accuracy.json").read_text())
-    assert len(log) == instance.result["accuracy"]["samples"] == 256
-    score = instance.result["accuracy"]
-    text = (accuracy / "accuracy.txt").read_text()
-    assert f"{score['metric']}: {score['value']}" in text and "passed: True" in text
-    # the timed run logged no accuracy records
-    assert json.loads((folder / "performance/run_1/mlperf_log_accuracy.json").read_text()) == []
-    measured = json.loads((folder / "measurements.json").read_text())
-    assert measured["input_data_types"] == "fp16" and measured["retraining"] == "No"
-    assert measured["vgpu"]["run_id"] == run.id
+def test_a_run_without_an_accuracy_pass_is_left_out_with_why(benched: Benched,
+                                                             tmp_path: Path) -> None:
+    done = _export(benched, tmp_path / "submission")
+    run, instance = _stored(benched.folder)[("bm5", "resnet50")]
+    assert f"not exported: run {run.id} {instance.name}: no accuracy pass" in _words(done)
+    only = benched.vgpu("results", "--export", "mlperf", str(tmp_path / "other"),
+                        "--submitter", SUBMITTER, "--scenario", "bm5", "--status", "ok")
+    assert only.returncode == 0  # bert has one
+    assert not (tmp_path / "other" / "open" / SUBMITTER / "results" / SYSTEM /
+                "resnet50-tiny").exists()
 
 
-def test_a_run_under_mlperf_rules_uses_loadgen_official_settings_and_says_so(
+def test_system_description_has_every_required_key_named_honestly(
     benched: Benched, tmp_path: Path,
 ) -> None:
-    run, instance = _stored(benched.folder)["resnet50-tiny"]
-    assert "MLPerf rules" in run.workload
-    assert run.workload_detail["mlperf_rules"] == {
-        "applied": True, "source": "mlperf_loadgen built-in mlperf.conf",
-        "shortened_duration_s": 1.0, "compliant": False}
-    assert "MLPerf rules" in benched.rules_output
-    assert "not a compliant run" in " ".join(benched.rules_output.split())
-    rules = instance.result["mlperf_rules"]
-    assert rules["model"] == "resnet50" and rules["compliant_settings"] is False
-    assert rules["official"]["min_duration_ms"] == 600000
-    assert rules["official"]["min_query_count"] == 24576
-    assert rules["deviations"] == {"min_duration_ms": 1000}
-    settings = instance.result["settings"]  # what LoadGen logged it ran with
-    assert {key: settings[key] for key in OFFICIAL_SEEDS} == OFFICIAL_SEEDS
-    # LoadGen raises the count when the expected QPS x duration asks for more samples
-    assert settings["min_sample_count"] >= 24576 and settings["min_duration_ms"] == 1000
-    assert settings["performance_sample_count"] == 1024  # the QSL size of the rules
     out = tmp_path / "submission"
-    assert benched.vgpu("results", "--export", "mlperf", str(out)).returncode == 0
-    conf = next(out.glob("results/*/resnet50-tiny/Offline/user.conf")).read_text()
-    assert "under MLPerf rules" in conf
-    assert [line for line in conf.splitlines() if not line.startswith("#")] == [
-        f"resnet50-tiny.Offline.target_qps = {settings['target_qps']:g}",
-        "resnet50-tiny.Offline.min_duration = 1000"]
+    done = _export(benched, out)
+    path = out / "open" / SUBMITTER / "systems" / f"{SYSTEM}.json"
+    description = json.loads(path.read_text())
+    assert set(REQUIRED_KEYS) <= set(description)
+    assert all(description[key] not in (None, "", 0) for key in REQUIRED_KEYS
+               if key not in ("sw_notes",))
+    assert description["submitter"] == SUBMITTER and description["division"] == "open"
+    assert description["system_type"] == "edge"  # resnet50 and BERT: edge suite only
+    assert description["system_name"] == SYSTEM and not SYSTEM.startswith("vm_")
+    assert description["system_type_detail"] == "bare metal"
+    assert description["hw_notes"] == "bare metal"
+    assert description["vgpu"]["host"] == socket.gethostname()
+    assert description["vgpu"]["hypervisor"] is None
+    assert description["accelerators_per_node"] == "0"  # a CPU run used no accelerator
+    assert description["accelerator_model_name"] == "none (CPU run)"
+    assert description["framework"].startswith("onnxruntime ")
+    assert "mlcommons-loadgen" in description["framework"]
+    assert description["operating_system"].startswith(UNKNOWN_PREFIX) is False
+    unknown = [key for key in REQUIRED_KEYS if str(description[key]).startswith(UNKNOWN_PREFIX)]
+    assert "host_storage_capacity" in unknown and "cooling" in unknown
+    shown = f"open/{SUBMITTER}/systems/{SYSTEM}.json"
+    assert description["cooling"] == f"{UNKNOWN_PREFIX}: set it in {shown} (kept when " \
+        "exported again)"
+    assert f"unknown to vgpu in {shown}: {', '.join(unknown)}" in _words(done)
+
+
+def test_values_the_user_sets_in_the_system_file_survive_a_reexport(
+    benched: Benched, tmp_path: Path,
+) -> None:
+    out = tmp_path / "submission"
+    _export(benched, out)
+    path = out / "open" / SUBMITTER / "systems" / f"{SYSTEM}.json"
+    edited = json.loads(path.read_text())
+    edited.update(cooling="air", status="available", framework="mine")
+    path.write_text(json.dumps(edited))
+    again = _export(benched, out)
+    description = json.loads(path.read_text())
+    assert description["cooling"] == "air" and description["status"] == "available"
+    assert description["framework"].startswith("onnxruntime ")  # vgpu's own is rewritten
+    unknown = _words(again).split("unknown to vgpu in")[1].split("(set them")[0]
+    assert "cooling" not in unknown and "host_storage_type" in unknown
+
+
+def test_accuracy_txt_ends_with_the_hash_of_the_full_accuracy_log(benched: Benched,
+                                                                  tmp_path: Path) -> None:
+    out = tmp_path / "submission"
+    _export(benched, out)
+    _, instance = _stored(benched.folder)[("bm5", "bert")]
+    folder = out / "open" / SUBMITTER / "results" / SYSTEM / "bert-99.9-tiny" / "Offline"
+    full = (Path(instance.log_dir) / "mlperf_log_accuracy.json").read_bytes()
+    text = (folder / "accuracy" / "accuracy.txt").read_text()
+    assert f"hash={hashlib.sha256(full).hexdigest()}" in text.splitlines()
+    score = instance.result["accuracy"]
+    assert f"vgpu {score['metric']}: {score['value']}" in text
+    assert not any(line.startswith("accuracy=") for line in text.splitlines())  # agreement
+    exported = (folder / "accuracy" / "mlperf_log_accuracy.json").read_bytes()
+    assert len(exported) <= 10 * 1024
+    if len(full) > 10 * 1024:
+        assert exported.startswith(full[:4096]) and exported.endswith(full[-4096:])
+    else:
+        assert exported == full
+    assert len(json.loads(full)) == score["samples"] == 256
+
+
+def test_a_tiny_cpu_run_is_exported_with_the_exact_reasons_it_is_not_submittable(
+    benched: Benched, tmp_path: Path,
+) -> None:
+    out = tmp_path / "submission"
+    done = _export(benched, out, "--scenario", "export-rn50")
+    reasons = ["duration: min_duration was 1000 ms; the rules ask for 600000 ms (run "
+               "without --duration under --mlperf-rules)",
+               "accuracy: the accuracy pass covered 256 samples; resnet50 needs its whole "
+               "dataset, 50000 (set the workload's accuracy_samples)"]
+    words = _words(done)
+    for reason in reasons:
+        assert f"not submittable: {reason}" in words
+    assert "NOT submittable" in words
+    readme = next(out.glob("open/*/results/*/resnet50-tiny/Offline/README.md")).read_text()
+    assert [line for line in readme.splitlines() if line.startswith("- not submittable")] \
+        == [f"- not submittable: {reason}" for reason in reasons]
+
+
+def test_the_closed_division_also_names_the_model_and_the_missing_scenarios(
+    benched: Benched, tmp_path: Path,
+) -> None:
+    out = tmp_path / "submission"
+    done = _export(benched, out, "--scenario", "export-rn50", "--division", "closed")
+    words = _words(done)
+    assert "not submittable: model: resnet50-tiny is not the resnet50 reference model; a " \
+        "smaller variant is only submittable in the open division" in words
+    assert f"not submittable: {SYSTEM}/resnet50-tiny: the closed division's edge suite " \
+        "also needs SingleStream, MultiStream" in words
+    assert "not submittable: compliance: the closed division needs the audit runs TEST01, " \
+        "TEST04 in this result's folder; vgpu does not run them" in words
+    assert not (out / "closed" / SUBMITTER / "model_mapping.json").exists()
+    description = json.loads((out / "closed" / SUBMITTER / "systems" /
+                              f"{SYSTEM}.json").read_text())
+    assert description["division"] == "closed"
 
 
 def test_reexport_is_idempotent_and_keeps_other_content(benched: Benched,
                                                         tmp_path: Path) -> None:
     out = tmp_path / "submission"
-    (out / "results" / "other-system").mkdir(parents=True)
-    (out / "results" / "other-system" / "notes.txt").write_text("keep me")
+    root = out / "open" / SUBMITTER
+    (root / "results" / "other-system").mkdir(parents=True)
+    (root / "results" / "other-system" / "notes.txt").write_text("keep me")
     (out / "README.md").write_text("# our submission\n")
-    assert benched.vgpu("results", "--export", "mlperf", str(out)).returncode == 0
+    _export(benched, out)
     first = _tree(out)
-    again = benched.vgpu("results", "--export", "mlperf", str(out), "--scenario", "bm5")
-    assert again.returncode == 0, again.stderr
+    _export(benched, out)
     assert _tree(out) == first
     assert (out / "README.md").read_text() == "# our submission\n"
-    assert (out / "results" / "other-system" / "notes.txt").read_text() == "keep me"
+    assert (root / "results" / "other-system" / "notes.txt").read_text() == "keep me"
 
 
 @pytest.mark.parametrize(("args", "expected"), [
     (["--export", "mlperf"], "--export mlperf DIR"),
-    (["--export", "mlperf", "vgpu-results.db"], "is not a folder"),
-    (["--export", "mlperf", "out", "--scenario", "no-such"], "pick ok runs"),
+    (["--export", "mlperf", "out"], "add --submitter ORG"),
+    (["--export", "mlperf", "vgpu-results.db", "--submitter", "x"], "is not a folder"),
+    (["--export", "mlperf", "out", "--submitter", "a/b"], "'a/b' is not a folder name"),
+    (["--export", "mlperf", "out", "--submitter", "x", "--division", "network"],
+     "use --division open or --division closed"),
+    (["--export", "mlperf", "out", "--submitter", "x", "--scenario", "no-such"],
+     "pick ok runs"),
     (["--export", "csv", "out"], "only taken by --export mlperf"),
 ])
 def test_bad_export_requests_are_input_errors(benched: Benched, args: list[str],
                                               expected: str) -> None:
     done = benched.vgpu("results", *args)
     assert done.returncode == 2
-    assert expected in " ".join((done.stdout + done.stderr).split())
+    assert expected in _words(done)
+    assert not (benched.folder / "out").exists()
+
+
+def test_summary_fields_match_the_store(benched: Benched, tmp_path: Path) -> None:
+    out = tmp_path / "submission"
+    _export(benched, out)
+    run, instance = _stored(benched.folder)[("export-rn50", "resnet50")]
+    summary = next(out.glob("open/*/results/*/resnet50-tiny/Offline/performance/run_1/"
+                            "mlperf_log_summary.txt")).read_text()
+    found = re.search(r"^Samples per second\s*:\s*(.+)$", summary, re.MULTILINE)
+    assert found and float(found.group(1)) == pytest.approx(instance.throughput, rel=1e-4)
+    conf = next(out.glob("open/*/results/*/resnet50-tiny/Offline/user.conf")).read_text()
+    assert "under MLPerf rules" in conf and "resnet50-tiny.Offline.min_duration = 1000" in conf
+    assert run.workload_detail["mlperf_rules"]["compliant"] is False

@@ -367,10 +367,16 @@ def results(
     status: Annotated[str | None, typer.Option("--status", help="running|ok|failed|aborted")]
     = None,
     export: Annotated[str | None, typer.Option(
-        "--export", help="csv or json (to stdout), or mlperf DIR: the MLCommons results "
-        "layout in folder DIR")] = None,
+        "--export", help="csv or json (to stdout), or mlperf DIR: an MLPerf Inference "
+        "submission tree in folder DIR (needs --submitter)")] = None,
     export_dir: Annotated[Path | None, typer.Argument(
         metavar="[DIR]", help="with --export mlperf: the folder to write")] = None,
+    submitter: Annotated[str | None, typer.Option(
+        "--submitter", help="with --export mlperf: the submitting organization, the "
+        "<submitter> level of the tree and the systems' submitter")] = None,
+    division: Annotated[str, typer.Option(
+        "--division", help="with --export mlperf: open (a smaller model variant is "
+        "allowed) or closed")] = "open",
     copy_to: Annotated[str | None, typer.Option(
         "--copy-to", help="copy the finished runs (of --scenario, else all) with their "
         "instances, metrics, platforms and baselines into this store (a file or a "
@@ -379,12 +385,13 @@ def results(
         "--run", help="print run N read back: its instances with LoadGen validity and "
         "reasons, latency, throughput, telemetry and platform")] = None,
 ) -> None:
-    """List stored runs, or export them (--export csv|json) to stdout, or write them in
-    the MLCommons results layout (--export mlperf DIR), or print one run (--run N)."""
+    """List stored runs, or export them (--export csv|json) to stdout, or write them as an
+    MLPerf submission tree (--export mlperf DIR --submitter ORG), or print one run
+    (--run N)."""
     if copy_to is not None:
         typer.echo(copy_stores(db, copy_to, scenario_id=scenario).describe())
         return
-    _check_export(export, export_dir)
+    _check_export(export, export_dir, submitter)
     with ResultStore.open_existing(db) as store:
         if run is not None:
             render_run(store, run, common.console)
@@ -392,7 +399,9 @@ def results(
         runs = store.runs(scenario_id=scenario, status=status)
         if export == "mlperf":
             assert export_dir is not None
-            _print_mlperf_export(export_mlperf(store, runs, export_dir), export_dir)
+            assert submitter is not None
+            _print_mlperf_export(export_mlperf(store, runs, export_dir, submitter=submitter,
+                                               division=division), export_dir)
             return
         if export == "csv":
             typer.echo(export_csv(store, runs), nl=False)
@@ -417,7 +426,8 @@ def results(
         common.console.print(table)
 
 
-def _check_export(export: str | None, export_dir: Path | None) -> None:
+def _check_export(export: str | None, export_dir: Path | None,
+                  submitter: str | None) -> None:
     if export not in (None, "csv", "json", "mlperf"):
         raise InputError.single("command line", "--export", f"'{export}' is not a format",
                                 fix="use --export csv, --export json or --export mlperf DIR")
@@ -427,18 +437,33 @@ def _check_export(export: str | None, export_dir: Path | None) -> None:
     if export != "mlperf" and export_dir is not None:
         raise InputError.single("command line", "DIR", f"'{export_dir}' is only taken by "
                                 "--export mlperf", fix="leave it out or add --export mlperf")
+    if export == "mlperf" and submitter is None:
+        raise InputError.single("command line", "--submitter", "--export mlperf writes a "
+                                "submission tree, which names its submitter",
+                                fix="add --submitter ORG (your organization)")
 
 
 def _print_mlperf_export(done: MlperfExport, out: Path) -> None:
     for item in done.results:
         common.console.print(f"run {item.run_id} {escape(item.instance)} -> "
                              f"{escape(str(item.folder.relative_to(out)))}")
+        for reason in item.not_submittable:
+            common.console.print(f"  [yellow]not submittable:[/] {escape(reason)}")
     for system in done.systems:
         common.console.print(f"system {escape(str(system.relative_to(out)))}")
+    for shown, keys in done.unknown_keys.items():
+        common.console.print(f"[yellow]unknown to vgpu[/] in {escape(shown)}: "
+                             f"{escape(', '.join(keys))} (set them there; kept when "
+                             "exported again)")
+    for problem in done.problems:
+        common.console.print(f"[yellow]not submittable:[/] {escape(problem)}")
     for line in done.skipped:
         common.console.print(f"[yellow]not exported:[/] {escape(line)}")
-    common.console.print(f"MLCommons results layout in {escape(str(out))}: "
-                         f"{len(done.results)} result(s), {len(done.systems)} system(s)")
+    verdict = "submittable as far as vgpu checks" if done.submittable \
+        else "NOT submittable (reasons above)"
+    common.console.print(f"MLPerf submission tree in {escape(str(done.root))}: "
+                         f"{len(done.results)} result(s), {len(done.systems)} system(s); "
+                         f"{verdict}")
 
 
 @baseline_app.command("set")

@@ -1,37 +1,55 @@
-"""Stored runs in the MLCommons inference results layout, as a submission tree lays them
-out::
+"""Stored runs as an MLPerf Inference v6.1 submission tree, the layout the MLCommons
+submission checker reads::
 
-    DIR/systems/<system>.json
-    DIR/results/<system>/<benchmark>/<scenario>/performance/run_1/mlperf_log_*.{txt,json}
-    DIR/results/<system>/<benchmark>/<scenario>/accuracy/   (a run with an accuracy pass)
-    DIR/results/<system>/<benchmark>/<scenario>/user.conf, measurements.json
+    DIR/<division>/<submitter>/systems/<system>.json
+    DIR/<division>/<submitter>/src/                 (the harness that produced the runs)
+    DIR/<division>/<submitter>/model_mapping.json   (open: a smaller variant -> benchmark)
+    DIR/<division>/<submitter>/results/<system>/<benchmark>/<scenario>/
+        README.md, user.conf, measurements.json
+        performance/run_1/mlperf_log_{summary,detail}.txt, mlperf_log_accuracy.json
+        accuracy/mlperf_log_{summary,detail}.txt, mlperf_log_accuracy.json, accuracy.txt
 
 A system is one VM, or one bare-metal host (one per harness instance when a host ran
-several, e.g. MIG tenants). Per system, benchmark and scenario the latest ok run is
-exported; the LoadGen logs are copied byte for byte. Only the files of this layout are
-written: re-exporting replaces them, anything else in DIR is left alone."""
+several, e.g. MIG tenants). Per system, benchmark and scenario the latest ok run with an
+accuracy pass is exported; the LoadGen logs are copied byte for byte, except an accuracy
+log over the checker's 10 KiB, which is truncated with the full log's sha256 in
+accuracy.txt. Every reason a result is not submittable is listed (README.md and the
+command's output). Only the files of this layout are written: re-exporting replaces them
+(keeping system-description values the user filled in), anything else in DIR is left
+alone."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import loadgen
+from vgpu import __version__
 from vgpu.errors import InputError
+from vgpu.results import mlperf_system
+from vgpu.results.mlperf_rules import missing_scenarios, not_submittable
 from vgpu.results.records import Platform, Run, StoredInstance
 from vgpu.results.store import ResultStore
 
 SUMMARY_LOG = "mlperf_log_summary.txt"
 DETAIL_LOG = "mlperf_log_detail.txt"
 ACCURACY_LOG = "mlperf_log_accuracy.json"
+ACCURACY_TEXT = "accuracy.txt"
+README = "README.md"
 PERFORMANCE_LOGS = (SUMMARY_LOG, DETAIL_LOG, ACCURACY_LOG)
 ACCURACY_PASS_DIR = "accuracy"  # where the harness keeps the accuracy pass's LoadGen logs
 EMPTY_ACCURACY_LOG = "[\n]\n"  # what LoadGen writes in PerformanceOnly mode
+MAX_ACCURACY_LOG_BYTES = 10 * 1024  # larger accuracy logs are truncated in a submission
+KEPT_LOG_BYTES = 4 * 1024  # of a truncated log: this much of its start and of its end
 FULL_VARIANTS = (None, "full", "large")
+DIVISIONS = ("open", "closed")
+SRC_HARNESS = "vgpu-loadgen-harness"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -40,13 +58,21 @@ class ExportedResult:
     run_id: int
     instance: str
     folder: Path
+    not_submittable: tuple[str, ...] = ()
 
 
 @dataclass
 class MlperfExport:
+    root: Path = Path()
     results: list[ExportedResult] = field(default_factory=list)
     systems: list[Path] = field(default_factory=list)
+    unknown_keys: dict[str, list[str]] = field(default_factory=dict)  # system -> keys
+    problems: list[str] = field(default_factory=list)  # submission-wide reasons
     skipped: list[str] = field(default_factory=list)  # run/instance and why
+
+    @property
+    def submittable(self) -> bool:
+        return not self.problems and not any(r.not_submittable for r in self.results)
 
 
 def _safe(name: str) -> str:
@@ -69,12 +95,13 @@ def benchmark_name(detail: dict[str, Any]) -> str:
 
 
 def system_name(run: Run, instance: StoredInstance, shared_host: bool) -> str:
-    """A VM is its own system; a bare-metal host is one, split per instance when the run
-    had several instances on it."""
+    """A VM is its own system, named after the VM; a bare-metal host is one, named
+    ``bm-<host name>`` (split per instance when the run had several instances on it), so
+    that a bare-metal system is never read as a VM whatever the host is called."""
     platform = instance.result.platform or Platform()
     if run.target_kind == "vm":
         return _safe(instance.result.name)
-    host = _safe(platform.host or "localhost")
+    host = f"bm-{_safe(platform.host or 'localhost')}"
     return f"{host}_{_safe(instance.result.name)}" if shared_host else host
 
 
@@ -92,28 +119,43 @@ def _copy_logs(source: Path, names: tuple[str, ...], target: Path) -> list[str]:
     return copied
 
 
-def _write_performance(log_dir: Path, has_accuracy_pass: bool, folder: Path) -> None:
+def _write_performance(log_dir: Path, folder: Path) -> None:
     run_1 = folder / "performance" / "run_1"
-    if has_accuracy_pass:
-        # log_dir's accuracy log is the accuracy pass's; the timed run logged none.
-        _copy_logs(log_dir, (SUMMARY_LOG, DETAIL_LOG), run_1)
-        (run_1 / ACCURACY_LOG).write_text(EMPTY_ACCURACY_LOG)
-    else:
-        _copy_logs(log_dir, PERFORMANCE_LOGS, run_1)
+    # log_dir's accuracy log is the accuracy pass's; the timed run logged none.
+    _copy_logs(log_dir, (SUMMARY_LOG, DETAIL_LOG), run_1)
+    (run_1 / ACCURACY_LOG).write_text(EMPTY_ACCURACY_LOG)
 
 
-def _accuracy_text(accuracy: dict[str, Any]) -> str:
-    lines = [f"{accuracy.get('metric')}: {accuracy.get('value')}"]
+def truncated_accuracy_log(data: bytes) -> bytes:
+    """A log over the submission's size limit keeps its first and last 4 KiB."""
+    if len(data) <= MAX_ACCURACY_LOG_BYTES:
+        return data
+    return data[:KEPT_LOG_BYTES] + b"\n...\n" + data[-KEPT_LOG_BYTES:]
+
+
+def accuracy_text(accuracy: dict[str, Any], log_sha256: str) -> str:
+    """accuracy.txt: the score (an ``accuracy=`` line only for a top-1 against dataset
+    labels, the ImageNet metric; agreement with the fp32 reference is named as such), then
+    ``hash=`` the sha256 of the full accuracy log."""
+    value = accuracy.get("value")
+    lines = []
+    if accuracy.get("metric") == "top1" and isinstance(value, (int, float)):
+        lines.append(f"accuracy={value * 100:.3f}%, labels: {accuracy.get('labels_from')}")
+    lines.append(f"vgpu {accuracy.get('metric')}: {value}")
     for key in ("target", "threshold", "samples", "passed", "labels_from"):
-        lines.append(f"{key}: {accuracy.get(key)}")
+        lines.append(f"vgpu {key}: {accuracy.get(key)}")
+    lines.append(f"hash={log_sha256}")
     return "\n".join(lines) + "\n"
 
 
 def _write_accuracy(log_dir: Path, accuracy: dict[str, Any], folder: Path) -> None:
     target = folder / "accuracy"
     _copy_logs(log_dir / ACCURACY_PASS_DIR, (SUMMARY_LOG, DETAIL_LOG), target)
-    _copy_logs(log_dir, (ACCURACY_LOG,), target)
-    (target / "accuracy.txt").write_text(_accuracy_text(accuracy))
+    full = (log_dir / ACCURACY_LOG).read_bytes() if (log_dir / ACCURACY_LOG).is_file() \
+        else b""
+    (target / ACCURACY_LOG).write_bytes(truncated_accuracy_log(full))
+    (target / ACCURACY_TEXT).write_text(
+        accuracy_text(accuracy, hashlib.sha256(full).hexdigest()))
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
@@ -187,81 +229,6 @@ def measurements(run: Run, instance: StoredInstance) -> dict[str, Any]:
     }
 
 
-def system_description(name: str, run: Run, instance: StoredInstance) -> dict[str, Any]:
-    """MLCommons system description keys from the platform record and result.json, then
-    vgpu's own (hypervisor, vGPU / MIG profile, drivers)."""
-    platform = instance.result.platform or Platform()
-    record = _record(instance)
-    host_info = ((record.get("telemetry") or {}).get("host")) or {}
-    software = record.get("software") or {}
-    ort = software.get("onnxruntime") or {}
-    device = record.get("device") or {}
-    accelerator = device.get("gpu_name") or platform.gpu
-    on_gpu = instance.result.device_kind not in (None, "cpu")
-    return {
-        "division": "open", "submitter": "", "status": "RDI",
-        "system_name": name, "system_type": "datacenter",
-        "number_of_nodes": 1,
-        "host_processors_per_node": 1,
-        "host_processor_model_name": host_info.get("cpu_model") or "",
-        "host_processor_core_count": platform.vcpus or host_info.get("cpu_count") or "",
-        "host_processor_vcpu_count": platform.vcpus or host_info.get("cpu_count") or "",
-        "host_memory_capacity": "" if platform.memory_gb is None
-        else f"{platform.memory_gb:g} GB",
-        "accelerators_per_node": 1 if on_gpu else 0,
-        "accelerator_model_name": accelerator if on_gpu else "",
-        "accelerator_memory_capacity": _slice_memory(platform) if on_gpu else "",
-        "framework": _framework(ort, software, platform),
-        "operating_system": software.get("os") or "",
-        "other_software_stack": _software_stack(platform, software),
-        "sw_notes": instance.result.device_note or "",
-        "hw_notes": _hw_notes(run, platform),
-        "vgpu": _vgpu_extras(run, instance, platform),
-    }
-
-
-def _slice_memory(platform: Platform) -> str:
-    """The memory the instance had: a MIG profile names it (1g.10gb -> 10 GB)."""
-    found = re.search(r"(\d+)gb", platform.mig_profile or platform.vgpu_profile or "")
-    return f"{found.group(1)} GB" if found else ""
-
-
-def _framework(ort: dict[str, Any], software: dict[str, Any], platform: Platform) -> str:
-    package = platform.ort_package or ort.get("package") or "onnxruntime"
-    version = platform.ort_version or ort.get("version") or ""
-    loadgen = software.get("mlcommons-loadgen")
-    text = f"{package} {version}".strip()
-    return f"{text}, mlcommons-loadgen {loadgen}" if loadgen else text
-
-
-def _software_stack(platform: Platform, software: dict[str, Any]) -> str:
-    parts = [("vgpu harness", platform.harness_version or software.get("harness")),
-             ("guest driver", platform.guest_driver), ("CUDA", platform.cuda_version),
-             ("cuDNN", platform.cudnn_version), ("TensorRT", platform.tensorrt_version),
-             ("execution provider", platform.execution_provider),
-             ("Python", software.get("python")), ("runtime", platform.runtime),
-             ("container image", platform.container_image)]
-    return ", ".join(f"{label} {value}" for label, value in parts if value)
-
-
-def _hw_notes(run: Run, platform: Platform) -> str:
-    if run.target_kind != "vm":
-        return "bare metal"
-    return (f"VM on ESXi {platform.esxi_version or '?'} build {platform.esxi_build or '?'}, "
-            f"{platform.attachment or 'vgpu'} {platform.vgpu_profile or ''}").strip()
-
-
-def _vgpu_extras(run: Run, instance: StoredInstance, platform: Platform) -> dict[str, Any]:
-    return {"target_kind": run.target_kind, "instance": instance.result.name,
-            "host": platform.host,
-            "hypervisor": "VMware ESXi" if run.target_kind == "vm" else None,
-            "esxi_version": platform.esxi_version, "esxi_build": platform.esxi_build,
-            "host_driver": platform.host_driver, "guest_driver": platform.guest_driver,
-            "vgpu_profile": platform.vgpu_profile, "mig_profile": platform.mig_profile,
-            "attachment": platform.attachment, "vm_hardware_version":
-            platform.vm_hardware_version, "firmware": platform.firmware}
-
-
 @dataclass(frozen=True)
 class _Chosen:
     run: Run
@@ -285,6 +252,9 @@ def _exportable(instance: StoredInstance) -> str | None:
     log_dir = Path(instance.result.log_dir or "")
     if not instance.result.log_dir or not (log_dir / SUMMARY_LOG).is_file():
         return f"no {SUMMARY_LOG} in its log folder {log_dir}"
+    if _record(instance).get("accuracy") is None:
+        return ("no accuracy pass, which a submission needs for every result (give the "
+                "workload an accuracy_target)")
     return None
 
 
@@ -319,18 +289,76 @@ def _remove_known(folder: Path, names: tuple[str, ...]) -> None:
         (folder / name).unlink(missing_ok=True)
 
 
-def _write_result(out: Path, item: _Chosen) -> Path:
-    folder = out / "results" / item.system / item.benchmark / item.scenario
+def result_readme(item: _Chosen, reasons: list[str]) -> str:
+    """README.md of one benchmark/scenario: what ran, how to run it again, and whether
+    the submission rules are met."""
+    run, detail = item.run, item.run.workload_detail
+    lines = [f"# {item.benchmark} {item.scenario} on {item.system}", "",
+             f"vgpu run {run.id} (series {run.series_id}), instance "
+             f"{item.instance.result.name}: {run.workload}.", "",
+             f"Model {detail.get('model')} (variant {detail.get('variant') or 'full'}), "
+             f"{detail.get('precision') or 'fp32'}, batch {detail.get('batch')}, backend "
+             f"{detail.get('backend') or 'onnxruntime'}; device: "
+             f"{item.instance.result.device_note or 'unknown'}.", "",
+             "## Run it again", "", "```",
+             f"vgpu bench --scenario {run.scenario_id} --workload "
+             f"{detail.get('label') or detail.get('name') or run.workload} --mlperf-rules",
+             "```", "", "The harness is in src/ of this submitter.", "",
+             "## Submission rules (MLPerf Inference v6.1)", ""]
+    lines += [f"- not submittable: {reason}" for reason in reasons] or \
+        ["- met as far as vgpu checks them (run the MLCommons submission checker too)"]
+    return "\n".join(lines) + "\n"
+
+
+def _write_result(root: Path, item: _Chosen, division: str) -> tuple[Path, list[str]]:
+    folder = root / "results" / item.system / item.benchmark / item.scenario
     log_dir = Path(item.instance.result.log_dir or "")
-    accuracy = _record(item.instance).get("accuracy")
+    accuracy = _record(item.instance).get("accuracy") or {}
     _remove_known(folder / "performance" / "run_1", PERFORMANCE_LOGS)
-    _remove_known(folder / "accuracy", (*PERFORMANCE_LOGS, "accuracy.txt"))
-    _write_performance(log_dir, accuracy is not None, folder)
-    if accuracy is not None:
-        _write_accuracy(log_dir, accuracy, folder)
+    _remove_known(folder / "accuracy", (*PERFORMANCE_LOGS, ACCURACY_TEXT))
+    _write_performance(log_dir, folder)
+    _write_accuracy(log_dir, accuracy, folder)
     (folder / "user.conf").write_text(user_conf(item.run, item.instance, item.benchmark))
     _write_json(folder / "measurements.json", measurements(item.run, item.instance))
-    return folder
+    reasons = not_submittable(item.benchmark, item.scenario, division,
+                              folder / "performance" / "run_1" / DETAIL_LOG,
+                              folder / "accuracy" / DETAIL_LOG)
+    (folder / README).write_text(result_readme(item, reasons))
+    return folder, reasons
+
+
+def _write_src(root: Path, chosen: list[_Chosen]) -> None:
+    """src/: the LoadGen harness vgpu ran (its Python sources) and what each run was."""
+    src = root / "src"
+    harness = Path(loadgen.__file__).parent
+    target = src / SRC_HARNESS
+    if target.exists():
+        shutil.rmtree(target)
+    for path in sorted(harness.rglob("*.py")):
+        dest = target / path.relative_to(harness)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, dest)
+    runs = sorted({item.run.id: item.run for item in chosen}.values(), key=lambda r: r.id)
+    lines = ["# Source of these results", "",
+             f"Produced by vgpu {__version__}: its LoadGen harness is in {SRC_HARNESS}/ "
+             "(mlcommons-loadgen, with ONNX Runtime or Triton behind it).", "",
+             "| run | scenario | workload |", "|---|---|---|"]
+    lines += [f"| {run.id} | {run.scenario_id} | {run.workload} |" for run in runs]
+    (src / README).write_text("\n".join(lines) + "\n")
+
+
+def _write_model_mapping(root: Path, chosen: list[_Chosen], division: str) -> None:
+    """Open division: which benchmark a smaller variant (resnet50-tiny) stands for, in
+    the submitter's model_mapping.json; an existing mapping's other entries are kept."""
+    variants = {item.benchmark: mlperf_system.RULES_MODEL_IDS[benchmark]
+                for item in chosen
+                if (benchmark := mlperf_system.mlperf_benchmark(item.benchmark))
+                != item.benchmark and benchmark in mlperf_system.RULES_MODEL_IDS}
+    if division != "open" or not variants:
+        return
+    path = root / "model_mapping.json"
+    mapping = json.loads(path.read_text()) if path.is_file() else {}
+    _write_json(path, {**mapping, **variants})
 
 
 def check_export_dir(out: Path) -> None:
@@ -340,23 +368,75 @@ def check_export_dir(out: Path) -> None:
                                 fix="give a folder (new or one to update)")
 
 
-def export_mlperf(store: ResultStore, runs: list[Run], out: Path) -> MlperfExport:
-    """Write ``runs`` (their ok inference instances) into ``out`` in the MLCommons
-    results layout; what was written and what was left out, with why."""
+def check_submitter(submitter: str | None, division: str) -> str:
+    if not submitter or _safe(submitter) != submitter:
+        raise InputError.single("command line", "--submitter",
+                                "a submission names its submitter" if not submitter else
+                                f"'{submitter}' is not a folder name",
+                                fix="give --submitter ORG (letters, digits, '.', '_', '-')")
+    if division not in DIVISIONS:
+        raise InputError.single("command line", "--division",
+                                f"'{division}' is not a division vgpu exports",
+                                fix="use --division open or --division closed")
+    return submitter
+
+
+def _closed_problems(chosen: list[_Chosen]) -> list[str]:
+    scenarios: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for item in chosen:
+        scenarios[(item.system, item.benchmark)].add(item.scenario)
+    problems = []
+    for (system, benchmark), found in sorted(scenarios.items()):
+        missing = missing_scenarios(benchmark, found)
+        if missing:
+            problems.append(f"{system}/{benchmark}: the closed division's edge suite also "
+                            f"needs {', '.join(missing)}")
+    return problems
+
+
+def _write_systems(root: Path, chosen: list[_Chosen], done: MlperfExport,
+                   division: str, submitter: str) -> None:
+    benchmarks: dict[str, set[str]] = defaultdict(set)
+    for item in chosen:
+        benchmarks[item.system].add(item.benchmark)
+    latest = {item.system: item for item in sorted(chosen, key=lambda c: c.run.id)}
+    for system, item in latest.items():
+        path = root / "systems" / f"{system}.json"
+        shown = str(path.relative_to(done.root.parent.parent))
+        description = mlperf_system.describe(
+            system, item.run, item.instance, division=division, submitter=submitter,
+            benchmarks=benchmarks[system], system_file=shown)
+        description = mlperf_system.keep_user_values(description, path)
+        _write_json(path, description)
+        done.systems.append(path)
+        unknown = mlperf_system.unknown_keys(description)
+        if unknown:
+            done.unknown_keys[shown] = unknown
+
+
+def export_mlperf(store: ResultStore, runs: list[Run], out: Path, *, submitter: str,
+                  division: str = "open") -> MlperfExport:
+    """Write ``runs`` (their ok inference instances with an accuracy pass) into ``out`` as
+    the submission tree of ``submitter`` in ``division``; what was written, what was left
+    out and why, and why what was written is not (yet) submittable."""
     check_export_dir(out)
-    done = MlperfExport()
+    check_submitter(submitter, division)
+    root = out / division / submitter
+    done = MlperfExport(root=root)
     chosen = _choose(store, runs, done.skipped)
     if not chosen:
         raise InputError.single("command line", "--export mlperf",
                                 "none of the selected runs has an ok inference instance "
-                                "with LoadGen logs" + (f" ({'; '.join(done.skipped[:3])})"
-                                                       if done.skipped else ""),
+                                "with LoadGen logs and an accuracy pass"
+                                + (f" ({'; '.join(done.skipped[:3])})" if done.skipped else ""),
                                 fix="see `vgpu results` and pick ok runs (--scenario)")
     for item in chosen:
-        folder = _write_result(out, item)
-        done.results.append(ExportedResult(item.run.id, item.instance.result.name, folder))
-        system_file = out / "systems" / f"{item.system}.json"
-        _write_json(system_file, system_description(item.system, item.run, item.instance))
-        if system_file not in done.systems:
-            done.systems.append(system_file)
+        folder, reasons = _write_result(root, item, division)
+        done.results.append(ExportedResult(item.run.id, item.instance.result.name, folder,
+                                           tuple(reasons)))
+    _write_systems(root, chosen, done, division, submitter)
+    _write_src(root, chosen)
+    _write_model_mapping(root, chosen, division)
+    if division == "closed":
+        done.problems += _closed_problems(chosen)
     return done
