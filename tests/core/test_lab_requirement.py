@@ -66,3 +66,14 @@ def test_optional_gpu_skips_stay_skips_under_require_gpu(tmp_path: Path) -> None
         "def test_gpu():\n    pytest.skip('gpu: needs a GPU')\n")
     last = _run(tmp_path, CI="true", VGPU_REQUIRE_GPU="1")
     assert last.startswith("1 failed, 1 skipped"), last
+
+
+def test_a_peer_tool_vgpu_does_not_install_stays_a_skip(tmp_path: Path) -> None:
+    (tmp_path / "test_peer.py").write_text(
+        'import pytest\n'
+        'def test_checker():\n'
+        '    pytest.skip("external: VGPU_MLPERF_CHECKER is not set")\n'
+        'def test_lab():\n'
+        '    pytest.skip("postgres: initdb missing")\n')
+    assert "1 failed, 1 skipped" in _run(tmp_path, VGPU_REQUIRE_LABS="1",
+                                         VGPU_REQUIRE_GPU="1")

@@ -22,7 +22,7 @@ FULL_DATASET = 50000
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     not os.environ.get(CHECKER_ENV),
-    reason=f"{CHECKER_ENV} is not set: point it at a tools/submission folder of "
+    reason=f"external: {CHECKER_ENV} is not set: point it at a tools/submission folder of "
            "mlcommons/inference (the checker is not installed with vgpu)")]
 
 

@@ -1,7 +1,8 @@
 """The README's tour end to end through the CLI (scripts/tour.sh): `vgpu sim up` with
 guests, preflight, apply with provisioning, bench on every guest, revalidate with a
 captured baseline, `vgpu sim upgrade`, revalidate again (drift), destroy, `vgpu sim down`
-leaving no namespace, process, veth or user behind."""
+leaving no namespace, process, veth or user behind. About 5 minutes, so it runs outside
+the test suite: `.venv/bin/python -m pytest benchmarks/tour_check.py` (as root)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from tests.labs.sshlab import lab_available as ssh_lab_available
 from tests.labs.vcsim import lab_available
 from vgpu.sim import guests
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 pytestmark = [pytest.mark.vcsim, pytest.mark.sshd, pytest.mark.slow, pytest.mark.timeout(900),
               pytest.mark.skipif(lab_available() is not None, reason=str(lab_available())),
               pytest.mark.skipif(ssh_lab_available() is not None,
