@@ -41,6 +41,7 @@ from types import TracebackType
 from tests.labs.netns import NetnsLab
 from vgpu.remote.targets import HostTarget
 from vgpu.sim.guests import GUEST_TOOLS, hardware_text, install_tools, url_key
+from vgpu.sim.guests import run_checked as _run
 from vgpu.sim.guests import (  # re-exported for the provisioning tests
     simulated_driver_installer as fake_driver_installer,  # noqa: F401
 )
@@ -61,13 +62,6 @@ def lab_available() -> str | None:
         if not tool.exists():
             return f"{tool} is missing: run `bash scripts/setup.sh --test`"
     return None
-
-
-def _run(*argv: str, input_text: str | None = None) -> str:
-    done = subprocess.run(argv, input=input_text, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr.strip()}")
-    return done.stdout
 
 
 def _free_port(address: str) -> int:

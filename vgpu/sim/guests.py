@@ -65,7 +65,8 @@ def missing_for_guests() -> str | None:
     return None
 
 
-def _run(*argv: str, input_text: str | None = None) -> str:
+def run_checked(*argv: str, input_text: str | None = None) -> str:
+    """Run a command; its stdout, or RuntimeError with its stderr."""
     done = subprocess.run(argv, input=input_text, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr.strip()}")
@@ -93,7 +94,7 @@ def hardware_text(name: str, vgpu_type: str, mig_profile: str | None, gpu_count:
 
 def url_key(url: str) -> str:
     """The name the simulated curl files a served URL under (its POSIX cksum)."""
-    return _run("sh", "-c", 'printf "%s" "$1" | cksum | cut -d" " -f1', "sh", url).strip()
+    return run_checked("sh", "-c", 'printf "%s" "$1" | cksum | cut -d" " -f1', "sh", url).strip()
 
 
 def install_tools(bin_dir: Path) -> None:
@@ -189,7 +190,7 @@ class GuestNetwork:
 
 
 def _used_prefixes() -> set[str]:
-    text = _run("ip", "-4", "-o", "addr", "show") + _run("ip", "-4", "route", "show")
+    text = run_checked("ip", "-4", "-o", "addr", "show") + run_checked("ip", "-4", "route", "show")
     return {".".join(w.split("/")[0].split(".")[:3]) for w in text.split()
             if w.count(".") == 3 and w.startswith("10.")}
 
@@ -225,11 +226,11 @@ def prepare(workdir: Path, owner: int) -> GuestNetwork:
     OWNER.write_text(f"{owner}\n")
     net = GuestNetwork(prefix=_pick_prefix(), workdir=str(workdir))
     try:
-        _run("ip", "link", "add", BRIDGE, "type", "bridge")
-        _run("ip", "addr", "add", f"{net.gateway}/24", "dev", BRIDGE)
-        _run("ip", "link", "set", BRIDGE, "up")
+        run_checked("ip", "link", "add", BRIDGE, "type", "bridge")
+        run_checked("ip", "addr", "add", f"{net.gateway}/24", "dev", BRIDGE)
+        run_checked("ip", "link", "set", BRIDGE, "up")
         _make_user()
-        _run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "vgpu-sim",
+        run_checked("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "vgpu-sim",
              "-f", str(net.key_file))
         net.known_hosts.write_text("")
         net.files.mkdir(parents=True, exist_ok=True)
@@ -245,11 +246,11 @@ def prepare(workdir: Path, owner: int) -> GuestNetwork:
 
 def _make_user() -> None:
     Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation dir
-    _run("groupadd", "-f", "docker")  # docker.io's group; the usermod simulator joins it
+    run_checked("groupadd", "-f", "docker")  # docker.io's group; the usermod simulator joins it
     if subprocess.run(["id", GUEST_USER], capture_output=True, check=False).returncode != 0:
-        _run("useradd", "--no-create-home", "--home-dir", str(GUEST_HOME),
+        run_checked("useradd", "--no-create-home", "--home-dir", str(GUEST_HOME),
              "--shell", "/bin/bash", GUEST_USER)
-    _run("usermod", "-p", "*", GUEST_USER)  # no password, but not locked for sshd
+    run_checked("usermod", "-p", "*", GUEST_USER)  # no password, but not locked for sshd
     GUEST_HOME.mkdir(mode=0o755, exist_ok=True)  # the mount point of each guest's home
     secure_path = (f"{GUEST_HOME / SIM_BIN}:/usr/local/sbin:/usr/local/bin:/usr/sbin:"
                    "/usr/bin:/sbin:/bin")
@@ -258,7 +259,7 @@ def _make_user() -> None:
     candidate = SUDOERS.with_name(".vgpu-sim.check")
     candidate.write_text(rules)
     try:
-        _run("visudo", "-c", "-q", "-f", str(candidate))
+        run_checked("visudo", "-c", "-q", "-f", str(candidate))
     finally:
         candidate.unlink(missing_ok=True)
     SUDOERS.write_text(rules)
@@ -330,7 +331,7 @@ def start_guest(net: GuestNetwork, vm: str, address: str, hardware: GuestHardwar
     home = folder / "home"
     _make_home(net, home, vm, hardware)
     host_key = folder / "ssh_host_ed25519_key"
-    _run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", vm, "-f", str(host_key))
+    run_checked("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", vm, "-f", str(host_key))
     config = folder / "sshd_config"
     config.write_text(_sshd_config(address, host_key))
     _add_namespace(net, namespace, address, octet)
@@ -365,7 +366,7 @@ def _make_home(net: GuestNetwork, home: Path, vm: str, hardware: GuestHardware) 
     (state / "urls" / url_key(TOOLKIT_KEY_URL)).write_text(
         "-----BEGIN PGP PUBLIC KEY BLOCK-----\nSIMULATED key of vgpu's simulator lab\n")
     home.chmod(0o755)
-    _run("chown", "-R", f"{GUEST_USER}:{GUEST_USER}", str(home))
+    run_checked("chown", "-R", f"{GUEST_USER}:{GUEST_USER}", str(home))
 
 
 def _sshd_config(address: str, host_key: Path) -> str:
@@ -388,16 +389,16 @@ def _sshd_config(address: str, host_key: Path) -> str:
 
 def _add_namespace(net: GuestNetwork, namespace: str, address: str, octet: str) -> None:
     outer, inner = f"vgsh{octet}", f"vgsi{octet}"
-    _run("ip", "netns", "add", namespace)
-    _run("ip", "link", "add", outer, "type", "veth", "peer", "name", inner)
-    _run("ip", "link", "set", inner, "netns", namespace)
+    run_checked("ip", "netns", "add", namespace)
+    run_checked("ip", "link", "add", outer, "type", "veth", "peer", "name", inner)
+    run_checked("ip", "link", "set", inner, "netns", namespace)
     in_ns = ("ip", "-n", namespace)
-    _run(*in_ns, "link", "set", inner, "name", "eth0")
-    _run(*in_ns, "addr", "add", f"{address}/24", "dev", "eth0")
-    _run(*in_ns, "link", "set", "eth0", "up")
-    _run(*in_ns, "link", "set", "lo", "up")
-    _run(*in_ns, "route", "add", "default", "via", net.gateway)
-    _run("ip", "link", "set", outer, "master", BRIDGE, "up")
+    run_checked(*in_ns, "link", "set", inner, "name", "eth0")
+    run_checked(*in_ns, "addr", "add", f"{address}/24", "dev", "eth0")
+    run_checked(*in_ns, "link", "set", "eth0", "up")
+    run_checked(*in_ns, "link", "set", "lo", "up")
+    run_checked(*in_ns, "route", "add", "default", "via", net.gateway)
+    run_checked("ip", "link", "set", outer, "master", BRIDGE, "up")
 
 
 def _wait_listening(address: str, process: subprocess.Popen[bytes], log: Path) -> None:
@@ -474,7 +475,7 @@ def sweep() -> None:
 
 
 def _kill_user_processes() -> None:
-    uid = int(_run("id", "-u", GUEST_USER))
+    uid = int(run_checked("id", "-u", GUEST_USER))
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             with contextlib.suppress(OSError, ProcessLookupError):
