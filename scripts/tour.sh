@@ -44,7 +44,8 @@ step revalidate --scenario 6 --yes "${bench_args[@]}"
 step destroy --scenario 6 --yes
 step sim down
 left=$(ip netns list 2>/dev/null | grep -c '^vgpusim-' || true)
-if [ "$left" != 0 ] || ip link show vgpusim0 >/dev/null 2>&1 || id vgpu-sim >/dev/null 2>&1; then
-    echo "left behind after vgpu sim down: namespaces $left, bridge or user" >&2
+daemons=$(pgrep -f -c -- '--data-root=.*/sim-docker/data' || true)
+if [ "$left" != 0 ] || [ "$daemons" != 0 ] || ip link show vgpusim0 >/dev/null 2>&1 || id vgpu-sim >/dev/null 2>&1; then
+    echo "left behind after vgpu sim down: namespaces $left, dockerd $daemons, bridge or user" >&2
     exit 1
 fi

@@ -21,7 +21,6 @@ else vfs (``$VGPU_DOCKER_STORAGE_DRIVER`` forces one).
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import os
 import shutil
@@ -39,14 +38,12 @@ import pytest
 from vgpu.container import docker as dk
 from vgpu.container.images import ImageBuild, write_build_context
 from vgpu.container.local import build_env, host_ca_bundle
+from vgpu.sim import dockerd as sim_dockerd
 
 BASE_TAG = "vgpu-test-base:bookworm"
 HARNESS_TAG = "vgpu-harness:test"
-DEBIAN_SUITE = "bookworm"
-BASE_PACKAGES = ("python3", "python3-venv", "python3-pip")
 READY_DEADLINE_S = 60.0
 LOCK_DEADLINE_S = 900.0
-BASE_BUILD_TIMEOUT_S = 900.0
 HARNESS_BUILD_TIMEOUT_S = 1800.0
 SKIP_PREFIX = "docker lab: "
 
@@ -66,21 +63,6 @@ def lab_available() -> str | None:
             return f"{tool} is missing: run `bash scripts/setup.sh --test` (docker.io, " \
                    "debootstrap)"
     return None
-
-
-def _storage_drivers() -> list[str]:
-    forced = os.environ.get("VGPU_DOCKER_STORAGE_DRIVER")
-    if forced:
-        return [forced]
-    filesystems = Path("/proc/filesystems").read_text(encoding="utf-8")
-    return ["overlay2", "vfs"] if "overlay" in filesystems else ["vfs"]
-
-
-def _tail(path: Path, lines: int = 15) -> str:
-    try:
-        return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
-    except OSError:
-        return ""
 
 
 @dataclass(frozen=True)
@@ -129,7 +111,7 @@ class DockerLab:
             self._stop_daemon()
         finally:
             if self._exec_dir is not None:
-                _remove_exec_dir(self._exec_dir)
+                sim_dockerd.remove_exec_dir(self._exec_dir)
                 self._exec_dir = None
             if self._lock is not None:
                 self._lock.close()
@@ -169,50 +151,29 @@ class DockerLab:
     def _stop_stale_daemon(self) -> None:
         """A dockerd this lab started in a session that died (we hold the lock, so no live
         session owns it): stop it by the pid in its pidfile."""
-        with contextlib.suppress(FileNotFoundError, ValueError):
-            pid = int(self.pidfile.read_text(encoding="utf-8").strip())
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-            if b"dockerd" in cmdline and str(self.root).encode() in cmdline:
-                _terminate_pid(pid)
-        self.pidfile.unlink(missing_ok=True)
+        sim_dockerd.stop_stale(self.root)
 
     def _start_daemon(self) -> None:
         errors = []
-        for driver in _storage_drivers():
+        for driver in sim_dockerd.storage_drivers():
             started = time.monotonic()
             if self._try_start(driver):
                 self.storage_driver = driver
                 self.timings.dockerd_start = time.monotonic() - started
                 return
-            errors.append(f"--storage-driver={driver}:\n{_tail(self.log_path)}")
+            errors.append(f"--storage-driver={driver}:\n{sim_dockerd.tail(self.log_path)}")
         raise RuntimeError("dockerd did not start:\n" + "\n".join(errors))
 
     def _try_start(self, driver: str) -> bool:
         if self._exec_dir is None:
             self._exec_dir = Path(tempfile.mkdtemp(prefix="vd", dir="/tmp"))
-        argv = ["dockerd", "--iptables=false", "--ip-masq=false", "--bridge=none",
-                f"--storage-driver={driver}", f"--data-root={self.root / 'data'}",
-                f"--exec-root={self._exec_dir / 'x'}", "-H", f"unix://{self.socket}",
-                f"--pidfile={self.pidfile}"]
+        argv = sim_dockerd.daemon_argv(self.root, self._exec_dir, driver, group=None)
         with self.log_path.open("wb") as log:
             self._process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
                                              stdin=subprocess.DEVNULL)
-        if self._wait_ready():
+        if sim_dockerd.wait_ready(self._process, self.cli):
             return True
         self._stop_daemon()
-        return False
-
-    def _wait_ready(self) -> bool:
-        assert self._process is not None
-        deadline = time.monotonic() + READY_DEADLINE_S
-        while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                return False
-            done = subprocess.run(dk.version_argv(self.cli), capture_output=True, check=False,
-                                  timeout=10)
-            if done.returncode == 0:
-                return True
-            time.sleep(0.1)
         return False
 
     def _stop_daemon(self) -> None:
@@ -239,23 +200,14 @@ class DockerLab:
         return done
 
     def image_id(self, image: str) -> str | None:
-        done = subprocess.run(dk.image_id_argv(image, self.cli), capture_output=True,
-                              text=True, check=False, timeout=60)
-        return done.stdout.strip() if done.returncode == 0 else None
+        return sim_dockerd.image_id(image, self.cli)
 
     def ensure_base_image(self) -> str:
         """The base image's ID, made with debootstrap the first time on this machine."""
-        existing = self.image_id(BASE_TAG)
-        if existing:
-            return existing
         started = time.monotonic()
-        with tempfile.TemporaryDirectory(prefix="vgpu-rootfs-", dir=self.root) as tmp:
-            rootfs = Path(tmp) / "rootfs"
-            _debootstrap(rootfs, Path(tmp) / "debootstrap.log")
-            _import_rootfs(rootfs, self.cli, BASE_TAG)
-        self.timings.base_image = time.monotonic() - started
-        image = self.image_id(BASE_TAG)
-        assert image, f"{BASE_TAG} is missing after docker import"
+        image, made = sim_dockerd.ensure_base_image(self.cli, self.root, BASE_TAG)
+        if made:
+            self.timings.base_image = time.monotonic() - started
         return image
 
     def build_harness(self, tag: str = HARNESS_TAG, **overrides: object) -> BuildResult:
@@ -279,54 +231,6 @@ class DockerLab:
         image = self.image_id(tag)
         assert image, f"{tag} is missing after docker build"
         return BuildResult(tag, image, seconds, log)
-
-
-def _terminate_pid(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, 15)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            os.kill(pid, 0)
-            time.sleep(0.1)
-        os.kill(pid, 9)
-
-
-def _mounts_under(folder: Path) -> list[str]:
-    prefix = f"{folder}/"
-    points = [line.split()[4] for line in
-              Path("/proc/self/mountinfo").read_text(encoding="utf-8").splitlines()]
-    return sorted((p for p in points if p.startswith(prefix)), key=len, reverse=True)
-
-
-def _remove_exec_dir(folder: Path) -> None:
-    """Removes dockerd's exec root, unmounting what it leaves behind (netns/default)."""
-    for point in _mounts_under(folder):
-        subprocess.run(["umount", point], capture_output=True, check=False, timeout=30)
-    shutil.rmtree(folder, ignore_errors=True)
-
-
-def _debootstrap(rootfs: Path, log: Path) -> None:
-    argv = ["debootstrap", "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}",
-            DEBIAN_SUITE, str(rootfs)]
-    with log.open("wb") as out:
-        done = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, check=False,
-                              timeout=BASE_BUILD_TIMEOUT_S)
-    if done.returncode != 0:
-        raise RuntimeError(f"debootstrap failed ({done.returncode}):\n{_tail(log, 30)}")
-
-
-def _import_rootfs(rootfs: Path, cli: dk.DockerCli, tag: str) -> None:
-    tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
-    try:
-        done = subprocess.run(cli.argv("import", "-", tag), stdin=tar.stdout,
-                              capture_output=True, text=True, check=False, timeout=600)
-    finally:
-        assert tar.stdout is not None
-        tar.stdout.close()
-        tar.wait(timeout=600)
-    if done.returncode != 0 or tar.returncode != 0:
-        raise RuntimeError(f"docker import failed ({done.returncode}, tar {tar.returncode}): "
-                           f"{done.stderr.strip()}")
 
 
 @dataclass(frozen=True)

@@ -107,10 +107,12 @@ def vsphere_placements(scenario: Scenario, inventory: Inventory,
     jobs = {job.target.name: job.target for job in jobs_from_plan(
         plan, scenario, inventory, inventory_dir=inventory_path.parent)}
     placements = []
+    simulated = simulator_of(inventory_path)
     for vm in plan.vms:
         actual = found[vm.name]
         facts = hosts.get(actual.host or "")
         platform = Platform(
+            simulator=simulated,
             host=actual.host, esxi_version=facts.version if facts else None,
             esxi_build=facts.build if facts else None, gpu=scenario.gpu,
             host_driver=_driver_text(facts),
@@ -123,6 +125,16 @@ def vsphere_placements(scenario: Scenario, inventory: Inventory,
         placements += per_whole_gpu(vm, Placement(vm.name, jobs[vm.name],
                                                   _slice_of(plan, vm.name), "vm", platform))
     return placements
+
+
+def simulator_of(inventory_path: Path) -> str | None:
+    """What is simulated where the inventory is `vgpu sim up`'s lab (None elsewhere)."""
+    from vgpu.sim import follow
+
+    if follow.lab_of(inventory_path) is None:
+        return None
+    return ("vgpu sim lab: vCenter simulator, simulated GPU and NVIDIA guest tooling, "
+            "harness on the CPU")
 
 
 def _driver_text(facts: HostFacts | None) -> str | None:

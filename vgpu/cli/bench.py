@@ -202,7 +202,7 @@ def bench(
     _check_workloads(sc, workload)
     deploys = _check_triton(sc, workload, triton_url, triton_image)
     if inventory is not None and runtime is None and _on_simulator_guests(inventory):
-        runtime, allow_cpu = "host", True
+        runtime, allow_cpu = _simulator_runtime(inventory), True
     request = BenchRequest(inventory, runs, workload,
                            BenchOverrides(duration_s=duration, full_models=full_models,
                                           triton_url=triton_url, mlperf_rules=mlperf_rules,
@@ -269,8 +269,10 @@ def _where_it_runs(sc: Scenario, inventory: Path | None, found: bool) -> Path | 
     if guests is None:
         return inventory
     if guests:
+        how = ("in its own container" if follow.guest_runtime(path) == "container"
+               else "in its venv")
         say(f"running on the simulator lab's VMs: {', '.join(g.vm for g in guests)} "
-            "(simulated guests: the harness in its venv on the CPU, a functional check)",
+            f"(simulated guests: each harness instance {how} on the CPU, a functional check)",
             markup=False, highlight=False)
         return inventory
     if found:
@@ -285,6 +287,13 @@ def _on_simulator_guests(inventory: Path) -> bool:
     from vgpu.sim import follow
 
     return follow.lab_of(catalog.resolve_inventory(inventory)) is not None
+
+
+def _simulator_runtime(inventory: Path) -> Runtime:
+    from vgpu.sim import follow
+
+    return "container" if follow.guest_runtime(catalog.resolve_inventory(inventory)) == \
+        "container" else "host"
 
 
 def _check_counts(runs: int | None, duration: float | None) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -158,15 +159,21 @@ def provision_scenario(
 
 def _on_simulator_guests(sc: Scenario, inventory_path: Path, harness: HarnessOptions | None,
                          ) -> tuple[Scenario, HarnessOptions | None]:
-    """On `vgpu sim up`'s guests the harness is a venv with this machine's packages."""
+    """On `vgpu sim up`'s guests the harness image is built FROM the lab's base with ONNX
+    Runtime's CPU build (a lab with a real Docker daemon), else the harness is a venv with
+    this machine's packages."""
     from vgpu.provision.adapter import HarnessOptions
     from vgpu.sim import follow
 
     if follow.lab_of(inventory_path) is None:
         return sc, harness
-    if sc.guest.effective_runtime != "host":
-        console.print(f"note: {follow.SIM_RUNTIME_NOTE}", highlight=False)
     options = harness or HarnessOptions()
-    return follow.on_guests(sc), HarnessOptions(
+    adapted = follow.on_guests(sc, inventory_path)
+    if adapted.guest.effective_runtime != sc.guest.effective_runtime or \
+            adapted.guest.effective_runtime == "container":
+        console.print(f"note: {follow.runtime_note(inventory_path)}", highlight=False)
+    if adapted.guest.effective_runtime == "container":
+        return adapted, dataclasses.replace(options, gpu_image=False)
+    return adapted, HarnessOptions(
         install_requirements=False, python=options.python,
         extra_site_dirs=(*options.extra_site_dirs, *follow.harness_site_dirs()))

@@ -5,7 +5,7 @@ when a command runs, so other commands do not pay for loading pyVmomi."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -22,6 +22,9 @@ from vgpu.model.scenario import Scenario
 from vgpu.plan import build_plan
 from vgpu.sim.lab import DEFAULT_PORT, ESXI_BUILD, VIB_VERSION, LabShape, host_name
 from vgpu.vsphere.limits import DEFAULT_CONCURRENCY, DEFAULT_IP_TIMEOUT_S
+
+if TYPE_CHECKING:
+    from vgpu.sim.state import LabRecord
 
 InventoryOpt = Annotated[Path | None, inventory_option(
     "inventory YAML (or name in inventory/); a bare-metal scenario without one is applied on "
@@ -246,7 +249,8 @@ def sim_up(
         out.print(f"[yellow]note:[/] guests need {missing}; starting the vCenter part only "
                   "(apply --no-provision works; provision and bench need guests)",
                   highlight=False)
-    lab, record = simstate.up(shape, inventory_out)
+    lab, record = simstate.up(shape, inventory_out,
+                              say=lambda text: out.print(f"  {text}", highlight=False))
     out.print(f"[bold green]simulator lab running[/] at {lab.url} (pid {lab.pid})")
     out.print(f"  {hosts} ESXi {shape.esxi_version} (build {shape.esxi_build}) host(s) x "
               f"{gpus} A100 80GB, host driver VIB {shape.vib_version}, "
@@ -262,6 +266,7 @@ def sim_up(
                   f"({network.address(11)}..{network.address(40)}) with simulated NVIDIA "
                   f"tooling; login {network.key_file}; simulated driver and licence token "
                   f"in {network.files}", highlight=False)
+        out.print(f"  {_docker_line(record)}", highlight=False)
     else:
         out.print(f"  guests: none (missing: {record.guests_missing})", highlight=False)
     out.print(f"  inventory written to {inventory_out.resolve()}")
@@ -271,6 +276,20 @@ def sim_up(
               f"      vgpu apply --scenario 8 --yes{'' if network else ' --no-provision'}\n"
               "      vgpu sim status\n"
               "      vgpu sim down")
+
+
+def _docker_line(record: LabRecord) -> str:
+    from vgpu.sim import follow
+
+    network = record.guest_network
+    daemon = network.daemon() if network is not None else None
+    if daemon is None:
+        return (f"guests' docker: simulated only (missing for a real daemon: "
+                f"{record.docker_missing or 'none recorded'}); {follow.SIM_RUNTIME_NOTE}")
+    return (f"guests' docker: a real dockerd (pid {daemon.pid}, {daemon.storage_driver}, "
+            f"images in {daemon.root}); the harness image is built and every instance runs "
+            "in its own container; --gpus is simulated (no GPU here: ONNX Runtime's CPU "
+            "build)")
 
 
 def guests_missing() -> str | None:
@@ -314,7 +333,8 @@ def sim_upgrade(
 @sim_app.command("down")
 def sim_down() -> None:
     """Stop the simulator lab started by `vgpu sim up` and remove everything it made: its
-    guests (their processes, network namespaces and veths), the bridge, the guests' login
+    guests (their processes, network namespaces and veths), the Docker daemon and its
+    containers (its images stay cached for the next lab), the bridge, the guests' login
     user and sudo rule, and the inventory file."""
     from vgpu.sim import guests
     from vgpu.sim import state as simstate
@@ -350,6 +370,7 @@ def sim_status() -> None:
         out.print(f"guests: none (missing: {running.guests_missing})", highlight=False)
         return
     listed = guests.read_guests(network)
+    out.print(_docker_line(running), highlight=False)
     out.print(f"guests: {len(listed)} (one per VM `vgpu apply` created; simulated NVIDIA "
               "tooling)", highlight=False)
     for guest in listed:

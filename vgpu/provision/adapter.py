@@ -39,6 +39,7 @@ class HarnessOptions:
     python: str = "python3"
     extra_site_dirs: tuple[str, ...] = ()
     pip_args: tuple[str, ...] = ()
+    gpu_image: bool = True  # False: the harness image gets ONNX Runtime's CPU build everywhere
 
 
 def harness_source_dir() -> Path:
@@ -94,7 +95,8 @@ def _guest_plans(plan: Plan, scenario: Scenario, options: HarnessOptions,
     return {gpu: _GuestPlan(
         steps=tuple(s for s in plan.guest_steps if gpu or s != stepnames.GPU_PROBE),
         harness=harness_spec(options, gpu) if venv else None,
-        image=image_spec(scenario, gpu, inventory) if container else None,
+        image=image_spec(scenario, gpu and options.gpu_image, inventory) if container
+        else None,
     ) for gpu in (False, True)}
 
 

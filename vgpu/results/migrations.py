@@ -120,6 +120,10 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX noise_levels_class ON noise_levels(class_key, metric);
     """,
+    # 6: what of a result's platform was a simulator (vgpu sim's vCenter and guests)
+    """
+    ALTER TABLE platforms ADD COLUMN simulator TEXT;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -46,6 +46,7 @@ FIELD_LABELS = {
     "vm_hardware_version": "VM hardware version", "firmware": "firmware",
     "vcpus": "vCPUs", "memory_gb": "memory GB", "link_speed_gbps": "link speed Gbit/s",
     "rdma": "RDMA", "network_interface": "network interface", "harness_version": "harness",
+    "simulator": "simulated",
 }
 
 

@@ -12,7 +12,7 @@ from vgpu.model.inventory import Inventory
 from vgpu.model.plan import PlannedVM
 from vgpu.model.scenario import Scenario
 from vgpu.plan import build_plan
-from vgpu.sim import guests, state
+from vgpu.sim import dockerd, guests, state
 from vgpu.sim.guests import Guest, GuestHardware
 
 
@@ -83,17 +83,44 @@ def scenario_guests(scenario: Scenario, inventory: Inventory,
     return [g for g in guests.read_guests(network) if g.vm in names and g.running()]
 
 
-SIM_RUNTIME_NOTE = ("simulator lab: the guests' docker is a simulator that can neither build "
-                    "nor run the harness image, so the harness runs in its venv on each guest "
-                    "(runtime host), with this machine's Python packages")
+SIM_RUNTIME_NOTE = ("simulator lab without a real Docker daemon: the guests' docker is a "
+                    "simulator that can neither build nor run the harness image, so the "
+                    "harness runs in its venv on each guest (runtime host), with this "
+                    "machine's Python packages")
+SIM_CONTAINER_NOTE = ("simulator lab: the guests' docker forwards to the lab's real Docker "
+                      "daemon, so the harness image is built FROM the lab's Debian base "
+                      f"({dockerd.BASE_TAG}, standing in for the NGC image) with ONNX "
+                      "Runtime's CPU build, and every instance runs in its own container on "
+                      "the CPU (the guests' GPUs are simulated)")
 
 
-def on_guests(scenario: Scenario) -> Scenario:
-    """The scenario as the lab's guests can run it: the harness in its venv (runtime host)."""
-    if scenario.guest.effective_runtime == "host":
+def lab_daemon(inventory_path: Path) -> dockerd.LabDaemon | None:
+    """The real Docker daemon of the simulator lab whose inventory this is, if it has one."""
+    record = lab_of(inventory_path)
+    network = record.guest_network if record else None
+    return network.daemon() if network is not None else None
+
+
+def guest_runtime(inventory_path: Path) -> str:
+    """How the lab's guests run the harness: containers where the lab has a real daemon."""
+    return "container" if lab_daemon(inventory_path) is not None else "host"
+
+
+def runtime_note(inventory_path: Path) -> str:
+    return SIM_CONTAINER_NOTE if lab_daemon(inventory_path) is not None else SIM_RUNTIME_NOTE
+
+
+def on_guests(scenario: Scenario, inventory_path: Path) -> Scenario:
+    """The scenario as the lab's guests can run it: in containers of an image built FROM
+    the lab's base where the lab has a real daemon, else the harness venv (runtime host)."""
+    if guest_runtime(inventory_path) == "container":
+        update: dict[str, object] = {"runtime": "container", "container_runtime": "docker",
+                                     "base_image": dockerd.BASE_TAG, "harness_image": None}
+    elif scenario.guest.effective_runtime == "host":
         return scenario
-    return scenario.model_copy(update={"guest": scenario.guest.model_copy(
-        update={"runtime": "host"})})
+    else:
+        update = {"runtime": "host"}
+    return scenario.model_copy(update={"guest": scenario.guest.model_copy(update=update)})
 
 
 def harness_site_dirs() -> tuple[str, ...]:

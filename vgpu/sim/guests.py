@@ -35,6 +35,8 @@ import zlib
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from vgpu.sim import dockerd
+
 GUEST_TOOLS = Path(__file__).with_name("guest_tools")
 GUEST_USER = "vgpu-sim"
 GUEST_HOME = Path("/home") / GUEST_USER
@@ -172,13 +174,28 @@ class GuestNetwork:
     def guests_dir(self) -> Path:
         return Path(self.workdir) / "guests"
 
+    @property
+    def daemon_file(self) -> Path:
+        """The lab's real Docker daemon (vgpu.sim.dockerd.LabDaemon as JSON), if it has one."""
+        return Path(self.workdir) / "dockerd.json"
+
+    def daemon(self) -> dockerd.LabDaemon | None:
+        if not self.daemon_file.exists():
+            return None
+        return dockerd.LabDaemon(**json.loads(self.daemon_file.read_text(encoding="utf-8")))
+
     def address(self, octet: int) -> str:
         return f"{self.prefix}.{octet}"
 
     def inventory_sections(self) -> dict[str, object]:
         """The inventory's ssh, drivers and network sections for these guests."""
         driver = next(self.files.glob("NVIDIA-Linux-*-grid.run"))
-        return {
+        docker = {}
+        if self.daemon() is not None:  # this machine's limits are the daemon's
+            from vgpu.container.local import memlock_unlimited_allowed
+
+            docker = {"docker": {"unlimited_memlock": memlock_unlimited_allowed()}}
+        return {**docker,
             "ssh": {"user": GUEST_USER, "key_file": str(self.key_file),
                     "known_hosts": str(self.known_hosts), "connect_timeout_s": 5},
             "drivers": {"guest_driver": str(driver),
@@ -361,6 +378,10 @@ def _make_home(net: GuestNetwork, home: Path, vm: str, hardware: GuestHardware) 
     (home / "sysroot").mkdir()
     state = home / ".gpu-sim"
     (state / "urls").mkdir(parents=True)
+    daemon = net.daemon()
+    if daemon is not None:  # the guest's docker forwards to it (guest_tools/docker)
+        (state / "docker").write_text(
+            f"host={daemon.host}\nhome={home}\nvm={vm}\nlock={daemon.build_lock}\n")
     (state / "hardware").write_text(hardware_text(vm, hardware.vgpu_type, hardware.mig_profile,
                                                   hardware.gpu_count, hardware.gpu_name))
     (state / "urls" / url_key(TOOLKIT_KEY_URL)).write_text(
@@ -431,7 +452,10 @@ def stop_guests(net: GuestNetwork, addresses: list[str]) -> list[Guest]:
 
 def _remove_guest(guest: Guest) -> None:
     _kill_namespace(guest.namespace)
-    _quiet("ip", "netns", "del", guest.namespace)  # the veth pair goes with it
+    _quiet("ip", "netns", "del", guest.namespace)
+    # The namespace, and with it the veth pair, goes only once nothing refers to it; a
+    # docker client's socket still held by the daemon does, for a while: delete the pair.
+    _quiet("ip", "link", "del", f"vgsh{guest.namespace.removeprefix(NAMESPACE_PREFIX)}")
     shutil.rmtree(Path(guest.home).parent, ignore_errors=True)
 
 
@@ -450,8 +474,13 @@ def _kill_namespace(namespace: str) -> None:
 
 
 def teardown(net: GuestNetwork) -> None:
-    """Every guest, the bridge, the login user and its sudo rule."""
+    """Every guest, the Docker daemon and its containers, the bridge, the login user and
+    its sudo rule."""
     stop_guests(net, [g.address for g in read_guests(net)])
+    daemon = net.daemon()
+    if daemon is not None:
+        dockerd.stop(daemon)
+        net.daemon_file.unlink(missing_ok=True)
     sweep()
 
 
@@ -465,6 +494,9 @@ def sweep() -> None:
             _kill_namespace(namespace)
             _quiet("ip", "netns", "del", namespace)
     _quiet("ip", "link", "del", BRIDGE)
+    for link in _lab_links():
+        _quiet("ip", "link", "del", link)
+    dockerd.stop_stale(dockerd.data_root())
     SUDOERS.unlink(missing_ok=True)
     OWNER.unlink(missing_ok=True)
     if subprocess.run(["id", GUEST_USER], capture_output=True, check=False).returncode == 0:
@@ -483,19 +515,24 @@ def _kill_user_processes() -> None:
                     os.kill(int(entry.name), signal.SIGKILL)
 
 
+def _lab_links() -> list[str]:
+    """The bridge and the guests' veth ends still on this machine."""
+    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True,
+                           check=False).stdout
+    names = [line.split(":")[1].strip().split("@")[0] for line in links.splitlines()
+             if line.count(":") >= 2]
+    return [n for n in names if n.startswith((BRIDGE, "vgsh", "vgsi"))]
+
+
 def leftovers() -> list[str]:
     """What of a simulator lab is still on this machine (empty after `vgpu sim down`)."""
     found = []
     listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True,
                             check=False).stdout.split()
     found += [f"namespace {n}" for n in listed if n.startswith(NAMESPACE_PREFIX)]
-    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True,
-                           check=False).stdout
-    names = [line.split(":")[1].strip().split("@")[0] for line in links.splitlines()
-             if line.count(":") >= 2]
-    found += [f"link {n}" for n in names if n.startswith((BRIDGE, "vgsh", "vgsi"))]
+    found += [f"link {n}" for n in _lab_links()]
     if subprocess.run(["id", GUEST_USER], capture_output=True, check=False).returncode == 0:
         found.append(f"user {GUEST_USER}")
     if SUDOERS.exists():
         found.append(str(SUDOERS))
-    return found
+    return found + dockerd.leftovers()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -15,7 +16,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from vgpu.errors import InputError, RemoteError
-from vgpu.sim import guests
+from vgpu.sim import dockerd, guests
 from vgpu.sim.build import cache_dir
 from vgpu.sim.lab import LabShape, RunningLab, inventory_data, pid_alive, start_lab, stop_pid
 
@@ -33,6 +34,7 @@ class LabRecord:
     guest_prefix: str = ""  # the guests' /24 ("10.a.b"); empty: no guests (see guests_missing)
     guests_missing: str = ""  # what this machine lacks for guests, when it does
     lab_shape: dict[str, object] = field(default_factory=dict)  # the LabShape, to restart it
+    docker_missing: str = ""  # what this machine lacks for the guests' real Docker daemon
 
     @property
     def guest_network(self) -> guests.GuestNetwork | None:
@@ -66,10 +68,11 @@ def status() -> LabRecord | None:
     return record
 
 
-def up(shape: LabShape, inventory_out: Path) -> tuple[RunningLab, LabRecord]:
+def up(shape: LabShape, inventory_out: Path,
+       say: Callable[[str], None] | None = None) -> tuple[RunningLab, LabRecord]:
     """Start a detached lab, record it, write its password file and inventory. With root,
-    also the guests' network, login and simulated driver files (else the record says what
-    is missing for guests)."""
+    also the guests' network, login and simulated driver files, and the Docker daemon their
+    docker forwards to (else the record says what is missing for guests or Docker)."""
     running = status()
     if running is not None:
         raise InputError.single("command line", "vgpu sim up",
@@ -82,10 +85,11 @@ def up(shape: LabShape, inventory_out: Path) -> tuple[RunningLab, LabRecord]:
     password_file.write_text(lab.password + "\n", encoding="utf-8")
     password_file.chmod(0o600)
     missing = guests.missing_for_guests()
-    prefix = ""
+    prefix, docker_missing = "", ""
     if missing is None:
         try:
             net = guests.prepare(workdir, lab.pid)
+            docker_missing = _start_daemon(net, say) or ""
         except RuntimeError as exc:
             stop_pid(lab.pid)
             raise RemoteError(f"the simulator lab's guests could not be prepared: {exc}") \
@@ -96,9 +100,31 @@ def up(shape: LabShape, inventory_out: Path) -> tuple[RunningLab, LabRecord]:
         prefix = net.prefix
     record = LabRecord(pid=lab.pid, url=lab.url, inventory=str(inventory_out.resolve()),
                        workdir=str(workdir), shape=shape.describe(), guest_prefix=prefix,
-                       guests_missing=missing or "", lab_shape=asdict(shape))
+                       guests_missing=missing or "", lab_shape=asdict(shape),
+                       docker_missing=docker_missing)
     _save(record, lab)
     return lab, record
+
+
+def _start_daemon(net: guests.GuestNetwork, say: Callable[[str], None] | None) -> str | None:
+    """The guests' real Docker daemon with the base image in it; what is missing for it,
+    or None. A daemon that fails to start removes the guests' network again (the caller
+    stops the lab)."""
+    missing = dockerd.missing()
+    if missing is not None:
+        return missing
+    try:
+        daemon, _ = dockerd.start(group="docker")
+    except RuntimeError:
+        guests.teardown(net)
+        raise
+    net.daemon_file.write_text(json.dumps(daemon.as_dict()), encoding="utf-8")
+    try:
+        dockerd.ensure_base_image(daemon.cli, Path(net.workdir), say=say)
+    except BaseException:
+        guests.teardown(net)
+        raise
+    return None
 
 
 def _save(record: LabRecord, lab: RunningLab) -> None:
