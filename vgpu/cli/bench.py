@@ -184,7 +184,11 @@ def bench(
     With no stored run of the baseline scenario (the bare-metal twin, e.g. bm6 for 6),
     that runs first on the same targets, unless --no-baseline."""
     sc = scenario_from_args(file, scenario)
+    named_inventory = inventory
     inventory = _where_it_runs(sc, inventory, _found_not_named(ctx))
+    if inventory is None and named_inventory is not None and runtime is None:
+        runtime, image, base_image, docker_host = _simulator_lab_reference(
+            named_inventory, image, base_image, docker_host)
     _check_counts(runs, duration)
     _positive(max_clock_offset_ms, "--max-clock-offset-ms")
     if inject_slowdown is not None and not 0 < inject_slowdown < 90:
@@ -287,6 +291,25 @@ def _on_simulator_guests(inventory: Path) -> bool:
     from vgpu.sim import follow
 
     return follow.lab_of(catalog.resolve_inventory(inventory)) is not None
+
+
+def _simulator_lab_reference(inventory: Path, image: str | None, base_image: str,
+                             docker_host: str | None,
+                             ) -> tuple[str | None, str | None, str, str | None]:
+    """A run on this machine next to a simulator lab with a Docker daemon (its bare-metal
+    reference) uses the guests' harness image in that daemon, so both sides run the same
+    harness, ONNX Runtime and container runtime; else it runs as asked."""
+    from vgpu.container.images import default_tag
+    from vgpu.sim import dockerd, follow
+
+    path = catalog.resolve_inventory(inventory)
+    daemon = follow.lab_daemon(path) if path.exists() else None
+    if daemon is None or docker_host is not None or image is not None:
+        return None, image, base_image, docker_host
+    err_console.print("on this machine in containers of the simulator lab's harness image "
+                      "(its Docker daemon), as on the lab's guests", markup=False,
+                      highlight=False)
+    return "container", default_tag(), dockerd.BASE_TAG, daemon.host
 
 
 def _simulator_runtime(inventory: Path) -> Runtime:
