@@ -2,7 +2,8 @@
 # README's tour on a whole lab on this machine: the vSphere simulator, a Docker daemon and
 # one simulated guest (an sshd in its own network namespace) per VM. Run as root; without
 # root `vgpu sim up` gives the vCenter part only and the tour stops after apply.
-#   sudo bash scripts/tour.sh            # after `bash scripts/setup.sh`
+#   sudo bash scripts/tour.sh            # after `bash scripts/setup.sh --test` (or test.sh):
+#                                        # the simulator, sshd, docker.io, debootstrap
 # VGPU (default: this checkout's .venv/bin/vgpu), TOUR_DIR (default: a new temp folder,
 # kept: results, logs, report) and TOUR_BENCH (arguments for the bench and revalidate runs;
 # default one workload, two repeats: the CPU functional check; empty for the scenarios'
