@@ -73,12 +73,15 @@ def token_settings(spec: Spec, count: int, warm_rate: float | None) -> Any:
 
 
 def open_generator(spec: Spec) -> TokenGenerator:
+    """The spec's engine; batch_size is how many sequences it generates at once (one
+    worker thread each), backend.in_flight the same for an endpoint."""
     variant = spec.model.variant or "tiny"
     b = spec.backend
     if b.name == "torch":
         from loadgen.llm.torch_engine import TorchGenerator
 
-        return TorchGenerator(variant, WEIGHT_SEED, b.threads, spec.device.kind)
+        return TorchGenerator(variant, WEIGHT_SEED, b.threads, spec.device.kind,
+                              spec.batch_size)
     if b.name == "openai":
         from loadgen.llm.openai_client import OpenAIGenerator
 
@@ -88,7 +91,7 @@ def open_generator(spec: Spec) -> TokenGenerator:
     from loadgen.models import build_model
 
     path = build_model(LLM_MODEL, variant, spec.model.precision, spec.cache_dir)
-    return OrtGenerator(str(path), variant, b.threads, spec.device.kind)
+    return OrtGenerator(str(path), variant, b.threads, spec.device.kind, spec.batch_size)
 
 
 def _warm_up(generator: TokenGenerator, spec: Spec, llm: LlmSpec) -> float | None:

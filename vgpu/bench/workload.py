@@ -17,6 +17,7 @@ from loadgen.contract import (
     BackendSpec,
     DeviceSpec,
     InferenceRunSpec,
+    LlmSpec,
     LoadgenSpec,
     ModelSpec,
     StabilitySpec,
@@ -74,6 +75,8 @@ class EffectiveWorkload:
     mlperf_rules: bool = False
     rules_duration_s: float | None = None  # --duration under the rules: not compliant
     slowdown: float = 0.0  # injected on purpose (--inject-slowdown): never a real result
+    llm: LlmSpec | None = None  # model llm's token workload
+    openai_url: str | None = None  # backend openai: the serving endpoint (unset: loopback)
 
     @property
     def key(self) -> str:
@@ -101,6 +104,8 @@ class EffectiveWorkload:
         }
         if self.slowdown:
             detail["injected_slowdown"] = self.slowdown
+        if self.llm is not None:
+            detail["llm"] = self.llm.to_json()
         if self.accuracy_target is not None:
             detail["accuracy"] = {"target": self.accuracy_target,
                                   "dataset": self.accuracy_dataset,
@@ -160,7 +165,7 @@ def effective_workload(
         accuracy_samples=workload.accuracy_samples, mlperf_rules=overrides.mlperf_rules,
         rules_duration_s=overrides.duration_s if overrides.mlperf_rules else None,
         stability_pct=stability, min_valid=overrides.min_valid or workload.min_valid,
-        slowdown=overrides.slowdown,
+        slowdown=overrides.slowdown, llm=workload.llm_spec(), openai_url=workload.url,
     )
 
 
@@ -210,6 +215,8 @@ def harness_spec(
     url = None
     if workload.backend == "triton":
         url = workload.triton_urls.get(instance, workload.triton_url)
+    if workload.backend == "openai":
+        url = workload.openai_url
     return InferenceRunSpec(
         model=model,
         backend=BackendSpec(workload.backend, threads=threads, url=url),
@@ -231,6 +238,7 @@ def harness_spec(
         stability=stability_spec(workload, duration_s or workload.duration_s)
         if stability else None,
         slowdown=workload.slowdown,
+        llm=workload.llm,
     )
 
 
