@@ -25,6 +25,8 @@ from vgpu.results.noise_store import levels_for
 from vgpu.results.platforms import platform_changes
 from vgpu.results.series import WORST_P99, SeriesData, interleaved_pairs, load_series
 from vgpu.results.store import ResultStore
+from vgpu.results.tokens import TOKEN_METRICS
+from vgpu.results.tokens import tolerances as token_tolerances
 
 
 class _Pairing:
@@ -54,7 +56,7 @@ def _shared_checks(
     names = metrics or candidate.judged_metrics or [
         n for n in candidate.samples if n in reference.samples
     ]
-    checks = []
+    checks: list[Check] = []
     for name in names:
         if name not in candidate.samples or name not in reference.samples:
             continue
@@ -114,6 +116,10 @@ def compare_series(
             checks.append(pairing.check(headline, sample.values,
                                         reference.samples[headline].values,
                                         Band(lower_pct=floor * 100.0), sample.unit))
+        # An LLM series is also judged on its tokens: a slice that keeps its samples/s but
+        # doubles the time to first token is no equal.
+        checks += _shared_checks(candidate, reference, per_metric, tolerance, pairing,
+                                 list(TOKEN_METRICS))
         title = f"scenario {candidate.scenario_id} vs scenario {reference.scenario_id}"
     else:
         checks = _shared_checks(candidate, reference, per_metric, tolerance, pairing)
@@ -223,7 +229,9 @@ def judge_against_baseline(
     comparison = compare_series(
         default_kind(candidate, reference), candidate, reference,
         tolerance=scenario.tolerances.throughput_pct / 100.0,
-        tolerances={WORST_P99: scenario.tolerances.latency_pct / 100.0},
+        tolerances={WORST_P99: scenario.tolerances.latency_pct / 100.0,
+                    **token_tolerances(scenario.tolerances.ttft_pct,
+                                       scenario.tolerances.tpot_pct)},
         levels=levels_for(store, candidate),
     )
     return with_accuracy_gate(comparison, candidate), note
