@@ -71,10 +71,21 @@ class MemoryEstimate:
         """The sum, written out: what a plan line and a refusal show."""
         cfg = VARIANTS[self.variant]
         size = BYTES_PER_VALUE[self.precision]
-        return (f"weights {cfg.parameter_count() / 1e9:.2f}e9 params x {size} B = "
-                f"{self.weights_bytes / GIB:.2f} GiB + KV cache {self.batch} seq x "
-                f"{self.context_tokens} tokens x {cfg.kv_bytes_per_token(size) // 1024} KiB "
-                f"= {self.kv_cache_bytes / GIB:.2f} GiB; total {self.total_bytes / GIB:.2f} GiB")
+        return (f"weights {_count(cfg.parameter_count())} params x {size} B = "
+                f"{_bytes(self.weights_bytes)} + KV cache {self.batch} seq x "
+                f"{self.context_tokens} tokens x {_bytes(cfg.kv_bytes_per_token(size))} = "
+                f"{_bytes(self.kv_cache_bytes)}; total {_bytes(self.total_bytes)}")
+
+
+def _count(n: int) -> str:
+    return f"{n / 1e9:.2f} B" if n >= 1e9 else f"{n / 1e6:.2f} M"
+
+
+def _bytes(n: int) -> str:
+    for unit, size in (("GiB", GIB), ("MiB", 1024**2), ("KiB", 1024)):
+        if n >= size:
+            return f"{n / size:.2f} {unit}"
+    return f"{n} B"
 
 
 def estimate(variant: str, precision: str, batch: int, context_tokens: int) -> MemoryEstimate:
