@@ -4,7 +4,7 @@ SUT reports to LoadGen as the first token."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 import numpy as np
@@ -52,18 +52,23 @@ class OrtGenerator:
             else np.float32
         self.empty_past = np.zeros((1, self.cfg.kv_heads, 0, self.cfg.head_dim), dtype)
 
-    def generate(self, prompt: np.ndarray, max_new: int,
-                 on_first: FirstToken | None = None) -> list[int]:
+    def stream(self, prompt: np.ndarray, max_new: int) -> Iterator[int]:
+        """Each token as soon as it is generated."""
         feeds: dict[str, np.ndarray] = {"input_ids": prompt.reshape(1, -1)}
         feeds.update(dict.fromkeys(self.past_names, self.empty_past))
-        tokens: list[int] = []
         for _ in range(max_new):
             out = self.session.run(None, feeds)
-            tokens.append(int(out[0][0]))
-            if len(tokens) == 1 and on_first is not None:
-                on_first(tokens[0])
+            yield int(out[0][0])
             feeds = {"input_ids": out[0].reshape(1, 1)}
             feeds.update(zip(self.past_names, out[2:], strict=True))
+
+    def generate(self, prompt: np.ndarray, max_new: int,
+                 on_first: FirstToken | None = None) -> list[int]:
+        tokens: list[int] = []
+        for token in self.stream(prompt, max_new):
+            tokens.append(token)
+            if len(tokens) == 1 and on_first is not None:
+                on_first(token)
         return tokens
 
     def describe(self) -> dict[str, Any]:

@@ -147,3 +147,40 @@ def test_the_torch_engine_generates_the_onnx_models_tokens(tiny_model: Path) -> 
     assert torch_engine.describe()["execution_provider"] == "torch-cpu"
     for prompt in prompts:
         assert torch_engine.generate(prompt, 12) == onnx_engine.generate(prompt, 12)
+
+
+def test_the_http_streaming_sut_against_the_loopback_server(model_cache: Path,
+                                                            tiny_model: Path,
+                                                            tmp_path: Path) -> None:
+    from loadgen.llm.openai_client import OpenAIGenerator, chunk_tokens
+
+    generator = OpenAIGenerator.connect(None, None, 1, "tiny", str(model_cache))
+    try:
+        prompt = make_prompts(3, 1, LLM, TINY.vocab_size)[0]
+        firsts: list[int] = []
+        expected = OrtGenerator(str(tiny_model), "tiny", 1).generate(prompt, 12)
+        assert generator.generate(prompt, 12, firsts.append) == expected
+        assert firsts == expected[:1]
+        assert generator.describe()["loopback_server"] is True
+    finally:
+        generator.close()
+    assert generator.server is not None and generator.server.process.poll() is not None
+    assert chunk_tokens({"choices": [{"text": " hi"}]}) == [-1]  # a server without ids
+    doc = llm_doc(model_cache, "Server", backend={"name": "openai"},
+                  accuracy={"target": 1.0, "samples": 2})
+    record = run(parse_spec(doc), tmp_path)
+    assert record["status"] == "ok", record["reason"]
+    assert record["backend"]["execution_provider"] == "http-sse"
+    assert record["tokens"]["source"] == "loadgen"
+    assert record["tokens"]["time_to_first_token_ms"]["p50"] > 0
+    assert record["accuracy"]["passed"] is True
+
+
+def test_backend_openai_urls_are_checked(model_cache: Path) -> None:
+    doc = llm_doc(model_cache, backend={"name": "openai", "url": "localhost:8000"})
+    with pytest.raises(SpecError, match=r"backend.url: 'localhost:8000' is not an http"):
+        parse_spec(doc)
+    spec = parse_spec(llm_doc(model_cache, backend={"name": "openai",
+                                                    "url": "http://vllm:8000"}))
+    assert spec.backend.to_json() == {"name": "openai", "url": "http://vllm:8000",
+                                      "in_flight": 1}
