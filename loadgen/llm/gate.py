@@ -6,6 +6,8 @@ served model fails the gate."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,11 +28,23 @@ def reference_tokens(prompts: list[np.ndarray], max_new: int, variant: str,
     return [reference_generate(p, max_new, weights, cfg) for p in prompts]
 
 
+def accuracy_log(answers: list[list[int]]) -> list[dict[str, Any]]:
+    """The answers in LoadGen's mlperf_log_accuracy.json form: per sample its index and its
+    token ids as little-endian int32, hex-encoded (what an MLPerf LLM SUT returns)."""
+    return [{"seq_id": i, "qsl_idx": i, "data": np.asarray(tokens, "<i4").tobytes().hex()}
+            for i, tokens in enumerate(answers)]
+
+
 def run_token_gate(generator: TokenGenerator, prompts: list[np.ndarray], llm: LlmSpec,
-                   accuracy: AccuracySpec, variant: str, weight_seed: int) -> dict[str, Any]:
+                   accuracy: AccuracySpec, variant: str, weight_seed: int,
+                   log_path: Path | None = None) -> dict[str, Any]:
+    """The gate's record; with ``log_path`` the answers are written there as LoadGen's
+    accuracy log."""
     chosen = prompts[: accuracy.samples]
     expected = reference_tokens(chosen, llm.max_output_tokens, variant, weight_seed)
     got = [generator.generate(p, llm.max_output_tokens) for p in chosen]
+    if log_path is not None:
+        log_path.write_text(json.dumps(accuracy_log(got), indent=0) + "\n")
     matches = [g == e for g, e in zip(got, expected, strict=True)]
     value = float(np.mean(matches)) if matches else 0.0
     first_mismatch = next((i for i, ok in enumerate(matches) if not ok), None)

@@ -165,7 +165,7 @@ def run_llm(spec: Spec, out_dir: str | Path, sync: StdinSync | None = None) -> d
         telemetry = None
         if spec.accuracy is not None and state.reason is None and variant == "tiny":
             state.accuracy = run_token_gate(generator, prompts, llm, spec.accuracy, variant,
-                                            WEIGHT_SEED)
+                                            WEIGHT_SEED, out / ACCURACY_LOG)
     except Exception as exc:
         state.fail(exc)
     finally:

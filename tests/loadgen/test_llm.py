@@ -96,6 +96,10 @@ def test_interactive_run_reports_loadgen_first_token_latencies(
     assert tokens["targets_ms"] == {"ttft_p99": 50.0, "tpot_p99": 3.0}
     assert record["scenario"] == "Interactive"
     assert record["accuracy"]["passed"] is True
+    logged = json.loads((tmp_path / "mlperf_log_accuracy.json").read_text())
+    assert [entry["qsl_idx"] for entry in logged] == [0, 1]
+    assert len(bytes.fromhex(logged[0]["data"])) == 4 * 12  # 12 int32 token ids
+    assert record["logs"]["mlperf_log_accuracy.json"] == "mlperf_log_accuracy.json"
     summary = (tmp_path / "mlperf_log_summary.txt").read_text()
     mean_line = next(line for line in summary.splitlines()
                      if line.startswith("Mean First Token latency"))
