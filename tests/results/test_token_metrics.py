@@ -66,3 +66,12 @@ def test_scenario_vs_scenario_judges_the_tokens(store: ResultStore,
     assert verdicts[TTFT_P99] == "FAIL"  # same samples/s, doubled time to first token
     assert verdicts["system_throughput"] == "PASS"
     assert failed.verdict == "FAIL"
+
+
+def test_the_scenarios_token_bands() -> None:
+    from vgpu.model.scenario import Tolerances
+    from vgpu.results.judge import metric_tolerances
+    from vgpu.results.series import WORST_P99
+
+    bands = metric_tolerances(Tolerances(latency_pct=5, ttft_pct=12, tpot_pct=7))
+    assert bands == {WORST_P99: 0.05, TTFT_P99: 0.12, ITL_P99: 0.07}

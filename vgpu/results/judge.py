@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from vgpu.model.scenario import Scenario
+from vgpu.model.scenario import Scenario, Tolerances
 from vgpu.results.accuracy import with_accuracy_gate
 from vgpu.results.compare import (
     Band,
@@ -213,6 +213,13 @@ def _interleaved_partner(store: ResultStore, partner: str | None,
     return load_series(store, partner)
 
 
+def metric_tolerances(tolerances: Tolerances) -> dict[str, float]:
+    """The scenario's per-metric bands (fractions): latency for the worst p99, ttft_pct and
+    tpot_pct for an LLM series' token latencies; throughput_pct is the default band."""
+    return {WORST_P99: tolerances.latency_pct / 100.0,
+            **token_tolerances(tolerances.ttft_pct, tolerances.tpot_pct)}
+
+
 def judge_against_baseline(
     store: ResultStore, scenario: Scenario, candidate: SeriesData,
     run_command: str = "vgpu bench",
@@ -229,9 +236,7 @@ def judge_against_baseline(
     comparison = compare_series(
         default_kind(candidate, reference), candidate, reference,
         tolerance=scenario.tolerances.throughput_pct / 100.0,
-        tolerances={WORST_P99: scenario.tolerances.latency_pct / 100.0,
-                    **token_tolerances(scenario.tolerances.ttft_pct,
-                                       scenario.tolerances.tpot_pct)},
+        tolerances=metric_tolerances(scenario.tolerances),
         levels=levels_for(store, candidate),
     )
     return with_accuracy_gate(comparison, candidate), note
