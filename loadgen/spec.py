@@ -164,9 +164,10 @@ def _read_openai_backend(r: SpecReader, b: dict[str, Any], threads: int | None) 
     return BackendSpec("openai", threads, url, None, model_name, in_flight)
 
 
-def _check_llm(r: SpecReader, model: ModelSpec, backend: BackendSpec, scenario: str,
-               target_qps: float | None) -> None:
+def _check_llm(r: SpecReader, model: ModelSpec, backend: BackendSpec,
+               loadgen: LoadgenSpec) -> None:
     """The token workload: which backends, variants and scenarios it runs with."""
+    scenario, target_qps = loadgen.scenario, loadgen.target_qps
     if model.name != LLM_MODEL:
         if backend.name == "openai":
             r.problem("backend.name", "backend openai serves only model llm",
@@ -186,6 +187,10 @@ def _check_llm(r: SpecReader, model: ModelSpec, backend: BackendSpec, scenario: 
     if scenario not in ("Offline", *TOKEN_SCENARIOS):
         r.problem("loadgen.scenario", f"model llm runs Offline, Server or Interactive, "
                   f"not {scenario}", "set loadgen.scenario to Offline, Server or Interactive")
+    if loadgen.mlperf_rules:
+        r.problem("loadgen.mlperf_rules", "LoadGen's mlperf.conf has no rules for model llm "
+                  "(its llama rules are for the real llama models)",
+                  "remove loadgen.mlperf_rules; set ttft_ms / tpot_ms in llm instead")
     if scenario in TOKEN_SCENARIOS and target_qps is None:
         r.problem("loadgen.target_qps", f"{scenario} needs the query rate to hold",
                   "set loadgen.target_qps, e.g. 20")
@@ -420,7 +425,7 @@ def parse_spec(doc: Any, source: str = "<spec>", base: Path | None = None) -> Sp
                   "remove backend.provider or set device.kind to gpu or mig")
     dataset = _read_dataset(r, doc, base, model)
     loadgen = _read_loadgen(r, doc, dataset is not None or "dataset" in doc)
-    _check_llm(r, model, backend, loadgen.scenario, loadgen.target_qps)
+    _check_llm(r, model, backend, loadgen)
     cache_dir = r.text(doc, "cache_dir", "cache_dir")
     spec = Spec(
         model=model,

@@ -96,3 +96,11 @@ def test_a_cpu_run_gets_mlperf_token_targets_and_says_so() -> None:
 def test_llm_fields_are_checked(fields: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         InferenceWorkload(**fields)
+
+
+def test_mlperf_rules_leave_the_llm_workload_on_its_token_targets() -> None:
+    workload = InferenceWorkload(model="llm", scenario="Server", target_qps=50)
+    effective = effective_workload(workload, True, BenchOverrides(mlperf_rules=True))
+    assert any("not applied to model llm" in note for note in effective.notes)
+    spec = harness_spec(effective, instance="i0", device={"kind": "cpu"}, threads=1)
+    assert "mlperf_rules" not in spec.to_json()["loadgen"]

@@ -126,6 +126,7 @@ def test_offline_run_counts_tokens_per_second(model_cache: Path, tmp_path: Path)
     ({"llm": {"input_tokens": {"min": 30, "max": 10}}}, "llm.input_tokens.max"),
     ({"loadgen": {"scenario": "SingleStream"}}, "loadgen.scenario"),
     ({"loadgen": {"scenario": "Server"}}, "loadgen.target_qps"),
+    ({"loadgen": {"mlperf_rules": True}}, "loadgen.mlperf_rules"),
 ])
 def test_bad_llm_specs_name_the_field(model_cache: Path, change: dict[str, Any],
                                       field: str) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 from loadgen.contract import (
     DEFAULT_ACCURACY_SAMPLES,
     INFERENCE_MODELS,
+    LLM_MODEL,
     MLPERF_TOKEN_TARGETS_MS,
     AccuracySpec,
     BackendSpec,
@@ -135,6 +136,9 @@ def effective_workload(
     if on_cpu and workload.backend == "torch" and precision == "fp16":
         precision = "fp32"
         notes.append("CPU only: torch runs fp16 on CUDA only, so this CPU run uses fp32")
+    if overrides.mlperf_rules and workload.model == LLM_MODEL:
+        notes.append("MLPerf rules: not applied to model llm (mlperf.conf's llama rules are "
+                     "for the real llama models); its token targets apply")
     if overrides.mlperf_rules:
         notes.append(_rules_note(overrides.duration_s))
         duration = overrides.duration_s or MLPERF_MIN_DURATION_S
@@ -262,7 +266,7 @@ def harness_spec(
 
 
 def _rules_fields(workload: EffectiveWorkload, real_run: bool) -> dict[str, Any]:
-    if not (workload.mlperf_rules and real_run):
+    if not (workload.mlperf_rules and real_run) or workload.llm is not None:
         return {}
     shorter = workload.rules_duration_s
     return {"mlperf_rules": True,
