@@ -19,6 +19,7 @@ on a GPU takes ~10 ms per token; the tiny decoder ~0.1 ms).
 from __future__ import annotations
 
 import argparse
+import resource
 import statistics
 import sys
 import tempfile
@@ -41,8 +42,16 @@ PROMPTS = 64
 PROMPT_TOKENS = 32
 
 
-def raw_loop(model: Path, llm: LlmSpec, seconds: float) -> float:
-    """Output tokens/s of a plain loop over the same prompts the SUT gets."""
+def cpu_seconds() -> float:
+    """CPU time of this process and of its children that have exited (the loopback
+    server is one, stopped at the end of its run)."""
+    own, children = (resource.getrusage(who) for who in (resource.RUSAGE_SELF,
+                                                           resource.RUSAGE_CHILDREN))
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def raw_loop(model: Path, llm: LlmSpec, seconds: float) -> tuple[float, int]:
+    """Output tokens/s of a plain loop over the same prompts the SUT gets, and the tokens."""
     generator = OrtGenerator(str(model), "tiny", 1)
     prompts = make_prompts(0, PROMPTS, llm, VARIANTS["tiny"].vocab_size)
     for prompt in prompts[:4]:
@@ -51,11 +60,11 @@ def raw_loop(model: Path, llm: LlmSpec, seconds: float) -> float:
     while time.perf_counter() - started < seconds:
         for prompt in prompts:
             tokens += len(generator.generate(prompt, llm.max_output_tokens))
-    return tokens / (time.perf_counter() - started)
+    return tokens / (time.perf_counter() - started), tokens
 
 
 def loadgen_run(cache: Path, llm: LlmSpec, seconds: float, backend: str,
-                out: Path) -> float:
+                out: Path) -> tuple[float, int]:
     doc: dict[str, Any] = {
         "schema_version": 1, "model": {"name": "llm", "variant": "tiny"},
         "backend": {"name": backend, "threads": 1},
@@ -65,7 +74,8 @@ def loadgen_run(cache: Path, llm: LlmSpec, seconds: float, backend: str,
     record = run(parse_spec(doc), out)
     if record["status"] != "ok":
         raise SystemExit(f"{backend} run failed: {record['reason']}")
-    return float(record["tokens"]["output_token_throughput"])
+    return float(record["tokens"]["output_token_throughput"]), int(record["tokens"][
+        "output_tokens"])
 
 
 def main() -> int:
@@ -77,23 +87,32 @@ def main() -> int:
     llm = LlmSpec(max_output_tokens=args.tokens, input_tokens_min=PROMPT_TOKENS,
                   input_tokens_max=PROMPT_TOKENS)
     rates: dict[str, list[float]] = {"raw": [], "sut": [], "http": []}
+    cpu_us: dict[str, list[float]] = {"raw": [], "sut": [], "http": []}
     with tempfile.TemporaryDirectory() as tmp:
         cache = Path(tmp) / "models"
         model = build_model("llm", "tiny", "fp32", cache)
         for n in range(args.rounds):
-            rates["raw"].append(raw_loop(model, llm, args.seconds))
-            rates["sut"].append(loadgen_run(cache, llm, args.seconds, "onnxruntime",
-                                            Path(tmp) / f"sut{n}"))
-            rates["http"].append(loadgen_run(cache, llm, args.seconds, "openai",
-                                             Path(tmp) / f"http{n}"))
+            runs = {"raw": lambda: raw_loop(model, llm, args.seconds),
+                    "sut": lambda: loadgen_run(cache, llm, args.seconds, "onnxruntime",
+                                               Path(tmp) / f"sut{n}"),  # noqa: B023
+                    "http": lambda: loadgen_run(cache, llm, args.seconds, "openai",
+                                                Path(tmp) / f"http{n}")}  # noqa: B023
+            for name, measure in runs.items():
+                before = cpu_seconds()
+                rate, tokens = measure()
+                rates[name].append(rate)
+                # warm-up and the accuracy-free run's setup are in it too, alike for all
+                cpu_us[name].append((cpu_seconds() - before) / tokens * 1e6)
             print(f"round {n + 1}: " + ", ".join(f"{k} {v[-1]:,.0f}" for k, v in rates.items()),
                   flush=True)
     raw, sut, http = (statistics.median(rates[k]) for k in ("raw", "sut", "http"))
     print(f"\noutput tokens/s (median of {args.rounds} rounds, {args.tokens} tokens per "
           f"{PROMPT_TOKENS}-token prompt, 1 intra-op thread):")
-    print(f"  1 raw generate loop          {raw:10,.0f}")
-    print(f"  2 LoadGen SUT, in-process    {sut:10,.0f}")
-    print(f"  3 LoadGen SUT, HTTP + SSE    {http:10,.0f}")
+    cpu = {k: statistics.median(v) for k, v in cpu_us.items()}
+    print(f"  1 raw generate loop          {raw:10,.0f}   CPU {cpu['raw']:6.0f} us/token")
+    print(f"  2 LoadGen SUT, in-process    {sut:10,.0f}   CPU {cpu['sut']:6.0f} us/token")
+    print(f"  3 LoadGen SUT, HTTP + SSE    {http:10,.0f}   CPU {cpu['http']:6.0f} us/token "
+          "(both processes)")
     print(f"ratio 2/1 (LoadGen SUT vs raw loop):      {sut / raw:.3f}  (goal >= 0.97)")
     print(f"ratio 3/2 (HTTP streaming vs in-process): {http / sut:.3f}  (goal >= 0.90)")
     added_us = (1 / http - 1 / sut) * 1e6
