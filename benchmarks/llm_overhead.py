@@ -19,7 +19,6 @@ on a GPU takes ~10 ms per token; the tiny decoder ~0.1 ms).
 from __future__ import annotations
 
 import argparse
-import resource
 import statistics
 import sys
 import tempfile
@@ -42,29 +41,25 @@ PROMPTS = 64
 PROMPT_TOKENS = 32
 
 
-def cpu_seconds() -> float:
-    """CPU time of this process and of its children that have exited (the loopback
-    server is one, stopped at the end of its run)."""
-    own, children = (resource.getrusage(who) for who in (resource.RUSAGE_SELF,
-                                                           resource.RUSAGE_CHILDREN))
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
-
-
 def raw_loop(model: Path, llm: LlmSpec, seconds: float) -> tuple[float, int]:
-    """Output tokens/s of a plain loop over the same prompts the SUT gets, and the tokens."""
+    """Output tokens/s of a plain loop over the same prompts the SUT gets, and its CPU
+    microseconds per token."""
     generator = OrtGenerator(str(model), "tiny", 1)
     prompts = make_prompts(0, PROMPTS, llm, VARIANTS["tiny"].vocab_size)
     for prompt in prompts[:4]:
         generator.generate(prompt, llm.max_output_tokens)
-    tokens, started = 0, time.perf_counter()
+    tokens, started, cpu = 0, time.perf_counter(), time.process_time()
     while time.perf_counter() - started < seconds:
         for prompt in prompts:
             tokens += len(generator.generate(prompt, llm.max_output_tokens))
-    return tokens / (time.perf_counter() - started), tokens
+    cpu_us = (time.process_time() - cpu) / tokens * 1e6
+    return tokens / (time.perf_counter() - started), cpu_us
 
 
 def loadgen_run(cache: Path, llm: LlmSpec, seconds: float, backend: str,
-                out: Path) -> tuple[float, int]:
+                out: Path) -> tuple[float, float]:
+    """LoadGen's output tokens/s and CPU microseconds per token during the timed part: the
+    harness process's, plus (HTTP) the loopback server's."""
     doc: dict[str, Any] = {
         "schema_version": 1, "model": {"name": "llm", "variant": "tiny"},
         "backend": {"name": backend, "threads": 1},
@@ -74,8 +69,10 @@ def loadgen_run(cache: Path, llm: LlmSpec, seconds: float, backend: str,
     record = run(parse_spec(doc), out)
     if record["status"] != "ok":
         raise SystemExit(f"{backend} run failed: {record['reason']}")
-    return float(record["tokens"]["output_token_throughput"]), int(record["tokens"][
-        "output_tokens"])
+    tokens = int(record["tokens"]["output_tokens"])
+    timed = record["telemetry"]["host"]["process_cpu_seconds_timed"]
+    timed += record["sut"].get("loopback_server_cpu_seconds", 0.0)
+    return float(record["tokens"]["output_token_throughput"]), timed / tokens * 1e6
 
 
 def main() -> int:
@@ -98,11 +95,9 @@ def main() -> int:
                     "http": lambda: loadgen_run(cache, llm, args.seconds, "openai",
                                                 Path(tmp) / f"http{n}")}  # noqa: B023
             for name, measure in runs.items():
-                before = cpu_seconds()
-                rate, tokens = measure()
+                rate, per_token = measure()
                 rates[name].append(rate)
-                # warm-up and the accuracy-free run's setup are in it too, alike for all
-                cpu_us[name].append((cpu_seconds() - before) / tokens * 1e6)
+                cpu_us[name].append(per_token)
             print(f"round {n + 1}: " + ", ".join(f"{k} {v[-1]:,.0f}" for k, v in rates.items()),
                   flush=True)
     raw, sut, http = (statistics.median(rates[k]) for k in ("raw", "sut", "http"))

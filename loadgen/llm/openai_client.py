@@ -51,6 +51,13 @@ class LoopbackServer:
             raise RunFailed(f"the loopback completions server did not start: {line!r}")
         self.url = line[len(READY_LINE):].strip()
 
+    def cpu_seconds(self) -> float:
+        """The server process's CPU time so far (user + system)."""
+        import psutil
+
+        times = psutil.Process(self.process.pid).cpu_times()
+        return float(times.user + times.system)
+
     def close(self) -> None:
         if self.process.poll() is None:
             self.process.terminate()
@@ -124,6 +131,10 @@ class OpenAIGenerator:
             tokens += new
         response.read()  # the stream's end, so the connection can carry the next request
         return tokens
+
+    def server_cpu_seconds(self) -> float | None:
+        """The loopback server's CPU time so far; None for an endpoint elsewhere."""
+        return self.server.cpu_seconds() if self.server is not None else None
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "execution_provider": "http-sse", "url": self.url,

@@ -110,24 +110,34 @@ def _warm_up(generator: TokenGenerator, spec: Spec, llm: LlmSpec) -> float | Non
 def _run_loadgen(state: _Run, sut: TokenSut, spec: Spec, warm_rate: float | None) -> None:
     count = len(sut.prompts)
     handle = lg.ConstructSUT(sut.issue_queries, sut.flush_queries)
-    loaded: list[float] = []
+    loaded: list[tuple[float, float]] = []
     qsl = lg.ConstructQSL(count, min(count, spec.loadgen.performance_sample_count),
-                          lambda _: loaded.append(time.time()), lambda _: None)
-    called = time.time()
+                          lambda _: loaded.append((time.time(), time.process_time())),
+                          lambda _: None)
+    called, called_cpu = time.time(), time.process_time()
+    server_cpu = getattr(sut.generator, "server_cpu_seconds", lambda: None)
+    server_before = server_cpu()
     try:
         lg.StartTestWithLogSettings(handle, qsl, token_settings(spec, count, warm_rate),
                                     _log_settings(state.out_dir))
     finally:
-        ended = time.time()
+        ended, ended_cpu = time.time(), time.process_time()
         sut.stop()
         lg.DestroyQSL(qsl)
         lg.DestroySUT(handle)
     last = sut.completions[-1][0] if sut.completions else ended
-    state.timed = (loaded[0] if loaded else called, last)
+    state.timed = (loaded[0][0] if loaded else called, last)
+    # this process's CPU (every thread) from LoadGen's start of the timed part to its end
+    state.timed_cpu_s = ended_cpu - (loaded[0][1] if loaded else called_cpu)
+    server_after = server_cpu()
     state.sut = {"batch_size": spec.batch_size, "batches": sut.completed_samples,
                  "completed_samples": sut.completed_samples,
                  "failed_samples": sut.failed_samples, "output_tokens": sut.output_tokens,
                  "completions": completion_timeline(sut.completions, state.timed[0])}
+    if server_before is not None and server_after is not None:
+        # the loopback server's CPU from LoadGen's start to its end (a little more than
+        # the timed part: the test's start and the report are in it)
+        state.sut["loopback_server_cpu_seconds"] = server_after - server_before
     if sut.error:
         state.reason = sut.error
 
@@ -162,6 +172,7 @@ def run_llm(spec: Spec, out_dir: str | Path, sync: StdinSync | None = None) -> d
         sut = TokenSut(generator, prompts, llm.max_output_tokens)
         _run_loadgen(state, sut, spec, warm_rate)
         state.telemetry = telemetry.stop()
+        state.telemetry["host"]["process_cpu_seconds_timed"] = state.timed_cpu_s
         telemetry = None
         if spec.accuracy is not None and state.reason is None and variant == "tiny":
             state.accuracy = run_token_gate(generator, prompts, llm, spec.accuracy, variant,

@@ -37,8 +37,6 @@ class TokenSut:
     generator: TokenGenerator
     prompts: list[np.ndarray]
     max_output_tokens: int
-    keep_tokens: bool = False
-    outputs: dict[int, list[int]] = field(default_factory=dict)
     timings: list[SequenceTiming] = field(default_factory=list)
     completions: list[tuple[float, int]] = field(default_factory=list)
     error: str | None = None
@@ -103,5 +101,3 @@ class TokenSut:
         with self._lock:
             self.timings.append(timing)
             self.completions.append((time.time(), len(self.timings)))
-            if self.keep_tokens:
-                self.outputs[sample.index] = tokens
