@@ -164,7 +164,7 @@ def _read_openai_backend(r: SpecReader, b: dict[str, Any], threads: int | None) 
     return BackendSpec("openai", threads, url, None, model_name, in_flight)
 
 
-def _check_llm(r: SpecReader, model: ModelSpec, backend: BackendSpec,
+def _check_llm(r: SpecReader, doc: dict[str, Any], model: ModelSpec, backend: BackendSpec,
                loadgen: LoadgenSpec) -> None:
     """The token workload: which backends, variants and scenarios it runs with."""
     scenario, target_qps = loadgen.scenario, loadgen.target_qps
@@ -187,6 +187,10 @@ def _check_llm(r: SpecReader, model: ModelSpec, backend: BackendSpec,
     if scenario not in ("Offline", *TOKEN_SCENARIOS):
         r.problem("loadgen.scenario", f"model llm runs Offline, Server or Interactive, "
                   f"not {scenario}", "set loadgen.scenario to Offline, Server or Interactive")
+    if model.variant != "tiny" and "accuracy" in doc:
+        r.problem("accuracy", f"the exact-agreement gate needs the seeded tiny model, not "
+                  f"llm {model.variant}", "remove accuracy (score a served llama with "
+                  "MLPerf's own accuracy scripts on the exported accuracy log)")
     if loadgen.mlperf_rules:
         r.problem("loadgen.mlperf_rules", "LoadGen's mlperf.conf has no rules for model llm "
                   "(its llama rules are for the real llama models)",
@@ -425,7 +429,7 @@ def parse_spec(doc: Any, source: str = "<spec>", base: Path | None = None) -> Sp
                   "remove backend.provider or set device.kind to gpu or mig")
     dataset = _read_dataset(r, doc, base, model)
     loadgen = _read_loadgen(r, doc, dataset is not None or "dataset" in doc)
-    _check_llm(r, model, backend, loadgen)
+    _check_llm(r, doc, model, backend, loadgen)
     cache_dir = r.text(doc, "cache_dir", "cache_dir")
     spec = Spec(
         model=model,

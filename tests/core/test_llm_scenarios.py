@@ -92,6 +92,8 @@ def test_a_cpu_run_gets_mlperf_token_targets_and_says_so() -> None:
     ({"model": "llm", "scenario": "Interactive"}, "needs target_qps"),
     ({"model": "llm", "backend": "triton"}, "runs on onnxruntime, torch or openai"),
     ({"model": "llm", "url": "http://x:8000"}, "url applies only to backend openai"),
+    ({"model": "llm", "variant": "8b", "backend": "openai", "accuracy_target": 0.99},
+     "accuracy_target needs the seeded tiny model"),
 ])
 def test_llm_fields_are_checked(fields: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):

@@ -127,6 +127,8 @@ def test_offline_run_counts_tokens_per_second(model_cache: Path, tmp_path: Path)
     ({"loadgen": {"scenario": "SingleStream"}}, "loadgen.scenario"),
     ({"loadgen": {"scenario": "Server"}}, "loadgen.target_qps"),
     ({"loadgen": {"mlperf_rules": True}}, "loadgen.mlperf_rules"),
+    ({"model": {"name": "llm", "variant": "8b"}, "backend": {"name": "openai",
+      "url": "http://vllm:8000"}, "accuracy": {"target": 1.0}}, "accuracy"),
 ])
 def test_bad_llm_specs_name_the_field(model_cache: Path, change: dict[str, Any],
                                       field: str) -> None:

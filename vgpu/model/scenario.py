@@ -340,6 +340,9 @@ class InferenceWorkload(StrictModel):
                              "TensorRT-LLM's OpenAI-compatible endpoint as backend openai, url)")
         if self.url is not None and self.backend != "openai":
             raise ValueError("url applies only to backend openai")
+        if self.variant not in (None, "tiny") and self.accuracy_target is not None:
+            raise ValueError(f"accuracy_target needs the seeded tiny model (exact agreement "
+                             f"with its fp32 reference), not llm {self.variant}")
 
     @property
     def label(self) -> str:
