@@ -10,17 +10,24 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, get_args
 
+# The decoder sizes and their memory arithmetic (standard library only), for vgpu's checks.
+from loadgen.llm.sizes import GIB as GIB
+from loadgen.llm.sizes import RESERVED_SHARE as RESERVED_SHARE
+from loadgen.llm.sizes import MemoryEstimate as MemoryEstimate
+from loadgen.llm.sizes import estimate as estimate
+
 HARNESS_VERSION = "1.0.0"
 INFERENCE_SCHEMA_VERSION = 1
 TRAINING_SCHEMA_VERSION = 1
 SCHEMA_VERSION = INFERENCE_SCHEMA_VERSION
 
-LoadgenScenario = Literal["Offline", "Server", "SingleStream", "MultiStream"]
+# Interactive is MLPerf's LLM scenario: Server with tighter token-latency targets.
+LoadgenScenario = Literal["Offline", "Server", "SingleStream", "MultiStream", "Interactive"]
 LoadgenMode = Literal["PerformanceOnly", "AccuracyOnly"]
-InferenceBackend = Literal["onnxruntime", "triton", "torch"]
+InferenceBackend = Literal["onnxruntime", "triton", "torch", "openai"]
 TritonProtocol = Literal["grpc", "http"]
 DeviceKind = Literal["cpu", "gpu", "mig"]
-InferenceModel = Literal["resnet50", "bert"]
+InferenceModel = Literal["resnet50", "bert", "llm"]
 InferencePrecision = Literal["fp32", "fp16"]
 TrainingModel = Literal["resnet50", "resnet-tiny"]
 TrainingPrecision = Literal["fp32", "fp16", "bf16"]
@@ -48,14 +55,29 @@ ONNX_SUFFIX = ".onnx"
 INFERENCE_VARIANTS: dict[str, tuple[str, ...]] = {
     "resnet50": ("full", "tiny"),
     "bert": ("large", "base", "tiny"),
+    # tiny runs anywhere; 8b and 70b are llama-sized declarations for the memory arithmetic
+    # and a serving endpoint (backend openai)
+    "llm": ("tiny", "8b", "70b"),
 }
-DEFAULT_VARIANT: dict[str, str] = {"resnet50": "full", "bert": "large"}
+DEFAULT_VARIANT: dict[str, str] = {"resnet50": "full", "bert": "large", "llm": "tiny"}
 INPUT_NAMES: dict[str, tuple[str, ...]] = {
     "resnet50": ("input",),
     "bert": ("input_ids", "input_mask", "segment_ids"),
+    "llm": ("input_ids",),
 }
+LLM_MODEL = "llm"
+TOKEN_SCENARIOS = ("Server", "Interactive")
+# MLPerf Inference v6.1 llama3.1-8b: (TTFT p99 ms, TPOT p99 ms) per scenario.
+MLPERF_TOKEN_TARGETS_MS: dict[str, tuple[float, float]] = {
+    "Server": (2000.0, 100.0), "Interactive": (500.0, 30.0)}
+# The tiny decoder's own targets: a tenth of MLPerf's (it is ~50 000x smaller than 8B).
+TINY_TOKEN_TARGETS_MS: dict[str, tuple[float, float]] = {
+    "Server": (200.0, 10.0), "Interactive": (50.0, 3.0)}
 DEFAULT_TRITON_PORT: dict[str, int] = {"grpc": 8001, "http": 8000}
 TRITON_ONLY_OPTIONS = ("url", "protocol", "model_name", "in_flight")
+# backend openai (an OpenAI-compatible completions endpoint: vLLM, Triton with TensorRT-LLM,
+# or vgpu's own loopback server when url is unset)
+OPENAI_OPTIONS = ("url", "model_name", "in_flight")
 # backend.provider (onnxruntime on a GPU): CUDA unless TensorRT is asked for.
 ORT_GPU_PROVIDERS = ("cuda", "tensorrt")
 BOTTLENECK_EXPANSION = 4
@@ -126,8 +148,9 @@ class BackendSpec:
 
     def to_json(self) -> dict[str, Any]:
         data = _present(asdict(self))
-        if self.name != "triton":
-            for key in TRITON_ONLY_OPTIONS:
+        kept = {"triton": TRITON_ONLY_OPTIONS, "openai": OPENAI_OPTIONS}.get(self.name, ())
+        for key in TRITON_ONLY_OPTIONS:
+            if key not in kept:
                 data.pop(key, None)
         return data
 
@@ -195,6 +218,26 @@ class StabilitySpec:
 
 
 @dataclass(frozen=True)
+class LlmSpec:
+    """The token workload of model llm: each sample is a prompt of ``input_tokens_min`` to
+    ``input_tokens_max`` token ids (uniform, from the run's seed) answered with
+    ``max_output_tokens`` greedy tokens; ``ttft_ms`` / ``tpot_ms`` are LoadGen's
+    token-latency targets (Server and Interactive)."""
+
+    max_output_tokens: int = 32
+    input_tokens_min: int = 16
+    input_tokens_max: int = 64
+    ttft_ms: float | None = None
+    tpot_ms: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"max_output_tokens": self.max_output_tokens,
+                                "input_tokens": {"min": self.input_tokens_min,
+                                                 "max": self.input_tokens_max}}
+        return {**data, **_present({"ttft_ms": self.ttft_ms, "tpot_ms": self.tpot_ms})}
+
+
+@dataclass(frozen=True)
 class InferenceRunSpec:
     """``python -m loadgen run SPEC``. ``source`` says where a parsed spec came from; it is
     not part of the document."""
@@ -214,6 +257,7 @@ class InferenceRunSpec:
     # share of each batch's time added as busy waiting (0: none): a known slowdown for
     # calibrating verdicts, never part of a real measurement
     slowdown: float = 0.0
+    llm: LlmSpec | None = None
     schema_version: int = INFERENCE_SCHEMA_VERSION
     source: str = field(default="<spec>", compare=False)
 
@@ -238,7 +282,8 @@ class InferenceRunSpec:
                     "dataset": self.dataset,
                     "accuracy": self.accuracy.to_json() if self.accuracy else None,
                     "stability": self.stability.to_json() if self.stability else None,
-                    "slowdown": self.slowdown or None}
+                    "slowdown": self.slowdown or None,
+                    "llm": self.llm.to_json() if self.llm else None}
         return {**data, **_present(optional)}
 
 

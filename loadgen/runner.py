@@ -13,6 +13,7 @@ import numpy as np
 
 from loadgen import HARNESS_VERSION, SCHEMA_VERSION
 from loadgen.backends import Backend
+from loadgen.contract import LLM_MODEL
 from loadgen.device import CPU_NOTE, DeviceBinding, bind_device
 from loadgen.errors import HarnessError
 from loadgen.gate import ACCURACY_LOG, run_accuracy_pass
@@ -315,6 +316,10 @@ def _prepare(state: _Run, backend: Backend, library: SampleLibrary) -> None:
 def run(spec: Spec, out_dir: str | Path, sync: StdinSync | None = None) -> dict[str, Any]:
     """Run the spec and write ``out_dir/result.json``; returns the record (status ok or
     failed). Only a broken record (a bug) raises."""
+    if spec.model.name == LLM_MODEL:
+        from loadgen.llm.run import run_llm
+
+        return run_llm(spec, out_dir, sync)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     for stale in (SUMMARY_LOG, DETAIL_LOG, ACCURACY_LOG):

@@ -22,16 +22,19 @@ from loadgen.contract import (
     INFERENCE_SCHEMA_VERSION,
     INFERENCE_VARIANTS,
     INPUT_NAMES,
+    LLM_MODEL,
     LOADGEN_MODES,
     LOADGEN_SCENARIOS,
     ONNX_SUFFIX,
     ORT_GPU_PROVIDERS,
+    TOKEN_SCENARIOS,
     TRITON_ONLY_OPTIONS,
     TRITON_PROTOCOLS,
     AccuracySpec,
     BackendSpec,
     DeviceSpec,
     InferenceRunSpec,
+    LlmSpec,
     LoadgenSpec,
     ModelSpec,
     StabilitySpec,
@@ -126,10 +129,12 @@ def _read_backend(r: SpecReader, doc: dict[str, Any], model: ModelSpec) -> Backe
         if name != "onnxruntime":
             r.problem("backend.provider", "applies only to backend.name onnxruntime",
                       "remove backend.provider or set backend.name to onnxruntime")
+    if name == "openai":
+        return _read_openai_backend(r, b, threads)
     if name != "triton":
         for key in TRITON_ONLY_OPTIONS:
             if key in b:
-                r.problem(f"backend.{key}", "applies only to backend.name triton",
+                r.problem(f"backend.{key}", "applies only to backend.name triton or openai",
                           f"remove backend.{key} or set backend.name to triton")
         return BackendSpec(name, threads, provider=provider)
     protocol = r.choice(b, "protocol", "backend.protocol", TRITON_PROTOCOLS, "grpc")
@@ -142,6 +147,85 @@ def _read_backend(r: SpecReader, doc: dict[str, Any], model: ModelSpec) -> Backe
     model_name = r.text(b, "model_name", "backend.model_name") or default_name
     in_flight = r.integer(b, "in_flight", "backend.in_flight", 2, 1) or 2
     return BackendSpec(name, threads, url, protocol, model_name, in_flight)
+
+
+def _read_openai_backend(r: SpecReader, b: dict[str, Any], threads: int | None) -> BackendSpec:
+    """An OpenAI-compatible completions endpoint (vLLM, Triton with TensorRT-LLM) as a base
+    URL; without one the harness serves the tiny model itself on a loopback port."""
+    if "protocol" in b:
+        r.problem("backend.protocol", "applies only to backend.name triton",
+                  "remove backend.protocol: backend openai speaks HTTP with SSE streaming")
+    url = r.text(b, "url", "backend.url")
+    if url is not None and not url.startswith(("http://", "https://")):
+        r.problem("backend.url", f"{url!r} is not an http(s) base URL",
+                  "write it as http://host:port, e.g. http://localhost:8000 (vLLM's default)")
+    in_flight = r.integer(b, "in_flight", "backend.in_flight", 1, 1) or 1
+    model_name = r.text(b, "model_name", "backend.model_name")
+    return BackendSpec("openai", threads, url, None, model_name, in_flight)
+
+
+def _check_llm(r: SpecReader, doc: dict[str, Any], model: ModelSpec, backend: BackendSpec,
+               loadgen: LoadgenSpec) -> None:
+    """The token workload: which backends, variants and scenarios it runs with."""
+    scenario, target_qps = loadgen.scenario, loadgen.target_qps
+    if model.name != LLM_MODEL:
+        if backend.name == "openai":
+            r.problem("backend.name", "backend openai serves only model llm",
+                      "set model.name to llm or choose another backend")
+        if scenario == "Interactive":
+            r.problem("loadgen.scenario", "Interactive is the LLM scenario (token latencies)",
+                      "use Server for this model, or set model.name to llm")
+        return
+    if backend.name == "triton":
+        r.problem("backend.name", "model llm runs on onnxruntime, torch or openai",
+                  "set backend.name to openai and backend.url to the Triton/TensorRT-LLM or "
+                  "vLLM OpenAI-compatible endpoint")
+    if model.variant != "tiny" and not (backend.name == "openai" and backend.url):
+        r.problem("model.variant", f"llm {model.variant} is declared for the memory "
+                  "arithmetic and a serving endpoint; only tiny runs in-process",
+                  "use variant tiny, or backend.name openai with backend.url")
+    if scenario not in ("Offline", *TOKEN_SCENARIOS):
+        r.problem("loadgen.scenario", f"model llm runs Offline, Server or Interactive, "
+                  f"not {scenario}", "set loadgen.scenario to Offline, Server or Interactive")
+    if model.variant != "tiny" and "accuracy" in doc:
+        r.problem("accuracy", f"the exact-agreement gate needs the seeded tiny model, not "
+                  f"llm {model.variant}", "remove accuracy (score a served llama with "
+                  "MLPerf's own accuracy scripts on the exported accuracy log)")
+    if loadgen.mlperf_rules:
+        r.problem("loadgen.mlperf_rules", "LoadGen's mlperf.conf has no rules for model llm "
+                  "(its llama rules are for the real llama models)",
+                  "remove loadgen.mlperf_rules; set ttft_ms / tpot_ms in llm instead")
+    if scenario in TOKEN_SCENARIOS and target_qps is None:
+        r.problem("loadgen.target_qps", f"{scenario} needs the query rate to hold",
+                  "set loadgen.target_qps, e.g. 20")
+
+
+def _read_llm(r: SpecReader, doc: dict[str, Any], model: ModelSpec) -> LlmSpec | None:
+    if model.name != LLM_MODEL:
+        if "llm" in doc:
+            r.problem("llm", "applies only to model llm", "remove llm or set model.name to llm")
+        return None
+    section = r.section(doc, "llm", {"max_output_tokens", "input_tokens", "ttft_ms", "tpot_ms"})
+    default = LlmSpec()
+    tokens = section.get("input_tokens", {"min": default.input_tokens_min,
+                                          "max": default.input_tokens_max})
+    if not isinstance(tokens, dict):
+        r.problem("llm.input_tokens", f"must be an object, got {tokens!r}",
+                  "write it as {\"min\": 16, \"max\": 64}")
+        tokens = {}
+    r.unknown_keys(tokens, {"min", "max"}, "llm.input_tokens.")
+    low = r.integer(tokens, "min", "llm.input_tokens.min", default.input_tokens_min, 1)
+    high = r.integer(tokens, "max", "llm.input_tokens.max", default.input_tokens_max, 1)
+    if low is not None and high is not None and high < low:
+        r.problem("llm.input_tokens.max", f"{high} is below min {low}",
+                  "make input_tokens.max >= input_tokens.min")
+    return LlmSpec(
+        max_output_tokens=r.integer(section, "max_output_tokens", "llm.max_output_tokens",
+                                    default.max_output_tokens, 1) or default.max_output_tokens,
+        input_tokens_min=low or default.input_tokens_min,
+        input_tokens_max=high or default.input_tokens_max,
+        ttft_ms=r.positive(section, "ttft_ms", "llm.ttft_ms"),
+        tpot_ms=r.positive(section, "tpot_ms", "llm.tpot_ms"))
 
 
 def _check_torch(r: SpecReader, model: ModelSpec, device: DeviceSpec) -> None:
@@ -333,7 +417,7 @@ def parse_spec(doc: Any, source: str = "<spec>", base: Path | None = None) -> Sp
     base = base or Path.cwd()
     r.unknown_keys(doc, {"schema_version", "model", "backend", "device", "loadgen",
                          "batch_size", "seed", "warmup_queries", "instance_name", "cache_dir",
-                         "dataset", "accuracy", "stability", "slowdown"})
+                         "dataset", "accuracy", "stability", "slowdown", "llm"})
     r.schema_version(doc, INFERENCE_SCHEMA_VERSION)
     model = _read_model(r, doc, base)
     backend = _read_backend(r, doc, model)
@@ -345,6 +429,7 @@ def parse_spec(doc: Any, source: str = "<spec>", base: Path | None = None) -> Sp
                   "remove backend.provider or set device.kind to gpu or mig")
     dataset = _read_dataset(r, doc, base, model)
     loadgen = _read_loadgen(r, doc, dataset is not None or "dataset" in doc)
+    _check_llm(r, doc, model, backend, loadgen)
     cache_dir = r.text(doc, "cache_dir", "cache_dir")
     spec = Spec(
         model=model,
@@ -360,6 +445,7 @@ def parse_spec(doc: Any, source: str = "<spec>", base: Path | None = None) -> Sp
         accuracy=_read_accuracy(r, doc, base, model, loadgen.mode),
         stability=_read_stability(r, doc),
         slowdown=_read_slowdown(r, doc),
+        llm=_read_llm(r, doc, model),
         source=source,
     )
     r.check()

@@ -18,6 +18,7 @@ from typing import cast
 from vgpu import mig, stepnames
 from vgpu.container.images import HarnessBase, UnknownDriverBranch, harness_base
 from vgpu.errors import PlanError, Problem
+from vgpu.model import llm_memory
 from vgpu.model.inventory import BareMetalHost, EsxiHost, GpuInventory, Inventory
 from vgpu.model.load import vgpu_requests
 from vgpu.model.plan import (
@@ -354,6 +355,7 @@ def build_plan(scenario: Scenario, inventory: Inventory | None = None, *,
     gpus_out, vgpus_by_vm = _finalise_gpus(hosts)
     vms = _planned_vms(scenario, inventory, placed, requests, vgpus_by_vm, inventory_name)
     _assign_rdma_nics(scenario, inventory, vms, inventory_name, notes)
+    notes += llm_memory.plan_lines(scenario)
     plan = Plan(
         scenario_id=scenario.id, scenario_name=scenario.name, scenario_file=scenario.source,
         platform=scenario.platform, gpu_model=model.key,

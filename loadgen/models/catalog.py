@@ -16,7 +16,7 @@ from loadgen.contract import (
     INPUT_NAMES,
     is_builtin_model,
 )
-from loadgen.models import bert, resnet50
+from loadgen.models import bert, decoder, resnet50
 
 # Bump when a builder's graph or weights change: it is part of every cache key.
 BUILDER_VERSION = 1
@@ -31,6 +31,7 @@ Builder = Callable[[str, np.dtype, int], onnx.ModelProto]
 BUILDERS: dict[str, Builder] = {
     "resnet50": resnet50.build_resnet50,
     "bert": bert.build_bert,
+    "llm": decoder.build_decoder,
 }
 VARIANTS = INFERENCE_VARIANTS
 is_builtin = is_builtin_model

@@ -46,8 +46,8 @@ class GraphBuilder:
     def op(self, op: str, *inputs: str, **attrs: object) -> str:
         return self.node(op, list(inputs), 1, **attrs)[0]
 
-    def op_named(self, op: str, inputs: list[str], name: str) -> str:
-        self.nodes.append(helper.make_node(op, inputs, [name], name=self._name(op)))
+    def op_named(self, op: str, inputs: list[str], name: str, **attrs: object) -> str:
+        self.nodes.append(helper.make_node(op, inputs, [name], name=self._name(op), **attrs))
         return name
 
     def model(

@@ -13,11 +13,13 @@ import torch
 from torch import nn
 
 from loadgen.torchmodels.bert import build_bert
+from loadgen.torchmodels.decoder import build_decoder
 from loadgen.torchmodels.resnet import build_resnet50
 
 BUILDERS: dict[str, Callable[[str], nn.Module]] = {
     "resnet50": build_resnet50,
     "bert": build_bert,
+    "llm": build_decoder,
 }
 
 __all__ = ["BUILDERS", "build_torch_model"]

@@ -233,7 +233,9 @@ def test_bare_metal_without_inventory_assumes_one_host() -> None:
     assert (plan.hosts, plan.inventory) == (["host-1"], None)
     assert [placement(vm)[0] for vm in plan.vms] == [
         ("host-1", "1g.10gb", 0, start) for start in range(7)]
-    assert plan.notes == ["no inventory: assuming one host with 1 x A100-80GB"]
+    assert plan.notes[0] == "no inventory: assuming one host with 1 x A100-80GB"
+    assert plan.notes[1].startswith("memory estimate llm-server: weights 0.16 M params")
+    assert len(plan.notes) == 2
     assert plan.guest_steps == [s for s in CONTAINER_STEPS if s != "vgpu-licensing"]
 
 

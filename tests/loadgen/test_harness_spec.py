@@ -114,7 +114,7 @@ def assert_exit_2(spec: Path, tmp_path: Path, *fragments: str) -> str:
 def test_cli_unknown_model(write_spec: Callable[..., Path], tmp_path: Path) -> None:
     spec = write_spec(model={"name": "gpt2"})
     assert_exit_2(spec, tmp_path, "model.name: unknown model 'gpt2'",
-                  "resnet50, bert or the path of a .onnx file")
+                  "resnet50, bert, llm or the path of a .onnx file")
 
 
 def test_cli_missing_model_file(write_spec: Callable[..., Path], tmp_path: Path) -> None:

@@ -13,7 +13,9 @@ import onnx
 import pytest
 
 from loadgen.contract import INFERENCE_MODELS, ModelSpec
+from loadgen.llm.sizes import VARIANTS
 from loadgen.models import build_model, builtin_model_io
+from loadgen.models.decoder import decoder_weights
 from loadgen.qsl import SampleLibrary
 from loadgen.result import schema_problems
 from loadgen.runner import run
@@ -31,6 +33,7 @@ TARGET_QPS = {"resnet50": 2000, "bert": 300}
 # The ONNX builder's learned tensors, by name hint (the rest are shapes, axes, scalars).
 ONNX_WEIGHTS = ("conv_w", "conv_b", "fc_w", "fc_b", "dense_w", "dense_b", "word_emb",
                 "pos_emb", "type_emb", "ln_gamma", "ln_beta")
+LLM_WEIGHTS = tuple(name.replace(".", "_") for name in decoder_weights(VARIANTS["tiny"], 0))
 
 
 def torch_spec(cache: Path, model: str, **overrides: Any) -> dict[str, Any]:
@@ -71,8 +74,9 @@ def test_offline_run_through_the_torch_backend(model_cache: Path, tmp_path: Path
 def test_torch_models_have_the_onnx_models_weights(model_cache: Path, model: str) -> None:
     assert set(BUILDERS) == set(INFERENCE_MODELS)
     graph = onnx.load(str(build_model(model, "tiny", "fp32", model_cache))).graph
+    learned = LLM_WEIGHTS if model == "llm" else ONNX_WEIGHTS
     onnx_count = sum(int(np.prod(t.dims)) for t in graph.initializer
-                     if t.name.rsplit("_", 1)[0] in ONNX_WEIGHTS)
+                     if t.name.rsplit("_", 1)[0] in learned)
     torch_count = sum(p.numel() for p in build_torch_model(model, "tiny", 0).parameters())
     assert torch_count == onnx_count
 

@@ -58,7 +58,7 @@ def benched(tmp_path_factory: pytest.TempPathFactory) -> Benched:
            "VGPU_INVENTORY": "none", "COLUMNS": "220"}
     done = Benched(folder, env, "")
     bench = done.vgpu("bench", "--scenario", "1", "--runs", "2", "--duration", "1",
-                      "--no-report")
+                      *(arg for w in WORKLOADS for arg in ("--workload", w)), "--no-report")
     assert bench.returncode in (0, 3), bench.stderr  # 3: a FAIL verdict, still stored
     done.summary = bench.stdout
     return done

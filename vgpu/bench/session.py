@@ -30,6 +30,7 @@ from vgpu.results.sequential import Design, Pilot, budget_total, expectation, lo
 from vgpu.results.series import SeriesData, load_series
 from vgpu.results.server_split import Split, series_split
 from vgpu.results.store import ResultStore
+from vgpu.results.tokens import outcome_records, token_metrics
 
 
 class BenchListener(RoundListener, Protocol):
@@ -279,7 +280,8 @@ def _run_repeat(
         instances=[instance_result(o) for o in round_result.outcomes],
         metrics=[*(m for o in round_result.outcomes for m in server_split_metrics(o)),
                  *clock_metrics((t.instance, t.clock) for t in targets if t.clock),
-                 *_measurement_metrics(round_result.outcomes)],
+                 *_measurement_metrics(round_result.outcomes),
+                 *token_metrics(outcome_records(round_result.outcomes))],
         sync_skew_s=round_result.skew_s,
     )
     if round_result.failure:

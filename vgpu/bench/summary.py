@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from vgpu.bench.session import BenchOutcome, WorkloadOutcome
-from vgpu.results import telemetry_view
+from vgpu.results import telemetry_view, token_view
 from vgpu.results.accuracy import ACCURACY_REFERENCE, InstanceAccuracy, instance_accuracies
 from vgpu.results.compare import Comparison, check_as_dict
 from vgpu.results.format import number
@@ -17,6 +17,7 @@ from vgpu.results.platforms import describe_changes
 from vgpu.results.series import SYSTEM_THROUGHPUT, TIMED_OVERLAP
 from vgpu.results.server_split import split_rows
 from vgpu.results.stats import Summary, summarize
+from vgpu.results.token_view import token_rows
 
 _VERDICT_STYLE = {"PASS": "bold green", "FAIL": "bold red", "INCONCLUSIVE": "bold yellow"}
 
@@ -85,6 +86,21 @@ def workload_table(outcome: WorkloadOutcome) -> Table:
     return table
 
 
+def token_table(outcome: WorkloadOutcome) -> Table | None:
+    """An LLM workload's TTFT / TPOT panel; None for the other workloads."""
+    rows = token_rows(outcome.series) if outcome.series is not None else []
+    if not rows:
+        return None
+    table = Table(title=f"{escape(outcome.workload.label)}: tokens (mean over valid repeats)",
+                  title_justify="left")
+    for column in token_view.HEADERS:
+        table.add_column(column, justify="left" if column in ("instance", "measured by")
+                         else "right")
+    for row in rows:
+        table.add_row(*(escape(cell) for cell in row))
+    return table
+
+
 def telemetry_table(outcome: WorkloadOutcome) -> Table | None:
     """What the harness sampled per instance, over the repeats: GPU utilisation, memory,
     power, SM clock (NVML; "not supported on a MIG slice" where NVML refuses) and the
@@ -126,6 +142,8 @@ def render(outcome: BenchOutcome, console: Console, db: str, report: str | None)
         for note in workload.workload.notes:
             console.print(f"[dim]note:[/dim] {escape(note)}")
         console.print(workload_table(workload))
+        if (tokens := token_table(workload)) is not None:
+            console.print(tokens)
         if (telemetry := telemetry_table(workload)) is not None:
             console.print(telemetry)
         if workload.server_split:

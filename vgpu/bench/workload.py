@@ -7,16 +7,19 @@ a note, printed and stored with the run."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from loadgen.contract import (
     DEFAULT_ACCURACY_SAMPLES,
     INFERENCE_MODELS,
+    LLM_MODEL,
+    MLPERF_TOKEN_TARGETS_MS,
     AccuracySpec,
     BackendSpec,
     DeviceSpec,
     InferenceRunSpec,
+    LlmSpec,
     LoadgenSpec,
     ModelSpec,
     StabilitySpec,
@@ -74,6 +77,8 @@ class EffectiveWorkload:
     mlperf_rules: bool = False
     rules_duration_s: float | None = None  # --duration under the rules: not compliant
     slowdown: float = 0.0  # injected on purpose (--inject-slowdown): never a real result
+    llm: LlmSpec | None = None  # model llm's token workload
+    openai_url: str | None = None  # backend openai: the serving endpoint (unset: loopback)
 
     @property
     def key(self) -> str:
@@ -101,6 +106,8 @@ class EffectiveWorkload:
         }
         if self.slowdown:
             detail["injected_slowdown"] = self.slowdown
+        if self.llm is not None:
+            detail["llm"] = self.llm.to_json()
         if self.accuracy_target is not None:
             detail["accuracy"] = {"target": self.accuracy_target,
                                   "dataset": self.accuracy_dataset,
@@ -129,6 +136,9 @@ def effective_workload(
     if on_cpu and workload.backend == "torch" and precision == "fp16":
         precision = "fp32"
         notes.append("CPU only: torch runs fp16 on CUDA only, so this CPU run uses fp32")
+    if overrides.mlperf_rules and workload.model == LLM_MODEL:
+        notes.append("MLPerf rules: not applied to model llm (mlperf.conf's llama rules are "
+                     "for the real llama models); its token targets apply")
     if overrides.mlperf_rules:
         notes.append(_rules_note(overrides.duration_s))
         duration = overrides.duration_s or MLPERF_MIN_DURATION_S
@@ -150,6 +160,7 @@ def effective_workload(
         if on_cpu:
             notes.append(f"CPU only: warm-up windows must agree within {stability:g}% "
                          f"(on a GPU {GPU_STABILITY_PCT:g}%): shared CPU cores are noisier")
+    llm = _cpu_token_targets(workload, on_cpu, notes)
     return EffectiveWorkload(
         label=workload.label, model=workload.model, variant=variant,
         precision=precision, backend=workload.backend, scenario=workload.scenario,
@@ -160,8 +171,25 @@ def effective_workload(
         accuracy_samples=workload.accuracy_samples, mlperf_rules=overrides.mlperf_rules,
         rules_duration_s=overrides.duration_s if overrides.mlperf_rules else None,
         stability_pct=stability, min_valid=overrides.min_valid or workload.min_valid,
-        slowdown=overrides.slowdown,
+        slowdown=overrides.slowdown, llm=llm, openai_url=workload.url,
     )
+
+
+def _cpu_token_targets(workload: InferenceWorkload, on_cpu: bool,
+                       notes: list[str]) -> LlmSpec | None:
+    """On a CPU the tiny decoder's tight token-latency targets would judge the shared cores'
+    stalls, not the model: without targets of its own a Server/Interactive workload gets
+    MLPerf's (which the tiny model meets with a wide margin where nothing stalls)."""
+    llm = workload.llm_spec()
+    if llm is None or not on_cpu or workload.scenario not in MLPERF_TOKEN_TARGETS_MS:
+        return llm
+    ttft, tpot = MLPERF_TOKEN_TARGETS_MS[workload.scenario]
+    if llm.ttft_ms is None and llm.tpot_ms is None:
+        notes.append(f"CPU only: token-latency targets TTFT p99 {ttft:g} ms, TPOT p99 "
+                     f"{tpot:g} ms (MLPerf's {workload.scenario}; on a GPU the tiny model's "
+                     "tenth): shared CPU cores stall for longer than the model takes")
+        return replace(llm, ttft_ms=ttft, tpot_ms=tpot)
+    return llm
 
 
 def stability_spec(workload: EffectiveWorkload, duration_s: float) -> StabilitySpec:
@@ -210,6 +238,8 @@ def harness_spec(
     url = None
     if workload.backend == "triton":
         url = workload.triton_urls.get(instance, workload.triton_url)
+    if workload.backend == "openai":
+        url = workload.openai_url
     return InferenceRunSpec(
         model=model,
         backend=BackendSpec(workload.backend, threads=threads, url=url),
@@ -231,11 +261,12 @@ def harness_spec(
         stability=stability_spec(workload, duration_s or workload.duration_s)
         if stability else None,
         slowdown=workload.slowdown,
+        llm=workload.llm,
     )
 
 
 def _rules_fields(workload: EffectiveWorkload, real_run: bool) -> dict[str, Any]:
-    if not (workload.mlperf_rules and real_run):
+    if not (workload.mlperf_rules and real_run) or workload.llm is not None:
         return {}
     shorter = workload.rules_duration_s
     return {"mlperf_rules": True,

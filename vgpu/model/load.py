@@ -28,7 +28,27 @@ def check_scenario(scenario: Scenario, doc: SourceDoc) -> list[Problem]:
     for name in _repeated(names):
         problems.append(_problem(doc, ("vms",), f"VM name '{name}' is used twice",
                                  fix="give each VM group a distinct name pattern"))
-    return problems + _workload_problems(scenario, doc, len(names))
+    return problems + _workload_problems(scenario, doc, len(names)) + \
+        _llm_memory_problems(scenario, doc)
+
+
+def _llm_memory_problems(scenario: Scenario, doc: SourceDoc) -> list[Problem]:
+    """An LLM workload whose weights and KV cache do not fit a VM's device."""
+    from vgpu.model import llm_memory
+
+    problems: list[Problem] = []
+    devices = llm_memory.vm_framebuffers(scenario)
+    for k, workload in enumerate(scenario.workloads):
+        if not isinstance(workload, InferenceWorkload):
+            continue
+        est = llm_memory.workload_estimate(workload)
+        for _, vm, device, gb in devices if est is not None else []:
+            assert est is not None
+            if not est.fits(gb):
+                message, fix = llm_memory.refusal(workload, est, vm, device, gb)
+                field = "variant" if workload.variant is not None else "model"
+                problems.append(_problem(doc, ("workloads", k, field), message, fix=fix))
+    return problems
 
 
 def _repeated(values: list[str]) -> list[str]:

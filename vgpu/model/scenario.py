@@ -22,10 +22,12 @@ from loadgen.contract import (
     DEFAULT_ACCURACY_SAMPLES,
     INFERENCE_MODELS,
     INFERENCE_VARIANTS,
+    LLM_MODEL,
     ONNX_SUFFIX,
     TRAINING_MODELS,
     CommBackend,
     InferenceBackend,
+    LlmSpec,
     LoadgenScenario,
     TrainingModel,
     TrainingPrecision,
@@ -233,6 +235,19 @@ class GuestStack(StrictModel):
         return "container" if self.container_runtime == "docker" else "host"
 
 
+class InputTokens(StrictModel):
+    """Prompt lengths of the token workload: uniform between min and max, seeded."""
+
+    min: int = Field(16, ge=1, le=131072)
+    max: int = Field(64, ge=1, le=131072)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> InputTokens:
+        if self.max < self.min:
+            raise ValueError(f"input_tokens.max {self.max} is below input_tokens.min {self.min}")
+        return self
+
+
 class InferenceWorkload(StrictModel):
     kind: Literal["inference"] = "inference"
     name: Name | None = None
@@ -263,6 +278,21 @@ class InferenceWorkload(StrictModel):
         None, gt=0, le=100, description="before the timed run each instance runs warm-up "
         "windows until its last three agree within this many percent (default 5 on a GPU, "
         "15 on a CPU, whose shared cores are noisier)")
+    url: str | None = Field(
+        None, description="backend openai: base URL of an OpenAI-compatible completions "
+        "endpoint (vLLM, Triton with TensorRT-LLM), e.g. http://localhost:8000; unset: each "
+        "harness serves the tiny model itself on a loopback port")
+    max_output_tokens: int | None = Field(
+        None, ge=1, le=131072, description="model llm: tokens generated per prompt "
+        "(default 32); with input_tokens.max and batch it sizes the KV cache")
+    input_tokens: InputTokens | None = Field(
+        None, description="model llm: prompt lengths {min, max} (default 16..64), seeded")
+    ttft_ms: float | None = Field(
+        None, gt=0, description="model llm, Server/Interactive: LoadGen's p99 time-to-first-"
+        "token target (default: MLPerf's 2000 / 500 ms for 8b and 70b, a tenth for tiny)")
+    tpot_ms: float | None = Field(
+        None, gt=0, description="model llm, Server/Interactive: LoadGen's p99 time-per-"
+        "output-token target (default: MLPerf's 100 / 30 ms for 8b and 70b, a tenth for tiny)")
 
     @field_validator("model")
     @classmethod
@@ -278,8 +308,9 @@ class InferenceWorkload(StrictModel):
         if self.variant is not None and allowed is not None and self.variant not in allowed:
             raise ValueError(f"variant '{self.variant}' is not one of {self.model}'s: "
                              f"{', '.join(sorted(allowed))}")
-        if self.scenario == "Server" and self.target_qps is None:
-            raise ValueError("a Server workload needs target_qps")
+        if self.scenario in ("Server", "Interactive") and self.target_qps is None:
+            raise ValueError(f"a {self.scenario} workload needs target_qps")
+        self._token_fields_consistent()
         if self.accuracy_dataset is not None and self.accuracy_target is None:
             raise ValueError("accuracy_dataset needs accuracy_target (e.g. 0.999)")
         if self.accuracy_dataset is not None and self.model == "bert":
@@ -290,9 +321,42 @@ class InferenceWorkload(StrictModel):
                              "file with arrays `images` and `labels`")
         return self
 
+    def _token_fields_consistent(self) -> None:
+        given = [name for name in ("max_output_tokens", "input_tokens", "ttft_ms", "tpot_ms",
+                                   "url") if getattr(self, name) is not None]
+        if self.model != LLM_MODEL:
+            if given:
+                raise ValueError(f"{', '.join(given)} apply only to model llm")
+            if self.scenario == "Interactive":
+                raise ValueError("Interactive is the LLM scenario: use model llm, or Server")
+            if self.backend == "openai":
+                raise ValueError("backend openai serves only model llm")
+            return
+        if self.scenario not in ("Offline", "Server", "Interactive"):
+            raise ValueError(f"model llm runs Offline, Server or Interactive, not "
+                             f"{self.scenario}")
+        if self.backend == "triton":
+            raise ValueError("model llm runs on onnxruntime, torch or openai (give Triton + "
+                             "TensorRT-LLM's OpenAI-compatible endpoint as backend openai, url)")
+        if self.url is not None and self.backend != "openai":
+            raise ValueError("url applies only to backend openai")
+        if self.variant not in (None, "tiny") and self.accuracy_target is not None:
+            raise ValueError(f"accuracy_target needs the seeded tiny model (exact agreement "
+                             f"with its fp32 reference), not llm {self.variant}")
+
     @property
     def label(self) -> str:
         return self.name or f"{self.model}-{self.scenario.lower()}"
+
+    def llm_spec(self) -> LlmSpec | None:
+        """The harness's llm section; None for the other models."""
+        if self.model != LLM_MODEL:
+            return None
+        default = LlmSpec()
+        tokens = self.input_tokens or InputTokens()
+        return LlmSpec(max_output_tokens=self.max_output_tokens or default.max_output_tokens,
+                       input_tokens_min=tokens.min, input_tokens_max=tokens.max,
+                       ttft_ms=self.ttft_ms, tpot_ms=self.tpot_ms)
 
 
 class TrainingNetwork(StrictModel):
@@ -401,9 +465,14 @@ class Baseline(StrictModel):
 
 class Tolerances(StrictModel):
     throughput_pct: float = Field(2.0, ge=0, le=100,
-                                  description="allowed throughput loss vs the baseline")
+                                  description="allowed throughput loss vs the baseline "
+                                  "(samples/s, and output tokens/s of model llm)")
     latency_pct: float = Field(5.0, ge=0, le=1000,
                                description="allowed latency increase vs the baseline")
+    ttft_pct: float = Field(10.0, ge=0, le=1000, description="model llm: allowed increase "
+                            "of time to first token (p50 and p99) vs the baseline")
+    tpot_pct: float = Field(5.0, ge=0, le=1000, description="model llm: allowed increase "
+                            "of time per output token (inter-token latency, p50 and p99)")
 
 
 class MigPartedRef(StrictModel):

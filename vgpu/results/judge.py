@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from vgpu.model.scenario import Scenario
+from vgpu.model.scenario import Scenario, Tolerances
 from vgpu.results.accuracy import with_accuracy_gate
 from vgpu.results.compare import (
     Band,
@@ -25,6 +25,8 @@ from vgpu.results.noise_store import levels_for
 from vgpu.results.platforms import platform_changes
 from vgpu.results.series import WORST_P99, SeriesData, interleaved_pairs, load_series
 from vgpu.results.store import ResultStore
+from vgpu.results.tokens import TOKEN_METRICS
+from vgpu.results.tokens import tolerances as token_tolerances
 
 
 class _Pairing:
@@ -54,7 +56,7 @@ def _shared_checks(
     names = metrics or candidate.judged_metrics or [
         n for n in candidate.samples if n in reference.samples
     ]
-    checks = []
+    checks: list[Check] = []
     for name in names:
         if name not in candidate.samples or name not in reference.samples:
             continue
@@ -114,6 +116,10 @@ def compare_series(
             checks.append(pairing.check(headline, sample.values,
                                         reference.samples[headline].values,
                                         Band(lower_pct=floor * 100.0), sample.unit))
+        # An LLM series is also judged on its tokens: a slice that keeps its samples/s but
+        # doubles the time to first token is no equal.
+        checks += _shared_checks(candidate, reference, per_metric, tolerance, pairing,
+                                 list(TOKEN_METRICS))
         title = f"scenario {candidate.scenario_id} vs scenario {reference.scenario_id}"
     else:
         checks = _shared_checks(candidate, reference, per_metric, tolerance, pairing)
@@ -207,6 +213,13 @@ def _interleaved_partner(store: ResultStore, partner: str | None,
     return load_series(store, partner)
 
 
+def metric_tolerances(tolerances: Tolerances) -> dict[str, float]:
+    """The scenario's per-metric bands (fractions): latency for the worst p99, ttft_pct and
+    tpot_pct for an LLM series' token latencies; throughput_pct is the default band."""
+    return {WORST_P99: tolerances.latency_pct / 100.0,
+            **token_tolerances(tolerances.ttft_pct, tolerances.tpot_pct)}
+
+
 def judge_against_baseline(
     store: ResultStore, scenario: Scenario, candidate: SeriesData,
     run_command: str = "vgpu bench",
@@ -223,7 +236,7 @@ def judge_against_baseline(
     comparison = compare_series(
         default_kind(candidate, reference), candidate, reference,
         tolerance=scenario.tolerances.throughput_pct / 100.0,
-        tolerances={WORST_P99: scenario.tolerances.latency_pct / 100.0},
+        tolerances=metric_tolerances(scenario.tolerances),
         levels=levels_for(store, candidate),
     )
     return with_accuracy_gate(comparison, candidate), note

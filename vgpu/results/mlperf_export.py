@@ -48,6 +48,9 @@ EMPTY_ACCURACY_LOG = "[\n]\n"  # what LoadGen writes in PerformanceOnly mode
 MAX_ACCURACY_LOG_BYTES = 10 * 1024  # larger accuracy logs are truncated in a submission
 KEPT_LOG_BYTES = 4 * 1024  # of a truncated log: this much of its start and of its end
 FULL_VARIANTS = (None, "full", "large")
+# model llm's declared sizes, as MLCommons names the benchmarks; tiny stays llm-tiny
+TOKEN_CONF_KEYS = ("use_token_latencies", "ttft_latency", "tpot_latency")
+LLM_BENCHMARKS = {"8b": "llama3.1-8b", "70b": "llama2-70b-99"}
 DIVISIONS = ("open", "closed")
 SRC_HARNESS = "vgpu-loadgen-harness"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -87,6 +90,8 @@ def benchmark_name(detail: dict[str, Any]) -> str:
     if model.endswith(".onnx"):
         return _safe(Path(model).stem)
     name = model
+    if model == "llm" and detail.get("variant") in LLM_BENCHMARKS:
+        return LLM_BENCHMARKS[str(detail.get("variant"))]
     if model == "bert":
         target = (detail.get("accuracy") or {}).get("target")
         name = "bert-99.9" if target is not None and target >= 0.999 else "bert-99"
@@ -163,6 +168,18 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
     path.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
 
 
+def _token_conf(record: dict[str, Any]) -> dict[str, Any]:
+    """The token-latency settings LoadGen ran with (model llm): mlperf.conf's
+    use_token_latencies, ttft_latency and tpot_latency (ns)."""
+    tokens = record.get("tokens") or {}
+    targets = tokens.get("targets_ms") or {}
+    if not tokens:
+        return {}
+    return {"use_token_latencies": 1,
+            "ttft_latency": round(targets["ttft_p99"] * 1e6) if targets else None,
+            "tpot_latency": round(targets["tpot_p99"] * 1e6) if targets else None}
+
+
 def _conf_lines(benchmark: str, scenario: str, settings: dict[str, Any]) -> list[str]:
     prefix = f"{benchmark}.{scenario}"
     wanted = {"target_qps": settings.get("target_qps"),
@@ -171,7 +188,8 @@ def _conf_lines(benchmark: str, scenario: str, settings: dict[str, Any]) -> list
               "min_query_count": settings.get("min_query_count"),
               "performance_sample_count_override": settings.get("performance_sample_count"),
               "samples_per_query": settings.get("samples_per_query")
-              if scenario == "MultiStream" else None}
+              if scenario == "MultiStream" else None,
+              **{key: settings.get(key) for key in TOKEN_CONF_KEYS}}
     return [f"{prefix}.{key} = {_conf_value(value)}" for key, value in wanted.items()
             if value not in (None, 0)]
 
@@ -203,6 +221,7 @@ def user_conf(run: Run, instance: StoredInstance, benchmark: str) -> str:
         settings = kept
     else:
         header.append("# not under MLPerf rules: these settings replace mlperf.conf's")
+    settings |= _token_conf(record)
     return "\n".join([*header, *_conf_lines(benchmark, scenario, settings)]) + "\n"
 
 
@@ -225,8 +244,18 @@ def measurements(run: Run, instance: StoredInstance) -> dict[str, Any]:
                  "backend": detail.get("backend"), "variant": detail.get("variant"),
                  "validity": instance.result.validity,
                  "mlperf_rules": record.get("mlperf_rules"),
-                 "notes": detail.get("notes", [])},
+                 "notes": detail.get("notes", []),
+                 **({"token_latencies": _token_summary(record["tokens"])}
+                    if record.get("tokens") else {})},
     }
+
+
+def _token_summary(tokens: dict[str, Any]) -> dict[str, Any]:
+    """What LoadGen's logs in performance/run_1 say about tokens, by their AIPerf names."""
+    keys = ("source", "output_token_throughput", "output_token_throughput_source",
+            "time_to_first_token_ms", "inter_token_latency_ms", "targets_ms",
+            "mlperf_targets_ms", "mlperf_names")
+    return {key: tokens.get(key) for key in keys}
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from pathlib import Path
 from vgpu.errors import VgpuError
 from vgpu.model.load import load_scenario
 from vgpu.results import format as fmt
-from vgpu.results import telemetry_view
+from vgpu.results import telemetry_view, token_view
 from vgpu.results.compare import Band, Check, Comparison, compare_samples
 from vgpu.results.judge import compare_series, default_kind
 from vgpu.results.noise import NoiseLevels
@@ -32,6 +32,7 @@ from vgpu.results.series import SYSTEM_THROUGHPUT, SeriesData, all_series
 from vgpu.results.server_split import series_split, split_rows
 from vgpu.results.stats import summarize
 from vgpu.results.store import ResultStore
+from vgpu.results.token_view import token_rows
 
 LevelsOf = Callable[[SeriesData], NoiseLevels]
 
@@ -482,6 +483,17 @@ def _series_telemetry(data: SeriesData) -> list[telemetry_view.InstanceTelemetry
             for run in data.runs for inst in data.instances[run.id]]
 
 
+def token_sections(series: Sequence[SeriesData]) -> list[tuple[str, Section]]:
+    """The TTFT / TPOT panel of every LLM series (model llm)."""
+    sections: list[tuple[str, Section]] = []
+    for data in series:
+        rows = token_rows(data)
+        if rows:
+            sections.append((f"Tokens: TTFT / TPOT and output tokens/s: {data.label}",
+                             Table(list(token_view.HEADERS), rows, html_id="tokens")))
+    return sections
+
+
 def telemetry_table(series: Sequence[SeriesData]) -> Table:
     """Per series and instance, mean / max over the repeats of what the harness sampled."""
     headers: list[str] = []
@@ -635,6 +647,7 @@ def build_report(
         sections.append(("Every check of the compared series",
                          comparison_table([j.comparison for j in judged])))
     sections += workload_sections(inference)
+    sections += token_sections(recent)
     sections += _platform_sections(series, judged)
     sections += telemetry_sections(recent)
     if recent:

@@ -21,10 +21,10 @@ from vgpu.model.yamlsource import load_yaml
 from vgpu.results.accuracy import ACCURACY_REFERENCE, accuracy_check
 from vgpu.results.calibration import compare_calibrated, parse_references
 from vgpu.results.compare import Comparison
-from vgpu.results.judge import compare_series, judge_against_baseline
+from vgpu.results.judge import compare_series, judge_against_baseline, metric_tolerances
 from vgpu.results.noise import NoiseLevels
 from vgpu.results.noise_store import levels_for
-from vgpu.results.series import WORST_P99, SeriesData, load_series
+from vgpu.results.series import SeriesData, load_series
 from vgpu.results.store import ResultStore
 from vgpu.revalidate import state as saved
 from vgpu.revalidate.preflight import PreflightPhase, run_preflight_phase
@@ -169,7 +169,7 @@ def _judge(store: ResultStore, sc: Scenario, series: dict[str, str],
             vs_baseline = compare_series(
                 "run-vs-baseline", data, load_series(store, named.series_id),
                 tolerance=sc.tolerances.throughput_pct / 100.0,
-                tolerances={WORST_P99: sc.tolerances.latency_pct / 100.0},
+                tolerances=metric_tolerances(sc.tolerances),
                 levels=levels_for(store, data))
         verdicts.append(WorkloadVerdict(sc.id, label, series_id, vs_bare_metal, vs_baseline,
                                         accuracy_check(data), tuple(notes)))

@@ -1,0 +1,146 @@
+"""Backend openai: the LoadGen SUT's engine over HTTP. Each worker thread keeps one
+keep-alive connection to an OpenAI-compatible completions endpoint and streams (SSE): the
+first streamed token is the first token LoadGen hears of. In a lab ``backend.url`` is vLLM
+(``vllm serve``, http://host:8000) or Triton with TensorRT-LLM's OpenAI frontend; without
+a url the harness starts vgpu's loopback server for the tiny model."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import subprocess
+import sys
+import threading
+from typing import Any
+from urllib.parse import urlsplit
+
+import numpy as np
+
+from loadgen.errors import RunFailed
+from loadgen.llm.engines import FirstToken
+from loadgen.llm.server import MODEL_ID, READY_LINE
+
+DONE = "[DONE]"
+TIMEOUT_S = 300.0
+
+
+def chunk_tokens(chunk: dict[str, Any]) -> list[int]:
+    """The token ids of one streamed chunk: ``token_ids`` where the server sends them
+    (vLLM's return_token_ids, vgpu's server), else one token per chunk of text."""
+    choices = chunk.get("choices") or [{}]
+    ids = choices[0].get("token_ids")
+    if isinstance(ids, list):
+        return [int(t) for t in ids]
+    return [-1] if choices[0].get("text") else []
+
+
+class LoopbackServer:
+    """vgpu's OpenAI-compatible server for the tiny model, in its own process."""
+
+    def __init__(self, variant: str, cache_dir: str | None, threads: int = 1) -> None:
+        command = [sys.executable, "-m", "loadgen.llm.server", "--variant", variant,
+                   "--threads", str(threads)]
+        if cache_dir:
+            command += ["--cache-dir", cache_dir]
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line.startswith(READY_LINE):
+            self.close()
+            raise RunFailed(f"the loopback completions server did not start: {line!r}")
+        self.url = line[len(READY_LINE):].strip()
+
+    def cpu_seconds(self) -> float:
+        """The server process's CPU time so far (user + system)."""
+        import psutil
+
+        times = psutil.Process(self.process.pid).cpu_times()
+        return float(times.user + times.system)
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+
+
+class OpenAIGenerator:
+    name = "openai"
+
+    def __init__(self, url: str, model: str, concurrency: int,
+                 server: LoopbackServer | None = None) -> None:
+        parts = urlsplit(url)
+        self.url, self.model, self.concurrency, self.server = url, model, concurrency, server
+        self.host, self.port = parts.hostname or "localhost", parts.port
+        self.https = parts.scheme == "https"
+        self.base = parts.path.rstrip("/")
+        self._local = threading.local()
+
+    @classmethod
+    def connect(cls, url: str | None, model: str | None, concurrency: int, variant: str,
+                cache_dir: str | None) -> OpenAIGenerator:
+        """The endpoint at ``url``, or a loopback server of the tiny model."""
+        if url is not None:
+            return cls(url, model or MODEL_ID, concurrency)
+        server = LoopbackServer(variant, cache_dir)
+        return cls(server.url, model or MODEL_ID, concurrency, server)
+
+    def _connection(self) -> http.client.HTTPConnection:
+        connection = getattr(self._local, "connection", None)
+        if connection is None:
+            kind = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
+            connection = kind(self.host, self.port, timeout=TIMEOUT_S)
+            connection.connect()
+            # small requests go out at once, not after the server's delayed ACK
+            connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self._local.connection = connection
+        return connection
+
+    def _post(self, body: dict[str, Any]) -> http.client.HTTPResponse:
+        connection = self._connection()
+        try:
+            connection.request("POST", f"{self.base}/v1/completions", json.dumps(body),
+                               {"Content-Type": "application/json"})
+            response = connection.getresponse()
+        except (OSError, http.client.HTTPException) as exc:
+            connection.close()
+            self._local.connection = None
+            raise RunFailed(f"backend openai: {self.url} did not answer: {exc}") from exc
+        if response.status != 200:
+            detail = response.read()[:300].decode(errors="replace")
+            raise RunFailed(f"backend openai: {self.url} answered {response.status}: {detail}")
+        return response
+
+    def generate(self, prompt: np.ndarray, max_new: int,
+                 on_first: FirstToken | None = None) -> list[int]:
+        body = {"model": self.model, "prompt": [int(t) for t in prompt],
+                "max_tokens": max_new, "min_tokens": max_new, "temperature": 0.0,
+                "stream": True, "ignore_eos": True, "return_token_ids": True}
+        response = self._post(body)
+        tokens: list[int] = []
+        while line := response.readline():
+            text = line.decode().strip()
+            if not text.startswith("data:"):
+                continue
+            payload = text[len("data:"):].strip()
+            if payload == DONE:
+                break
+            new = chunk_tokens(json.loads(payload))
+            if new and not tokens and on_first is not None:
+                on_first(new[0])
+            tokens += new
+        response.read()  # the stream's end, so the connection can carry the next request
+        return tokens
+
+    def server_cpu_seconds(self) -> float | None:
+        """The loopback server's CPU time so far; None for an endpoint elsewhere."""
+        return self.server.cpu_seconds() if self.server is not None else None
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "execution_provider": "http-sse", "url": self.url,
+                "model": self.model, "in_flight": self.concurrency,
+                "loopback_server": self.server is not None}
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.close()

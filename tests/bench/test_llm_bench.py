@@ -1,0 +1,43 @@
+"""`vgpu bench` of scenario 6's LLM workload on this CPU, against its bare-metal twin: the
+token panel, the verdict with the token checks, the report's TTFT/TPOT table and the MLPerf
+export of LoadGen's token-latency logs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.bench.conftest import RunVgpu
+
+
+def test_scenario_6_llm_workload_ends_in_a_verdict_and_exports_token_logs(
+        run_vgpu: RunVgpu, tmp_path: Path) -> None:
+    # the workload's own 5 s: LoadGen's early stopping needs ~460 queries at 100/s
+    done = run_vgpu("bench", "--scenario", "6", "--workload", "llm-server", "--runs", "1",
+                    "--report", "r.html")
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = " ".join(done.stdout.split())
+    assert "llm-server: tokens (mean over valid repeats)" in out
+    assert "verdict vs scenario bm6" in out
+    for check in ("output_token_throughput:", "time_to_first_token_p99:",
+                  "inter_token_latency_p99:", "accuracy: +0.00% (PASS)"):
+        assert check in out
+    assert "TTFT p99 ms" in (tmp_path / "r.html").read_text()
+    export = tmp_path / "export"
+    done = run_vgpu("results", "--export", "mlperf", str(export), "--submitter", "lab")
+    assert done.returncode == 0, done.stdout + done.stderr
+    summaries = list(export.rglob("Server/performance/run_1/mlperf_log_summary.txt"))
+    assert summaries, sorted(str(p) for p in export.rglob("*"))
+    summary = summaries[0].read_text()
+    mean = next(line for line in summary.splitlines() if line.startswith("Mean First Token"))
+    assert int(mean.split(":")[1]) > 0
+    detail = (summaries[0].parent / "mlperf_log_detail.txt").read_text()
+    assert "result_first_token_99.00_percentile_latency_ns" in detail
+    result_dir = summaries[0].parents[2]
+    conf = (result_dir / "user.conf").read_text()
+    assert "llm-tiny.Server.use_token_latencies = 1" in conf
+    assert "llm-tiny.Server.ttft_latency = 2000000000" in conf  # CPU: MLPerf's target
+    tokens = json.loads((result_dir / "measurements.json").read_text())["vgpu"][
+        "token_latencies"]
+    assert tokens["source"] == "loadgen"
+    assert tokens["time_to_first_token_ms"]["p99"] > 0
