@@ -209,25 +209,54 @@ def image_id(image: str, cli: dk.DockerCli) -> str | None:
     return done.stdout.strip() if done.returncode == 0 else None
 
 
+def rootfs_archive() -> Path:
+    """Where the debootstrapped root filesystem is kept as a tar, so every daemon on this
+    machine (the lab's, the test suite's) imports the same one instead of making it again."""
+    return cache_dir() / "rootfs" / f"debian-{DEBIAN_SUITE}-{'-'.join(BASE_PACKAGES)}.tar"
+
+
 def ensure_base_image(cli: dk.DockerCli, work_dir: Path, tag: str = BASE_TAG,
                       say: Callable[[str], None] | None = None) -> tuple[str, bool]:
-    """The base image's ID (made with debootstrap the first time on this machine), and
-    whether it was made now."""
+    """The base image's ID (imported from this machine's root filesystem archive, made with
+    debootstrap the first time), and whether it was made now."""
     existing = image_id(tag, cli)
     if existing:
         return existing, False
-    if say is not None:
-        say(f"making the base image {tag} (Debian {DEBIAN_SUITE} with debootstrap; once per "
-            "machine, a minute or two)")
-    work_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="vgpu-rootfs-", dir=work_dir) as tmp:
-        rootfs = Path(tmp) / "rootfs"
-        debootstrap(rootfs, Path(tmp) / "debootstrap.log")
-        import_rootfs(rootfs, cli, tag)
+    archive = rootfs_archive()
+    if not archive.exists():
+        if say is not None:
+            say(f"making the base image {tag} (Debian {DEBIAN_SUITE} with debootstrap; once "
+                "per machine, about a minute)")
+        make_rootfs_archive(archive, work_dir)
+    import_archive(archive, cli, tag)
     made = image_id(tag, cli)
     if not made:
         raise RuntimeError(f"{tag} is missing after docker import")
     return made, True
+
+
+def make_rootfs_archive(archive: Path, work_dir: Path) -> None:
+    work_dir.mkdir(parents=True, exist_ok=True)
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="vgpu-rootfs-", dir=work_dir) as tmp:
+        rootfs = Path(tmp) / "rootfs"
+        debootstrap(rootfs, Path(tmp) / "debootstrap.log")
+        partial = archive.with_name(f".{archive.name}.{os.getpid()}")
+        done = subprocess.run(["tar", "-C", str(rootfs), "-cf", str(partial), "."],
+                              capture_output=True, text=True, check=False, timeout=600)
+        if done.returncode != 0:
+            partial.unlink(missing_ok=True)
+            raise RuntimeError(f"tar of the root filesystem failed: {done.stderr.strip()}")
+        partial.replace(archive)  # whole or absent, even for a daemon started meanwhile
+
+
+def import_archive(archive: Path, cli: dk.DockerCli, tag: str) -> None:
+    with archive.open("rb") as data:
+        done = subprocess.run(cli.argv("import", "-", tag), stdin=data, capture_output=True,
+                              text=True, check=False, timeout=600)
+    if done.returncode != 0:
+        raise RuntimeError(f"docker import of {archive} failed ({done.returncode}): "
+                           f"{done.stderr.strip()}")
 
 
 def debootstrap(rootfs: Path, log: Path) -> None:
@@ -238,20 +267,6 @@ def debootstrap(rootfs: Path, log: Path) -> None:
                               timeout=BASE_BUILD_TIMEOUT_S)
     if done.returncode != 0:
         raise RuntimeError(f"debootstrap failed ({done.returncode}):\n{tail(log, 30)}")
-
-
-def import_rootfs(rootfs: Path, cli: dk.DockerCli, tag: str) -> None:
-    tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
-    try:
-        done = subprocess.run(cli.argv("import", "-", tag), stdin=tar.stdout,
-                              capture_output=True, text=True, check=False, timeout=600)
-    finally:
-        assert tar.stdout is not None
-        tar.stdout.close()
-        tar.wait(timeout=600)
-    if done.returncode != 0 or tar.returncode != 0:
-        raise RuntimeError(f"docker import failed ({done.returncode}, tar {tar.returncode}): "
-                           f"{done.stderr.strip()}")
 
 
 def leftovers(root: Path | None = None) -> list[str]:
