@@ -102,6 +102,7 @@ def _train_body(spec: TrainSpec, out_dir: Path) -> int:
                     "torch_version": torch.__version__,
                     "intra_op_threads": spec.threads or torch.get_num_threads(),
                     "nodes": len({t["node_rank"] for t in gathered}),
+                    "data_source": spec.data.source,
                 },
                 timed_start_unix=min(t["timed_start_unix"] for t in gathered),
                 timed_end_unix=max(t["timed_end_unix"] for t in gathered),

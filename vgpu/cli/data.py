@@ -30,12 +30,15 @@ def make_command(
                                         "cache)")] = 1,
     seed: Annotated[int, typer.Option("--seed", help="same seed, same bytes (with the same "
                                       "JPEG encoder, named in the manifest)")] = 0,
+    images_per_shard: Annotated[int | None, typer.Option(
+        "--images-per-shard", help="images in one tar shard (default 256 small, 24 large: "
+        "about 30 MB shards)")] = None,
 ) -> None:
     """Write seeded, reproducible JPEG shards (1000 classes) and manifest.json with every
     shard's sha256, size and image count."""
-    check_request(folder, images, size, copies, seed)
+    check_request(folder, images, size, copies, seed, images_per_shard)
     started = time.perf_counter()
-    manifest = make_dataset(folder, images, size, copies, seed)
+    manifest = make_dataset(folder, images, size, copies, seed, images_per_shard)
     seconds = time.perf_counter() - started
     console.print(
         f"{folder}: {manifest.total_images} images in {len(manifest.shards)} shards "

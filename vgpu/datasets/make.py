@@ -21,12 +21,12 @@ from pathlib import Path
 
 import numpy as np
 
-from loadgen.train.shards import (
-    MANIFEST,
-    NUM_CLASSES,
-    Manifest,
-    Shard,
-    member_name,
+from loadgen.contract import (
+    DATASET_CLASSES,
+    DATASET_MANIFEST,
+    DatasetManifest,
+    DatasetShard,
+    dataset_member_name,
 )
 
 
@@ -85,7 +85,7 @@ class ImageMaker:
         pixels = np.clip(window, 0, 255).astype(np.uint8)
         buffer = io.BytesIO()
         Image.fromarray(pixels).save(buffer, "JPEG", quality=shape.quality)
-        return buffer.getvalue(), int(rng.integers(NUM_CLASSES))
+        return buffer.getvalue(), int(rng.integers(DATASET_CLASSES))
 
 
 def encoder_name() -> str:
@@ -120,25 +120,27 @@ def shard_file(copy: int, index: int) -> str:
 
 def make_dataset(
     folder: Path, images: int, size: str, copies: int = 1, seed: int = 0,
+    images_per_shard: int | None = None,
     progress: Callable[[int, int], None] = lambda _done, _total: None,
-) -> Manifest:
+) -> DatasetManifest:
     """Writes the shards and ``manifest.json`` into ``folder``; returns the manifest."""
     shape = SHAPES[size]
-    if (folder / MANIFEST).is_file():  # a dataset made before: replaced as a whole
-        (folder / MANIFEST).unlink()
+    per_shard = images_per_shard or shape.images_per_shard
+    if (folder / DATASET_MANIFEST).is_file():  # a dataset made before: replaced as a whole
+        (folder / DATASET_MANIFEST).unlink()
         shutil.rmtree(folder / "shards", ignore_errors=True)
     (folder / "shards").mkdir(parents=True, exist_ok=True)
     maker = ImageMaker(size, seed)
-    first_copy: list[Shard] = []
-    for index, start in enumerate(range(0, images, shape.images_per_shard)):
-        count = min(shape.images_per_shard, images - start)
+    first_copy: list[DatasetShard] = []
+    for index, start in enumerate(range(0, images, per_shard)):
+        count = min(per_shard, images - start)
         members = []
         for number in range(start, start + count):
             data, label = maker.next_image()
-            members.append((member_name(number, label), data))
+            members.append((dataset_member_name(number, label), data))
         path = folder / shard_file(0, index)
         _write_shard(path, members)
-        first_copy.append(Shard(shard_file(0, index), path.stat().st_size, count,
+        first_copy.append(DatasetShard(shard_file(0, index), path.stat().st_size, count,
                                 _sha256(path), 0))
         progress(start + count, images)
     shards = list(first_copy)
@@ -146,8 +148,8 @@ def make_dataset(
         for index, shard in enumerate(first_copy):
             target = shard_file(copy, index)
             shutil.copyfile(folder / shard.file, folder / target)
-            shards.append(Shard(target, shard.bytes, shard.images, shard.sha256, copy))
-    manifest = Manifest(size, images, copies, seed, shape.images_per_shard, tuple(shards),
+            shards.append(DatasetShard(target, shard.bytes, shard.images, shard.sha256, copy))
+    manifest = DatasetManifest(size, images, copies, seed, per_shard, tuple(shards),
                         encoder_name())
-    (folder / MANIFEST).write_text(json.dumps(manifest.to_json(), indent=2) + "\n")
+    (folder / DATASET_MANIFEST).write_text(json.dumps(manifest.to_json(), indent=2) + "\n")
     return manifest
