@@ -120,6 +120,11 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX noise_levels_class ON noise_levels(class_key, metric);
     """,
+    # 6: the storage a file-fed training run read its dataset from
+    """
+    ALTER TABLE platforms ADD COLUMN storage_kind TEXT;
+    ALTER TABLE platforms ADD COLUMN storage_mount TEXT;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

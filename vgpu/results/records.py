@@ -46,6 +46,8 @@ class Platform:
     link_speed_gbps: float | None = None  # the scenario's network between nodes
     rdma: str | None = None  # none | roce | ib
     network_interface: str | None = None
+    storage_kind: str | None = None  # where a file-fed run read its dataset (nfs, local disk)
+    storage_mount: str | None = None  # "<device> on <mount point> type <fstype>"
 
     def differences(self, other: Platform) -> dict[str, tuple[str | None, str | None]]:
         """Field -> (this, other) for every field the two records disagree on; ``host``
@@ -64,7 +66,8 @@ PLATFORM_COMPARED = (
     "cuda_version", "cudnn_version", "tensorrt_version", "ort_package", "ort_version",
     "execution_provider", "runtime", "container_image", "gpu", "vgpu_profile",
     "mig_profile", "attachment", "vm_hardware_version", "firmware", "vcpus", "memory_gb",
-    "link_speed_gbps", "rdma", "network_interface", "harness_version",
+    "link_speed_gbps", "rdma", "network_interface", "storage_kind", "storage_mount",
+    "harness_version",
 )
 
 
