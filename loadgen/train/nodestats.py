@@ -53,6 +53,7 @@ def _evict(root: str, manifest: Manifest) -> None:
     for shard in manifest.shards:
         fd = os.open(Path(root) / shard.file, os.O_RDONLY)
         try:
+            os.fdatasync(fd)  # dirty pages (a dataset just written) are not evicted
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         finally:
             os.close(fd)
