@@ -293,8 +293,8 @@ def _storage(launch: Launch, targets: Sequence[TrainNode] | None) -> Storage | N
 def _workload_detail(workload: TrainingWorkload, launch: Launch) -> dict[str, Any]:
     spec = launch.spec
     data = spec["data"]
-    fed = {"data_source": "files", "data_path": data["path"],
-           "data_workers": data["workers"]} if data["source"] == "files" else {}
+    fed = {"data_source": "files", "data_path": data["path"]} \
+        if data["source"] == "files" else {}
     return {
         **fed,
         "workload_name": workload.label,
