@@ -4,6 +4,7 @@ window."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -69,7 +70,8 @@ class FileFeed:
         gpu = self._gpu.stop()
         cpu_end = children_cpu(list(self._cpu_start))
         cpu_s = sum(max(0.0, cpu_end[pid] - start) for pid, start in self._cpu_start.items())
-        measured = rank_input(self.window_batches, self.waits, window_s, cpu_s, self.workers)
+        measured = rank_input(self.window_batches, self.waits, window_s, cpu_s, self.workers,
+                              os.cpu_count() or 1)
         return {
             **measured,
             "worker_pids": len(self._cpu_start),

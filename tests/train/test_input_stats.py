@@ -97,3 +97,14 @@ def test_random_crops_stay_inside_the_image() -> None:
         left, top, right, bottom = crop_box(500, 375, rng)
         assert 0 <= left < right <= 500 and 0 <= top < bottom <= 375
         assert (right - left) * (bottom - top) >= 0.07 * 500 * 375
+
+
+def test_cpu_compute_bound_says_what_decode_took_from_it() -> None:
+    busy = rank_input([_batch(1_000_000, 0.1, 0.9)], [0.01], 2.0, 1.0, 2, node_cores=2)
+    assert busy["worker_node_cpu_share"] == 0.25
+    job = job_input([busy], "cpu")
+    assert job["bound"] == "compute"
+    assert job["bound_note"] == ("training on the CPU: the decode workers took 25% of the "
+                                 "node's CPU time from the compute")
+    idle = rank_input([_batch(1_000_000, 0.1, 0.9)], [0.01], 2.0, 0.1, 2, node_cores=2)
+    assert job_input([idle], "cpu")["bound_note"] == ""

@@ -75,7 +75,7 @@ def test_summary_line_names_the_bound_and_an_unmeasured_gpu() -> None:
         "input_mb_per_s": 45.25, "read_share": 0.8, "decode_share": 0.2, "workers": 2,
         "worker_cpu_utilisation": 0.3, "data_wait_share": 0.6, "gpu_utilisation_pct": None,
         "gpu_utilisation_note": "no GPU: not measured", "page_cache": "cache-warm possible",
-        "bound": "storage"}}
+        "bound": "storage", "bound_note": ""}}
     line = input_summary(record)
     assert line is not None
     assert line.startswith("412.5 images/s from files, input 45.2 MB/s")

@@ -48,6 +48,7 @@ def input_summary(record: dict[str, Any]) -> str | None:
         f"{fed['worker_cpu_utilisation']:.0%} of {fed['workers']} worker(s); data wait "
         f"{fed['data_wait_share']:.0%} of step time; GPU utilisation {gpu_text}; page cache: "
         f"{fed['page_cache']}; bound: {fed['bound']}"
+        + (f" ({fed['bound_note']})" if fed.get("bound_note") else "")
     )
 
 
