@@ -98,3 +98,25 @@ def test_cli_refuses_a_folder_of_other_files(tmp_path: Path) -> None:
     assert code == 2
     assert "DIR:" in err and "not a vgpu dataset" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
+def test_a_dataset_is_read_the_same_over_http(tmp_path: Path) -> None:
+    import functools
+    import threading
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    make_dataset(tmp_path, 30, "small", seed=6, images_per_shard=10)
+    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(tmp_path))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        manifest = read_manifest(url)
+        assert manifest == read_manifest(str(tmp_path))
+        with open_shard(url, manifest.shards[2]) as stream:
+            remote = list(shard_members(stream))
+        with open_shard(str(tmp_path), manifest.shards[2]) as stream:
+            assert remote == list(shard_members(stream))
+    finally:
+        server.shutdown()
+        server.server_close()
