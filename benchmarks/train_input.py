@@ -1,12 +1,13 @@
 """Images/s of the training harness fed from files against the same run on synthetic data:
 the same model, image size, batch and threads, run as `python -m loadgen.train train`
-(one rank), alternating which source goes first over --rounds so that other load on the
-machine hits both alike. The file-fed runs read the JPEG shards of `vgpu data make` (made
-once in vgpu's cache, or --dataset DIR), evicted from the page cache before each run.
+(one rank) under the same OpenMP wait policy, alternating which source goes first over
+--rounds so that other load on the machine hits both alike. The file-fed runs read the
+JPEG shards of `vgpu data make` (made once in vgpu's cache, or --dataset DIR), evicted
+from the page cache before each run.
 
     .venv/bin/python benchmarks/train_input.py [--model resnet50] [--image-size 112]
         [--batch 8] [--steps 6] [--warmup 2] [--workers 2] [--threads 2] [--rounds 3]
-        [--images 2000] [--size small] [--dataset DIR]
+        [--images 2000] [--size small] [--dataset DIR] [--omp-wait-policy PASSIVE]
 
 Prints per source the median images/s, CPU seconds of the run (the harness and its
 workers: on a machine shared with other work the steadier figure), input MB/s, the
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import statistics
 import subprocess
@@ -39,9 +41,11 @@ def run_once(args: argparse.Namespace, data: dict[str, Any], work: Path) -> dict
     path = work / "spec.json"
     path.write_text(json.dumps(spec))
     out = work / "out"
+    env = {**os.environ, "OMP_WAIT_POLICY": args.omp_wait_policy}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run([sys.executable, "-m", "loadgen.train", "train", str(path),
-                           "--out", str(out)], capture_output=True, text=True, check=False)
+                           "--out", str(out)], capture_output=True, text=True, check=False,
+                          env=env)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         sys.exit(f"harness failed ({data['source']}): {done.stderr[-2000:]}")
@@ -69,6 +73,9 @@ def main() -> None:
     parser.add_argument("--images", type=int, default=2000)
     parser.add_argument("--size", default="small", choices=("small", "large"))
     parser.add_argument("--dataset", type=Path, default=None)
+    parser.add_argument("--omp-wait-policy", default="PASSIVE", choices=("PASSIVE", "ACTIVE"),
+                        help="for both sources alike (a file-fed CPU run defaults to PASSIVE, "
+                        "a synthetic one to OpenMP's own)")
     args = parser.parse_args()
 
     folder, manifest, made = ensure_dataset(args.images, args.size, folder=args.dataset)
@@ -88,7 +95,8 @@ def main() -> None:
     rates = {name: statistics.median(r["totals"]["images_per_s"] for r in records)
              for name, records in results.items()}
     print(f"\n{args.model} {args.image_size}px batch {args.batch}, {args.threads} thread(s), "
-          f"{args.workers} worker(s), {args.steps} steps, median of {args.rounds} round(s)")
+          f"{args.workers} worker(s), {args.steps} steps, OMP_WAIT_POLICY="
+          f"{args.omp_wait_policy}, median of {args.rounds} round(s)")
     cpu = {name: statistics.median(r["cpu_s"] for r in records)
            for name, records in results.items()}
     print(f"{'source':<10} {'images/s':>9} {'CPU s/run':>10} {'input MB/s':>11} "
