@@ -35,6 +35,10 @@ CommBackend = Literal["nccl", "gloo"]
 TrainingBackend = Literal["auto", "nccl", "gloo"]
 TrainingDeviceKind = Literal["cpu", "gpu"]
 AllreduceDtype = Literal["float32", "float16", "bfloat16"]
+TrainingDataSource = Literal["synthetic", "files"]
+# Page cache before a file-fed run: keep it (warm), evict the dataset's files
+# (posix_fadvise DONTNEED, any user) or drop the node's (/proc/sys/vm/drop_caches, root).
+TrainingDataCache = Literal["evict", "drop", "warm"]
 
 LOADGEN_SCENARIOS: tuple[LoadgenScenario, ...] = get_args(LoadgenScenario)
 LOADGEN_MODES: tuple[LoadgenMode, ...] = get_args(LoadgenMode)
@@ -49,6 +53,8 @@ COMM_BACKENDS: tuple[CommBackend, ...] = get_args(CommBackend)
 TRAINING_BACKENDS: tuple[TrainingBackend, ...] = get_args(TrainingBackend)
 TRAINING_DEVICE_KINDS: tuple[TrainingDeviceKind, ...] = get_args(TrainingDeviceKind)
 ALLREDUCE_DTYPES: tuple[AllreduceDtype, ...] = get_args(AllreduceDtype)
+TRAINING_DATA_SOURCES: tuple[TrainingDataSource, ...] = get_args(TrainingDataSource)
+TRAINING_DATA_CACHE: tuple[TrainingDataCache, ...] = get_args(TrainingDataCache)
 ALLREDUCE_DTYPE_BYTES: dict[str, int] = {"float32": 4, "float16": 2, "bfloat16": 2}
 
 ONNX_SUFFIX = ".onnx"
@@ -288,6 +294,21 @@ class InferenceRunSpec:
 
 
 @dataclass(frozen=True)
+class TrainingDataSpec:
+    """Where a training run's batches come from: ``synthetic`` (random tensors made once
+    on the device, no input pipeline) or ``files`` (the JPEG shards of ``vgpu data make``
+    in folder ``path`` or at an http(s) URL, decoded by ``workers`` processes per rank)."""
+
+    source: str = "synthetic"
+    path: str | None = None
+    workers: int = 2
+    cache: str = "evict"
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class TrainRunSpec:
     """``python -m loadgen train SPEC`` on every rank."""
 
@@ -305,6 +326,7 @@ class TrainRunSpec:
     seed: int = 0
     collective_timeout_s: float = 300.0
     instance_name: str = ""
+    data: TrainingDataSpec = field(default_factory=TrainingDataSpec)
     schema_version: int = TRAINING_SCHEMA_VERSION
 
     def to_json(self) -> dict[str, Any]:
@@ -330,3 +352,75 @@ class AllreduceRunSpec:
         data = asdict(self)
         data["sizes_bytes"] = list(self.sizes_bytes)
         return data
+
+
+# A training dataset of `vgpu data make`: tar shards of JPEG files named
+# ``<index>_<class>.jpg`` (dataset_member_name) and a manifest listing every shard.
+DATASET_MANIFEST = "manifest.json"
+DATASET_FORMAT = "vgpu-jpeg-shards"
+DATASET_FORMAT_VERSION = 1
+DATASET_CLASSES = 1000
+DATASET_SIZES = ("small", "large")
+
+
+@dataclass(frozen=True)
+class DatasetShard:
+    file: str  # relative to the dataset's folder
+    bytes: int
+    images: int
+    sha256: str
+    copy: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"file": self.file, "bytes": self.bytes, "images": self.images,
+                "sha256": self.sha256, "copy": self.copy}
+
+
+@dataclass(frozen=True)
+class DatasetManifest:
+    size: str
+    images: int  # in one copy
+    copies: int
+    seed: int
+    images_per_shard: int
+    shards: tuple[DatasetShard, ...]
+    encoder: str  # the JPEG encoder that made the bytes (the hashes depend on it)
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(s.bytes for s in self.shards)
+
+    @property
+    def total_images(self) -> int:
+        return sum(s.images for s in self.shards)
+
+    @property
+    def mean_image_bytes(self) -> float:
+        return self.total_bytes / self.total_images if self.total_images else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": DATASET_FORMAT, "format_version": DATASET_FORMAT_VERSION, "size": self.size,
+            "images": self.images, "copies": self.copies, "seed": self.seed,
+            "classes": DATASET_CLASSES, "images_per_shard": self.images_per_shard,
+            "encoder": self.encoder, "total_bytes": self.total_bytes,
+            "total_images": self.total_images,
+            "mean_image_bytes": round(self.mean_image_bytes, 1),
+            "shards": [s.to_json() for s in self.shards],
+        }
+
+
+def manifest_from_json(data: dict[str, Any]) -> DatasetManifest:
+    if data.get("format") != DATASET_FORMAT or \
+            data.get("format_version") != DATASET_FORMAT_VERSION:
+        raise ValueError(f"not a {DATASET_FORMAT} v{DATASET_FORMAT_VERSION} manifest "
+                         f"(format {data.get('format')!r} v{data.get('format_version')!r})")
+    shards = tuple(DatasetShard(s["file"], int(s["bytes"]), int(s["images"]), s["sha256"],
+                                int(s["copy"])) for s in data["shards"])
+    return DatasetManifest(data["size"], int(data["images"]), int(data["copies"]),
+                           int(data["seed"]), int(data["images_per_shard"]), shards,
+                           str(data["encoder"]))
+
+
+def dataset_member_name(index: int, label: int) -> str:
+    return f"{index:08d}_{label:03d}.jpg"

@@ -73,7 +73,16 @@ def _run(
         return _fail(args.out, command, spec.to_json(), exc)
 
 
+def _passive_omp_threads(spec: TrainSpec) -> None:
+    """With input workers on the node, OpenMP threads that spin between steps (the
+    default) take the cores the workers decode on: a file-fed run on a CPU lets them sleep.
+    Read once, when torch loads OpenMP, so it is set before torch is imported."""
+    if spec.data.source == "files" and spec.device == "cpu":
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
 def _train_body(spec: TrainSpec, out_dir: Path) -> int:
+    _passive_omp_threads(spec)
     import torch
     import torch.distributed as dist
 
@@ -102,6 +111,8 @@ def _train_body(spec: TrainSpec, out_dir: Path) -> int:
                     "torch_version": torch.__version__,
                     "intra_op_threads": spec.threads or torch.get_num_threads(),
                     "nodes": len({t["node_rank"] for t in gathered}),
+                    "data_source": spec.data.source,
+                    "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "default"),
                 },
                 timed_start_unix=min(t["timed_start_unix"] for t in gathered),
                 timed_end_unix=max(t["timed_end_unix"] for t in gathered),

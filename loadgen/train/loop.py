@@ -1,5 +1,6 @@
-"""One rank's synthetic-data DDP training run: warm-up steps, measured steps, an optional
-no_sync probe of communication cost, and a digest of the trained parameters."""
+"""One rank's DDP training run on synthetic data or on batches read from files: warm-up
+steps, measured steps, an optional no_sync probe of communication cost, and a digest of
+the trained parameters."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from loadgen.train.distributed import RankContext, synchronize
+from loadgen.train.feed import FileFeed
 from loadgen.train.models import build_model, num_classes
 from loadgen.train.spec import TrainSpec
 
@@ -36,6 +38,7 @@ class RankTimings:
     synced_fb_s: list[float]
     unsynced_fb_s: list[float]
     param_digest: str
+    input: dict[str, object] | None = None  # file-fed runs: what fed the measured window
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -134,18 +137,33 @@ def _threads(count: int | None) -> Iterator[None]:
         torch.set_num_threads(previous)
 
 
+def _file_step(trainer: Trainer, feed: FileFeed) -> Callable[[], None]:
+    def step() -> None:
+        feed.feed(trainer)  # the wait for the batch is part of the step, as in real training
+        trainer.step()
+
+    return step
+
+
 def train_rank(spec: TrainSpec, ctx: RankContext) -> RankTimings:
     with _threads(spec.threads):
         trainer = build_trainer(spec, ctx)
+        feed = FileFeed(spec, ctx) if spec.data.source == "files" else None
+        step = trainer.step if feed is None else _file_step(trainer, feed)
         for _ in range(spec.warmup_steps):
-            trainer.step()
+            step()
         synchronize(ctx.device)
         _barrier()  # every rank starts the measured window together
+        if feed is not None:
+            feed.begin_window()
         timed_start = time.time()
-        step_times = [timed(ctx.device, trainer.step) for _ in range(spec.measured_steps)]
+        step_times = [timed(ctx.device, step) for _ in range(spec.measured_steps)]
         timed_end = time.time()
+        fed = None if feed is None else feed.end_window(timed_end - timed_start)
         digest = parameter_digest(trainer.model)
         synced, unsynced = _comm_probe(trainer, ctx, spec.comm_probe_steps)
+        if feed is not None:
+            feed.close()
     return RankTimings(
         rank=ctx.rank,
         local_rank=ctx.local_rank,
@@ -159,4 +177,5 @@ def train_rank(spec: TrainSpec, ctx: RankContext) -> RankTimings:
         synced_fb_s=synced,
         unsynced_fb_s=unsynced,
         param_digest=digest,
+        input=fed,
     )

@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from loadgen.train.inputstats import job_input
+from loadgen.train.nodestats import cache_verdict
 from loadgen.train.stats import exposed_comm_share, slowest_rank_per_step, summarize_seconds
 
 SCHEMA_VERSION = 1
@@ -35,6 +37,8 @@ def rank_summary(timings: Mapping[str, Any]) -> dict[str, Any]:
         "timed_start_unix": timings["timed_start_unix"],
         "timed_end_unix": timings["timed_end_unix"],
     }
+    if timings.get("input"):
+        summary["input"] = timings["input"]
     if timings["synced_fb_s"]:
         summary["comm_share"] = exposed_comm_share(timings["synced_fb_s"], timings["unsynced_fb_s"])
     return summary
@@ -65,7 +69,33 @@ def training_totals(per_rank: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     if shares:
         communication["share_mean"] = sum(shares) / len(shares)
         communication["share_max"] = max(shares)
-    return {"ranks": summaries, "totals": totals, "communication": communication}
+    record = {"ranks": summaries, "totals": totals, "communication": communication}
+    fed = [t["input"] for t in per_rank if t.get("input")]
+    if fed:
+        record["input"] = input_summary(fed, str(per_rank[0]["device"]))
+    return record
+
+
+def input_summary(fed: Sequence[Mapping[str, Any]], device: str) -> dict[str, Any]:
+    """The job's input: what every rank read, the shares that name the bound, the page
+    cache and the GPU's utilisation (null where no GPU was sampled)."""
+    first = fed[0]
+    gpu = [r["gpu_utilisation_pct"] for r in fed if r["gpu_utilisation_pct"] is not None]
+    before = next((r["page_cache_before_run"] for r in fed if r["page_cache_before_run"]), "")
+    consumed = sum(int(r["bytes_consumed_in_run"]) for r in fed)
+    job = job_input(fed, "gpu" if device.startswith("cuda") else "cpu")
+    return {
+        "source": "files",
+        "path": first["path"],
+        "dataset_bytes": first["dataset_bytes"],
+        "mean_image_bytes": first["mean_image_bytes"],
+        **job,
+        "page_cache_before_run": before,
+        "page_cache": cache_verdict(before, int(first["dataset_bytes"]), consumed,
+                                    first["memory_bytes"], job["shared_shards"]),
+        "gpu_utilisation_pct": sum(gpu) / len(gpu) if gpu else None,
+        "gpu_utilisation_note": "" if gpu else first["gpu_utilisation_note"],
+    }
 
 
 def base_record(kind: str, spec: Mapping[str, Any], status: str, reason: str) -> dict[str, Any]:

@@ -14,11 +14,14 @@ from loadgen.contract import (
     ALLREDUCE_DTYPE_BYTES,
     ALLREDUCE_DTYPES,
     TRAINING_BACKENDS,
+    TRAINING_DATA_CACHE,
+    TRAINING_DATA_SOURCES,
     TRAINING_DEVICE_KINDS,
     TRAINING_MODELS,
     TRAINING_PRECISIONS,
     TRAINING_SCHEMA_VERSION,
     AllreduceRunSpec,
+    TrainingDataSpec,
     TrainRunSpec,
 )
 from loadgen.errors import SpecError
@@ -55,6 +58,22 @@ def _precision(r: SpecReader, doc: dict[str, Any], device: str, default: str) ->
     return precision
 
 
+def _data(r: SpecReader, doc: dict[str, Any]) -> TrainingDataSpec:
+    d = TrainingDataSpec()
+    section = r.section(doc, "data", set(d.to_json()))
+    source = r.choice(section, "source", "data.source", TRAINING_DATA_SOURCES, d.source)
+    path = r.text(section, "path", "data.path")
+    if r.clean("data.source", "data.path") and source == "files" and path is None:
+        r.problem("data.path", "source files needs the dataset's folder or URL",
+                  "set data.path to a folder made by `vgpu data make` (or an http URL)")
+    return TrainingDataSpec(
+        source=source,
+        path=path,
+        workers=r.count(section, "workers", "data.workers", d.workers, 1),
+        cache=r.choice(section, "cache", "data.cache", TRAINING_DATA_CACHE, d.cache),
+    )
+
+
 def parse_train_spec(data: Any, source: str = "<spec>") -> TrainSpec:
     """Validate a decoded JSON document; raise SpecError listing every problem."""
     d = TrainSpec()
@@ -77,6 +96,7 @@ def parse_train_spec(data: Any, source: str = "<spec>") -> TrainSpec:
         collective_timeout_s=r.number(doc, "collective_timeout_s", "collective_timeout_s",
                                       d.collective_timeout_s),
         instance_name=r.string(doc, "instance_name", "instance_name", d.instance_name),
+        data=_data(r, doc),
     )
     r.check()
     return spec

@@ -19,6 +19,7 @@ def _register() -> None:
         bench,  # noqa: F401
         calibrate,  # noqa: F401
         core,  # noqa: F401
+        data,  # noqa: F401
         inventory,  # noqa: F401
         mig,  # noqa: F401
         provision,  # noqa: F401

@@ -5,6 +5,7 @@ its verdict against the baseline) and the exit the outcome calls for."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from rich.table import Table
 
@@ -33,6 +34,32 @@ def _row(workload: str, index: int, run: TrainingRun) -> list[str]:
     ]
 
 
+def input_summary(record: dict[str, Any]) -> str | None:
+    """A file-fed run's input in one line, ending with the bound; None for synthetic."""
+    fed = record.get("input")
+    if record.get("status") != "ok" or not fed:
+        return None
+    gpu = fed["gpu_utilisation_pct"]
+    gpu_text = f"{gpu:.0f}%" if gpu is not None else f"not measured ({fed['gpu_utilisation_note']})"
+    return (
+        f"{record['totals']['images_per_s']:.1f} images/s from files, "
+        f"input {fed['input_mb_per_s']:.1f} MB/s; workers spent {fed['read_share']:.0%} of "
+        f"their time reading, {fed['decode_share']:.0%} decoding, CPU "
+        f"{fed['worker_cpu_utilisation']:.0%} of {fed['workers']} worker(s); data wait "
+        f"{fed['data_wait_share']:.0%} of step time; GPU utilisation {gpu_text}; page cache: "
+        f"{fed['page_cache']}; bound: {fed['bound']}"
+        + (f" ({fed['bound_note']})" if fed.get("bound_note") else "")
+    )
+
+
+def _print_inputs(series: WorkloadSeries) -> None:
+    for index, run in enumerate(series.runs):
+        line = input_summary(run.record)
+        if line is not None:
+            console.print(f"{series.workload} repeat {index}: {line}", markup=False,
+                          highlight=False)
+
+
 def _print_series(series: WorkloadSeries) -> None:
     for note in sorted({n for run in series.runs for n in run.notes}):
         console.print(f"note: {note}")
@@ -53,6 +80,7 @@ def render_training(outcome: TrainingOutcome, db: Path) -> None:
             table.add_row(*_row(series.workload, index, run))
     console.print(table)
     for series in outcome.series:
+        _print_inputs(series)
         _print_series(series)
 
 

@@ -29,6 +29,8 @@ from loadgen.contract import (
     InferenceBackend,
     LlmSpec,
     LoadgenScenario,
+    TrainingDataCache,
+    TrainingDataSource,
     TrainingModel,
     TrainingPrecision,
 )
@@ -367,6 +369,27 @@ class TrainingNetwork(StrictModel):
     master_port: int = Field(29500, ge=1024, le=65535)
 
 
+class TrainingData(StrictModel):
+    """Where the ranks' batches come from (lab study D): synthetic tensors, or JPEG shards
+    read from the nodes' storage and decoded on CPU workers."""
+
+    source: TrainingDataSource = Field("synthetic", description="synthetic (no input "
+                                       "pipeline) or files (the shards of `vgpu data make`)")
+    path: str | None = Field(None, description="the dataset's folder on every node (a local "
+                             "disk, the VM's datastore-backed disk, an NFS mount) or an "
+                             "http(s) URL; on this machine without one: a dataset made in "
+                             "vgpu's cache")
+    size: Literal["small", "large"] = Field("small", description="small (about 110 KB a "
+                                            "JPEG) or large (about 1.3 MB)")
+    images: int = Field(2000, ge=1, description="images in one copy of the dataset vgpu "
+                        "makes on this machine")
+    copies: int = Field(1, ge=1, le=10000, description="copies of the set (the study's "
+                        "150 kept it out of the page cache)")
+    workers: int = Field(4, ge=1, le=256, description="decode worker processes per rank")
+    cache: TrainingDataCache = Field("evict", description="page cache before the run: evict "
+                                     "the dataset's files, drop the node's (root), or warm")
+
+
 class TrainingWorkload(StrictModel):
     kind: Literal["training"] = "training"
     name: Name | None = None
@@ -381,6 +404,7 @@ class TrainingWorkload(StrictModel):
     cpu_steps: int = Field(5, ge=1, description="measured steps when only a CPU is there")
     image_size: int = Field(224, ge=8)
     network: TrainingNetwork = Field(default_factory=TrainingNetwork)
+    data: TrainingData = Field(default_factory=TrainingData)
 
     @field_validator("model", mode="before")
     @classmethod

@@ -124,6 +124,11 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE platforms ADD COLUMN simulator TEXT;
     """,
+    # 7: the storage a file-fed training run read its dataset from
+    """
+    ALTER TABLE platforms ADD COLUMN storage_kind TEXT;
+    ALTER TABLE platforms ADD COLUMN storage_mount TEXT;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -45,8 +45,8 @@ FIELD_LABELS = {
     "mig_profile": "MIG profile", "attachment": "attachment",
     "vm_hardware_version": "VM hardware version", "firmware": "firmware",
     "vcpus": "vCPUs", "memory_gb": "memory GB", "link_speed_gbps": "link speed Gbit/s",
-    "rdma": "RDMA", "network_interface": "network interface", "harness_version": "harness",
-    "simulator": "simulated",
+    "rdma": "RDMA", "network_interface": "network interface", "storage_kind": "storage",
+    "storage_mount": "storage mount", "harness_version": "harness", "simulator": "simulated",
 }
 
 

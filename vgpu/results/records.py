@@ -46,6 +46,8 @@ class Platform:
     link_speed_gbps: float | None = None  # the scenario's network between nodes
     rdma: str | None = None  # none | roce | ib
     network_interface: str | None = None
+    storage_kind: str | None = None  # where a file-fed run read its dataset (nfs, local disk)
+    storage_mount: str | None = None  # "<device> on <mount point> type <fstype>"
     simulator: str | None = None  # what of the platform was simulated (vgpu sim's lab)
 
     def differences(self, other: Platform) -> dict[str, tuple[str | None, str | None]]:
@@ -65,7 +67,8 @@ PLATFORM_COMPARED = (
     "cuda_version", "cudnn_version", "tensorrt_version", "ort_package", "ort_version",
     "execution_provider", "runtime", "container_image", "gpu", "vgpu_profile",
     "mig_profile", "attachment", "vm_hardware_version", "firmware", "vcpus", "memory_gb",
-    "link_speed_gbps", "rdma", "network_interface", "harness_version", "simulator",
+    "link_speed_gbps", "rdma", "network_interface", "storage_kind", "storage_mount",
+    "harness_version", "simulator",
 )
 
 

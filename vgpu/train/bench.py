@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from loadgen.contract import TRAINING_MODELS, TrainRunSpec
+from loadgen.contract import DATASET_MANIFEST, TRAINING_MODELS, TrainingDataSpec, TrainRunSpec
 from vgpu.errors import InputError, RemoteError
 from vgpu.model.load import vgpu_requests
 from vgpu.model.scenario import Scenario, TrainingWorkload
@@ -29,6 +29,7 @@ from vgpu.train.netenv import NetworkOptions, comm_environment, port_mapping_env
 from vgpu.train.network import network_options, training_platform
 from vgpu.train.portmap import hca_ports
 from vgpu.train.records import store_training_record
+from vgpu.train.storage import Storage, local_storage, node_storage
 
 
 @dataclass(frozen=True)
@@ -82,9 +83,52 @@ def local_node(workdir: Path, python: str = sys.executable) -> TrainNode:
     )
 
 
+def _data_spec(workload: TrainingWorkload, local: bool, procs: int, source: str,
+               where: str, notes: list[str]) -> TrainingDataSpec:
+    """The harness's data section: for files, the dataset's path (on this machine, the
+    scenario's when it holds a dataset here, else one made in vgpu's cache) and the
+    workers each rank starts (on this machine, no more than its cores allow)."""
+    data = workload.data
+    if data.source == "synthetic":
+        return TrainingDataSpec()
+    path, workers = data.path, data.workers
+    if local:
+        path = local_dataset(workload, notes)
+        fitting = max(1, (os.cpu_count() or 1) // procs)
+        if workers > fitting:
+            notes.append(f"data.workers {workers} lowered to {fitting} per rank: "
+                         f"{procs} rank(s) share this machine's {os.cpu_count()} cores")
+            workers = fitting
+    elif path is None:
+        raise InputError.single(
+            source, f"{where}.data.path", "source files on the nodes needs the dataset's "
+            "folder (or URL) there", fix="make it on the nodes' storage with `vgpu data "
+            "make DIR` and set data.path to DIR")
+    return TrainingDataSpec(source="files", path=path, workers=workers, cache=data.cache)
+
+
+def local_dataset(workload: TrainingWorkload, notes: list[str]) -> str:
+    """The dataset a run on this machine reads (imported here: Pillow is needed only to
+    make one)."""
+    from vgpu.datasets.store import ensure_dataset, read_manifest
+
+    data = workload.data
+    if data.path is not None and (Path(data.path) / DATASET_MANIFEST).is_file():
+        manifest = read_manifest(Path(data.path))
+        notes.append(f"dataset: {data.path} ({manifest.total_images} images, "
+                     f"{manifest.total_bytes / 1e6:.0f} MB)")
+        return data.path
+    folder, manifest, made = ensure_dataset(data.images, data.size, data.copies)
+    where = f"{data.path} holds no dataset here, so " if data.path else ""
+    notes.append(f"dataset: {where}{'made' if made else 'reused'} {folder} "
+                 f"({manifest.total_images} {data.size} images, "
+                 f"{manifest.total_bytes / 1e6:.0f} MB)")
+    return str(folder)
+
+
 def _harness_spec(
     workload: TrainingWorkload, device: str, backend: str, precision: str, over: Overrides,
-    source: str, where: str,
+    source: str, where: str, data: TrainingDataSpec,
 ) -> TrainRunSpec:
     model = over.model or workload.model
     if model not in TRAINING_MODELS:
@@ -104,6 +148,7 @@ def _harness_spec(
         warmup_steps=workload.warmup_steps if over.warmup_steps is None else over.warmup_steps,
         measured_steps=over.steps or steps,
         instance_name=workload.label,
+        data=data,
     )
 
 
@@ -166,7 +211,8 @@ def prepare_launch(
         nodes = preflight.select_nodes(targets, workload.nodes, source, f"{where}.nodes")
         procs = workload.gpus_per_node
         device, backend, precision = _device_plan(workload, nodes, notes)
-    spec = _harness_spec(workload, device, backend, precision, over, source, where)
+    data = _data_spec(workload, targets is None, procs, source, where, notes)
+    spec = _harness_spec(workload, device, backend, precision, over, source, where, data)
     if device == "gpu":
         preflight.check_gpus(nodes, procs, source, f"{where}.gpus_per_node")
         planned = planned_gpu_memory_bytes(scenario)
@@ -230,16 +276,27 @@ def run_training_scenario(
                 workload=workload.label, target_kind=target_kind, repeat_index=repeat_index,
                 kind="training", scenario_file=scenario.source,
                 workload_detail=_workload_detail(workload, launch),
-                platform=training_platform(scenario, targets),
+                platform=training_platform(scenario, targets, _storage(launch, targets)),
             )
             run_id = store_training_record(store, start, record, str(work_out))
         runs.append(TrainingRun(workload.label, record, work_out, run_id, notes))
     return runs
 
 
+def _storage(launch: Launch, targets: Sequence[TrainNode] | None) -> Storage | None:
+    path = launch.spec["data"]["path"]
+    if launch.spec["data"]["source"] != "files" or path is None:
+        return None
+    return local_storage(path) if targets is None else node_storage(launch.nodes[0], path)
+
+
 def _workload_detail(workload: TrainingWorkload, launch: Launch) -> dict[str, Any]:
     spec = launch.spec
+    data = spec["data"]
+    fed = {"data_source": "files", "data_path": data["path"]} \
+        if data["source"] == "files" else {}
     return {
+        **fed,
         "workload_name": workload.label,
         "nodes": workload.nodes,
         "gpus_per_node": workload.gpus_per_node,

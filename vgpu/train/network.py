@@ -12,6 +12,7 @@ from vgpu.model.scenario import Scenario, ScenarioNetwork, TrainingNetwork
 from vgpu.results.records import Platform
 from vgpu.train.launch import TrainNode
 from vgpu.train.netenv import NetworkOptions
+from vgpu.train.storage import Storage
 
 
 def network_options(scenario_network: ScenarioNetwork | None,
@@ -49,12 +50,16 @@ def describe_link(network: ScenarioNetwork | None) -> str:
     return link_label(network.speed_gbps, network.rdma, network.interface)
 
 
-def training_platform(scenario: Scenario, nodes: Sequence[TrainNode] | None) -> Platform:
+def training_platform(scenario: Scenario, nodes: Sequence[TrainNode] | None,
+                      storage: Storage | None = None) -> Platform:
     """What a training run or probe ran on, as far as the orchestrator knows it: the first
-    node (or this machine), the harness version and the scenario's network (only where
-    the ranks ran on the scenario's nodes: ranks on one machine cross no link)."""
+    node (or this machine), the harness version, the scenario's network (only where the
+    ranks ran on the scenario's nodes: ranks on one machine cross no link) and, for a
+    file-fed run, the storage its dataset was read from."""
     network = scenario.network if nodes else None
     return Platform(
+        storage_kind=storage.kind if storage else None,
+        storage_mount=storage.mount if storage else None,
         host=nodes[0].name if nodes else socket.gethostname(),
         harness_version=HARNESS_VERSION,
         link_speed_gbps=network.speed_gbps if network else None,

@@ -30,11 +30,26 @@ def record_metrics(record: Mapping[str, Any]) -> list[Metric]:
     communication = record.get("communication", {})
     if communication.get("measured"):
         metrics.append(Metric("comm_share", communication["share_mean"]))
+    metrics += input_metrics(record.get("input"))
     for rank in record["ranks"]:
         metrics.append(
             Metric(THROUGHPUT, rank["images_per_s"], IMAGES_PER_S, instance=f"rank{rank['rank']}")
         )
     return metrics
+
+
+INPUT_METRICS = (("input_mb_per_s", "MB/s"), ("read_share", ""), ("decode_share", ""),
+                 ("data_wait_share", ""), ("worker_cpu_utilisation", ""),
+                 ("gpu_utilisation_pct", "%"))
+
+
+def input_metrics(fed: Mapping[str, Any] | None) -> list[Metric]:
+    """A file-fed run's input figures; a GPU utilisation that was not measured is left
+    out, not stored as 0."""
+    if not fed:
+        return []
+    return [Metric(name, float(fed[name]), unit) for name, unit in INPUT_METRICS
+            if fed.get(name) is not None]
 
 
 def record_instances(record: Mapping[str, Any], log_dir: str | None) -> list[InstanceResult]:
@@ -50,7 +65,7 @@ def record_instances(record: Mapping[str, Any], log_dir: str | None) -> list[Ins
             timed_start_unix=rank["timed_start_unix"],
             timed_end_unix=rank["timed_end_unix"],
             log_dir=log_dir,
-            result=dict(rank),
+            result={**rank, **({"job_input": record["input"]} if "input" in record else {})},
         )
         for rank in record.get("ranks", [])
     ]

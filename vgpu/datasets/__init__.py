@@ -1,0 +1,1 @@
+"""Training datasets vgpu makes itself: seeded JPEG shards (`vgpu data make`)."""
