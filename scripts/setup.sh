@@ -109,7 +109,7 @@ setup_vcsim() {
 
 if [[ $WITH_TEST -eq 1 ]]; then
     install_apt golang-go golang-github-vmware-govmomi-dev openssh-server chromium sudo docker.io debootstrap \
-        iproute2 postgresql
+        iproute2 postgresql e2fsprogs util-linux
     # The two environments are independent: the Triton one installs while .venv does.
     setup_triton &
     triton=$!
