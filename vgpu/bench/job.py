@@ -13,7 +13,7 @@ from vgpu import catalog
 from vgpu.bench import devices
 from vgpu.bench.local import local_targets
 from vgpu.bench.progress import RichListener
-from vgpu.bench.remote import HostTargetHook
+from vgpu.bench.remote import HostTargetHook, simulator_of
 from vgpu.bench.runtime import RuntimeOptions, local_container, remote_container
 from vgpu.bench.session import BenchOutcome, Side, inference_workloads, run_bench, run_interleaved
 from vgpu.bench.summary import render
@@ -90,7 +90,24 @@ def _inventory_targets(sc: Scenario, request: BenchRequest, log_root: Path) -> P
                                    request.host_target_hook, allow_cpu=request.allow_cpu,
                                    container=remote_container(sc, loaded, request.runtime),
                                    max_clock_offset_ms=request.overrides.max_clock_offset_ms)
+    if simulator_of(path) is not None:
+        notes.append(split_this_machine(targets))
     return Prepared(sc, targets, notes, loaded.docker_cli())
+
+
+def split_this_machine(targets: list[Target], cores: int | None = None) -> str:
+    """The simulator lab's guests all run on this machine's cores: its CPU instances split
+    them as a bare-metal CPU run here does (threads and container --cpus), so neither side
+    of a verdict oversubscribes the cores the other gets to itself."""
+    cores = cores or devices.cpu_count()
+    on_cpu = [t for t in targets if t.device.get("kind") == "cpu"]
+    threads = max(1, cores // max(1, len(on_cpu)))
+    for target in on_cpu:
+        target.threads = threads
+        if target.container is not None:
+            target.container = replace(target.container, cpus=float(threads))
+    return (f"simulator lab: its {len(on_cpu)} guest instance(s) share this machine's "
+            f"{cores} cores, {threads} intra-op thread(s) each, as a CPU run here")
 
 
 def run_prepared(prepared: Prepared, request: BenchRequest,
