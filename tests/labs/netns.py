@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+from vgpu.sim.guests import free_prefix
+
 IP = "ip"
 NODE_INTERFACE = "eth0"
 FIRST_NODE_OCTET = 11
@@ -76,17 +78,6 @@ class NetnsNode:
     def exec_prefix(self) -> list[str]:
         """Prepend to a command to run it inside this node's namespace."""
         return [IP, "netns", "exec", self.namespace]
-
-
-def _used_subnets() -> set[str]:
-    """"10.a.b" prefixes of every IPv4 address and route in the root namespace."""
-    text = _run(IP, "-4", "-o", "addr", "show") + _run(IP, "-4", "route", "show")
-    found = set()
-    for word in text.split():
-        parts = word.split("/")[0].split(".")
-        if len(parts) == 4 and parts[0] == "10":
-            found.add(".".join(parts[:3]))
-    return found
 
 
 def _pid_alive(pid: int) -> bool:
@@ -143,16 +134,8 @@ class NetnsLab:
     ) -> None:
         self.close()
 
-    def _pick_prefix(self) -> str:
-        used = _used_subnets()
-        for _ in range(200):
-            candidate = f"10.{secrets.choice(range(200, 250))}.{secrets.randbelow(256)}"
-            if candidate not in used:
-                return candidate
-        raise RuntimeError("no free 10.x.y.0/24 subnet for the namespace lab")
-
     def _build(self) -> None:
-        self.prefix = self._pick_prefix()
+        self.prefix = free_prefix("the namespace lab")
         _run(IP, "link", "add", self.bridge, "type", "bridge")
         self._made_bridge = True
         _run(IP, "addr", "add", f"{self.gateway}/24", "dev", self.bridge)

@@ -206,19 +206,21 @@ class GuestNetwork:
         }
 
 
-def _used_prefixes() -> set[str]:
+def used_prefixes() -> set[str]:
+    """"10.a.b" prefixes of every IPv4 address and route in the root namespace."""
     text = run_checked("ip", "-4", "-o", "addr", "show") + run_checked("ip", "-4", "route", "show")
     return {".".join(w.split("/")[0].split(".")[:3]) for w in text.split()
             if w.count(".") == 3 and w.startswith("10.")}
 
 
-def _pick_prefix() -> str:
-    used = _used_prefixes()
+def free_prefix(purpose: str) -> str:
+    """A random 10.x.y/24 that no address or route here uses, for ``purpose``."""
+    used = used_prefixes()
     for _ in range(200):
         candidate = f"10.{secrets.choice(range(200, 250))}.{secrets.randbelow(256)}"
         if candidate not in used:
             return candidate
-    raise RuntimeError("no free 10.x.y.0/24 subnet for the simulator lab's guests")
+    raise RuntimeError(f"no free 10.x.y.0/24 subnet for {purpose}")
 
 
 def owner_pid() -> int | None:
@@ -241,7 +243,8 @@ def prepare(workdir: Path, owner: int) -> GuestNetwork:
                            f"{holder}); stop it with `vgpu sim down` where it was started")
     sweep()
     OWNER.write_text(f"{owner}\n")
-    net = GuestNetwork(prefix=_pick_prefix(), workdir=str(workdir))
+    net = GuestNetwork(prefix=free_prefix("the simulator lab's guests"),
+                       workdir=str(workdir))
     try:
         run_checked("ip", "link", "add", BRIDGE, "type", "bridge")
         run_checked("ip", "addr", "add", f"{net.gateway}/24", "dev", BRIDGE)
