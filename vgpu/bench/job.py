@@ -11,7 +11,7 @@ from rich.console import Console
 
 from vgpu import catalog
 from vgpu.bench import devices
-from vgpu.bench.local import local_targets
+from vgpu.bench.local import cores_each, local_targets
 from vgpu.bench.progress import RichListener
 from vgpu.bench.remote import HostTargetHook, simulator_of
 from vgpu.bench.runtime import RuntimeOptions, local_container, remote_container
@@ -101,7 +101,7 @@ def split_this_machine(targets: list[Target], cores: int | None = None) -> str:
     of a verdict oversubscribes the cores the other gets to itself."""
     cores = cores or devices.cpu_count()
     on_cpu = [t for t in targets if t.device.get("kind") == "cpu"]
-    threads = max(1, cores // max(1, len(on_cpu)))
+    threads = cores_each(cores, len(on_cpu))
     for target in on_cpu:
         target.threads = threads
         if target.container is not None:

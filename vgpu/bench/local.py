@@ -41,6 +41,11 @@ def planned_slices(scenario: Scenario) -> list[tuple[str, str]]:
     return out
 
 
+def cores_each(cores: int, instances: int) -> int:
+    """Intra-op threads per instance when ``instances`` share ``cores`` (at least one)."""
+    return max(1, cores // max(1, instances))
+
+
 def _launch(container: ContainerLaunch | None, device: LocalDevice,
             threads: int | None) -> ContainerLaunch | None:
     """The instance's container: its own GPU or MIG device (none for the CPU or the GPU
@@ -69,7 +74,7 @@ def local_targets(
     if devices and devices[0].kind != "cpu":
         simulated = any(d.simulated for d in devices)
         # Simulated MIG devices share the CPU, so they split its cores like CPU instances.
-        threads = max(1, cores // len(devices)) if simulated else None
+        threads = cores_each(cores, len(devices)) if simulated else None
         targets = []
         for number, device in enumerate(devices):
             label = device.mig_profile or device.name
@@ -90,7 +95,7 @@ def local_targets(
             notes.append("GPU simulator: each instance gets its simulated MIG UUID as "
                          "CUDA_VISIBLE_DEVICES, but the CPU does the work (no GPU here)")
         return targets, notes
-    threads = max(1, cores // len(planned))
+    threads = cores_each(cores, len(planned))
     notes.append(
         f"CPU only: no GPU or MIG slice is used; {len(planned)} instances as the scenario "
         f"plans ({', '.join(label for _vm, label in planned)}), {cores} cores split as "

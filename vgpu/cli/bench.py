@@ -315,8 +315,7 @@ def _simulator_lab_reference(inventory: Path, image: str | None, base_image: str
 def _simulator_runtime(inventory: Path) -> Runtime:
     from vgpu.sim import follow
 
-    return "container" if follow.guest_runtime(catalog.resolve_inventory(inventory)) == \
-        "container" else "host"
+    return follow.guest_runtime(catalog.resolve_inventory(inventory))
 
 
 def _check_counts(runs: int | None, duration: float | None) -> None:

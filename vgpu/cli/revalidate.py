@@ -11,7 +11,7 @@ from rich.console import Console
 
 from vgpu import catalog
 from vgpu.bench.job import BenchRequest
-from vgpu.bench.runtime import Runtime, RuntimeOptions
+from vgpu.bench.runtime import RuntimeOptions
 from vgpu.bench.workload import BenchOverrides
 from vgpu.cli import common
 from vgpu.cli.options import DbOpt, InventoryReq, JsonOpt, RunsOpt
@@ -100,8 +100,8 @@ def revalidate_command(
             inventory=loaded, inventory_path=path, scenarios=scenarios,
             bench=BenchRequest(path, runs, workload, BenchOverrides(duration_s=duration),
                                allow_cpu or on_guests,
-                               RuntimeOptions(runtime=_guest_runtime(path) if on_guests
-                                              else None)),
+                               RuntimeOptions(runtime=follow.guest_runtime(path)
+                                              if on_guests else None)),
             facts_dir=facts_dir, state_dir=state_dir, baseline=baseline,
             capture_baseline=capture_baseline, resume=resume, references=references)
         outcome = revalidate(request, store, out,
@@ -138,10 +138,6 @@ def _say_baseline(store: ResultStore, name: str, capture: bool, out: Console) ->
         out.print(
             f"[yellow]no baseline '{name}' stored in {store.path}:[/] verdicts are against "
             "bare metal only; run with --capture-baseline before an upgrade to record one")
-
-
-def _guest_runtime(path: Path) -> Runtime:
-    return "container" if follow.guest_runtime(path) == "container" else "host"
 
 
 def _leave_as_is(scenario: Scenario) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from vgpu.bench.runtime import Runtime
 from vgpu.model.inventory import Inventory
 from vgpu.model.plan import PlannedVM
 from vgpu.model.scenario import Scenario
@@ -37,6 +38,13 @@ def hardware_of(vm: PlannedVM) -> GuestHardware:
                          gpu_count=len(vm.vgpus))
 
 
+def _guest_network(inventory_path: Path) -> guests.GuestNetwork | None:
+    """The guest network of the running lab whose inventory this is (None: no such lab, or
+    one without guests)."""
+    record = lab_of(inventory_path)
+    return record.guest_network if record else None
+
+
 def _planned(scenario: Scenario, inventory: Inventory, inventory_path: Path) -> list[PlannedVM]:
     plan = build_plan(scenario, inventory, inventory_name=str(inventory_path))
     return [vm for vm in plan.vms if vm.ip]
@@ -45,8 +53,7 @@ def _planned(scenario: Scenario, inventory: Inventory, inventory_path: Path) -> 
 def start_for_apply(scenario: Scenario, inventory: Inventory,
                     inventory_path: Path) -> list[Guest]:
     """A guest for every VM of the scenario that has none yet (apply made or kept the VM)."""
-    record = lab_of(inventory_path)
-    network = record.guest_network if record else None
+    network = _guest_network(inventory_path)
     if network is None:
         return []
     have = {(g.vm, g.address) for g in guests.read_guests(network) if g.running()}
@@ -60,8 +67,7 @@ def start_for_apply(scenario: Scenario, inventory: Inventory,
 
 def stop_for_destroy(scenario: Scenario, inventory: Inventory,
                      inventory_path: Path) -> list[Guest]:
-    record = lab_of(inventory_path)
-    network = record.guest_network if record else None
+    network = _guest_network(inventory_path)
     if network is None:
         return []
     names = {vm.name for vm in _planned(scenario, inventory, inventory_path)}
@@ -96,12 +102,11 @@ SIM_CONTAINER_NOTE = ("simulator lab: the guests' docker forwards to the lab's r
 
 def lab_daemon(inventory_path: Path) -> dockerd.LabDaemon | None:
     """The real Docker daemon of the simulator lab whose inventory this is, if it has one."""
-    record = lab_of(inventory_path)
-    network = record.guest_network if record else None
+    network = _guest_network(inventory_path)
     return network.daemon() if network is not None else None
 
 
-def guest_runtime(inventory_path: Path) -> str:
+def guest_runtime(inventory_path: Path) -> Runtime:
     """How the lab's guests run the harness: containers where the lab has a real daemon."""
     return "container" if lab_daemon(inventory_path) is not None else "host"
 
