@@ -40,6 +40,17 @@ def tensorrt_options(fp16: bool, cache_dir: Path) -> dict[str, str]:
             "trt_timing_cache_path": str(cache_dir)}
 
 
+def started_provider(session: Any, device_kind: str) -> str:
+    """The provider the session really runs on; RunFailed where ONNX Runtime fell back to
+    the CPU for a GPU or MIG device (it does so quietly when the CUDA provider fails)."""
+    provider = str(session.get_providers()[0])
+    if device_kind != "cpu" and provider == CPU_PROVIDER:
+        raise RunFailed(f"onnxruntime fell back to the CPU although device.kind is "
+                        f"{device_kind}: the GPU provider failed to start (check the "
+                        f"driver and CUDA_VISIBLE_DEVICES)")
+    return provider
+
+
 def choose_providers(device_kind: str, available: list[str], provider: str | None = None,
                      fp16: bool = False, cache_dir: Path | None = None) -> ProviderList:
     """The providers to ask for, each with its options: the CPU alone on ``cpu``; on a GPU
@@ -203,11 +214,7 @@ class OrtBackend:
         self.session = ort.InferenceSession(
             model_path, session_options(ort, threads, on_gpu),
             providers=[p for p, _ in requested], provider_options=[o for _, o in requested])
-        self.provider = self.session.get_providers()[0]
-        if on_gpu and self.provider == CPU_PROVIDER:
-            raise RunFailed(f"onnxruntime fell back to the CPU although device.kind is "
-                            f"{device_kind}: the GPU provider failed to start (check the "
-                            f"driver and CUDA_VISIBLE_DEVICES)")
+        self.provider = started_provider(self.session, device_kind)
         self.output_names = [o.name for o in self.session.get_outputs()]
         self.threads = threads
         self._on_gpu = self.provider in GPU_PROVIDERS

@@ -37,15 +37,22 @@ class OrtGenerator:
                  device_kind: str = "cpu", concurrency: int = 1) -> None:
         import onnxruntime as ort
 
-        from loadgen.backends.ort import CPU_PROVIDER, choose_providers, session_options
+        from loadgen.backends.ort import (
+            choose_providers,
+            preload_cuda_libraries,
+            session_options,
+            started_provider,
+        )
         from loadgen.models.decoder import past_names
 
         self.cfg = VARIANTS[variant]
         self.concurrency = concurrency
         providers = choose_providers(device_kind, ort.get_available_providers())
+        if device_kind != "cpu":
+            preload_cuda_libraries(ort)  # as the inference backend: the CUDA wheels' libraries
         self.session = ort.InferenceSession(model_path, session_options(
             ort, threads or 1, device_kind != "cpu"), providers=providers)
-        self.provider = self.session.get_providers()[0] if providers else CPU_PROVIDER
+        self.provider = started_provider(self.session, device_kind)
         self.past_names = past_names(self.cfg.layers)
         self.threads = threads or 1
         dtype = np.float16 if self.session.get_inputs()[1].type == "tensor(float16)" \

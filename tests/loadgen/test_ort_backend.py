@@ -21,6 +21,7 @@ from loadgen.backends.ort import (
     choose_providers,
     preload_cuda_libraries,
     session_options,
+    started_provider,
 )
 from loadgen.errors import RunFailed
 from loadgen.models import build_model, read_model_io
@@ -129,3 +130,14 @@ def test_backend_provider_is_read_and_checked(tmp_path: Path) -> None:
     with pytest.raises(SpecError, match=r"backend\.provider: 'rocm' is not one of cuda, tensorrt"):
         parse_spec(base_spec(tmp_path, backend={"name": "onnxruntime", "provider": "rocm"},
                              device=gpu))
+
+
+def test_a_session_that_fell_back_to_the_cpu_fails_a_gpu_device_and_passes_the_cpu() -> None:
+    """ONNX Runtime drops a CUDA provider that fails to start and runs on the CPU without
+    an error; a GPU or MIG device must not be measured like that (inference and LLM)."""
+    path = build_model("resnet50", "tiny", "fp32")
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    assert started_provider(session, "cpu") == "CPUExecutionProvider"
+    for kind in ("gpu", "mig"):
+        with pytest.raises(RunFailed, match=f"fell back to the CPU although device.kind is {kind}"):
+            started_provider(session, kind)
