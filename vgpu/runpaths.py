@@ -1,11 +1,22 @@
-"""Names for per-run folders and files that never collide: two runs started within the
-same second (or at once from two processes) each get their own, because the name is
-claimed with an atomic create rather than checked and then written."""
+"""Where vgpu keeps things on this machine: its cache folder, and names for per-run
+folders and files that never collide: two runs started within the same second (or at
+once from two processes) each get their own, because the name is claimed with an atomic
+create rather than checked and then written."""
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
+
+
+def cache_dir() -> Path:
+    """vgpu's cache on this machine (built simulator binaries, generated data sets):
+    $VGPU_CACHE_DIR, else $XDG_CACHE_HOME/vgpu, else ~/.cache/vgpu."""
+    if env := os.environ.get("VGPU_CACHE_DIR"):
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "vgpu"
 
 
 def _stamp() -> str:

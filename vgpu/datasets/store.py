@@ -14,7 +14,7 @@ from loadgen.contract import (
 )
 from vgpu.datasets.make import make_dataset
 from vgpu.errors import InputError, Problem
-from vgpu.sim.build import cache_dir
+from vgpu.runpaths import cache_dir
 
 SOURCE = "command line"
 MAX_COPIES = 10_000

@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 from vgpu.errors import RemoteError
+from vgpu.runpaths import cache_dir
 
 MAIN_GO = Path(__file__).parent / "vcsim" / "main.go"
 GOPATH = Path("/usr/share/gocode")
@@ -24,14 +25,6 @@ BUILD_HINT = (
     "install Go and govmomi's sources (Debian: apt-get install golang-go "
     "golang-github-vmware-govmomi-dev) or run scripts/setup.sh --test"
 )
-
-
-def cache_dir() -> Path:
-    """Where built binaries live: $VGPU_CACHE_DIR, else $XDG_CACHE_HOME/vgpu, else ~/.cache/vgpu."""
-    if env := os.environ.get("VGPU_CACHE_DIR"):
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "vgpu"
 
 
 def _go() -> str:

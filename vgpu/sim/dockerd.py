@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from vgpu.container import docker as dk
-from vgpu.sim.build import cache_dir
+from vgpu.runpaths import cache_dir
 
 BASE_TAG = "vgpu-sim-base:bookworm"
 DEBIAN_SUITE = "bookworm"

@@ -16,8 +16,8 @@ from urllib.parse import urlsplit
 import yaml
 
 from vgpu.errors import InputError, RemoteError
+from vgpu.runpaths import cache_dir
 from vgpu.sim import dockerd, guests
-from vgpu.sim.build import cache_dir
 from vgpu.sim.lab import LabShape, RunningLab, inventory_data, pid_alive, start_lab, stop_pid
 
 STATE_FILE = "state.json"
