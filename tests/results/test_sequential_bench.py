@@ -18,7 +18,7 @@ from vgpu.bench.devices import cpu_device
 from vgpu.bench.local import local_targets
 from vgpu.bench.session import BenchOutcome, run_bench
 from vgpu.bench.workload import BenchOverrides, effective_workload
-from vgpu.cli.bench import _budget_s
+from vgpu.cli.checks import budget_s
 from vgpu.errors import InputError
 from vgpu.model.scenario import InferenceWorkload
 from vgpu.results import judge
@@ -130,13 +130,13 @@ def test_a_spent_budget_says_what_it_expects_and_stops(
 @pytest.mark.parametrize(("text", "seconds"), [("45m", 2700.0), ("2h", 7200.0),
                                               ("900s", 900.0), ("90", 90.0)])
 def test_budget_durations(text: str, seconds: float) -> None:
-    assert _budget_s(text) == seconds
+    assert budget_s(text) == seconds
 
 
 @pytest.mark.parametrize("text", ["", "45x", "-3m", "m"])
 def test_bad_budget_durations(text: str) -> None:
     with pytest.raises(InputError):
-        _budget_s(text)
+        budget_s(text)
 
 
 class _Clock:

@@ -18,12 +18,15 @@ def _register() -> None:
     from vgpu.cli import (
         bench,  # noqa: F401
         calibrate,  # noqa: F401
+        compare,  # noqa: F401
         core,  # noqa: F401
         data,  # noqa: F401
         inventory,  # noqa: F401
         mig,  # noqa: F401
         provision,  # noqa: F401
+        results,  # noqa: F401
         revalidate,  # noqa: F401
+        sim,  # noqa: F401
         train,  # noqa: F401
         vsphere,  # noqa: F401
     )

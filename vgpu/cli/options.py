@@ -15,6 +15,7 @@ from vgpu.container.images import DEFAULT_BASE_IMAGE
 from vgpu.errors import InputError
 from vgpu.results.store import DB_ENV
 
+DEFAULT_REPORT = Path("vgpu-report.html")
 ScenarioFile = Annotated[Path | None, typer.Argument(help="scenario YAML file",
                                                      show_default=False)]
 ScenarioRef = Annotated[str | None, typer.Option(
