@@ -14,7 +14,7 @@ from vgpu.nvml.backend import GpuBackend
 from vgpu.nvml.layout import ApplyResult
 from vgpu.nvml.spec import LayoutSpec
 from vgpu.nvml.state import StateStore
-from vgpu.plan import build_plan
+from vgpu.site import Site
 
 Log = Callable[[str], None]
 
@@ -26,14 +26,14 @@ def _local_hosts(plan: Plan, inventory: Inventory | None) -> set[str]:
     return {h.name for h in inventory.bare_metal if h.is_local}
 
 
-def apply_bare_metal(scenario: Scenario, inventory: Inventory | None,
-                     inventory_path: Path | None, *, enable_mig: bool = False,
+def apply_bare_metal(scenario: Scenario, site: Site, *, enable_mig: bool = False,
                      dry_run: bool = False, accept_new_host_keys: bool = False,
                      log: Log = print) -> list[str]:
-    """Create the scenario's MIG layout on every host the plan uses; returns one line per
-    created MIG device (host, instance, profile@start, UUID)."""
-    plan = build_plan(scenario, inventory,
-                      inventory_name=str(inventory_path) if inventory_path else None)
+    """Create the scenario's MIG layout on every host the site's plan uses (this machine
+    when the site has no inventory); returns one line per created MIG device (host,
+    instance, profile@start, UUID)."""
+    plan = site.plan(scenario)
+    inventory, inventory_path = site.inventory, site.inventory_path
     local = _local_hosts(plan, inventory)
     lines: list[str] = []
     for host in sorted({vm.host for vm in plan.vms}):

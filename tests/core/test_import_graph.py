@@ -1,7 +1,7 @@
 """The package's import graph, read from the source with ``ast`` (every import, also those
 inside functions): vgpu has no import cycle, the harness (loadgen/) never imports vgpu,
-vgpu reaches the harness only through its contract, and only the CLI layer imports the
-CLI."""
+vgpu reaches the harness only through its contract, only the CLI layer imports the CLI,
+and the simulator lab (vgpu.sim) is reached only through the Site's seam."""
 
 from __future__ import annotations
 
@@ -13,6 +13,9 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("vgpu", "loadgen")
 HARNESS_API = {"loadgen", "loadgen.contract"}
 CLI_ENTRY_POINTS = {"vgpu.__main__"}  # `python -m vgpu` runs the CLI
+# The Site factory plugs the simulator lab in (vgpu.site.SimulatedLab); the sim commands
+# start and stop it. Nothing else knows the simulator is there.
+SIMULATOR_SEAM = {"vgpu.site", "vgpu.cli.sim"}
 
 Graph = dict[str, set[str]]
 
@@ -120,8 +123,17 @@ def test_only_the_cli_layer_imports_the_cli() -> None:
     assert {k: v for k, v in offenders.items() if v} == {}
 
 
+def test_only_the_site_factory_and_the_sim_commands_import_the_simulator() -> None:
+    offenders = {name: sorted(t for t in targets if _in(t, "vgpu.sim"))
+                 for name, targets in import_graph().items()
+                 if _in(name, "vgpu") and not _in(name, "vgpu.sim")
+                 and name not in SIMULATOR_SEAM}
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
 def test_the_graph_sees_function_level_imports() -> None:
     graph = import_graph()
     assert "vgpu.cli.bench" in graph["vgpu.cli"]  # imported inside _register()
+    assert "vgpu.sim.follow" in graph["vgpu.site"]  # imported inside open_site()
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None

@@ -33,6 +33,7 @@ from vgpu.remote.targets import ConnectOptions
 from vgpu.results.store import ResultStore
 from vgpu.revalidate.flow import RevalidateOutcome, RevalidateRequest, revalidate
 from vgpu.sim.lab import LabShape
+from vgpu.site import open_site
 from vgpu.vsphere import commands
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,7 +82,8 @@ class Lab:
         request = RevalidateRequest(
             inventory=load_inventory(self.inventory), inventory_path=self.inventory,
             scenarios=[load_scenario(SCENARIO_6)],
-            bench=BenchRequest(self.inventory, 4, ["resnet50-offline"],  # 4: one INVALID leaves 3
+            # 4 runs: one INVALID leaves 3
+            bench=BenchRequest(open_site(self.inventory), 4, ["resnet50-offline"],
                                BenchOverrides(duration_s=1.5), allow_cpu=True,
                                runtime=RuntimeOptions(runtime="host"),
                                host_target_hook=self.to_lab, connect=FAST),

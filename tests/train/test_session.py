@@ -25,6 +25,7 @@ from vgpu.model.scenario import Baseline, Scenario
 from vgpu.results import judge
 from vgpu.results.records import RunStart, TargetKind
 from vgpu.results.store import ResultStore
+from vgpu.site import Site
 from vgpu.train.bench import Overrides, TrainingRun
 from vgpu.train.launch import TrainNode
 from vgpu.train.records import store_training_record
@@ -215,7 +216,7 @@ def test_training_bench_runs_stores_and_judges(tmp_path: Path,
     scenario = load_scenario(SCENARIOS / "train_multinode_4.yaml")
     with ResultStore.open(tmp_path / "r.db") as store:
         _store_series(store, "bm", "train_bm_4", BARE_METAL, "local")
-        outcome = run_training_bench(scenario, None, store, runs=3)
+        outcome = run_training_bench(scenario, Site(), store, runs=3)
         (series,) = outcome.series
         assert len(store.runs(series_id=series.series_id, status="ok")) == 3
     assert seen == [CPU_CHECK] * 3  # no GPU here: the functional check
@@ -226,7 +227,7 @@ def test_training_bench_runs_stores_and_judges(tmp_path: Path,
 def test_bench_of_a_training_scenario_resolves_it_once_and_runs_the_session(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    calls: list[tuple[Scenario, Path | None, int | None, bool]] = []
+    calls: list[tuple[Scenario, Site, int | None, bool]] = []
     resolved: list[str] = []
     resolve = vgpu.catalog.resolve
 
@@ -234,9 +235,9 @@ def test_bench_of_a_training_scenario_resolves_it_once_and_runs_the_session(
         resolved.append(ref)
         return resolve(ref)
 
-    def fake_bench(scenario: Scenario, inventory: Path | None, store: ResultStore, *,
+    def fake_bench(scenario: Scenario, site: Site, store: ResultStore, *,
                    runs: int | None, full_models: bool, **_: object) -> TrainingOutcome:
-        calls.append((scenario, inventory, runs, full_models))
+        calls.append((scenario, site, runs, full_models))
         return TrainingOutcome(scenario, [])
 
     monkeypatch.setattr(vgpu.catalog, "resolve", counting_resolve)
@@ -245,8 +246,9 @@ def test_bench_of_a_training_scenario_resolves_it_once_and_runs_the_session(
                               "--full-models", "--db", str(tmp_path / "r.db")])
     assert code == 0, out + err
     assert resolved == ["train_multinode_2"]
-    ((scenario, inventory, runs, full_models),) = calls
-    assert (scenario.id, inventory, runs, full_models) == ("train_multinode_2", None, 2, True)
+    ((scenario, site, runs, full_models),) = calls
+    assert (scenario.id, site.inventory_path, runs, full_models) == (
+        "train_multinode_2", None, 2, True)
 
 
 @pytest.mark.parametrize(

@@ -9,11 +9,10 @@ from pathlib import Path
 
 from rich.console import Console
 
-from vgpu import catalog
 from vgpu.bench import devices
 from vgpu.bench.local import cores_each, local_targets
 from vgpu.bench.progress import RichListener
-from vgpu.bench.remote import HostTargetHook, simulator_of
+from vgpu.bench.remote import HostTargetHook
 from vgpu.bench.runtime import RuntimeOptions, local_container, remote_container
 from vgpu.bench.session import BenchOutcome, Side, inference_workloads, run_bench, run_interleaved
 from vgpu.bench.summary import render
@@ -23,19 +22,19 @@ from vgpu.bench.twin import plan_twin
 from vgpu.bench.workload import BenchOverrides, effective_workload
 from vgpu.container.docker import DockerCli
 from vgpu.errors import RemoteError
-from vgpu.model.inventory import Inventory
-from vgpu.model.load import load_inventory
 from vgpu.model.scenario import Scenario
 from vgpu.remote.targets import ConnectOptions
 from vgpu.results.store import ResultStore
+from vgpu.site import Site
 
 
 @dataclass(frozen=True)
 class BenchRequest:
-    """What a benchmark job was asked, checked. ``host_target_hook`` and ``connect`` let
-    a caller reach the inventory's hosts some other way (the SSH lab of the tests)."""
+    """What a benchmark job was asked, checked, and the site it runs on (an empty Site:
+    this machine). ``host_target_hook`` and ``connect`` let a caller reach the inventory's
+    hosts some other way (the SSH lab of the tests)."""
 
-    inventory: Path | None
+    site: Site
     runs: int | None
     workloads: list[str] | None
     overrides: BenchOverrides
@@ -65,7 +64,7 @@ class Prepared:
 
 
 def prepare(sc: Scenario, request: BenchRequest, store: ResultStore) -> Prepared:
-    if request.inventory is not None:
+    if request.site.inventory is not None:
         return _inventory_targets(sc, request, store.logs_root / "ssh")
     found = devices.discover()
     gpu = any(d.kind != "cpu" and not d.simulated for d in found)
@@ -77,20 +76,20 @@ def prepare(sc: Scenario, request: BenchRequest, store: ResultStore) -> Prepared
 def _inventory_targets(sc: Scenario, request: BenchRequest, log_root: Path) -> Prepared:
     from vgpu.bench.remote import build_targets, scenario_placements
 
-    assert request.inventory is not None
-    path = catalog.resolve_inventory(request.inventory)
-    loaded = load_inventory(path)
+    site = request.site
+    assert site.inventory is not None
+    loaded = site.inventory
     if sc.platform == "bare-metal" and loaded.is_local:
         # This machine only: its devices come from NVML (or the GPU simulator), as without
         # an inventory, so MIG devices `vgpu apply` created are found by their owner.
         targets, notes = local_targets(sc, devices.discover(), log_root)
         return Prepared(sc, targets, notes, loaded.docker_cli())
-    placements = scenario_placements(sc, loaded, path)
+    placements = scenario_placements(sc, site)
     targets, notes = build_targets(placements, log_root, request.connect,
                                    request.host_target_hook, allow_cpu=request.allow_cpu,
                                    container=remote_container(sc, loaded, request.runtime),
                                    max_clock_offset_ms=request.overrides.max_clock_offset_ms)
-    if simulator_of(path) is not None:
+    if site.lab is not None:
         notes.append(split_this_machine(targets))
     return Prepared(sc, targets, notes, loaded.docker_cli())
 
@@ -148,11 +147,10 @@ def bench_with_twin(sc: Scenario, request: BenchRequest, store: ResultStore, *,
                     twin: TwinChoice, out: Console, quiet: bool = False) -> BenchOutcome:
     """The scenario's bare-metal twin first when needed (on the same targets and
     settings), then the scenario, judged against it."""
-    loaded = None if request.inventory is None else _load(request.inventory)
     prepared = prepare(sc, request, store)
     try:
         plan = plan_twin(sc, stored_keys(prepared, request), store, force=twin.force,
-                         skip=twin.skip, inventory=loaded)
+                         skip=twin.skip, inventory=request.site.inventory)
         if plan.note:
             out.print(plan.note)
         if plan.scenario is None:
@@ -202,10 +200,6 @@ def _interleaved(twin: Scenario, workloads: list[str], prepared: Prepared,
         more = run_prepared(prepared, replace(request, workloads=rest), store)
         outcome.workloads += more.workloads
     return outcome
-
-
-def _load(inventory: Path) -> Inventory:
-    return load_inventory(catalog.resolve_inventory(inventory))
 
 
 def _run_twin(base: Scenario, request: BenchRequest, store: ResultStore, out: Console,

@@ -32,6 +32,7 @@ from vgpu.remote.transport import Transport
 from vgpu.results.records import CPU_DEVICE_NOTE, Platform, TargetKind
 
 if TYPE_CHECKING:
+    from vgpu.site import Site
     from vgpu.vsphere.facts import HostFacts
 
 HARNESS_PYTHON = f"{HARNESS_DIR}/venv/bin/python"  # relative to the login home
@@ -77,8 +78,10 @@ def _whole_gpu_index(vm: PlannedVM) -> int | None:
     return whole[0].gpu_index if whole else None
 
 
-def vsphere_placements(scenario: Scenario, inventory: Inventory,
-                       inventory_path: Path) -> list[Placement]:
+def vsphere_placements(scenario: Scenario, inventory: Inventory, inventory_path: Path, *,
+                       simulated: str | None = None) -> list[Placement]:
+    """The scenario's VMs as vCenter reports them; ``simulated`` says what of their platform
+    is a simulator (recorded with each result)."""
     from vgpu.vsphere.connection import connect
     from vgpu.vsphere.facts import read_host_drivers
     from vgpu.vsphere.from_inventory import target_from_inventory
@@ -107,7 +110,6 @@ def vsphere_placements(scenario: Scenario, inventory: Inventory,
     jobs = {job.target.name: job.target for job in jobs_from_plan(
         plan, scenario, inventory, inventory_dir=inventory_path.parent)}
     placements = []
-    simulated = simulator_of(inventory_path)
     for vm in plan.vms:
         actual = found[vm.name]
         facts = hosts.get(actual.host or "")
@@ -127,26 +129,13 @@ def vsphere_placements(scenario: Scenario, inventory: Inventory,
     return placements
 
 
-def simulator_of(inventory_path: Path) -> str | None:
-    """What is simulated where the inventory is `vgpu sim up`'s lab (None elsewhere)."""
-    from vgpu.sim import follow
-
-    if follow.lab_of(inventory_path) is None:
-        return None
-    return ("vgpu sim lab: vCenter simulator, simulated GPU and NVIDIA guest tooling, "
-            "harness on the CPU")
-
-
 def _driver_text(facts: HostFacts | None) -> str | None:
     driver = facts.host_driver if facts else None
     return f"{driver.name} {driver.version}" if driver else None
 
 
-def bare_metal_placements(scenario: Scenario, inventory: Inventory,
-                          inventory_path: Path) -> list[Placement]:
-    from vgpu.plan import build_plan
-
-    plan = build_plan(scenario, inventory, inventory_name=str(inventory_path))
+def bare_metal_placements(scenario: Scenario, inventory: Inventory, inventory_path: Path,
+                          plan: Plan) -> list[Placement]:
     jobs = {job.target.name: job.target for job in jobs_from_plan(
         plan, scenario, inventory, inventory_dir=inventory_path.parent)}
     local = {h.name for h in inventory.bare_metal if h.is_local}
@@ -160,13 +149,15 @@ def bare_metal_placements(scenario: Scenario, inventory: Inventory,
     ]
 
 
-def scenario_placements(scenario: Scenario, inventory: Inventory,
-                        inventory_path: Path) -> list[Placement]:
-    """Where the scenario's instances run on an inventory: its VMs as vCenter reports
-    them, or its bare-metal hosts. Bench and training both start from here."""
+def scenario_placements(scenario: Scenario, site: Site) -> list[Placement]:
+    """Where the scenario's instances run on the site's inventory: its VMs as vCenter
+    reports them, or its bare-metal hosts. Bench and training both start from here."""
+    inventory, path = site.require(f"scenario {scenario.id} runs on an inventory's hosts",
+                                   fix="pass --inventory FILE")
     if scenario.platform == "vsphere":
-        return vsphere_placements(scenario, inventory, inventory_path)
-    return bare_metal_placements(scenario, inventory, inventory_path)
+        return vsphere_placements(scenario, inventory, path, simulated=(
+            site.lab.description if site.lab is not None else None))
+    return bare_metal_placements(scenario, inventory, path, site.plan(scenario))
 
 
 def build_targets(

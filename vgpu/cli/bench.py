@@ -4,16 +4,13 @@ baseline; where it runs (an inventory's hosts, a simulator lab's guests, this ma
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 
-from vgpu import catalog
 from vgpu.bench.job import BenchRequest, TwinChoice, bench_with_twin
-from vgpu.bench.runtime import Runtime
 from vgpu.bench.summary import as_json, render
 from vgpu.bench.twin import baseline_scenario
 from vgpu.bench.workload import DEFAULT_MAX_CLOCK_OFFSET_MS, BenchOverrides
@@ -45,10 +42,12 @@ from vgpu.cli.options import (
 from vgpu.cli.root import app, err_console
 from vgpu.cli.train_view import train_and_report
 from vgpu.errors import InputError, RemoteError, VerdictFailed
-from vgpu.model.load import load_inventory
 from vgpu.model.scenario import InferenceWorkload, Scenario
 from vgpu.results.report import build_report, write_report
 from vgpu.results.store import DEFAULT_DB, ResultStore
+
+if TYPE_CHECKING:
+    from vgpu.site import SimulatedLab, Site
 
 BenchInventoryOpt = Annotated[Path | None, inventory_option(
     "run on the scenario's VMs / bare-metal hosts of this inventory; none found: this machine",
@@ -100,7 +99,6 @@ InjectSlowdownOpt = Annotated[float | None, typer.Option(
     "check what the verdict finds; stored under its own workload key, never a measurement")]
 @app.command()
 def bench(
-    ctx: typer.Context,
     file: ScenarioFile = None,
     scenario: ScenarioRef = None,
     inventory: BenchInventoryOpt = None,
@@ -134,11 +132,11 @@ def bench(
     With no stored run of the baseline scenario (the bare-metal twin, e.g. bm6 for 6),
     that runs first on the same targets, unless --no-baseline."""
     sc = scenario_from_args(file, scenario)
-    named_inventory = inventory
-    inventory = _where_it_runs(sc, inventory, _found_not_named(ctx))
-    if inventory is None and named_inventory is not None and runtime is None:
+    site = common.site_of(inventory)  # the inventory's input errors before any run
+    runs_on = _where_it_runs(sc, site)
+    if runs_on.inventory is None and site.lab is not None and runtime is None:
         runtime, image, base_image, docker_host = _simulator_lab_reference(
-            named_inventory, image, base_image, docker_host)
+            site.lab, image, base_image, docker_host)
     check_counts(runs, duration)
     check_positive(max_clock_offset_ms, "--max-clock-offset-ms")
     if inject_slowdown is not None and not 0 < inject_slowdown < 90:
@@ -149,15 +147,15 @@ def bench(
         raise InputError.single("command line", "--with-baseline/--no-baseline",
                                 "the two contradict each other", fix="give one of them")
     if not any(isinstance(w, InferenceWorkload) for w in sc.workloads):
-        _bench_training(sc, runs, inventory, full_models, db,
+        _bench_training(sc, runs, runs_on, full_models, db,
                         with_baseline or bool(workload) or duration is not None
                         or mlperf_rules)
         return
     check_workloads(sc, workload)
     deploys = check_triton(sc, workload, triton_url, triton_image)
-    if inventory is not None and runtime is None and _on_simulator_guests(inventory):
-        runtime, allow_cpu = _simulator_runtime(inventory), True
-    request = BenchRequest(inventory, runs, workload,
+    if runs_on.lab is not None and runtime is None:
+        runtime, allow_cpu = runs_on.lab.guest_runtime(), True
+    request = BenchRequest(runs_on, runs, workload,
                            BenchOverrides(duration_s=duration, full_models=full_models,
                                           triton_url=triton_url, mlperf_rules=mlperf_rules,
                                           min_valid=min_valid,
@@ -167,13 +165,12 @@ def bench(
                                           budget_s=budget_s(budget),
                                           slowdown=(inject_slowdown or 0.0) / 100.0),
                            allow_cpu, runtime_options(runtime, image, base_image, docker_host,
-                                                       inventory is not None, deploys),
+                                                       runs_on.inventory is not None,
+                                                       deploys),
                            triton_image)
     names_twin = sc.baseline is not None and sc.baseline.scenario is not None
     if with_baseline or (names_twin and not no_baseline):
         baseline_scenario(sc)  # a missing or broken twin is an input error before any run
-    if inventory is not None:
-        load_inventory(catalog.resolve_inventory(inventory))  # input errors before any run
     out = Console(stderr=True) if as_json_flag else common.console
     report_path = None if no_report else report
     with ResultStore.open(db) as store:
@@ -191,84 +188,61 @@ def bench(
         raise VerdictFailed("verdict FAIL against the baseline")
 
 
-def _found_not_named(ctx: typer.Context) -> bool:
-    """The inventory was found by the defaults (./vgpu-inventory.yaml, the user's default),
-    not named with --inventory or $VGPU_INVENTORY."""
-    source = ctx.get_parameter_source("inventory")
-    return ((source is None or source.name == "DEFAULT")
-            and not os.environ.get(catalog.INVENTORY_ENV, "").strip())
-
-
-def _where_it_runs(sc: Scenario, inventory: Path | None, found: bool) -> Path | None:
-    """The inventory the run uses, said on the line after the inventory's: a found (not
-    named) inventory never sends a scenario to hosts it does not describe. A simulator
-    lab's scenario runs on its guests when `vgpu apply` made them, else here; a bare-metal
-    scenario runs here unless the inventory lists bare-metal hosts."""
-    from vgpu.sim import follow
+def _where_it_runs(sc: Scenario, site: Site) -> Site:
+    """The site the run uses (an empty one: this machine), said on the line after the
+    inventory's: a found (not named) inventory never sends a scenario to hosts it does not
+    describe. A simulator lab's scenario runs on its guests when `vgpu apply` made them,
+    else here; a bare-metal scenario runs here unless the inventory lists bare-metal
+    hosts."""
+    from vgpu.site import Site
 
     say = err_console.print
-    if inventory is None:
-        return None
-    path = catalog.resolve_inventory(inventory)
-    inv = load_inventory(path)
+    if site.inventory is None or site.inventory_path is None:
+        return site
+    path = site.inventory_path
     shown = str(path) if path.is_absolute() or str(path).startswith(".") else f"./{path}"
     if sc.platform == "bare-metal":
-        if found and not inv.bare_metal:
+        if site.found_by_default and not site.inventory.bare_metal:
             say(f"running on this machine: scenario {sc.id} is bare metal and {shown} lists "
                 "no bare-metal hosts (pass --inventory to run on other hosts)",
                 markup=False, highlight=False)
-            return None
-        return inventory
-    guests = follow.scenario_guests(sc, inv, path)
-    if guests is None:
-        return inventory
+            return Site()
+        return site
+    if site.lab is None:
+        return site
+    guests = site.lab.scenario_guests(site.plan(sc))
     if guests:
-        how = ("in its own container" if follow.guest_runtime(path) == "container"
+        how = ("in its own container" if site.lab.guest_runtime() == "container"
                else "in its venv")
         say(f"running on the simulator lab's VMs: {', '.join(g.vm for g in guests)} "
             f"(simulated guests: each harness instance {how} on the CPU, a functional check)",
             markup=False, highlight=False)
-        return inventory
-    if found:
+        return site
+    if site.found_by_default:
         say(f"running on this machine: the simulator lab in {shown} has no VMs of scenario "
             f"{sc.id} (`vgpu apply --scenario {sc.id} --yes` makes them)",
             markup=False, highlight=False)
-        return None
-    return inventory
+        return Site()
+    return site
 
 
-def _on_simulator_guests(inventory: Path) -> bool:
-    from vgpu.sim import follow
-
-    return follow.lab_of(catalog.resolve_inventory(inventory)) is not None
-
-
-def _simulator_lab_reference(inventory: Path, image: str | None, base_image: str,
+def _simulator_lab_reference(lab: SimulatedLab, image: str | None, base_image: str,
                              docker_host: str | None,
                              ) -> tuple[str | None, str | None, str, str | None]:
     """A run on this machine next to a simulator lab with a Docker daemon (its bare-metal
     reference) uses the guests' harness image in that daemon, so both sides run the same
     harness, ONNX Runtime and container runtime; else it runs as asked."""
     from vgpu.container.images import default_tag
-    from vgpu.sim import dockerd, follow
 
-    path = catalog.resolve_inventory(inventory)
-    daemon = follow.lab_daemon(path) if path.exists() else None
-    if daemon is None or docker_host is not None or image is not None:
+    if lab.docker_host is None or docker_host is not None or image is not None:
         return None, image, base_image, docker_host
     err_console.print("on this machine in containers of the simulator lab's harness image "
                       "(its Docker daemon), as on the lab's guests", markup=False,
                       highlight=False)
-    return "container", default_tag(), dockerd.BASE_TAG, daemon.host
+    return "container", default_tag(), lab.base_image, lab.docker_host
 
 
-def _simulator_runtime(inventory: Path) -> Runtime:
-    from vgpu.sim import follow
-
-    return follow.guest_runtime(catalog.resolve_inventory(inventory))
-
-
-def _bench_training(sc: Scenario, runs: int | None, inventory: Path | None,
+def _bench_training(sc: Scenario, runs: int | None, site: Site,
                     full_models: bool, db: Path, inference_only_options: bool) -> None:
     """A training scenario (e.g. train_multinode_4): torchrun on every node."""
     if inference_only_options:
@@ -276,7 +250,7 @@ def _bench_training(sc: Scenario, runs: int | None, inventory: Path | None,
                                 "--with-baseline/--workload/--duration/--mlperf-rules",
                                 f"scenario {sc.id} has only training workloads; these "
                                 "options apply to inference", fix="leave them out")
-    train_and_report(sc, inventory, runs, full_models, db)
+    train_and_report(sc, site, runs, full_models, db)
 
 
 def _text(path: Path | None) -> str | None:

@@ -9,7 +9,6 @@ from typing import Annotated
 
 import typer
 
-from vgpu import catalog
 from vgpu.bench.job import BenchRequest, run_scenario
 from vgpu.bench.runtime import RuntimeOptions
 from vgpu.bench.workload import BenchOverrides
@@ -18,7 +17,6 @@ from vgpu.cli.common import scenario_from_args
 from vgpu.cli.options import DbOpt, RunsOpt, ScenarioFile, ScenarioRef, inventory_option
 from vgpu.cli.root import app
 from vgpu.errors import InputError, RemoteError
-from vgpu.model.load import load_inventory
 from vgpu.model.scenario import InferenceWorkload, Scenario
 from vgpu.results.noise import NoiseLevels
 from vgpu.results.noise_store import calibrate_series, class_key
@@ -69,9 +67,8 @@ def calibrate_noise(
     else:
         sc = scenario_from_args(file, scenario)
         chosen = _chosen_workload(sc, workload)
-        if inventory is not None:  # input errors before anything runs or is created
-            load_inventory(catalog.resolve_inventory(inventory))
-        request = BenchRequest(inventory, runs, [chosen], BenchOverrides(duration_s=duration),
+        site = common.site_of(inventory)  # input errors before anything runs or is created
+        request = BenchRequest(site, runs, [chosen], BenchOverrides(duration_s=duration),
                                allow_cpu=False, runtime=RuntimeOptions())
         with ResultStore.open(db) as store:
             members = _run_series(sc, request, store, series, gap)

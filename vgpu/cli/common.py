@@ -1,17 +1,22 @@
-"""Argument handling shared by commands: a scenario given as FILE or --scenario ID, an
-optional inventory, and one console for output."""
+"""Argument handling shared by commands: a scenario given as FILE or --scenario ID, the
+command's Site (its inventory, found, loaded and checked once), and one console for
+output."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
 from vgpu import catalog
+from vgpu.cli.options import COMMAND_INVENTORY
 from vgpu.errors import InputError
-from vgpu.model.inventory import Inventory
-from vgpu.model.load import load_inventory, load_scenario
+from vgpu.model.load import load_scenario
 from vgpu.model.scenario import Scenario
+
+if TYPE_CHECKING:
+    from vgpu.site import Site
 
 
 def _make_console() -> Console:
@@ -36,7 +41,16 @@ def scenario_from_args(file: Path | None, scenario_ref: str | None) -> Scenario:
                             fix="pass a scenario file or --scenario ID (see `vgpu scenarios`)")
 
 
-def inventory_from_args(path: Path | None) -> Inventory | None:
-    if path is None:
-        return None
-    return load_inventory(catalog.resolve_inventory(path))
+def site_of(inventory: Path | None) -> Site:
+    """The command's Site for the inventory its --inventory option found (None: this
+    machine alone): made the first time the command asks, then the same object for the
+    rest of the command, so the inventory is found, loaded and checked once."""
+    from vgpu.site import open_site
+
+    command = COMMAND_INVENTORY
+    if command.site is not None and command.site.inventory_path == inventory:
+        return command.site
+    choice = command.choice
+    how = choice.how if choice is not None and choice.path == inventory else "--inventory"
+    command.site = open_site(inventory, how)
+    return command.site

@@ -9,13 +9,12 @@ import typer
 from rich.table import Table
 
 from vgpu import __version__, catalog
-from vgpu.cli.common import console, inventory_from_args, scenario_from_args
+from vgpu.cli.common import console, scenario_from_args, site_of
 from vgpu.cli.options import InventoryOpt, ScenarioFile, ScenarioRef
 from vgpu.cli.plan_view import render_plan
 from vgpu.cli.root import app
 from vgpu.model.inventory import Inventory
 from vgpu.model.scenario import Scenario
-from vgpu.plan import build_plan
 from vgpu.vsphere.ats import nic_firmware_todos
 
 
@@ -59,8 +58,8 @@ def plan(
     """Expand a scenario into the concrete plan: VMs, GPU/MIG placement, VM settings,
     guest steps and bench matrix. Pure: touches no network."""
     sc = scenario_from_args(file, scenario)
-    inv = inventory_from_args(inventory)
-    result = build_plan(sc, inv, inventory_name=str(inventory) if inventory else None)
+    site = site_of(inventory)
+    inv, result = site.inventory, site.plan(sc)
     if as_json:
         typer.echo(result.model_dump_json(indent=2))
         return

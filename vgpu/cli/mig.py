@@ -14,7 +14,7 @@ from rich.table import Table
 
 from vgpu import mig, migparted
 from vgpu.baremetal import apply_layouts_here, result_lines
-from vgpu.cli.common import console, inventory_from_args, scenario_from_args
+from vgpu.cli.common import console, scenario_from_args, site_of
 from vgpu.cli.options import JsonOpt, ScenarioFile, ScenarioRef, inventory_option
 from vgpu.cli.root import app
 from vgpu.errors import InputError
@@ -120,8 +120,7 @@ def apply(
     """Create a bare-metal scenario's MIG layout on this machine and verify it."""
     sc = scenario_from_args(file, scenario)
     source = sc.source or f"scenario {sc.id}"
-    inv = inventory_from_args(inventory)
-    plan = build_plan(sc, inv, inventory_name=str(inventory) if inventory else None)
+    plan = site_of(inventory).plan(sc)
     specs = layouts_from_plan(plan, gpu, host=host)
     for note in plan.notes:
         if not note.startswith("no inventory"):  # bare metal here needs none

@@ -4,8 +4,9 @@ harness runs (container image or host venv)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -15,6 +16,9 @@ from vgpu.container.images import DEFAULT_BASE_IMAGE
 from vgpu.errors import InputError
 from vgpu.results.store import DB_ENV
 
+if TYPE_CHECKING:
+    from vgpu.site import Site
+
 DEFAULT_REPORT = Path("vgpu-report.html")
 ScenarioFile = Annotated[Path | None, typer.Argument(help="scenario YAML file",
                                                      show_default=False)]
@@ -22,6 +26,19 @@ ScenarioRef = Annotated[str | None, typer.Option(
     "--scenario", "-s", help="catalogue scenario id, e.g. 6 (see `vgpu scenarios`)")]
 _INVENTORY_DEFAULTS = (f"default: ${catalog.INVENTORY_ENV}, then ./{catalog.LOCAL_INVENTORY}, "
                        "then ~/.config/vgpu/inventory.yaml")
+
+
+@dataclass
+class CommandInventory:
+    """The running command's inventory as its --inventory option found it, and the Site
+    made of it (vgpu.cli.common.site_of). The option's callback, which runs as each command
+    starts, resets it, so a Site lives for one command."""
+
+    choice: catalog.InventoryChoice | None = None
+    site: Site | None = None
+
+
+COMMAND_INVENTORY = CommandInventory()
 
 
 def inventory_option(help_text: str = "inventory YAML (or the name of one in inventory/)",
@@ -35,6 +52,7 @@ def inventory_option(help_text: str = "inventory YAML (or the name of one in inv
         if ctx.resilient_parsing:  # shell completion: parse only, say nothing
             return value
         choice = catalog.find_inventory(value)
+        COMMAND_INVENTORY.choice, COMMAND_INVENTORY.site = choice, None
         if choice is not None:
             err_console.print(choice.describe(), markup=False, highlight=False)
             return choice.path

@@ -9,15 +9,12 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from vgpu import catalog
-from vgpu.cli.common import console, scenario_from_args
+from vgpu.cli.common import console, scenario_from_args, site_of
 from vgpu.cli.options import InventoryOpt, ScenarioFile, ScenarioRef
 from vgpu.cli.root import app
 from vgpu.errors import InputError, RemoteError
 from vgpu.model.inventory import Inventory
-from vgpu.model.load import load_inventory
 from vgpu.model.scenario import Scenario
-from vgpu.plan import build_plan
 from vgpu.remote.redact import RedactingFilter, Redactor
 from vgpu.remote.targets import ConnectOptions
 from vgpu.runpaths import new_run_dir
@@ -26,18 +23,16 @@ if TYPE_CHECKING:  # paramiko behind these: loaded when provisioning runs
     from vgpu.provision.adapter import HarnessOptions
     from vgpu.provision.fanout import Job
     from vgpu.provision.report import RunReport
+    from vgpu.site import Site
 
 DEFAULT_LOG_DIR = Path("vgpu-results/logs/provision")
 DEFAULT_STATE_DIR = Path("~/.vgpu/state")
 
 
-def _inventory_path(path: Path | None) -> Path:
-    if path is None:
-        raise InputError.single("command line", "--inventory",
-                                "provisioning needs an inventory (SSH user, key, known_hosts, "
-                                "driver and licence files)",
-                                fix="pass --inventory FILE (see inventory/lab.example.yaml)")
-    return catalog.resolve_inventory(path)
+def _needed(site: Site) -> tuple[Inventory, Path]:
+    return site.require("provisioning needs an inventory (SSH user, key, known_hosts, "
+                        "driver and licence files)",
+                        fix="pass --inventory FILE (see inventory/lab.example.yaml)")
 
 
 def run_provision(jobs: list[Job], *, scenario_id: str, options: ConnectOptions,
@@ -103,7 +98,7 @@ def provision(
 
     sc = scenario_from_args(file, scenario)
     provision_scenario(
-        sc, _inventory_path(inventory), hosts=host, dry_run=dry_run,
+        sc, site_of(inventory), hosts=host, dry_run=dry_run,
         accept_new_host_keys=accept_new_host_keys, concurrency=concurrency, log_dir=log_dir,
         state_dir=state_dir, retries=retries,
         harness=HarnessOptions(install_requirements=harness_deps, python=harness_python,
@@ -111,7 +106,7 @@ def provision(
 
 
 def provision_jobs(
-    sc: Scenario, inventory_path: Path, *, hosts: list[str] | None = None,
+    sc: Scenario, site: Site, *, hosts: list[str] | None = None,
     harness: HarnessOptions | None = None,
 ) -> tuple[list[Job], list[Job], Inventory]:
     """The jobs to run (the selected hosts) and every job of the scenario, checked locally:
@@ -119,8 +114,8 @@ def provision_jobs(
     from vgpu.provision.adapter import HarnessOptions, jobs_from_plan, missing_addresses
     from vgpu.provision.fanout import preflight
 
-    inv = load_inventory(inventory_path)
-    plan = build_plan(sc, inv, inventory_name=str(inventory_path))
+    inv, inventory_path = _needed(site)
+    plan = site.plan(sc)
     missing = missing_addresses(plan)
     if missing:
         raise InputError.single(str(inventory_path), "network",
@@ -140,15 +135,16 @@ def provision_jobs(
 
 
 def provision_scenario(
-    sc: Scenario, inventory_path: Path, *, hosts: list[str] | None = None,
+    sc: Scenario, site: Site, *, hosts: list[str] | None = None,
     dry_run: bool = False, accept_new_host_keys: bool = False, concurrency: int = 16,
     log_dir: Path = DEFAULT_LOG_DIR, state_dir: Path = DEFAULT_STATE_DIR, retries: int = 3,
     harness: HarnessOptions | None = None,
 ) -> RunReport:
-    """Plan the scenario on the inventory and provision its guests (also run by
+    """Plan the scenario on the site's inventory and provision its guests (also run by
     `vgpu apply` once the VMs are up)."""
-    sc, harness = _on_simulator_guests(sc, inventory_path, harness)
-    jobs, all_jobs, inv = provision_jobs(sc, inventory_path, hosts=hosts, harness=harness)
+    _, inventory_path = _needed(site)
+    sc, harness = _on_simulator_guests(sc, site, harness)
+    jobs, all_jobs, inv = provision_jobs(sc, site, hosts=hosts, harness=harness)
     options = ConnectOptions(connect_timeout=inv.ssh.connect_timeout_s,
                              command_timeout=inv.ssh.command_timeout_s, retries=retries,
                              accept_new_host_keys=accept_new_host_keys)
@@ -157,23 +153,23 @@ def provision_scenario(
                          all_jobs=all_jobs, source=str(inventory_path))
 
 
-def _on_simulator_guests(sc: Scenario, inventory_path: Path, harness: HarnessOptions | None,
+def _on_simulator_guests(sc: Scenario, site: Site, harness: HarnessOptions | None,
                          ) -> tuple[Scenario, HarnessOptions | None]:
     """On `vgpu sim up`'s guests the harness image is built FROM the lab's base with ONNX
     Runtime's CPU build (a lab with a real Docker daemon), else the harness is a venv with
     this machine's packages."""
     from vgpu.provision.adapter import HarnessOptions
-    from vgpu.sim import follow
 
-    if follow.lab_of(inventory_path) is None:
+    lab = site.lab
+    if lab is None:
         return sc, harness
     options = harness or HarnessOptions()
-    adapted = follow.on_guests(sc, inventory_path)
+    adapted = lab.on_guests(sc)
     if adapted.guest.effective_runtime != sc.guest.effective_runtime or \
             adapted.guest.effective_runtime == "container":
-        console.print(f"note: {follow.runtime_note(inventory_path)}", highlight=False)
+        console.print(f"note: {lab.runtime_note()}", highlight=False)
     if adapted.guest.effective_runtime == "container":
         return adapted, dataclasses.replace(options, gpu_image=False)
     return adapted, HarnessOptions(
         install_requirements=False, python=options.python,
-        extra_site_dirs=(*options.extra_site_dirs, *follow.harness_site_dirs()))
+        extra_site_dirs=(*options.extra_site_dirs, *lab.harness_site_dirs()))

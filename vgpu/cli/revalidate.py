@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -17,7 +17,6 @@ from vgpu.cli import common
 from vgpu.cli.options import DbOpt, InventoryReq, JsonOpt, RunsOpt
 from vgpu.cli.root import app
 from vgpu.errors import InputError
-from vgpu.model.load import load_inventory
 from vgpu.model.scenario import Scenario
 from vgpu.model.yamlsource import load_yaml
 from vgpu.results.calibration import parse_references
@@ -32,7 +31,9 @@ from vgpu.revalidate.flow import (
     revalidate,
 )
 from vgpu.revalidate.render import as_json, render_outcome
-from vgpu.sim import follow
+
+if TYPE_CHECKING:
+    from vgpu.site import Site
 
 DEFAULT_FACTS = Path("vgpu-results/preflight")
 DEFAULT_STATE = Path("vgpu-results/revalidate")
@@ -84,28 +85,28 @@ def revalidate_command(
     (with the bare-metal twin) -> verdicts against bare metal and the pre-upgrade
     baseline. Exit 0 PASS (or INCONCLUSIVE), 3 FAIL, 1 a scenario could not run."""
     assert inventory is not None  # InventoryReq finds one or stops with exit 2
-    path = catalog.resolve_inventory(inventory)
-    loaded = load_inventory(path)
+    site = common.site_of(inventory)
+    loaded, path = site.require("revalidation needs an inventory", fix="pass --inventory")
     scenarios = _scenarios(scenario, db, baseline)  # input errors before anything runs
     if references is not None:
         parse_references(load_yaml(references).data, str(references))
     out = Console(stderr=True) if as_json_flag else common.console
-    on_guests = follow.lab_of(path) is not None
-    if on_guests:
-        out.print(f"note: {follow.runtime_note(path)}; the guests have no GPU, so each run is "
+    lab = site.lab
+    if lab is not None:
+        out.print(f"note: {lab.runtime_note()}; the guests have no GPU, so each run is "
                   "a functional check on the CPU", highlight=False)
     with ResultStore.open(db) as store:
         _say_baseline(store, baseline, capture_baseline, out)
         request = RevalidateRequest(
             inventory=loaded, inventory_path=path, scenarios=scenarios,
-            bench=BenchRequest(path, runs, workload, BenchOverrides(duration_s=duration),
-                               allow_cpu or on_guests,
-                               RuntimeOptions(runtime=follow.guest_runtime(path)
-                                              if on_guests else None)),
+            bench=BenchRequest(site, runs, workload, BenchOverrides(duration_s=duration),
+                               allow_cpu or lab is not None,
+                               RuntimeOptions(runtime=lab.guest_runtime()
+                                              if lab is not None else None)),
             facts_dir=facts_dir, state_dir=state_dir, baseline=baseline,
             capture_baseline=capture_baseline, resume=resume, references=references)
         outcome = revalidate(request, store, out,
-                             converge=_converger(path, yes, out) if converge
+                             converge=_converger(site, yes, out) if converge
                              else _leave_as_is)
         if report is not None and not no_report:
             write_report(build_report(store, outcome.comparisons,
@@ -144,7 +145,7 @@ def _leave_as_is(scenario: Scenario) -> None:
     """--no-converge: the lab is benched as it is."""
 
 
-def _converger(inventory_path: Path, yes: bool, console: Console) -> Converge:
+def _converger(site: Site, yes: bool, console: Console) -> Converge:
     """`vgpu apply` (only what differs from the plan changes in vCenter) then `vgpu
     provision` (each guest step checks before it changes anything). Bare-metal scenarios
     are left as they are: their MIG layout is made once per host with `vgpu apply`, which
@@ -157,13 +158,16 @@ def _converger(inventory_path: Path, yes: bool, console: Console) -> Converge:
 
         if sc.platform != "vsphere":
             return
-        commands.apply(sc, load_inventory(inventory_path), inventory_path, dry_run=False,
+        inventory, inventory_path = site.require("converging needs an inventory",
+                                                 fix="pass --inventory")
+        commands.apply(sc, inventory, inventory_path, dry_run=False,
                        confirm=commands.terminal_confirm(yes),
                        concurrency=DEFAULT_CONCURRENCY, ip_timeout_s=DEFAULT_IP_TIMEOUT_S,
                        console=console)
-        for guest in follow.start_for_apply(sc, load_inventory(inventory_path), inventory_path):
-            console.print(f"simulator guest {guest.vm} at {guest.address} ({guest.hardware}, "
-                          "simulated)", highlight=False)
-        provision_scenario(sc, inventory_path)
+        if site.lab is not None:
+            for guest in site.lab.start_for_apply(site.plan(sc)):
+                console.print(f"simulator guest {guest.vm} at {guest.address} "
+                              f"({guest.hardware}, simulated)", highlight=False)
+        provision_scenario(sc, site)
 
     return converge

@@ -13,7 +13,7 @@ import typer
 from rich.table import Table
 
 from loadgen.contract import AllreduceRunSpec
-from vgpu.cli.common import console, scenario_from_args
+from vgpu.cli.common import console, scenario_from_args, site_of
 from vgpu.cli.options import DbOpt, JsonOpt, ScenarioFile, ScenarioRef, inventory_option
 from vgpu.cli.root import app
 from vgpu.cli.train_view import train_and_report
@@ -50,7 +50,7 @@ def run_command(
     if runs is not None and runs < 1:
         raise InputError.single("command line", "--runs", f"must be >= 1, got {runs}",
                                 fix="give --runs 1 or more")
-    train_and_report(sc, inventory, runs, full_models, db)
+    train_and_report(sc, site_of(inventory), runs, full_models, db)
 
 
 @train_app.command("scaling")
@@ -106,7 +106,7 @@ def probe_command(
         link = "this machine"
     else:
         sc = scenario_from_args(file, scenario)
-        runs = probe_and_store(sc, inventory, db, settings, repeats)
+        runs = probe_and_store(sc, site_of(inventory), db, settings, repeats)
         link = runs[0].link
     if as_json:
         typer.echo(json.dumps([run.record for run in runs] if len(runs) > 1

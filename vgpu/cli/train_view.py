@@ -13,6 +13,7 @@ from vgpu.cli.common import console
 from vgpu.errors import RemoteError, VerdictFailed
 from vgpu.model.scenario import Scenario
 from vgpu.results.store import ResultStore
+from vgpu.site import Site
 from vgpu.train.bench import TrainingRun
 from vgpu.train.session import TrainingOutcome, WorkloadSeries, run_training_bench
 
@@ -97,10 +98,10 @@ def _note(text: str) -> None:
     console.print(f"note: {text}")
 
 
-def train_and_report(scenario: Scenario, inventory: Path | None, runs: int | None,
+def train_and_report(scenario: Scenario, site: Site, runs: int | None,
                      full_models: bool, db: Path) -> None:
     with ResultStore.open(db) as store:
-        outcome = run_training_bench(scenario, inventory, store, runs=runs,
+        outcome = run_training_bench(scenario, site, store, runs=runs,
                                      full_models=full_models, on_note=_note)
     render_training(outcome, db)
     exit_for_training(outcome)

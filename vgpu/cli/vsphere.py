@@ -5,11 +5,10 @@ loading pyVmomi."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from vgpu import catalog
 from vgpu.cli import common
 from vgpu.cli.common import scenario_from_args
 from vgpu.cli.options import InventoryReq, ScenarioFile, ScenarioRef, inventory_option
@@ -17,10 +16,11 @@ from vgpu.cli.plan_view import print_warnings
 from vgpu.cli.root import app
 from vgpu.errors import InputError, Problem
 from vgpu.model.inventory import Inventory
-from vgpu.model.load import load_inventory
 from vgpu.model.scenario import Scenario
-from vgpu.plan import build_plan
 from vgpu.vsphere.limits import DEFAULT_CONCURRENCY, DEFAULT_IP_TIMEOUT_S
+
+if TYPE_CHECKING:
+    from vgpu.site import Site
 
 InventoryOpt = Annotated[Path | None, inventory_option(
     "inventory YAML (or name in inventory/); a bare-metal scenario without one is applied on "
@@ -31,8 +31,8 @@ ConcurrencyOpt = Annotated[int, typer.Option("--concurrency", "--parallel", min=
 
 def _inventory(path: Path | None) -> tuple[Inventory, Path]:
     assert path is not None, "InventoryReq resolves or refuses"
-    path = catalog.resolve_inventory(path)
-    return load_inventory(path), path
+    return common.site_of(path).require("this command needs an inventory",
+                                        fix="pass --inventory FILE")
 
 
 def _vsphere_scenario(file: Path | None, scenario: str | None) -> Scenario:
@@ -97,8 +97,9 @@ def apply(
     from vgpu.vsphere import commands
 
     sc = scenario_from_args(file, scenario)
+    site = common.site_of(inventory)
     if sc.platform == "bare-metal":
-        _apply_bare_metal(sc, inventory, enable_mig, dry_run, accept_new_host_keys)
+        _apply_bare_metal(sc, site, enable_mig, dry_run, accept_new_host_keys)
         return
     if inventory is None:
         raise InputError.single("command line", "--inventory",
@@ -107,40 +108,38 @@ def apply(
     inv, inv_path = _inventory(inventory)
     # Everything the whole command needs is checked before vCenter is reached: the layout
     # on empty GPUs (vCenter can only make it tighter) and provisioning's local inputs.
-    print_warnings(build_plan(sc, inv, inventory_name=str(inv_path)), common.console)
+    print_warnings(site.plan(sc), common.console)
     if provision:
-        _check_provision_inputs(sc, inv_path, dry_run)
+        _check_provision_inputs(sc, site, dry_run)
     commands.apply(sc, inv, inv_path, dry_run=dry_run, confirm=commands.terminal_confirm(yes),
                    concurrency=concurrency, ip_timeout_s=ip_timeout, console=common.console)
     if not dry_run:
-        _start_simulator_guests(sc, inv, inv_path)
+        _start_simulator_guests(sc, site)
     if provision and not dry_run:
         common.console.print("[bold]Provisioning the guests[/]")
-        provision_scenario(sc, inv_path, accept_new_host_keys=accept_new_host_keys)
+        provision_scenario(sc, site, accept_new_host_keys=accept_new_host_keys)
 
 
-def _start_simulator_guests(sc: Scenario, inv: Inventory, inv_path: Path) -> None:
+def _start_simulator_guests(sc: Scenario, site: Site) -> None:
     """On `vgpu sim up`'s inventory: a guest (sshd) for every VM of the scenario."""
-    from vgpu.sim import follow
-
-    record = follow.lab_of(inv_path)
-    if record is None:
+    lab = site.lab
+    if lab is None:
         return
-    if record.guest_network is None:
+    if lab.guests_missing is not None:
         common.console.print(f"note: simulator lab without guests (missing: "
-                             f"{record.guests_missing}); the VMs have no SSH to provision "
+                             f"{lab.guests_missing}); the VMs have no SSH to provision "
                              "or bench on", highlight=False)
         return
-    for guest in follow.start_for_apply(sc, inv, inv_path):
+    for guest in lab.start_for_apply(site.plan(sc)):
         common.console.print(f"simulator guest {guest.vm} at {guest.address} "
                              f"({guest.hardware}, simulated)", highlight=False)
 
 
-def _check_provision_inputs(sc: Scenario, inv_path: Path, dry_run: bool) -> None:
+def _check_provision_inputs(sc: Scenario, site: Site, dry_run: bool) -> None:
     from vgpu.cli.provision import provision_jobs
 
     try:
-        provision_jobs(sc, inv_path)
+        provision_jobs(sc, site)
     except InputError as exc:
         if dry_run:
             for problem in exc.problems:
@@ -155,12 +154,11 @@ def _check_provision_inputs(sc: Scenario, inv_path: Path, dry_run: bool) -> None
             unlisted=exc.unlisted) from None
 
 
-def _apply_bare_metal(sc: Scenario, inventory: Path | None, enable_mig: bool, dry_run: bool,
+def _apply_bare_metal(sc: Scenario, site: Site, enable_mig: bool, dry_run: bool,
                       accept_new_host_keys: bool) -> None:
     from vgpu.baremetal import apply_bare_metal
 
-    inv, inv_path = _inventory(inventory) if inventory else (None, None)
-    lines = apply_bare_metal(sc, inv, inv_path, enable_mig=enable_mig, dry_run=dry_run,
+    lines = apply_bare_metal(sc, site, enable_mig=enable_mig, dry_run=dry_run,
                              accept_new_host_keys=accept_new_host_keys,
                              log=lambda text: common.console.print(text, markup=False))
     for line in lines:
@@ -186,8 +184,8 @@ def destroy(
     inv, inv_path = _inventory(inventory)
     commands.destroy(sc, inv, inv_path, confirm=commands.terminal_confirm(yes),
                      concurrency=concurrency, console=common.console)
-    from vgpu.sim import follow
-
-    for guest in follow.stop_for_destroy(sc, inv, inv_path):
+    site = common.site_of(inventory)
+    removed = site.lab.stop_for_destroy(site.plan(sc)) if site.lab is not None else []
+    for guest in removed:
         common.console.print(f"simulator guest {guest.vm} at {guest.address} removed",
                              highlight=False)

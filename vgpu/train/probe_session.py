@@ -10,10 +10,11 @@ from pathlib import Path
 from vgpu.model.scenario import Scenario
 from vgpu.results.records import TargetKind
 from vgpu.results.store import ResultStore
+from vgpu.site import Site
 from vgpu.train.bench import local_node
 from vgpu.train.launch import TrainNode
 from vgpu.train.probe import ProbeRun, ProbeSettings, run_probe
-from vgpu.train.session import close_nodes, resolve_inventory_nodes
+from vgpu.train.session import close_nodes, site_nodes
 
 
 def probe_series(
@@ -34,14 +35,14 @@ def probe_series(
 
 
 def probe_and_store(
-    scenario: Scenario, inventory: Path | None, db: Path, settings: ProbeSettings,
+    scenario: Scenario, site: Site, db: Path, settings: ProbeSettings,
     repeats: int,
 ) -> list[ProbeRun]:
     with ResultStore.open(db) as store:
         nodes: list[TrainNode] | None = None
         target_kind: TargetKind = "local"
-        if inventory is not None:
-            nodes, target_kind, _notes = resolve_inventory_nodes(scenario, inventory, store)
+        if site.inventory is not None:
+            nodes, target_kind, _notes = site_nodes(scenario, site, store)
         try:
             return probe_series(scenario, nodes, store, settings, repeats, target_kind)
         finally:

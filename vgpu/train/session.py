@@ -10,14 +10,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vgpu import catalog
-from vgpu.model.load import load_inventory
 from vgpu.model.scenario import Scenario, TrainingWorkload
 from vgpu.results.compare import Comparison
 from vgpu.results.judge import judge_against_baseline
 from vgpu.results.records import TargetKind
 from vgpu.results.series import load_series
 from vgpu.results.store import ResultStore
+from vgpu.site import Site
 from vgpu.train.bench import Overrides, TrainingRun, local_gpu_count, run_training_scenario
 from vgpu.train.launch import TrainNode
 from vgpu.train.targets import inventory_nodes
@@ -95,12 +94,10 @@ def run_training_series(
     return list(series.values())
 
 
-def resolve_inventory_nodes(
-    scenario: Scenario, inventory: Path, store: ResultStore
+def site_nodes(
+    scenario: Scenario, site: Site, store: ResultStore
 ) -> tuple[list[TrainNode], TargetKind, list[str]]:
-    path = catalog.resolve_inventory(inventory)
-    return inventory_nodes(scenario, load_inventory(path), path,
-                           store.logs_root / "train-hosts")
+    return inventory_nodes(scenario, site, store.logs_root / "train-hosts")
 
 
 def close_nodes(nodes: Sequence[TrainNode]) -> None:
@@ -112,21 +109,21 @@ def close_nodes(nodes: Sequence[TrainNode]) -> None:
 
 def run_training_bench(
     scenario: Scenario,
-    inventory: Path | None,
+    site: Site,
     store: ResultStore,
     *,
     runs: int | None = None,
     full_models: bool = False,
     on_note: Callable[[str], None] = lambda _note: None,
 ) -> TrainingOutcome:
-    """The scenario's training workloads on the VMs / bare-metal hosts of ``inventory``
-    (one torchrun node each; ``on_note`` hears what was noted finding them) or, without
+    """The scenario's training workloads on the VMs / bare-metal hosts of the site's
+    inventory (one torchrun node each; ``on_note`` hears what was noted finding them) or, without
     one, on this machine; ``runs`` repeats (default: the scenario's), stored and judged.
     Without GPUs the small functional check runs unless ``full_models``."""
     nodes: list[TrainNode] | None = None
     target_kind: TargetKind = "local"
-    if inventory is not None:
-        nodes, target_kind, notes = resolve_inventory_nodes(scenario, inventory, store)
+    if site.inventory is not None:
+        nodes, target_kind, notes = site_nodes(scenario, site, store)
         for note in notes:
             on_note(note)
     has_gpus = all(n.gpus for n in nodes) if nodes is not None else local_gpu_count() > 0

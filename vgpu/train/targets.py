@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vgpu.errors import InputError
-from vgpu.model.inventory import Inventory
 from vgpu.model.scenario import Scenario
 from vgpu.results.records import TargetKind
 from vgpu.train.launch import TrainNode, run_bash
 
 if TYPE_CHECKING:  # vgpu.bench may import vgpu.train: no import cycle at run time
     from vgpu.bench.targets import Target
+    from vgpu.site import Site
 
 LOOPBACK = "127.0.0.1"
 PROBE = (
@@ -97,13 +97,14 @@ def nodes_from_targets(targets: Sequence[Target], probe: bool = True) -> list[Tr
 
 
 def inventory_nodes(
-    scenario: Scenario, inventory: Inventory, inventory_path: Path, log_root: Path
+    scenario: Scenario, site: Site, log_root: Path
 ) -> tuple[list[TrainNode], TargetKind, list[str]]:
-    """The scenario's VMs (as vCenter reports them) or bare-metal hosts of the inventory,
-    reached over SSH with the harness `vgpu provision` installed, as training nodes."""
+    """The scenario's VMs (as vCenter reports them) or bare-metal hosts of the site's
+    inventory, reached over SSH with the harness `vgpu provision` installed, as training
+    nodes."""
     from vgpu.bench.remote import build_targets, scenario_placements
 
-    placements = scenario_placements(scenario, inventory, inventory_path)
+    placements = scenario_placements(scenario, site)
     # Training checks its devices through torch on every node (probe_node), not through
     # ONNX Runtime's providers, so the inference harness's GPU-provider rule is not applied.
     targets, notes = build_targets(placements, log_root, allow_cpu=True)
