@@ -42,6 +42,9 @@ def resolve_inventory(path: Path) -> Path:
 INVENTORY_ENV = "VGPU_INVENTORY"
 LOCAL_INVENTORY = "vgpu-inventory.yaml"  # what `vgpu sim up` writes in the current folder
 NO_INVENTORY = "none"  # VGPU_INVENTORY=none: no default, commands work on this machine
+FOUND_HERE = "found in the current folder"
+FOUND_USER_DEFAULT = "your default"
+FOUND_BY_DEFAULT = (FOUND_HERE, FOUND_USER_DEFAULT)  # not named by the person
 INVENTORY_SEARCH = (f"--inventory, ${INVENTORY_ENV}, ./{LOCAL_INVENTORY}, "
                     "~/.config/vgpu/inventory.yaml")
 
@@ -78,10 +81,10 @@ def find_inventory(explicit: Path | None) -> InventoryChoice | None:
                                f"${INVENTORY_ENV}")
     local = Path(LOCAL_INVENTORY)
     if local.is_file():
-        return InventoryChoice(local, "found in the current folder")
+        return InventoryChoice(local, FOUND_HERE)
     user = user_inventory()
     if user.is_file():
-        return InventoryChoice(user, "your default")
+        return InventoryChoice(user, FOUND_USER_DEFAULT)
     return None
 
 

@@ -74,9 +74,6 @@ class SimulatedLab(Protocol):
     def stop_for_destroy(self, plan: Plan) -> list[LabGuest]: ...
 
 
-BY_DEFAULT = ("found in the current folder", "your default")  # catalog.find_inventory's
-
-
 @dataclass
 class Site:
     """The inventory a command works on (None: this machine alone), how it was found, and
@@ -91,7 +88,7 @@ class Site:
     @property
     def found_by_default(self) -> bool:
         """Found in the current folder or the user's default, not named by the person."""
-        return self.how in BY_DEFAULT
+        return self.how in catalog.FOUND_BY_DEFAULT
 
     def plan(self, scenario: Scenario) -> Plan:
         """The scenario's plan on this inventory, computed the first time it is asked."""

@@ -4,17 +4,18 @@ once on it, and the simulator lab plugged in behind vgpu.site.SimulatedLab."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-import vgpu.site
+import vgpu.model.load
+import vgpu.plan
 from tests.core.cli import run_cli
 from vgpu import catalog
 from vgpu.cli import common
 from vgpu.cli.options import COMMAND_INVENTORY
 from vgpu.errors import InputError
 from vgpu.model.inventory import Inventory
-from vgpu.model.plan import Plan
 from vgpu.model.scenario import Scenario
 from vgpu.sim.follow import SIM_RUNTIME_NOTE, FollowingLab
 from vgpu.sim.state import LabRecord
@@ -25,20 +26,21 @@ SHIPPED_SIM = catalog.default_inventory_dir() / "sim.yaml"
 
 @pytest.fixture
 def counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
-    """How often the Site loads an inventory and builds a plan."""
+    """How often inventories are loaded and plans are built, whoever asks: every inventory
+    load validates the document against Inventory, every plan places its VMs once."""
     calls = {"load_inventory": 0, "build_plan": 0}
-    load, build = vgpu.site.load_inventory, vgpu.site.build_plan
+    validate, place = vgpu.model.load.validate_doc, vgpu.plan._planned_vms
 
-    def counting_load(path: str | Path) -> Inventory:
-        calls["load_inventory"] += 1
-        return load(path)
+    def counting_validate(model: type[Any], doc: Any) -> Any:
+        calls["load_inventory"] += model is Inventory
+        return validate(model, doc)
 
-    def counting_build(*args: object, **kwargs: object) -> Plan:
+    def counting_place(*args: Any) -> Any:
         calls["build_plan"] += 1
-        return build(*args, **kwargs)  # type: ignore[arg-type]
+        return place(*args)
 
-    monkeypatch.setattr(vgpu.site, "load_inventory", counting_load)
-    monkeypatch.setattr(vgpu.site, "build_plan", counting_build)
+    monkeypatch.setattr(vgpu.model.load, "validate_doc", counting_validate)
+    monkeypatch.setattr(vgpu.plan, "_planned_vms", counting_place)
     return calls
 
 
@@ -68,31 +70,43 @@ def test_a_site_without_inventory_is_this_machine() -> None:
 
 
 def test_how_the_inventory_was_found_decides_whether_it_was_named() -> None:
-    assert Site(how="found in the current folder").found_by_default
-    assert Site(how="your default").found_by_default
+    assert Site(how=catalog.FOUND_HERE).found_by_default
+    assert Site(how=catalog.FOUND_USER_DEFAULT).found_by_default
     assert not Site(how="--inventory").found_by_default
     assert not Site(how="$VGPU_INVENTORY").found_by_default
 
 
-def test_one_provision_command_loads_its_inventory_and_plans_once(
-        counted: dict[str, int], monkeypatch: pytest.MonkeyPatch) -> None:
-    """Provisioning passes the Site from the command through the simulator check, the
-    jobs and the local preflight, which refuses this inventory (no driver, token, key)."""
+@pytest.mark.parametrize(("args", "refused", "plans"), [
+    # through the simulator check, the jobs and the local preflight (no driver, token, key)
+    (["provision", "-s", "5", "-i", "sim"], "drivers.guest_driver", 1),
+    # the plan's warnings and provisioning's inputs share one plan, up to vCenter's password
+    (["apply", "-s", "5", "-i", "sim", "--dry-run"], "vcenter.password", 1),
+    # through where it runs (no running lab behind sim.yaml) to the checks of --runs
+    (["bench", "-s", "6", "-i", "sim", "--runs", "0"], "--runs", 0),
+    # a bare-metal apply through its plan to the simulated GPU (MIG mode off)
+    (["apply", "-s", "bm8", "-i", "local", "--dry-run"], "--enable-mig", 1),
+])
+def test_one_command_loads_its_inventory_once_and_plans_a_scenario_once(
+        args: list[str], refused: str, plans: int, counted: dict[str, int],
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv(catalog.INVENTORY_ENV, "none")
-    code, _out, err = run_cli(["provision", "-s", "5", "-i", "sim"])
+    monkeypatch.delenv("VGPU_VCENTER_PASSWORD", raising=False)
+    monkeypatch.setenv("VGPU_GPU_SIMULATOR", "A100-80GB")
+    monkeypatch.setenv("VGPU_GPU_SIMULATOR_STATE", str(tmp_path / "gpu-state.json"))
+    code, _out, err = run_cli(args)
     assert code == 2, err
-    assert "drivers.guest_driver" in err
-    assert counted == {"load_inventory": 1, "build_plan": 1}
+    assert refused in err
+    assert counted == {"load_inventory": 1, "build_plan": plans}
 
 
 def test_the_command_site_is_made_once_and_reset_by_the_next_command(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(COMMAND_INVENTORY, "choice",
-                        catalog.InventoryChoice(SHIPPED_SIM, "found in the current folder"))
+                        catalog.InventoryChoice(SHIPPED_SIM, catalog.FOUND_HERE))
     monkeypatch.setattr(COMMAND_INVENTORY, "site", None)
     site = common.site_of(SHIPPED_SIM)
     assert common.site_of(SHIPPED_SIM) is site
-    assert site.how == "found in the current folder" and site.found_by_default
+    assert site.how == catalog.FOUND_HERE and site.found_by_default
     assert common.site_of(None).inventory is None  # another inventory: another Site
 
 
