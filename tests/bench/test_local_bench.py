@@ -13,6 +13,9 @@ import pytest
 import xmlschema
 
 from tests.bench.conftest import VGPU, vgpu_env
+from tests.core.cli import run_cli
+from tests.core.counting import count_loads_and_plans
+from vgpu.catalog import INVENTORY_ENV
 from vgpu.results.store import ResultStore
 
 pytestmark = pytest.mark.slow
@@ -155,3 +158,21 @@ def test_with_baseline_needs_a_baseline_scenario(tmp_path: Path, harness_cache: 
     if (tmp_path / "vgpu-results.db").exists():
         with ResultStore.open(tmp_path / "vgpu-results.db") as store:
             assert store.runs() == []
+
+
+def test_a_bench_on_an_inventory_loads_it_once(tmp_path: Path, harness_cache: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command's Site carries the inventory through where the run goes, the request,
+    the twin's plan and the targets (four loads of the file before the Site)."""
+    counted = count_loads_and_plans(monkeypatch)
+    monkeypatch.setenv("VGPU_HARNESS_CACHE", str(harness_cache))
+    monkeypatch.setenv(INVENTORY_ENV, "none")
+    monkeypatch.chdir(tmp_path)
+    code, _out, err = run_cli(["bench", "--scenario", "bm6", "--inventory", "local",
+                               "--workload", "resnet50-offline", "--runs", "1",
+                               "--duration", "0.2", "--no-baseline", "--no-report",
+                               "--db", str(tmp_path / "r.db")])
+    assert code == 0, err
+    assert counted["load_inventory"] == 1
+    with ResultStore.open(tmp_path / "r.db") as store:
+        assert [r.scenario_id for r in store.runs()] == ["bm6"]

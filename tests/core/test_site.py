@@ -4,18 +4,15 @@ once on it, and the simulator lab plugged in behind vgpu.site.SimulatedLab."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-import vgpu.model.load
-import vgpu.plan
 from tests.core.cli import run_cli
+from tests.core.counting import count_loads_and_plans
 from vgpu import catalog
 from vgpu.cli import common
 from vgpu.cli.options import COMMAND_INVENTORY
 from vgpu.errors import InputError
-from vgpu.model.inventory import Inventory
 from vgpu.model.scenario import Scenario
 from vgpu.sim.follow import SIM_RUNTIME_NOTE, FollowingLab
 from vgpu.sim.state import LabRecord
@@ -26,22 +23,7 @@ SHIPPED_SIM = catalog.default_inventory_dir() / "sim.yaml"
 
 @pytest.fixture
 def counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
-    """How often inventories are loaded and plans are built, whoever asks: every inventory
-    load validates the document against Inventory, every plan places its VMs once."""
-    calls = {"load_inventory": 0, "build_plan": 0}
-    validate, place = vgpu.model.load.validate_doc, vgpu.plan._planned_vms
-
-    def counting_validate(model: type[Any], doc: Any) -> Any:
-        calls["load_inventory"] += model is Inventory
-        return validate(model, doc)
-
-    def counting_place(*args: Any) -> Any:
-        calls["build_plan"] += 1
-        return place(*args)
-
-    monkeypatch.setattr(vgpu.model.load, "validate_doc", counting_validate)
-    monkeypatch.setattr(vgpu.plan, "_planned_vms", counting_place)
-    return calls
+    return count_loads_and_plans(monkeypatch)
 
 
 def test_a_site_resolves_a_shipped_name_and_plans_each_scenario_once(
