@@ -5,7 +5,7 @@ its verdict against the baseline) and the exit the outcome calls for."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
@@ -13,9 +13,11 @@ from vgpu.cli.common import console
 from vgpu.errors import RemoteError, VerdictFailed
 from vgpu.model.scenario import Scenario
 from vgpu.results.store import ResultStore
-from vgpu.site import Site
 from vgpu.train.bench import TrainingRun
 from vgpu.train.session import TrainingOutcome, WorkloadSeries, run_training_bench
+
+if TYPE_CHECKING:
+    from vgpu.site import Site
 
 _COLUMNS = ("workload", "repeat", "status", "world", "images/s", "step p50 ms",
             "comm share", "params in sync")
