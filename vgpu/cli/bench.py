@@ -6,17 +6,12 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 
 from vgpu import catalog
-from vgpu.bench.job import BenchRequest, TwinChoice, bench_with_twin
-from vgpu.bench.runtime import Runtime
-from vgpu.bench.summary import as_json, render
-from vgpu.bench.twin import baseline_scenario
-from vgpu.bench.workload import DEFAULT_MAX_CLOCK_OFFSET_MS, BenchOverrides
 from vgpu.cli import common
 from vgpu.cli.checks import (
     budget_s,
@@ -43,12 +38,12 @@ from vgpu.cli.options import (
     inventory_option,
 )
 from vgpu.cli.root import app, err_console
-from vgpu.cli.train_view import train_and_report
+from vgpu.defaults import DEFAULT_DB, DEFAULT_MAX_CLOCK_OFFSET_MS
 from vgpu.errors import InputError, RemoteError, VerdictFailed
-from vgpu.model.load import load_inventory
-from vgpu.model.scenario import InferenceWorkload, Scenario
-from vgpu.results.report import build_report, write_report
-from vgpu.results.store import DEFAULT_DB, ResultStore
+
+if TYPE_CHECKING:
+    from vgpu.bench.runtime import Runtime
+    from vgpu.model.scenario import Scenario
 
 BenchInventoryOpt = Annotated[Path | None, inventory_option(
     "run on the scenario's VMs / bare-metal hosts of this inventory; none found: this machine",
@@ -98,6 +93,8 @@ InjectSlowdownOpt = Annotated[float | None, typer.Option(
     "--inject-slowdown", help="PERCENT: slow the scenario's own instances by this share "
     "(busy waiting after each batch; its bare-metal twin runs unslowed, interleaved) to "
     "check what the verdict finds; stored under its own workload key, never a measurement")]
+
+
 @app.command()
 def bench(
     ctx: typer.Context,
@@ -133,6 +130,8 @@ def bench(
     repeated; store the runs, print statistics and the verdict against the baseline.
     With no stored run of the baseline scenario (the bare-metal twin, e.g. bm6 for 6),
     that runs first on the same targets, unless --no-baseline."""
+    from vgpu.model.scenario import InferenceWorkload
+
     sc = scenario_from_args(file, scenario)
     named_inventory = inventory
     inventory = _where_it_runs(sc, inventory, _found_not_named(ctx))
@@ -157,6 +156,15 @@ def bench(
     deploys = check_triton(sc, workload, triton_url, triton_image)
     if inventory is not None and runtime is None and _on_simulator_guests(inventory):
         runtime, allow_cpu = _simulator_runtime(inventory), True
+    # The inputs are checked: load what runs the benchmark.
+    from vgpu.bench.job import BenchRequest, TwinChoice, bench_with_twin
+    from vgpu.bench.summary import as_json, render
+    from vgpu.bench.twin import baseline_scenario
+    from vgpu.bench.workload import BenchOverrides
+    from vgpu.model.load import load_inventory
+    from vgpu.results.report import build_report, write_report
+    from vgpu.results.store import ResultStore
+
     request = BenchRequest(inventory, runs, workload,
                            BenchOverrides(duration_s=duration, full_models=full_models,
                                           triton_url=triton_url, mlperf_rules=mlperf_rules,
@@ -204,6 +212,7 @@ def _where_it_runs(sc: Scenario, inventory: Path | None, found: bool) -> Path | 
     named) inventory never sends a scenario to hosts it does not describe. A simulator
     lab's scenario runs on its guests when `vgpu apply` made them, else here; a bare-metal
     scenario runs here unless the inventory lists bare-metal hosts."""
+    from vgpu.model.load import load_inventory
     from vgpu.sim import follow
 
     say = err_console.print
@@ -271,6 +280,8 @@ def _simulator_runtime(inventory: Path) -> Runtime:
 def _bench_training(sc: Scenario, runs: int | None, inventory: Path | None,
                     full_models: bool, db: Path, inference_only_options: bool) -> None:
     """A training scenario (e.g. train_multinode_4): torchrun on every node."""
+    from vgpu.cli.train_view import train_and_report
+
     if inference_only_options:
         raise InputError.single("command line",
                                 "--with-baseline/--workload/--duration/--mlperf-rules",

@@ -4,14 +4,16 @@ optional inventory, and one console for output."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
 from vgpu import catalog
 from vgpu.errors import InputError
-from vgpu.model.inventory import Inventory
-from vgpu.model.load import load_inventory, load_scenario
-from vgpu.model.scenario import Scenario
+
+if TYPE_CHECKING:
+    from vgpu.model.inventory import Inventory
+    from vgpu.model.scenario import Scenario
 
 
 def _make_console() -> Console:
@@ -24,6 +26,8 @@ console = _make_console()
 
 
 def scenario_from_args(file: Path | None, scenario_ref: str | None) -> Scenario:
+    from vgpu.model.load import load_scenario
+
     if file is not None and scenario_ref is not None:
         raise InputError.single("command line", "FILE / --scenario",
                                 "both a scenario file and --scenario were given",
@@ -37,6 +41,8 @@ def scenario_from_args(file: Path | None, scenario_ref: str | None) -> Scenario:
 
 
 def inventory_from_args(path: Path | None) -> Inventory | None:
+    from vgpu.model.load import load_inventory
+
     if path is None:
         return None
     return load_inventory(catalog.resolve_inventory(path))

@@ -6,17 +6,11 @@ import json
 from typing import Annotated, Literal
 
 import typer
-from rich.table import Table
 
 from vgpu import __version__, catalog
 from vgpu.cli.common import console, inventory_from_args, scenario_from_args
 from vgpu.cli.options import InventoryOpt, ScenarioFile, ScenarioRef
-from vgpu.cli.plan_view import render_plan
 from vgpu.cli.root import app
-from vgpu.model.inventory import Inventory
-from vgpu.model.scenario import Scenario
-from vgpu.plan import build_plan
-from vgpu.vsphere.ats import nic_firmware_todos
 
 
 @app.command()
@@ -30,6 +24,8 @@ def scenarios(
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
 ) -> None:
     """List the scenario catalogue (ids usable with --scenario)."""
+    from rich.table import Table
+
     rows = []
     for entry in catalog.catalogue():
         sc = catalog.load(entry.id)
@@ -59,6 +55,11 @@ def plan(
     """Expand a scenario into the concrete plan: VMs, GPU/MIG placement, VM settings,
     guest steps and bench matrix. Pure: touches no network."""
     sc = scenario_from_args(file, scenario)
+
+    from vgpu.cli.plan_view import render_plan
+    from vgpu.plan import build_plan
+    from vgpu.vsphere.ats import nic_firmware_todos
+
     inv = inventory_from_args(inventory)
     result = build_plan(sc, inv, inventory_name=str(inventory) if inventory else None)
     if as_json:
@@ -75,6 +76,9 @@ def schema(
     kind: Annotated[str, typer.Argument(help="scenario or inventory")],
 ) -> None:
     """Print the JSON Schema of scenario or inventory files."""
+    from vgpu.model.inventory import Inventory
+    from vgpu.model.scenario import Scenario
+
     models: dict[str, type[Scenario] | type[Inventory]] = {"scenario": Scenario,
                                                            "inventory": Inventory}
     if kind not in models:

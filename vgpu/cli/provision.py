@@ -14,18 +14,15 @@ from vgpu.cli.common import console, scenario_from_args
 from vgpu.cli.options import InventoryOpt, ScenarioFile, ScenarioRef
 from vgpu.cli.root import app
 from vgpu.errors import InputError, RemoteError
-from vgpu.model.inventory import Inventory
-from vgpu.model.load import load_inventory
-from vgpu.model.scenario import Scenario
-from vgpu.plan import build_plan
-from vgpu.remote.redact import RedactingFilter, Redactor
-from vgpu.remote.targets import ConnectOptions
 from vgpu.runpaths import new_run_dir
 
 if TYPE_CHECKING:  # paramiko behind these: loaded when provisioning runs
+    from vgpu.model.inventory import Inventory
+    from vgpu.model.scenario import Scenario
     from vgpu.provision.adapter import HarnessOptions
     from vgpu.provision.fanout import Job
     from vgpu.provision.report import RunReport
+    from vgpu.remote.targets import ConnectOptions
 
 DEFAULT_LOG_DIR = Path("vgpu-results/logs/provision")
 DEFAULT_STATE_DIR = Path("~/.vgpu/state")
@@ -46,6 +43,7 @@ def run_provision(jobs: list[Job], *, scenario_id: str, options: ConnectOptions,
     """Fan out with a live table, print the summary; raise RemoteError if any host failed."""
     from vgpu.provision.display import LiveTable, summary
     from vgpu.provision.fanout import provision_all
+    from vgpu.remote.redact import RedactingFilter, Redactor
 
     redactor = Redactor()
     for handler in logging.getLogger().handlers:  # whatever logging the user configured
@@ -99,9 +97,10 @@ def provision(
     """Provision the guests of a scenario over SSH: packages, Docker, NVIDIA driver and
     container toolkit, vGPU licensing, password-less SSH, the node harness; then check
     that nvidia-smi shows exactly the planned vGPU / MIG profile. Idempotent."""
+    sc = scenario_from_args(file, scenario)
+
     from vgpu.provision.adapter import HarnessOptions
 
-    sc = scenario_from_args(file, scenario)
     provision_scenario(
         sc, _inventory_path(inventory), hosts=host, dry_run=dry_run,
         accept_new_host_keys=accept_new_host_keys, concurrency=concurrency, log_dir=log_dir,
@@ -116,6 +115,8 @@ def provision_jobs(
 ) -> tuple[list[Job], list[Job], Inventory]:
     """The jobs to run (the selected hosts) and every job of the scenario, checked locally:
     raises InputError for anything provisioning would miss, before any host is touched."""
+    from vgpu.model.load import load_inventory
+    from vgpu.plan import build_plan
     from vgpu.provision.adapter import HarnessOptions, jobs_from_plan, missing_addresses
     from vgpu.provision.fanout import preflight
 
@@ -147,6 +148,8 @@ def provision_scenario(
 ) -> RunReport:
     """Plan the scenario on the inventory and provision its guests (also run by
     `vgpu apply` once the VMs are up)."""
+    from vgpu.remote.targets import ConnectOptions
+
     sc, harness = _on_simulator_guests(sc, inventory_path, harness)
     jobs, all_jobs, inv = provision_jobs(sc, inventory_path, hosts=hosts, harness=harness)
     options = ConnectOptions(connect_timeout=inv.ssh.connect_timeout_s,

@@ -4,35 +4,22 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 
 from vgpu import catalog
-from vgpu.bench.job import BenchRequest
-from vgpu.bench.runtime import RuntimeOptions
-from vgpu.bench.workload import BenchOverrides
 from vgpu.cli import common
 from vgpu.cli.options import DbOpt, InventoryReq, JsonOpt, RunsOpt
 from vgpu.cli.root import app
+from vgpu.defaults import DEFAULT_BASELINE, DEFAULT_DB
 from vgpu.errors import InputError
-from vgpu.model.load import load_inventory
-from vgpu.model.scenario import Scenario
-from vgpu.model.yamlsource import load_yaml
-from vgpu.results.calibration import parse_references
-from vgpu.results.junit import write_junit
-from vgpu.results.report import build_report, write_report
-from vgpu.results.store import DEFAULT_DB, ResultStore, store_exists
-from vgpu.revalidate.flow import (
-    DEFAULT_BASELINE,
-    Converge,
-    RevalidateRequest,
-    baseline_scenarios,
-    revalidate,
-)
-from vgpu.revalidate.render import as_json, render_outcome
-from vgpu.sim import follow
+
+if TYPE_CHECKING:
+    from vgpu.model.scenario import Scenario
+    from vgpu.results.store import ResultStore
+    from vgpu.revalidate.flow import Converge
 
 DEFAULT_FACTS = Path("vgpu-results/preflight")
 DEFAULT_STATE = Path("vgpu-results/revalidate")
@@ -83,6 +70,19 @@ def revalidate_command(
     """Preflight with drift since the last saved facts -> apply -> provision -> bench
     (with the bare-metal twin) -> verdicts against bare metal and the pre-upgrade
     baseline. Exit 0 PASS (or INCONCLUSIVE), 3 FAIL, 1 a scenario could not run."""
+    from vgpu.bench.job import BenchRequest
+    from vgpu.bench.runtime import RuntimeOptions
+    from vgpu.bench.workload import BenchOverrides
+    from vgpu.model.load import load_inventory
+    from vgpu.model.yamlsource import load_yaml
+    from vgpu.results.calibration import parse_references
+    from vgpu.results.junit import write_junit
+    from vgpu.results.report import build_report, write_report
+    from vgpu.results.store import ResultStore
+    from vgpu.revalidate.flow import RevalidateRequest, revalidate
+    from vgpu.revalidate.render import as_json, render_outcome
+    from vgpu.sim import follow
+
     assert inventory is not None  # InventoryReq finds one or stops with exit 2
     path = catalog.resolve_inventory(inventory)
     loaded = load_inventory(path)
@@ -120,6 +120,9 @@ def revalidate_command(
 
 
 def _scenarios(ids: list[str] | None, db: str, baseline: str) -> list[Scenario]:
+    from vgpu.results.store import ResultStore, store_exists
+    from vgpu.revalidate.flow import baseline_scenarios
+
     if not ids and store_exists(db):
         with ResultStore.open_existing(db) as store:
             ids = baseline_scenarios(store, baseline)
@@ -131,6 +134,8 @@ def _scenarios(ids: list[str] | None, db: str, baseline: str) -> list[Scenario]:
 
 
 def _say_baseline(store: ResultStore, name: str, capture: bool, out: Console) -> None:
+    from vgpu.revalidate.flow import baseline_scenarios
+
     stored = baseline_scenarios(store, name)
     if capture:
         out.print(f"this run's series will be recorded as baseline '{name}'")
@@ -149,6 +154,8 @@ def _converger(inventory_path: Path, yes: bool, console: Console) -> Converge:
     provision` (each guest step checks before it changes anything). Bare-metal scenarios
     are left as they are: their MIG layout is made once per host with `vgpu apply`, which
     needs the host's GPU."""
+    from vgpu.model.load import load_inventory
+    from vgpu.sim import follow
 
     def converge(sc: Scenario) -> None:
         from vgpu.cli.provision import provision_scenario
