@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vgpu.errors import InputError
-from vgpu.model.load import load_scenario
-from vgpu.model.scenario import Scenario
-from vgpu.model.yamlsource import load_yaml
+
+if TYPE_CHECKING:
+    from vgpu.model.scenario import Scenario
 
 _PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 
@@ -117,6 +118,8 @@ class CatalogueEntry:
 
 
 def catalogue() -> list[CatalogueEntry]:
+    from vgpu.model.yamlsource import load_yaml
+
     entries: dict[str, CatalogueEntry] = {}
     for d in scenario_dirs():
         for path in sorted(d.glob("*.yaml")):
@@ -155,4 +158,6 @@ def resolve(ref: str) -> Path:
 
 
 def load(ref: str) -> Scenario:
+    from vgpu.model.load import load_scenario
+
     return load_scenario(resolve(ref))

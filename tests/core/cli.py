@@ -5,11 +5,18 @@ from __future__ import annotations
 import contextlib
 import io
 import sys
+import tracemalloc
 from unittest import mock
 
 import vgpu.cli as cli
 import vgpu.cli.common as common
 from vgpu.cli import main
+
+# Refusing a broken or hostile file reads it once and stops: the call's allocations peak
+# between 2 and 11 MB (the most when it is the first to import the models). Over ten times
+# that bounds the work, where a time limit fails on a busy machine: a file that got
+# expanded (an alias bomb) or walked past the loader's caps would go far over it.
+MAX_REFUSAL_PEAK_BYTES = 128 * 1024 * 1024
 
 
 def run_cli(args: list[str]) -> tuple[int, str, str]:
@@ -30,3 +37,14 @@ def run_cli(args: list[str]) -> tuple[int, str, str]:
         finally:
             common.console._file, cli.err_console._file = saved
     return code, out.getvalue(), err.getvalue()
+
+
+def run_cli_traced(args: list[str]) -> tuple[int, str, str, int]:
+    """run_cli, and the peak of the memory the call allocated (tracemalloc)."""
+    tracemalloc.start()
+    try:
+        code, out, err = run_cli(args)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return code, out, err, peak

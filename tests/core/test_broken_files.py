@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.core.cli import run_cli
+from tests.core.cli import MAX_REFUSAL_PEAK_BYTES, run_cli, run_cli_traced
 
 FIXTURES = Path(__file__).parent / "fixtures"
 BROKEN = sorted((Path(__file__).parent / "broken").glob("*.yaml"))
@@ -45,15 +44,13 @@ def test_broken_file_exits_2_naming_the_field(
     expect, args = _arguments(path)
     monkeypatch.chdir(tmp_path)
     before = _files(tmp_path, path.parent)
-    started = time.perf_counter()
-    code, out, err = run_cli(args)
-    elapsed = time.perf_counter() - started
+    code, out, err, peak = run_cli_traced(args)
     assert code == 2, (out, err)
     text = " ".join(err.split())
     wanted = f"{path}{expect}" if expect.startswith(":") else expect
     assert wanted in text, text
     assert "Traceback" not in err
-    assert elapsed < 2.0, f"took {elapsed:.2f} s"
+    assert peak < MAX_REFUSAL_PEAK_BYTES, f"allocated {peak / 1e6:.0f} MB at peak"
     assert _files(tmp_path, path.parent) == before, "a broken file must not write anything"
 
 

@@ -19,10 +19,9 @@ import vgpu.train.session as session
 from tests.core.cli import run_cli
 from tests.results.conftest import QUIET
 from vgpu.cli import _register, app
-from vgpu.cli import compare as cli_compare
 from vgpu.model import load_scenario
 from vgpu.model.scenario import Baseline, Scenario
-from vgpu.results import judge
+from vgpu.results import judge, noise_store
 from vgpu.results.records import RunStart, TargetKind
 from vgpu.results.store import ResultStore
 from vgpu.site import Site
@@ -47,7 +46,7 @@ def _quiet_class(monkeypatch: pytest.MonkeyPatch) -> None:
     """The classes here are calibrated quiet: these tests are about which series and
     metrics are judged, not the series level (tests/results/test_noise.py)."""
     monkeypatch.setattr(judge, "levels_for", lambda *_: QUIET)
-    monkeypatch.setattr(cli_compare, "levels_for", lambda *_: QUIET)
+    monkeypatch.setattr(noise_store, "levels_for", lambda *_: QUIET)
 
 def _record(images_per_s: float, step_p99_s: float = 0.1, comm_share: float = 0.2,
             world: int = 4) -> dict[str, Any]:

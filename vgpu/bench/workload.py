@@ -25,6 +25,7 @@ from loadgen.contract import (
     StabilitySpec,
     is_builtin_model,
 )
+from vgpu.defaults import DEFAULT_MAX_CLOCK_OFFSET_MS
 from vgpu.model.scenario import InferenceWorkload
 
 CPU_VARIANT = dict.fromkeys(INFERENCE_MODELS, "tiny")
@@ -35,7 +36,6 @@ STABILITY_MAX_WINDOWS = 6
 # A warm-up window is 1/40 of the run, within these bounds.
 STABILITY_WINDOW_MS = (250, 5000)
 MLPERF_MIN_DURATION_S = 600.0  # what LoadGen's mlperf.conf requires of every scenario
-DEFAULT_MAX_CLOCK_OFFSET_MS = 50.0
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,6 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
-from vgpu.bench.job import BenchRequest, TwinChoice, bench_with_twin
-from vgpu.bench.summary import as_json, render
-from vgpu.bench.twin import baseline_scenario
-from vgpu.bench.workload import DEFAULT_MAX_CLOCK_OFFSET_MS, BenchOverrides
 from vgpu.cli import common
 from vgpu.cli.checks import (
     budget_s,
@@ -40,13 +36,11 @@ from vgpu.cli.options import (
     inventory_option,
 )
 from vgpu.cli.root import app, err_console
-from vgpu.cli.train_view import train_and_report
+from vgpu.defaults import DEFAULT_DB, DEFAULT_MAX_CLOCK_OFFSET_MS
 from vgpu.errors import InputError, RemoteError, VerdictFailed
-from vgpu.model.scenario import InferenceWorkload, Scenario
-from vgpu.results.report import build_report, write_report
-from vgpu.results.store import DEFAULT_DB, ResultStore
 
 if TYPE_CHECKING:
+    from vgpu.model.scenario import Scenario
     from vgpu.site import SimulatedLab, Site
 
 BenchInventoryOpt = Annotated[Path | None, inventory_option(
@@ -97,6 +91,8 @@ InjectSlowdownOpt = Annotated[float | None, typer.Option(
     "--inject-slowdown", help="PERCENT: slow the scenario's own instances by this share "
     "(busy waiting after each batch; its bare-metal twin runs unslowed, interleaved) to "
     "check what the verdict finds; stored under its own workload key, never a measurement")]
+
+
 @app.command()
 def bench(
     file: ScenarioFile = None,
@@ -131,6 +127,8 @@ def bench(
     repeated; store the runs, print statistics and the verdict against the baseline.
     With no stored run of the baseline scenario (the bare-metal twin, e.g. bm6 for 6),
     that runs first on the same targets, unless --no-baseline."""
+    from vgpu.model.scenario import InferenceWorkload
+
     sc = scenario_from_args(file, scenario)
     site = common.site_of(inventory)  # the inventory's input errors before any run
     runs_on = _where_it_runs(sc, site)
@@ -155,6 +153,14 @@ def bench(
     deploys = check_triton(sc, workload, triton_url, triton_image)
     if runs_on.lab is not None and runtime is None:
         runtime, allow_cpu = runs_on.lab.guest_runtime(), True
+    # The inputs are checked: load what runs the benchmark.
+    from vgpu.bench.job import BenchRequest, TwinChoice, bench_with_twin
+    from vgpu.bench.summary import as_json, render
+    from vgpu.bench.twin import baseline_scenario
+    from vgpu.bench.workload import BenchOverrides
+    from vgpu.results.report import build_report, write_report
+    from vgpu.results.store import ResultStore
+
     request = BenchRequest(runs_on, runs, workload,
                            BenchOverrides(duration_s=duration, full_models=full_models,
                                           triton_url=triton_url, mlperf_rules=mlperf_rules,
@@ -245,6 +251,8 @@ def _simulator_lab_reference(lab: SimulatedLab, image: str | None, base_image: s
 def _bench_training(sc: Scenario, runs: int | None, site: Site,
                     full_models: bool, db: Path, inference_only_options: bool) -> None:
     """A training scenario (e.g. train_multinode_4): torchrun on every node."""
+    from vgpu.cli.train_view import train_and_report
+
     if inference_only_options:
         raise InputError.single("command line",
                                 "--with-baseline/--workload/--duration/--mlperf-rules",

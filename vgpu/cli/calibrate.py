@@ -5,23 +5,23 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from vgpu.bench.job import BenchRequest, run_scenario
-from vgpu.bench.runtime import RuntimeOptions
-from vgpu.bench.workload import BenchOverrides
 from vgpu.cli import common
 from vgpu.cli.common import scenario_from_args
 from vgpu.cli.options import DbOpt, RunsOpt, ScenarioFile, ScenarioRef, inventory_option
 from vgpu.cli.root import app
+from vgpu.defaults import DEFAULT_DB
 from vgpu.errors import InputError, RemoteError
-from vgpu.model.scenario import InferenceWorkload, Scenario
-from vgpu.results.noise import NoiseLevels
-from vgpu.results.noise_store import calibrate_series, class_key
-from vgpu.results.series import SeriesData, load_series, series_of_run
-from vgpu.results.store import DEFAULT_DB, ResultStore
+
+if TYPE_CHECKING:
+    from vgpu.bench.job import BenchRequest
+    from vgpu.model.scenario import Scenario
+    from vgpu.results.noise import NoiseLevels
+    from vgpu.results.series import SeriesData
+    from vgpu.results.store import ResultStore
 
 calibrate_app = typer.Typer(help="Measure the noise verdicts must carry.",
                             no_args_is_help=True)
@@ -59,6 +59,13 @@ def calibrate_noise(
     """Run K series of one configuration and store, for its class (target kind x GPU x
     profiles x workload x runtime), the repeat and between-series CV: every later
     comparison of that class carries them (docs/results.md)."""
+    from vgpu.bench.job import BenchRequest
+    from vgpu.bench.runtime import RuntimeOptions
+    from vgpu.bench.workload import BenchOverrides
+    from vgpu.results.noise_store import class_key
+    from vgpu.results.series import load_series, series_of_run
+    from vgpu.results.store import ResultStore
+
     if from_runs is not None:
         ids = _run_ids(from_runs)
         with ResultStore.open_existing(db) as store:
@@ -96,6 +103,8 @@ def _run_ids(text: str) -> list[int]:
 
 
 def _calibrate(store: ResultStore, members: list[SeriesData], flag: str) -> NoiseLevels:
+    from vgpu.results.noise_store import calibrate_series
+
     try:
         return calibrate_series(store, members)
     except ValueError as exc:
@@ -105,6 +114,8 @@ def _calibrate(store: ResultStore, members: list[SeriesData], flag: str) -> Nois
 
 
 def _chosen_workload(sc: Scenario, workload: str | None) -> str:
+    from vgpu.model.scenario import InferenceWorkload
+
     labels = [w.label for w in sc.workloads if isinstance(w, InferenceWorkload)]
     chosen = workload or (labels[0] if labels else None)
     if chosen is None or chosen not in labels:
@@ -116,6 +127,8 @@ def _chosen_workload(sc: Scenario, workload: str | None) -> str:
 
 def _run_series(sc: Scenario, request: BenchRequest, store: ResultStore, k: int,
                 gap: float) -> list[SeriesData]:
+    from vgpu.bench.job import run_scenario
+
     members = []
     for index in range(k):
         if index and gap:

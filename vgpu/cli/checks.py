@@ -4,11 +4,13 @@ the command: each raises an InputError naming the flag and the fix, before anyth
 from __future__ import annotations
 
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
-from vgpu.bench.runtime import RUNTIMES, Runtime, RuntimeOptions
 from vgpu.errors import InputError
-from vgpu.model.scenario import InferenceWorkload, Scenario
+
+if TYPE_CHECKING:
+    from vgpu.bench.runtime import RuntimeOptions
+    from vgpu.model.scenario import Scenario
 
 _UNITS_S = {"s": 1.0, "m": 60.0, "h": 3600.0}
 
@@ -55,6 +57,8 @@ def check_triton(sc: Scenario, wanted: list[str] | None, url: str | None,
                   image: str | None) -> bool:
     """Whether a Triton server will be deployed (a chosen workload has backend triton and
     no --triton-url names a running one)."""
+    from vgpu.model.scenario import InferenceWorkload
+
     if url is not None:
         host, _, port = url.rpartition(":")
         if "://" in url or not host or not port.isdigit():
@@ -72,6 +76,8 @@ def check_triton(sc: Scenario, wanted: list[str] | None, url: str | None,
 def runtime_options(runtime: str | None, image: str | None, base_image: str,
                      docker_host: str | None, remote: bool,
                      triton_here: bool = False) -> RuntimeOptions:
+    from vgpu.bench.runtime import RUNTIMES, Runtime, RuntimeOptions
+
     if runtime is not None and runtime not in RUNTIMES:
         raise InputError.single("command line", "--runtime", f"'{runtime}' is not a runtime",
                                 fix=f"use one of: {', '.join(RUNTIMES)}")

@@ -12,10 +12,9 @@ from rich.console import Console
 from vgpu import catalog
 from vgpu.cli.options import COMMAND_INVENTORY
 from vgpu.errors import InputError
-from vgpu.model.load import load_scenario
-from vgpu.model.scenario import Scenario
 
 if TYPE_CHECKING:
+    from vgpu.model.scenario import Scenario
     from vgpu.site import Site
 
 
@@ -29,6 +28,8 @@ console = _make_console()
 
 
 def scenario_from_args(file: Path | None, scenario_ref: str | None) -> Scenario:
+    from vgpu.model.load import load_scenario
+
     if file is not None and scenario_ref is not None:
         raise InputError.single("command line", "FILE / --scenario",
                                 "both a scenario file and --scenario were given",

@@ -5,41 +5,30 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
 from vgpu.cli import common
 from vgpu.cli.checks import check_compare_inputs
 from vgpu.cli.options import DbOpt, JsonOpt
 from vgpu.cli.root import app
+from vgpu.defaults import DEFAULT_DB
 from vgpu.errors import InputError, VerdictFailed
-from vgpu.model.yamlsource import load_yaml
-from vgpu.results.calibration import (
-    calibrate,
-    compare_calibrated,
-    is_calibrated,
-    parse_references,
-    write_references,
-)
-from vgpu.results.compare import Comparison, Reference
-from vgpu.results.format import number
-from vgpu.results.judge import compare_series, compare_with_references, default_kind
-from vgpu.results.junit import write_junit
-from vgpu.results.noise import NoiseLevels
-from vgpu.results.noise_store import levels_for
-from vgpu.results.platforms import describe_changes
-from vgpu.results.series import SeriesData, load_series, series_of_run
-from vgpu.results.store import DEFAULT_DB, ResultStore
-from vgpu.revalidate.flow import baseline_key
+
+if TYPE_CHECKING:
+    from vgpu.results.compare import Comparison, Reference
+    from vgpu.results.noise import NoiseLevels
+    from vgpu.results.series import SeriesData
+    from vgpu.results.store import ResultStore
 
 _STYLE = {"PASS": "bold green", "FAIL": "bold red", "INCONCLUSIVE": "bold yellow"}
 
 baseline_app = typer.Typer(help="Name runs as baselines for later comparisons.",
                            no_args_is_help=True)
 app.add_typer(baseline_app, name="baseline")
+
 
 @baseline_app.command("set")
 def baseline_set(
@@ -52,6 +41,9 @@ def baseline_set(
     db: DbOpt = DEFAULT_DB,
 ) -> None:
     """Name the series of RUN_ID (all its ok repeats) as a baseline."""
+    from vgpu.results.store import ResultStore
+    from vgpu.revalidate.flow import baseline_key
+
     if name is not None and in_set is not None:
         raise InputError.single("command line", "--name/--set", "give one of the two",
                                 fix="--set for `vgpu revalidate`, --name for `vgpu compare`")
@@ -76,6 +68,10 @@ def baseline_calibrate(
     """Turn stored golden runs into references per host class (target kind, GPU model,
     profile, workload, runtime): mean, spread and n, shareable between labs and used by
     `vgpu compare RUN --references FILE`."""
+    from vgpu.results.calibration import calibrate, write_references
+    from vgpu.results.format import number
+    from vgpu.results.store import ResultStore
+
     with ResultStore.open_existing(db) as store:
         references = calibrate(store, scenario)
     if not references:
@@ -92,12 +88,17 @@ def baseline_calibrate(
 @baseline_app.command("list")
 def baseline_list(db: DbOpt = DEFAULT_DB) -> None:
     """List named baselines."""
+    from vgpu.results.store import ResultStore
+
     with ResultStore.open_existing(db) as store:
         for item in store.baselines():
             common.console.print(f"{item.name}: run {item.run_id}, series {item.series_id[:8]}")
 
 
 def _references(path: Path) -> dict[str, Reference]:
+    from vgpu.model.yamlsource import load_yaml
+    from vgpu.results.compare import Reference
+
     data = load_yaml(path).data
     if not isinstance(data, dict):
         raise InputError.single(str(path), "(top level)", "must map metric names to "
@@ -117,6 +118,11 @@ def _references(path: Path) -> dict[str, Reference]:
 
 
 def _print_comparison(comparison: Comparison) -> None:
+    from rich.table import Table
+
+    from vgpu.results.format import number
+    from vgpu.results.platforms import describe_changes
+
     table = Table(title=escape(comparison.title), title_justify="left")
     for column in ("metric", "candidate mean", "reference mean", "ratio", "difference",
                    "95% CI", "MDD", "allowed", "verdict"):
@@ -162,6 +168,11 @@ def compare(
 ) -> None:
     """Judge a run's series against another series, a named baseline or reference values.
     Exit code 3 when the verdict is FAIL."""
+    from vgpu.results.judge import compare_series, default_kind
+    from vgpu.results.noise_store import levels_for
+    from vgpu.results.series import load_series, series_of_run
+    from vgpu.results.store import ResultStore
+
     check_compare_inputs(reference, baseline, references, kind)
     with ResultStore.open_existing(db) as store:
         cand = load_series(store, series_of_run(store, candidate))
@@ -180,6 +191,10 @@ def compare(
 
 def _against_references(cand: SeriesData, references: Path,
                         tolerance: float, levels: NoiseLevels) -> Comparison:
+    from vgpu.model.yamlsource import load_yaml
+    from vgpu.results.calibration import compare_calibrated, is_calibrated, parse_references
+    from vgpu.results.judge import compare_with_references
+
     data = load_yaml(references).data
     if is_calibrated(data):  # `vgpu baseline calibrate`: the same two-sample statistics
         return compare_calibrated(cand, parse_references(data, str(references)),
@@ -194,6 +209,8 @@ def _against_references(cand: SeriesData, references: Path,
 
 def _reference_series(store: ResultStore, db: Path, reference: int | None,
                       baseline: str | None) -> SeriesData:
+    from vgpu.results.series import load_series, series_of_run
+
     if baseline is None:
         assert reference is not None
         return load_series(store, series_of_run(store, reference))
@@ -205,6 +222,8 @@ def _reference_series(store: ResultStore, db: Path, reference: int | None,
 
 
 def _emit_comparison(comparison: Comparison, junit: Path | None, as_json_flag: bool) -> None:
+    from vgpu.results.junit import write_junit
+
     if junit is not None:
         write_junit([comparison], junit)
     if as_json_flag:

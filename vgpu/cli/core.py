@@ -6,16 +6,11 @@ import json
 from typing import Annotated, Literal
 
 import typer
-from rich.table import Table
 
 from vgpu import __version__, catalog
 from vgpu.cli.common import console, scenario_from_args, site_of
 from vgpu.cli.options import InventoryOpt, ScenarioFile, ScenarioRef
-from vgpu.cli.plan_view import render_plan
 from vgpu.cli.root import app
-from vgpu.model.inventory import Inventory
-from vgpu.model.scenario import Scenario
-from vgpu.vsphere.ats import nic_firmware_todos
 
 
 @app.command()
@@ -29,6 +24,8 @@ def scenarios(
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
 ) -> None:
     """List the scenario catalogue (ids usable with --scenario)."""
+    from rich.table import Table
+
     rows = []
     for entry in catalog.catalogue():
         sc = catalog.load(entry.id)
@@ -58,6 +55,10 @@ def plan(
     """Expand a scenario into the concrete plan: VMs, GPU/MIG placement, VM settings,
     guest steps and bench matrix. Pure: touches no network."""
     sc = scenario_from_args(file, scenario)
+
+    from vgpu.cli.plan_view import render_plan
+    from vgpu.vsphere.ats import nic_firmware_todos
+
     site = site_of(inventory)
     inv, result = site.inventory, site.plan(sc)
     if as_json:
@@ -74,6 +75,9 @@ def schema(
     kind: Annotated[str, typer.Argument(help="scenario or inventory")],
 ) -> None:
     """Print the JSON Schema of scenario or inventory files."""
+    from vgpu.model.inventory import Inventory
+    from vgpu.model.scenario import Scenario
+
     models: dict[str, type[Scenario] | type[Inventory]] = {"scenario": Scenario,
                                                            "inventory": Inventory}
     if kind not in models:

@@ -10,8 +10,6 @@ import typer
 
 from vgpu.cli.common import console
 from vgpu.cli.root import app
-from vgpu.datasets.make import make_dataset
-from vgpu.datasets.store import check_request
 
 data_app = typer.Typer(help="Datasets for file-fed training (JPEG shards vgpu makes itself).",
                        no_args_is_help=True)
@@ -36,6 +34,9 @@ def make_command(
 ) -> None:
     """Write seeded, reproducible JPEG shards (1000 classes) and manifest.json with every
     shard's sha256, size and image count."""
+    from vgpu.datasets.make import make_dataset
+    from vgpu.datasets.store import check_request
+
     check_request(folder, images, size, copies, seed, images_per_shard)
     started = time.perf_counter()
     manifest = make_dataset(folder, images, size, copies, seed, images_per_shard)

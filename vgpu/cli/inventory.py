@@ -8,12 +8,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-import yaml
 
 from vgpu.cli.options import InventoryReq
 from vgpu.cli.root import app
 from vgpu.errors import InputError
-from vgpu.model.load import load_inventory
 
 if TYPE_CHECKING:
     from vgpu.vsphere.discover import Login
@@ -45,6 +43,10 @@ def masked(value: Any, key: str = "") -> Any:
 def show(inventory: InventoryReq = None) -> None:
     """Print the inventory commands use here (--inventory, $VGPU_INVENTORY,
     ./vgpu-inventory.yaml, ~/.config/vgpu/inventory.yaml), checked, with secrets masked."""
+    import yaml
+
+    from vgpu.model.load import load_inventory
+
     assert inventory is not None, "InventoryReq resolves or refuses"
     loaded = load_inventory(inventory)
     data = masked(loaded.model_dump(mode="json", exclude_none=True, exclude_defaults=True))

@@ -6,27 +6,21 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
-from vgpu import mig, migparted
-from vgpu.baremetal import apply_layouts_here, result_lines
 from vgpu.cli.common import console, scenario_from_args, site_of
 from vgpu.cli.options import JsonOpt, ScenarioFile, ScenarioRef, inventory_option
 from vgpu.cli.root import app
+from vgpu.defaults import GPU_SIMULATOR_ENV as SIMULATOR_ENV
 from vgpu.errors import InputError
-from vgpu.nvml.backend import GpuBackend
-from vgpu.nvml.catalogue_check import check_catalogue
-from vgpu.nvml.from_plan import layouts_from_plan
-from vgpu.nvml.select import SIMULATOR_ENV, backend_for_this_machine
-from vgpu.nvml.simulator import SimulatedGpuBackend
-from vgpu.nvml.state import StateStore
-from vgpu.nvml.status import snapshots
-from vgpu.nvml.teardown import destroy_layout
-from vgpu.plan import build_plan
+
+if TYPE_CHECKING:
+    from vgpu import migparted
+    from vgpu.nvml.backend import GpuBackend
+    from vgpu.nvml.state import StateStore
 
 mig_app = typer.Typer(name="mig", no_args_is_help=True,
                       help="MIG layouts on this machine's GPUs (bare-metal baselines).")
@@ -41,6 +35,8 @@ StateFileOpt = Annotated[Path | None, typer.Option(
 
 
 def _backend(simulator: str | None) -> GpuBackend:
+    from vgpu.nvml.select import backend_for_this_machine
+
     backend = backend_for_this_machine(simulator)
     if backend.simulated:
         notice.print(f"[bold yellow]{backend.description}[/]")
@@ -51,12 +47,18 @@ def _backend(simulator: str | None) -> GpuBackend:
 
 
 def _store(state_file: Path | None) -> StateStore:
+    from vgpu.nvml.state import StateStore
+
     return StateStore(path=state_file) if state_file else StateStore()
 
 
 @mig_app.command()
 def status(simulator: SimulatorOpt = None, as_json: JsonOpt = False) -> None:
     """GPUs, MIG mode, GPU/compute instances and MIG device UUIDs."""
+    from rich.table import Table
+
+    from vgpu.nvml.status import snapshots
+
     backend = _backend(simulator)
     driver = backend.driver_info()
     snaps = snapshots(backend)
@@ -119,6 +121,10 @@ def apply(
 ) -> None:
     """Create a bare-metal scenario's MIG layout on this machine and verify it."""
     sc = scenario_from_args(file, scenario)
+
+    from vgpu.baremetal import apply_layouts_here, result_lines
+    from vgpu.nvml.from_plan import layouts_from_plan
+
     source = sc.source or f"scenario {sc.id}"
     plan = site_of(inventory).plan(sc)
     specs = layouts_from_plan(plan, gpu, host=host)
@@ -157,6 +163,8 @@ def destroy(
     simulator: SimulatorOpt = None,
 ) -> None:
     """Destroy the MIG instances `vgpu mig apply` created (only those)."""
+    from vgpu.nvml.teardown import destroy_layout
+
     backend = _backend(simulator)
     for index in gpu or [g.index for g in backend.gpus()]:
         result = destroy_layout(backend, index, _store(state_file), restore=restore,
@@ -172,6 +180,8 @@ def verify_catalogue(
     as_json: JsonOpt = False,
 ) -> None:
     """Compare vgpu's MIG catalogue with what NVML reports (read-only; exit 1 on a difference)."""
+    from vgpu.nvml.catalogue_check import check_catalogue
+
     backend = _backend(simulator)
     report = check_catalogue(backend, gpu)
     diffs, model = report.differences, report.model
@@ -198,6 +208,8 @@ def simulated_reset(
     simulator: SimulatorOpt = None,
 ) -> None:
     """Reset a simulated GPU (what `nvidia-smi --gpu-reset` does on a real one)."""
+    from vgpu.nvml.simulator import SimulatedGpuBackend
+
     backend = _backend(simulator)
     if not isinstance(backend, SimulatedGpuBackend):
         raise InputError.single("command line", "simulated-reset", "this machine has a real "
@@ -223,6 +235,9 @@ def export(
 ) -> None:
     """Write a bare-metal scenario's MIG layout, or the layout on this machine's GPUs now
     (`current`, read through NVML), as an NVIDIA mig-parted config on stdout."""
+    from vgpu import migparted
+    from vgpu.plan import build_plan
+
     if fmt not in EXPORT_FORMATS:
         raise InputError.single("command line", "--format", f"'{fmt}' is not an export format",
                                 fix=f"use one of: {', '.join(EXPORT_FORMATS)}")
@@ -254,6 +269,9 @@ def _wants_current(file: Path | None, scenario: str | None) -> bool:
 
 
 def _current_config(name: str, simulator: str | None) -> str:
+    from vgpu import mig, migparted
+    from vgpu.nvml.status import snapshots
+
     backend = _backend(simulator)
     layouts: list[migparted.GpuLayout] = []
     models = set()

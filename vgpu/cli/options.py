@@ -12,9 +12,8 @@ import typer
 
 from vgpu import catalog
 from vgpu.cli.root import err_console
-from vgpu.container.images import DEFAULT_BASE_IMAGE
+from vgpu.defaults import DB_ENV, DEFAULT_BASE_IMAGE
 from vgpu.errors import InputError
-from vgpu.results.store import DB_ENV
 
 if TYPE_CHECKING:
     from vgpu.site import Site

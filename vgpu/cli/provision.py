@@ -13,16 +13,15 @@ from vgpu.cli.common import console, scenario_from_args, site_of
 from vgpu.cli.options import InventoryOpt, ScenarioFile, ScenarioRef
 from vgpu.cli.root import app
 from vgpu.errors import InputError, RemoteError
-from vgpu.model.inventory import Inventory
-from vgpu.model.scenario import Scenario
-from vgpu.remote.redact import RedactingFilter, Redactor
-from vgpu.remote.targets import ConnectOptions
 from vgpu.runpaths import new_run_dir
 
 if TYPE_CHECKING:  # paramiko behind these: loaded when provisioning runs
+    from vgpu.model.inventory import Inventory
+    from vgpu.model.scenario import Scenario
     from vgpu.provision.adapter import HarnessOptions
     from vgpu.provision.fanout import Job
     from vgpu.provision.report import RunReport
+    from vgpu.remote.targets import ConnectOptions
     from vgpu.site import Site
 
 DEFAULT_LOG_DIR = Path("vgpu-results/logs/provision")
@@ -41,6 +40,7 @@ def run_provision(jobs: list[Job], *, scenario_id: str, options: ConnectOptions,
     """Fan out with a live table, print the summary; raise RemoteError if any host failed."""
     from vgpu.provision.display import LiveTable, summary
     from vgpu.provision.fanout import provision_all
+    from vgpu.remote.redact import RedactingFilter, Redactor
 
     redactor = Redactor()
     for handler in logging.getLogger().handlers:  # whatever logging the user configured
@@ -94,9 +94,10 @@ def provision(
     """Provision the guests of a scenario over SSH: packages, Docker, NVIDIA driver and
     container toolkit, vGPU licensing, password-less SSH, the node harness; then check
     that nvidia-smi shows exactly the planned vGPU / MIG profile. Idempotent."""
+    sc = scenario_from_args(file, scenario)
+
     from vgpu.provision.adapter import HarnessOptions
 
-    sc = scenario_from_args(file, scenario)
     provision_scenario(
         sc, site_of(inventory), hosts=host, dry_run=dry_run,
         accept_new_host_keys=accept_new_host_keys, concurrency=concurrency, log_dir=log_dir,
@@ -142,6 +143,8 @@ def provision_scenario(
 ) -> RunReport:
     """Plan the scenario on the site's inventory and provision its guests (also run by
     `vgpu apply` once the VMs are up)."""
+    from vgpu.remote.targets import ConnectOptions
+
     _, inventory_path = _needed(site)
     sc, harness = _on_simulator_guests(sc, site, harness)
     jobs, all_jobs, inv = provision_jobs(sc, site, hosts=hosts, harness=harness)

@@ -4,23 +4,19 @@ and ``vgpu report`` (the HTML/Markdown report)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
 from vgpu.cli import common
 from vgpu.cli.checks import check_export
 from vgpu.cli.options import DEFAULT_REPORT, DbOpt, ScenarioRef
 from vgpu.cli.root import app
-from vgpu.results.copy import copy_stores
-from vgpu.results.export import export_csv, export_json
-from vgpu.results.format import number
-from vgpu.results.mlperf_export import MlperfExport, export_mlperf
-from vgpu.results.report import build_report, write_report
-from vgpu.results.runview import render_run
-from vgpu.results.store import DEFAULT_DB, ResultStore
+from vgpu.defaults import DEFAULT_DB
+
+if TYPE_CHECKING:
+    from vgpu.results.mlperf_export import MlperfExport
 
 
 @app.command()
@@ -51,6 +47,15 @@ def results(
     """List stored runs, or export them (--export csv|json) to stdout, or write them as an
     MLPerf submission tree (--export mlperf DIR --submitter ORG), or print one run
     (--run N)."""
+    from rich.table import Table
+
+    from vgpu.results.copy import copy_stores
+    from vgpu.results.export import export_csv, export_json
+    from vgpu.results.format import number
+    from vgpu.results.mlperf_export import export_mlperf
+    from vgpu.results.runview import render_run
+    from vgpu.results.store import ResultStore
+
     if copy_to is not None:
         typer.echo(copy_stores(db, copy_to, scenario_id=scenario).describe())
         return
@@ -123,6 +128,9 @@ def report(
                                              "the VM vs bare-metal verdicts (>= 0)")] = 2.0,
 ) -> None:
     """Write the results report: self-contained HTML, optional Markdown and PNGs."""
+    from vgpu.results.report import build_report, write_report
+    from vgpu.results.store import ResultStore
+
     with ResultStore.open_existing(db) as store:
         built = build_report(store, tolerance=tolerance / 100.0)
     if markdown is not None and png_dir is None:

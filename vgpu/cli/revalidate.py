@@ -10,29 +10,16 @@ import typer
 from rich.console import Console
 
 from vgpu import catalog
-from vgpu.bench.job import BenchRequest
-from vgpu.bench.runtime import RuntimeOptions
-from vgpu.bench.workload import BenchOverrides
 from vgpu.cli import common
 from vgpu.cli.options import DbOpt, InventoryReq, JsonOpt, RunsOpt
 from vgpu.cli.root import app
+from vgpu.defaults import DEFAULT_BASELINE, DEFAULT_DB
 from vgpu.errors import InputError
-from vgpu.model.scenario import Scenario
-from vgpu.model.yamlsource import load_yaml
-from vgpu.results.calibration import parse_references
-from vgpu.results.junit import write_junit
-from vgpu.results.report import build_report, write_report
-from vgpu.results.store import DEFAULT_DB, ResultStore, store_exists
-from vgpu.revalidate.flow import (
-    DEFAULT_BASELINE,
-    Converge,
-    RevalidateRequest,
-    baseline_scenarios,
-    revalidate,
-)
-from vgpu.revalidate.render import as_json, render_outcome
 
 if TYPE_CHECKING:
+    from vgpu.model.scenario import Scenario
+    from vgpu.results.store import ResultStore
+    from vgpu.revalidate.flow import Converge
     from vgpu.site import Site
 
 DEFAULT_FACTS = Path("vgpu-results/preflight")
@@ -84,6 +71,17 @@ def revalidate_command(
     """Preflight with drift since the last saved facts -> apply -> provision -> bench
     (with the bare-metal twin) -> verdicts against bare metal and the pre-upgrade
     baseline. Exit 0 PASS (or INCONCLUSIVE), 3 FAIL, 1 a scenario could not run."""
+    from vgpu.bench.job import BenchRequest
+    from vgpu.bench.runtime import RuntimeOptions
+    from vgpu.bench.workload import BenchOverrides
+    from vgpu.model.yamlsource import load_yaml
+    from vgpu.results.calibration import parse_references
+    from vgpu.results.junit import write_junit
+    from vgpu.results.report import build_report, write_report
+    from vgpu.results.store import ResultStore
+    from vgpu.revalidate.flow import RevalidateRequest, revalidate
+    from vgpu.revalidate.render import as_json, render_outcome
+
     assert inventory is not None  # InventoryReq finds one or stops with exit 2
     site = common.site_of(inventory)
     loaded, path = site.require("revalidation needs an inventory", fix="pass --inventory")
@@ -121,6 +119,9 @@ def revalidate_command(
 
 
 def _scenarios(ids: list[str] | None, db: str, baseline: str) -> list[Scenario]:
+    from vgpu.results.store import ResultStore, store_exists
+    from vgpu.revalidate.flow import baseline_scenarios
+
     if not ids and store_exists(db):
         with ResultStore.open_existing(db) as store:
             ids = baseline_scenarios(store, baseline)
@@ -132,6 +133,8 @@ def _scenarios(ids: list[str] | None, db: str, baseline: str) -> list[Scenario]:
 
 
 def _say_baseline(store: ResultStore, name: str, capture: bool, out: Console) -> None:
+    from vgpu.revalidate.flow import baseline_scenarios
+
     stored = baseline_scenarios(store, name)
     if capture:
         out.print(f"this run's series will be recorded as baseline '{name}'")

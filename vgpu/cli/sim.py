@@ -13,7 +13,7 @@ from vgpu import catalog
 from vgpu.cli import common
 from vgpu.cli.root import app
 from vgpu.errors import InputError, RemoteError
-from vgpu.sim.lab import DEFAULT_PORT, ESXI_BUILD, VIB_VERSION, LabShape, host_name
+from vgpu.sim.lab import DEFAULT_PORT, ESXI_BUILD, VIB_VERSION
 
 if TYPE_CHECKING:
     from vgpu.sim.state import LabRecord
@@ -54,6 +54,7 @@ def sim_up(
     says so first. The build, VIB, removed-type and maintenance options shape an
     "upgraded" lab for drift checks."""
     from vgpu.sim import state as simstate
+    from vgpu.sim.lab import LabShape, host_name
 
     if no_vgpu_hosts + no_gpu_hosts > hosts:
         raise InputError.single("command line", "--no-vgpu-hosts/--no-gpu-hosts",

@@ -7,23 +7,20 @@ import json
 import sys
 import tempfile
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 
-from loadgen.contract import AllreduceRunSpec
 from vgpu.cli.common import console, scenario_from_args, site_of
 from vgpu.cli.options import DbOpt, JsonOpt, ScenarioFile, ScenarioRef, inventory_option
 from vgpu.cli.root import app
-from vgpu.cli.train_view import train_and_report
+from vgpu.defaults import DEFAULT_DB
 from vgpu.errors import InputError, RemoteError
-from vgpu.results.store import DEFAULT_DB, ResultStore
-from vgpu.train.bench import local_node
-from vgpu.train.launch import Launch, run_launch
-from vgpu.train.probe import ProbeRun, ProbeSettings, size_label, with_sizes
-from vgpu.train.probe_session import probe_and_store
-from vgpu.train.report import build_scaling_report, render_scaling_report, store_scaling_report
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from vgpu.train.probe import ProbeRun, ProbeSettings
 
 train_app = typer.Typer(help="Multinode training benchmarks (PyTorch DDP under torchrun).",
                         no_args_is_help=True)
@@ -47,6 +44,9 @@ def run_command(
     """Run a scenario's training workloads (on this machine: nodes x GPUs as ranks of one
     torchrun), store every repeat and judge against the scenario's baseline."""
     sc = scenario_from_args(file, scenario)
+
+    from vgpu.cli.train_view import train_and_report
+
     if runs is not None and runs < 1:
         raise InputError.single("command line", "--runs", f"must be >= 1, got {runs}",
                                 fix="give --runs 1 or more")
@@ -66,6 +66,9 @@ def scaling_command(
 ) -> None:
     """Speedup and scaling efficiency from stored runs (and VM vs bare metal per node
     count); the values are stored back on the runs as metrics."""
+    from vgpu.results.store import ResultStore
+    from vgpu.train.report import build_scaling_report, render_scaling_report, store_scaling_report
+
     with ResultStore.open_existing(db, first="vgpu train run") as store:
         try:
             report = build_scaling_report(store, scenario, bare_metal or (),
@@ -97,6 +100,9 @@ def probe_command(
     """Allreduce algbw/busbw over message sizes (as nccl-tests reports them) across the
     scenario's nodes, stored with the scenario's network in the platform record; without a
     scenario, on this machine only (not stored)."""
+    from vgpu.train.probe import ProbeSettings, with_sizes
+    from vgpu.train.probe_session import probe_and_store
+
     if ranks < 2:
         raise InputError.single("command line", "--ranks", f"must be >= 2, got {ranks}",
                                 fix="give --ranks 2 or more")
@@ -118,6 +124,11 @@ def probe_command(
 
 def _local_probe(settings: ProbeSettings) -> ProbeRun:
     """The probe on this machine alone (no scenario: nothing to store it under)."""
+    from loadgen.contract import AllreduceRunSpec
+    from vgpu.train.bench import local_node
+    from vgpu.train.launch import Launch, run_launch
+    from vgpu.train.probe import ProbeRun
+
     with tempfile.TemporaryDirectory(prefix="vgpu-probe-") as work:
         node = local_node(Path(work) / "node", python=sys.executable)
         spec = AllreduceRunSpec(sizes_bytes=settings.sizes_bytes,
@@ -131,6 +142,10 @@ def _local_probe(settings: ProbeSettings) -> ProbeRun:
 
 
 def probe_table(record: dict[str, Any], link: str, run_id: int | None) -> Table:
+    from rich.table import Table
+
+    from vgpu.train.probe import size_label
+
     stored = "" if run_id is None else f", stored as run {run_id}"
     table = Table(title=f"allreduce, {record['world_size']} ranks on {record.get('nodes', 1)} "
                         f"node(s), {record['backend']}, link {link}{stored}")

@@ -12,14 +12,13 @@ import typer
 from vgpu.cli import common
 from vgpu.cli.common import scenario_from_args
 from vgpu.cli.options import InventoryReq, ScenarioFile, ScenarioRef, inventory_option
-from vgpu.cli.plan_view import print_warnings
 from vgpu.cli.root import app
 from vgpu.errors import InputError, Problem
-from vgpu.model.inventory import Inventory
-from vgpu.model.scenario import Scenario
 from vgpu.vsphere.limits import DEFAULT_CONCURRENCY, DEFAULT_IP_TIMEOUT_S
 
 if TYPE_CHECKING:
+    from vgpu.model.inventory import Inventory
+    from vgpu.model.scenario import Scenario
     from vgpu.site import Site
 
 InventoryOpt = Annotated[Path | None, inventory_option(
@@ -28,6 +27,7 @@ InventoryOpt = Annotated[Path | None, inventory_option(
 YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="do not ask for confirmation")]
 ConcurrencyOpt = Annotated[int, typer.Option("--concurrency", "--parallel", min=1, max=64,
                                              help="VMs worked on at the same time")]
+
 
 def _inventory(path: Path | None) -> tuple[Inventory, Path]:
     assert path is not None, "InventoryReq resolves or refuses"
@@ -60,10 +60,11 @@ def preflight(
     """Check the vCenter hosts (ESXi, host driver VIB, GPUs, vGPU types, Shared Direct,
     capacity, state) and, with a scenario, whether it can run there. Exits non-zero when it
     cannot. With --against, also shows what changed since an earlier run."""
-    from vgpu.vsphere import commands
-
     inv, inv_path = _inventory(inventory)
     sc = scenario_from_args(file, scenario) if (file or scenario) else None
+
+    from vgpu.vsphere import commands
+
     commands.preflight(inv, inv_path, sc, results_dir, as_json, common.console,
                        against=against)
 
@@ -93,10 +94,12 @@ def apply(
     vgpu created for this scenario), power them on with their planned IPs, then provision
     their guests over SSH. A bare-metal scenario instead gets its MIG layout created on
     each bare-metal host through NVML (this machine, or over SSH)."""
+    sc = scenario_from_args(file, scenario)
+
+    from vgpu.cli.plan_view import print_warnings
     from vgpu.cli.provision import provision_scenario
     from vgpu.vsphere import commands
 
-    sc = scenario_from_args(file, scenario)
     site = common.site_of(inventory)
     if sc.platform == "bare-metal":
         _apply_bare_metal(sc, site, enable_mig, dry_run, accept_new_host_keys)
@@ -178,9 +181,10 @@ def destroy(
 ) -> None:
     """Power off and delete the VMs vgpu created for the scenario. VMs it did not create
     are never touched."""
+    sc = _vsphere_scenario(file, scenario)
+
     from vgpu.vsphere import commands
 
-    sc = _vsphere_scenario(file, scenario)
     inv, inv_path = _inventory(inventory)
     commands.destroy(sc, inv, inv_path, confirm=commands.terminal_confirm(yes),
                      concurrency=concurrency, console=common.console)

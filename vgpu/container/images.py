@@ -15,8 +15,8 @@ from importlib import resources
 from pathlib import Path
 
 import loadgen
+from vgpu.defaults import DEFAULT_BASE_IMAGE
 
-DEFAULT_BASE_IMAGE = "nvcr.io/nvidia/pytorch:24.10-py3"
 DEFAULT_ORT_PACKAGE = "onnxruntime-gpu"
 ORT_PACKAGES = ("onnxruntime-gpu", "onnxruntime")
 DOCKERFILE = "Dockerfile"

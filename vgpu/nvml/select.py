@@ -9,13 +9,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from vgpu.defaults import GPU_SIMULATOR_ENV as SIMULATOR_ENV
 from vgpu.errors import InputError
 from vgpu.nvml.backend import GpuBackend
 from vgpu.nvml.errors import NvmlUnavailable
 from vgpu.nvml.real import NvmlBackend, load_nvml
 from vgpu.nvml.simulator import SimulatedGpuBackend, parse_simulator_spec
 
-SIMULATOR_ENV = "VGPU_GPU_SIMULATOR"
 SIMULATOR_STATE_ENV = "VGPU_GPU_SIMULATOR_STATE"
 
 

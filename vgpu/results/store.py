@@ -23,6 +23,7 @@ from typing import Any
 
 import psutil
 
+from vgpu.defaults import DEFAULT_DB
 from vgpu.errors import InputError
 from vgpu.results.dialect import (
     Database,
@@ -46,8 +47,6 @@ from vgpu.results.records import (
     StoredInstance,
 )
 
-DEFAULT_DB = Path("vgpu-results.db")
-DB_ENV = "VGPU_DB"
 LOGS_DIRNAME = "vgpu-results"
 _LATENCY_COLUMNS = (*LATENCY_PERCENTILES, "min", "max", "mean")
 _PLATFORM_FIELDS = tuple(f.name for f in fields(Platform))

@@ -14,6 +14,7 @@ from rich.console import Console
 
 from vgpu.bench.job import BenchRequest, TwinChoice, bench_with_twin
 from vgpu.bench.summary import render
+from vgpu.defaults import DEFAULT_BASELINE
 from vgpu.errors import InputError, VgpuError
 from vgpu.model.inventory import Inventory
 from vgpu.model.scenario import Scenario
@@ -31,7 +32,6 @@ from vgpu.revalidate.preflight import PreflightPhase, run_preflight_phase
 from vgpu.revalidate.verdicts import WorkloadVerdict, exit_code
 
 Converge = Callable[[Scenario], None]
-DEFAULT_BASELINE = "pre-upgrade"
 
 
 def baseline_key(name: str, scenario_id: str, workload: str) -> str:

@@ -1,0 +1,13 @@
+"""Defaults and environment variable names that the command line shows in its options'
+help, declared where the modules that use them take them from. This module imports
+nothing, so declaring the CLI's options loads none of those modules (`vgpu --help` and
+shell completion stay light; tests/core/test_light_imports.py)."""
+
+from pathlib import Path
+
+DEFAULT_DB = Path("vgpu-results.db")  # the results store, vgpu.results.store
+DB_ENV = "VGPU_DB"
+DEFAULT_BASE_IMAGE = "nvcr.io/nvidia/pytorch:24.10-py3"  # the harness image's base
+DEFAULT_MAX_CLOCK_OFFSET_MS = 50.0  # refuse a synchronised start past this clock offset
+DEFAULT_BASELINE = "pre-upgrade"  # the baseline set `vgpu revalidate` judges against
+GPU_SIMULATOR_ENV = "VGPU_GPU_SIMULATOR"  # the simulated NVML backend, vgpu.nvml.select
