@@ -15,7 +15,7 @@ from vgpu.sim.lab import VIB_NAME, VIB_VERSION, LabShape
 from vgpu.vsphere.connection import connect
 from vgpu.vsphere.drift import compute_drift
 from vgpu.vsphere.facts import read_host_drivers
-from vgpu.vsphere.preflight import Check, GpuUsage, HostReport, PreflightReport
+from vgpu.vsphere.preflight_checks import Check, GpuUsage, HostReport, PreflightReport
 from vgpu.vsphere.reconcile import read_state
 
 pytestmark = [pytest.mark.vcsim,
