@@ -7,6 +7,7 @@ CLI."""
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -55,9 +56,11 @@ def _imported(tree: ast.AST, module: str, is_package: bool, known: set[str]) -> 
                 yield submodule if submodule in known else source
 
 
+@functools.cache
 def import_graph() -> Graph:
-    """Module -> the vgpu/loadgen modules it imports. ``from pkg import name`` imports
-    ``pkg.name`` when that is a module, else ``pkg`` itself (its ``__init__``)."""
+    """Module -> the modules of ``PACKAGES`` it imports, read once per test run.
+    ``from pkg import name`` imports ``pkg.name`` when that is a module, else ``pkg``
+    itself (its ``__init__``)."""
     modules = _modules()
     known = set(modules)
     graph: Graph = {}
