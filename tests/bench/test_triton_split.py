@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from tests.core.cli import run_cli
+from tests.cli.invoke import run_cli
 from vgpu.bench.collect import server_split_metrics
 from vgpu.bench.fanout import InstanceOutcome
 from vgpu.bench.outcome import WorkloadOutcome

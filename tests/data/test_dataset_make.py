@@ -12,7 +12,7 @@ from PIL import Image
 
 from loadgen.contract import DATASET_CLASSES as NUM_CLASSES
 from loadgen.train.shards import label_of, open_shard, read_manifest, shard_members
-from tests.core.cli import run_cli
+from tests.cli.invoke import run_cli
 from vgpu.datasets.make import make_dataset
 from vgpu.datasets.store import dataset_matches, ensure_dataset
 

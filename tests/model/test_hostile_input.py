@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.core.cli import run_cli
+from tests.cli.invoke import run_cli
 from vgpu.errors import MAX_LISTED_PROBLEMS, InputError, Problem
 from vgpu.model import load_inventory, load_scenario, yamlsource
 from vgpu.model.yamlcompose import MAX_DEPTH, MAX_VALUES

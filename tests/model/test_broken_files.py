@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.core.cli import run_cli
+from tests.cli.invoke import run_cli
 
 FIXTURES = Path(__file__).parent / "fixtures"
 BROKEN = sorted((Path(__file__).parent / "broken").glob("*.yaml"))
