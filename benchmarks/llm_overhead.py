@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 from loadgen.contract import LlmSpec  # noqa: E402
 from loadgen.llm.engines import OrtGenerator  # noqa: E402
 from loadgen.llm.prompts import make_prompts  # noqa: E402
-from loadgen.llm.sizes import VARIANTS  # noqa: E402
+from loadgen.llm_sizes import VARIANTS  # noqa: E402
 from loadgen.models import build_model  # noqa: E402
 from loadgen.runner import run  # noqa: E402
 from loadgen.spec import parse_spec  # noqa: E402

@@ -11,10 +11,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, get_args
 
 # The decoder sizes and their memory arithmetic (standard library only), for vgpu's checks.
-from loadgen.llm.sizes import GIB as GIB
-from loadgen.llm.sizes import RESERVED_SHARE as RESERVED_SHARE
-from loadgen.llm.sizes import MemoryEstimate as MemoryEstimate
-from loadgen.llm.sizes import estimate as estimate
+from loadgen.llm_sizes import GIB as GIB
+from loadgen.llm_sizes import RESERVED_SHARE as RESERVED_SHARE
+from loadgen.llm_sizes import MemoryEstimate as MemoryEstimate
+from loadgen.llm_sizes import estimate as estimate
 
 HARNESS_VERSION = "1.0.0"
 INFERENCE_SCHEMA_VERSION = 1

@@ -3,23 +3,49 @@
 # versions, the vSphere simulator, the Triton server) and run lint + the whole test suite.
 #   --latest   the same against the newest versions pyproject.toml's ranges allow, in
 #              .venv-latest / .venv-triton-latest (the locks are left as they are)
+#   --quick    the everyday loop: lint + the pure and unit tests, in the .venv that
+#              scripts/setup.sh --test made once; nothing is installed, no lab is started
+#              (no vSphere simulator, sshd, Docker, Triton, PostgreSQL, browser) and no
+#              slow or torch run is made
 # Other arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=.venv
 setup=(--test)
-if [[ "${1:-}" == "--latest" ]]; then
-    shift
-    venv=.venv-latest
-    setup+=(--latest)
-    export VGPU_TRITON_VENV=$PWD/.venv-triton-latest
+quick=0
+# The tests that need a lab, torch runs or a GPU, and those marked slow (pyproject.toml).
+QUICK_MARKERS="not (vcsim or sshd or triton or train or browser or postgres or docker or slow or gpu)"
+case "${1:-}" in
+    --latest)
+        shift
+        venv=.venv-latest
+        setup+=(--latest)
+        export VGPU_TRITON_VENV=$PWD/.venv-triton-latest
+        ;;
+    --quick)
+        shift
+        quick=1
+        ;;
+esac
+if [[ $quick -eq 1 ]]; then
+    if [[ ! -x $venv/bin/python ]]; then
+        echo "no $venv: run scripts/setup.sh --test once, then scripts/test.sh --quick" >&2
+        exit 2
+    fi
+    # The labs are left out on purpose here: a test that skips for one is not a failure.
+    export VGPU_REQUIRE_LABS=${VGPU_REQUIRE_LABS:-0}
+else
+    bash scripts/setup.sh "${setup[@]}"
+    # Everything the tests need was just installed: a lab that still skips is a failure.
+    export VGPU_REQUIRE_LABS=${VGPU_REQUIRE_LABS:-1}
 fi
-bash scripts/setup.sh "${setup[@]}"
-# Everything the tests need was just installed: a lab that still skips is a failure.
-export VGPU_REQUIRE_LABS=${VGPU_REQUIRE_LABS:-1}
 "$venv/bin/ruff" check .
 set +e
-"$venv/bin/python" -m pytest "$@"
+if [[ $quick -eq 1 ]]; then
+    "$venv/bin/python" -m pytest -m "$QUICK_MARKERS" "$@"
+else
+    "$venv/bin/python" -m pytest "$@"
+fi
 rc=$?
 set -e
 if [[ $rc -eq 5 ]]; then

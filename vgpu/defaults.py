@@ -1,7 +1,7 @@
 """Defaults and environment variable names that the command line shows in its options'
 help, declared where the modules that use them take them from. This module imports
 nothing, so declaring the CLI's options loads none of those modules (`vgpu --help` and
-shell completion stay light; tests/core/test_light_imports.py)."""
+shell completion stay light; tests/cli/test_light_imports.py)."""
 
 from pathlib import Path
 

@@ -7,7 +7,7 @@ layer below finds, loads or plans the inventory again.
 The simulator (``vgpu.sim``) sits behind one seam: :class:`SimulatedLab`, defined here and
 implemented by ``vgpu.sim.follow.FollowingLab``. :func:`open_site` is the one place outside
 the simulator's own commands that imports ``vgpu.sim``, inside the function, so a command
-given no inventory never loads it (``tests/core/test_import_graph.py``)."""
+given no inventory never loads it (``tests/architecture/test_import_graph.py``)."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from loadgen.llm.sizes import VARIANTS
+from loadgen.llm_sizes import VARIANTS
 
 FirstToken = Callable[[int], None]
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from loadgen.contract import AccuracySpec, LlmSpec
 from loadgen.llm.engines import TokenGenerator
-from loadgen.llm.sizes import VARIANTS
+from loadgen.llm_sizes import VARIANTS
 from loadgen.models.decoder import decoder_weights, reference_generate
 
 METRIC = "exact_token_match"

@@ -19,23 +19,23 @@ from loadgen.contract import (
     LlmSpec,
 )
 from loadgen.device import bind_device
+from loadgen.gate import ACCURACY_LOG
 from loadgen.llm.engines import TokenGenerator
 from loadgen.llm.gate import run_token_gate
 from loadgen.llm.prompts import make_prompts, warmup_prompt
-from loadgen.llm.sizes import VARIANTS
 from loadgen.llm.sut import TokenSut
 from loadgen.llm.tokens import token_metrics
+from loadgen.llm_sizes import VARIANTS
 from loadgen.models.catalog import WEIGHT_SEED
 from loadgen.result import write_result
-from loadgen.runner import (
-    ACCURACY_LOG,
+from loadgen.runrecord import (
     DETAIL_LOG,
     MS_TO_NS,
-    SUMMARY_LOG,
-    _log_settings,
-    _Run,
+    RunRecord,
     completion_timeline,
+    fresh_out_dir,
     loadgen_settings,
+    log_settings,
 )
 from loadgen.spec import Spec
 from loadgen.sync import StdinSync
@@ -107,7 +107,7 @@ def _warm_up(generator: TokenGenerator, spec: Spec, llm: LlmSpec) -> float | Non
     return RATE_PROBE_ANSWERS * max(1, generator.concurrency) / elapsed if elapsed else None
 
 
-def _run_loadgen(state: _Run, sut: TokenSut, spec: Spec, warm_rate: float | None) -> None:
+def _run_loadgen(state: RunRecord, sut: TokenSut, spec: Spec, warm_rate: float | None) -> None:
     count = len(sut.prompts)
     handle = lg.ConstructSUT(sut.issue_queries, sut.flush_queries)
     loaded: list[tuple[float, float]] = []
@@ -119,7 +119,7 @@ def _run_loadgen(state: _Run, sut: TokenSut, spec: Spec, warm_rate: float | None
     server_before = server_cpu()
     try:
         lg.StartTestWithLogSettings(handle, qsl, token_settings(spec, count, warm_rate),
-                                    _log_settings(state.out_dir))
+                                    log_settings(state.out_dir))
     finally:
         ended, ended_cpu = time.time(), time.process_time()
         sut.stop()
@@ -144,12 +144,9 @@ def _run_loadgen(state: _Run, sut: TokenSut, spec: Spec, warm_rate: float | None
 
 def run_llm(spec: Spec, out_dir: str | Path, sync: StdinSync | None = None) -> dict[str, Any]:
     """Run a model-llm spec and write ``out_dir/result.json``; returns the record."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    for stale in (SUMMARY_LOG, DETAIL_LOG, ACCURACY_LOG):
-        (out / stale).unlink(missing_ok=True)
+    out = fresh_out_dir(out_dir)
     binding = bind_device(spec.device)
-    state = _Run(spec, out)
+    state = RunRecord(spec, out)
     llm = spec.llm or LlmSpec()
     variant = spec.model.variant or "tiny"
     generator: TokenGenerator | None = None

@@ -17,7 +17,7 @@ class TorchGenerator:
     def __init__(self, variant: str, seed: int, threads: int | None, device_kind: str,
                  concurrency: int = 1) -> None:
         self.th = import_torch()
-        from loadgen.llm.sizes import VARIANTS
+        from loadgen.llm_sizes import VARIANTS
         from loadgen.torchmodels.decoder import TinyDecoder
 
         if threads:

@@ -17,7 +17,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from loadgen.llm.sizes import VARIANTS, DecoderConfig
+from loadgen.llm_sizes import VARIANTS, DecoderConfig
 from loadgen.models.graph import GraphBuilder
 
 INIT_STD = 0.08

@@ -10,7 +10,7 @@ import math
 import torch
 from torch import nn
 
-from loadgen.llm.sizes import VARIANTS, DecoderConfig
+from loadgen.llm_sizes import VARIANTS, DecoderConfig
 from loadgen.models.decoder import MASKED_SCORE, NORM_EPS, decoder_weights
 
 KV = list[tuple[torch.Tensor, torch.Tensor]]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.core.cli import run_cli
+from tests.cli.invoke import run_cli
 from vgpu.results.records import InstanceResult, RunStart
 from vgpu.results.store import ResultStore
 

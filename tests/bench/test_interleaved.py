@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from vgpu import catalog
-from vgpu.bench import session
+from vgpu.bench import interleave, session
 from vgpu.bench.devices import cpu_device
+from vgpu.bench.interleave import Side, run_interleaved
 from vgpu.bench.local import local_targets
-from vgpu.bench.session import Side, run_interleaved
 from vgpu.bench.workload import BenchOverrides
 from vgpu.results.records import InstanceResult
 from vgpu.results.store import ResultStore
@@ -57,10 +57,10 @@ def test_blocks_alternate_abba_and_the_candidate_is_judged_block_by_block(
     # both sides drift down 6% over the session; the candidate is 0.5% below in each block
     drift = [1000.0, 985.0, 970.0, 955.0]
     values = {"bm6": iter(drift), "6": iter([v * 0.995 for v in drift])}
-    monkeypatch.setattr(session, "_run_repeat", _fake(order, values))
+    monkeypatch.setattr(interleave, "run_repeat", _fake(order, values))
     reference, candidate = _sides(tmp_path, BenchOverrides())
     rates = {reference.targets[0].instance: 900.0, candidate.targets[0].instance: 1200.0}
-    monkeypatch.setattr(session, "_calibrate", _calibrate(rates))
+    monkeypatch.setattr(interleave, "calibrate", _calibrate(rates))
     with ResultStore.open(tmp_path / "r.db") as store:
         ref_out, cand_out = run_interleaved(reference, candidate, store, runs=4,
                                             workload_names=[WORKLOAD])
@@ -93,8 +93,8 @@ def test_a_failed_block_stops_both_sides(tmp_path: Path,
         result.failure = "run 2: instance died"
         return None
 
-    monkeypatch.setattr(session, "_run_repeat", failing)
-    monkeypatch.setattr(session, "_calibrate", lambda *_: True)
+    monkeypatch.setattr(interleave, "run_repeat", failing)
+    monkeypatch.setattr(interleave, "calibrate", lambda *_: True)
     reference, candidate = _sides(tmp_path, BenchOverrides())
     with ResultStore.open(tmp_path / "r.db") as store:
         ref_out, cand_out = run_interleaved(reference, candidate, store, runs=3,

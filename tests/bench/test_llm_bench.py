@@ -7,9 +7,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.bench.conftest import RunVgpu
 
 
+@pytest.mark.slow
 def test_scenario_6_llm_workload_ends_in_a_verdict_and_exports_token_logs(
         run_vgpu: RunVgpu, tmp_path: Path) -> None:
     # the workload's own 5 s: LoadGen's early stopping needs ~460 queries at 100/s

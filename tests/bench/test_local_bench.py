@@ -13,8 +13,8 @@ import pytest
 import xmlschema
 
 from tests.bench.conftest import VGPU, vgpu_env
-from tests.core.cli import run_cli
-from tests.core.counting import count_loads_and_plans
+from tests.cli.counting import count_loads_and_plans
+from tests.cli.invoke import run_cli
 from vgpu.catalog import INVENTORY_ENV
 from vgpu.results.store import ResultStore
 

@@ -51,6 +51,7 @@ def _store(store: ResultStore, records: list[dict[str, Any]], kind: TargetKind) 
     return series_id
 
 
+@pytest.mark.slow
 def test_an_invalid_server_repeat_makes_the_verdict_inconclusive(
     harness_cache: Path, tmp_path: Path,
 ) -> None:
@@ -73,6 +74,7 @@ def test_an_invalid_server_repeat_makes_the_verdict_inconclusive(
         f"{vm.label}: 2 valid of 3 repeats, at least 3 needed (INVALID: run {invalid.run_id})"]
 
 
+@pytest.mark.slow
 def test_a_bench_repeat_stores_warmup_windows_and_overlap(tmp_path: Path) -> None:
     scenario = catalog.load("6")
     with ResultStore.open(tmp_path / "r.db") as store:

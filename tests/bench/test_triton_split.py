@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from tests.core.cli import run_cli
+from tests.cli.invoke import run_cli
 from vgpu.bench.collect import server_split_metrics
 from vgpu.bench.fanout import InstanceOutcome
-from vgpu.bench.session import WorkloadOutcome
+from vgpu.bench.outcome import WorkloadOutcome
 from vgpu.bench.summary import split_table
 from vgpu.bench.targets import Target
 from vgpu.bench.workload import BenchOverrides, effective_workload, harness_spec

@@ -7,11 +7,12 @@ import io
 import json
 from pathlib import Path
 
+import pytest
 from PIL import Image
 
 from loadgen.contract import DATASET_CLASSES as NUM_CLASSES
 from loadgen.train.shards import label_of, open_shard, read_manifest, shard_members
-from tests.core.cli import run_cli
+from tests.cli.invoke import run_cli
 from vgpu.datasets.make import make_dataset
 from vgpu.datasets.store import dataset_matches, ensure_dataset
 
@@ -60,6 +61,7 @@ def test_small_images_average_about_110_kb_and_decode(tmp_path: Path) -> None:
     assert 400 <= image.size[0] <= 600
 
 
+@pytest.mark.slow
 def test_large_images_average_about_1_3_mb(tmp_path: Path) -> None:
     manifest = make_dataset(tmp_path, 12, "large", seed=0)
     assert 1.0e6 <= manifest.mean_image_bytes <= 1.6e6

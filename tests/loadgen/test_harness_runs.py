@@ -101,6 +101,7 @@ def test_scenario_runs_and_reports_loadgen_values(model_cache: Path, tmp_path: P
         assert record["early_stopping"]["latency_ss"] > 0
 
 
+@pytest.mark.slow
 def test_offline_validity_follows_loadgen(model_cache: Path, tmp_path: Path) -> None:
     ok = run_spec(model_cache, tmp_path / "valid", "resnet50", "Offline",
                   min_duration_ms=200, target_qps=60000, min_query_count=1)

@@ -16,7 +16,7 @@ from loadgen.errors import SpecError
 from loadgen.llm.engines import OrtGenerator
 from loadgen.llm.gate import run_token_gate
 from loadgen.llm.prompts import make_prompts
-from loadgen.llm.sizes import VARIANTS
+from loadgen.llm_sizes import VARIANTS
 from loadgen.models import build_model
 from loadgen.models.catalog import WEIGHT_SEED
 from loadgen.models.decoder import decoder_weights, reference_generate

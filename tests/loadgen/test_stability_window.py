@@ -14,7 +14,8 @@ from loadgen.backends.warming import WarmingBackend
 from loadgen.contract import StabilitySpec
 from loadgen.models import build_model, read_model_io
 from loadgen.qsl import SampleLibrary
-from loadgen.runner import completion_timeline, run
+from loadgen.runner import run
+from loadgen.runrecord import completion_timeline
 from loadgen.spec import parse_spec
 from loadgen.stability import run_windows, spread_pct
 from tests.loadgen.harness_helpers import base_spec

@@ -13,7 +13,7 @@ import onnx
 import pytest
 
 from loadgen.contract import INFERENCE_MODELS, ModelSpec
-from loadgen.llm.sizes import VARIANTS
+from loadgen.llm_sizes import VARIANTS
 from loadgen.models import build_model, builtin_model_io
 from loadgen.models.decoder import decoder_weights
 from loadgen.qsl import SampleLibrary

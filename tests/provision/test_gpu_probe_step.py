@@ -97,6 +97,7 @@ def test_parse_probe_on_captured_outputs() -> None:
     assert parse_probe(NO_RUNTIME) is None
 
 
+@pytest.mark.slow
 def test_probe_script_reports_no_cuda_here() -> None:
     done = subprocess.run([sys.executable, "-c", PROBE_SCRIPT], capture_output=True, text=True,
                           timeout=120, check=True)

@@ -38,7 +38,8 @@ def test_container_runtime_needs_a_container_engine() -> None:
 
 def test_image_defaults() -> None:
     guest = GuestStack()
-    # unset: chosen from the guest driver's branch, else the default (tests/core)
+    # unset: chosen from the guest driver's branch, else the default
+    # (tests/container/test_harness_base.py)
     assert (guest.base_image, guest.harness_image) == (None, None)
     assert harness_base(guest.base_image, None).image == DEFAULT_BASE_IMAGE
 

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from rich.console import Console
 
 from loadgen.contract import AccuracySpec
-from vgpu.bench.session import BenchOutcome, WorkloadOutcome
+from vgpu.bench.outcome import BenchOutcome, WorkloadOutcome
 from vgpu.bench.summary import as_json, workload_table
 from vgpu.bench.workload import (
     BenchOverrides,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from tests.core.cli import run_cli
+from tests.cli.invoke import run_cli
 from tests.results.conftest import AddSeries
 from vgpu.results.noise_store import class_key
 from vgpu.results.series import SYSTEM_THROUGHPUT, load_series, series_of_run

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from tests.core.cli import run_cli
+from tests.cli.invoke import run_cli
 from tests.results.conftest import AddSeries
 from vgpu.results.calibration import calibrate, host_class
 from vgpu.results.noise_store import calibrate_series

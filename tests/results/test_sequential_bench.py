@@ -13,10 +13,11 @@ import pytest
 
 from tests.results.conftest import QUIET
 from vgpu import catalog
-from vgpu.bench import session
+from vgpu.bench import pacing, session
 from vgpu.bench.devices import cpu_device
 from vgpu.bench.local import local_targets
-from vgpu.bench.session import BenchOutcome, run_bench
+from vgpu.bench.outcome import BenchOutcome
+from vgpu.bench.session import run_bench
 from vgpu.bench.workload import BenchOverrides, effective_workload
 from vgpu.cli.checks import budget_s
 from vgpu.errors import InputError
@@ -59,8 +60,8 @@ def _bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, values: Iterable[flo
            levels: NoiseLevels = QUIET) -> BenchOutcome:
     scenario = catalog.load("6")
     targets, notes = local_targets(scenario, [cpu_device()], tmp_path / "work")
-    monkeypatch.setattr(session, "_run_repeat", _fake_repeats(iter(values)))
-    monkeypatch.setattr(session, "_calibrate", lambda *_: True)
+    monkeypatch.setattr(session, "run_repeat", _fake_repeats(iter(values)))
+    monkeypatch.setattr(session, "calibrate", lambda *_: True)
     # a class calibrated quiet: repeats are what decides here (the series level that
     # stops a sequential series has its own test below)
     monkeypatch.setattr(judge, "levels_for", lambda *_: levels)
@@ -159,6 +160,7 @@ def test_a_budget_running_out_makes_the_next_look_the_last(
     spare the same series goes on to its cap."""
     clock = _Clock([60.0] * 3 + [200.0] * 30)
     monkeypatch.setattr(session, "time", clock)
+    monkeypatch.setattr(pacing, "time", clock)
     values = iter([985.0, 1000.0, 990.0] + [970.0, 1010.0, 975.0, 1005.0] * 5)
 
     def advancing(values: Iterator[float]) -> Iterator[float]:

@@ -3,6 +3,7 @@ reported, the allreduce probe runs, and preflight refuses what cannot work."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import sys
@@ -72,6 +73,68 @@ def test_rank_failure_comes_back_as_a_failed_record(tmp_path: Path) -> None:
     assert outcome.record["status"] == "failed"
     assert "torch.cuda.is_available() is False" in outcome.record["reason"]
     assert outcome.nodes[0].exit_code != 0
+
+
+ROOT = Path(__file__).resolve().parents[2]
+GPU_ERROR = "DeviceUnavailable: device gpu requested but torch.cuda.is_available() is False"
+# Loaded by every Python process of the node through PYTHONPATH; acts in torchrun's ranks
+# only (they have RANK). A rank starts once <dir>/start-rank<N> exists: one that never may
+# start is held until torchrun ends it, as a rank still busy when another one fails. With
+# <dir>/barrier, a rank about to exit waits until every rank has come that far, so all of
+# them have reported their failure before torchrun ends any.
+RANK_ORDER_HOOK = """
+import atexit, os, time
+from pathlib import Path
+
+if "RANK" in os.environ and "RANK_ORDER_DIR" in os.environ:
+    gates = Path(os.environ["RANK_ORDER_DIR"])
+    rank, world = os.environ["RANK"], int(os.environ["WORLD_SIZE"])
+    while not (gates / f"start-rank{rank}").exists():
+        time.sleep(0.05)
+
+    def _barrier() -> None:
+        (gates / f"exiting-rank{rank}").touch()
+        deadline = time.monotonic() + 60
+        while len(list(gates.glob("exiting-rank*"))) < world and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    if (gates / "barrier").exists():
+        atexit.register(_barrier)
+"""
+
+
+def _ordered_node(tmp_path: Path, starting: tuple[int, ...], barrier: bool) -> TrainNode:
+    hooks, gates = tmp_path / "hooks", tmp_path / "gates"
+    hooks.mkdir()
+    gates.mkdir()
+    (hooks / "sitecustomize.py").write_text(RANK_ORDER_HOOK)
+    for rank in starting:
+        (gates / f"start-rank{rank}").touch()
+    if barrier:
+        (gates / "barrier").touch()
+    path = os.pathsep.join(filter(None, [str(hooks), str(ROOT), os.environ.get("PYTHONPATH")]))
+    return _node(tmp_path, "n", env={"PYTHONPATH": path, "RANK_ORDER_DIR": str(gates)})
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="gpu: needs a machine without a GPU")
+@pytest.mark.parametrize(("starting", "barrier", "reporting"), [
+    ((0,), False, (0,)),       # rank 0 fails first; rank 1 is ended unreported
+    ((1,), False, (1,)),       # rank 1 fails first; rank 0 is ended before its record
+    ((0, 1), True, (0, 1)),    # both fail and report before either is ended
+], ids=["rank-0-first", "rank-1-first", "both"])
+def test_a_failed_launch_is_a_failed_record_whatever_rank_fails_first(
+        tmp_path: Path, starting: tuple[int, ...], barrier: bool,
+        reporting: tuple[int, ...]) -> None:
+    spec = {**TINY, "device": "gpu", "backend": "gloo"}
+    node = _ordered_node(tmp_path, starting, barrier)
+    outcome = run_launch(Launch([node], 2, "train", spec, timeout_s=120), tmp_path / "out")
+    record = outcome.record
+    assert record["status"] == "failed"
+    assert record["reason"] == "; ".join(f"n rank {rank}: {GPU_ERROR}" for rank in reporting)
+    assert record["kind"] == "train" and record["spec"].items() >= spec.items()
+    assert outcome.nodes[0].exit_code not in (0, None)
+    saved = json.loads((tmp_path / "out" / "result.json").read_text())
+    assert saved == record
 
 
 @pytest.mark.slow

@@ -78,6 +78,7 @@ def test_a_model_override_no_trainer_has_is_refused(tmp_path: Path) -> None:
                        Overrides(model="vgg16"), [])
 
 
+@pytest.mark.slow
 def test_cpu_nodes_fall_back_to_gloo_and_bf16_and_say_so(tmp_path: Path) -> None:
     scenario = load_scenario(Path(__file__).resolve().parents[2] / "scenarios"
                              / "train_multinode_2.yaml")

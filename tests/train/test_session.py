@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 import vgpu.catalog
 import vgpu.cli.train_view
 import vgpu.train.session as session
-from tests.core.cli import run_cli
+from tests.cli.invoke import run_cli
 from tests.results.conftest import QUIET
 from vgpu.cli import _register, app
 from vgpu.model import load_scenario

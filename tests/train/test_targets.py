@@ -40,6 +40,7 @@ def test_cpu_targets_give_nodes_without_gpus(tmp_path: Path) -> None:
     assert node.gpus == 0
 
 
+@pytest.mark.slow
 def test_relative_bench_paths_become_absolute_and_torch_reports_the_node(
     tmp_path: Path,
 ) -> None:

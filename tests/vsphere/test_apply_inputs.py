@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.core.cli import run_cli
+from tests.cli.invoke import run_cli
 
 INVENTORY = """\
 name: closed

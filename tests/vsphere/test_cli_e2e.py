@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.core.cli import run_cli
+from tests.cli.invoke import run_cli
 from tests.labs.vcsim import VcsimLab, lab_available
 from vgpu.sim.lab import LabShape
 from vgpu.vsphere.connection import connect

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.core.cli import run_cli
+from tests.cli.invoke import run_cli
 from tests.labs.vcsim import VcsimLab, lab_available
 from vgpu.sim.lab import VIB_NAME, VIB_VERSION, LabShape
 from vgpu.vsphere.connection import connect
 from vgpu.vsphere.drift import compute_drift
 from vgpu.vsphere.facts import read_host_drivers
-from vgpu.vsphere.preflight import Check, GpuUsage, HostReport, PreflightReport
+from vgpu.vsphere.preflight_checks import Check, GpuUsage, HostReport, PreflightReport
 from vgpu.vsphere.reconcile import read_state
 
 pytestmark = [pytest.mark.vcsim,

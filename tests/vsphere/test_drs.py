@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.core.cli import run_cli
+from tests.cli.invoke import run_cli
 from tests.labs.vcsim import VcsimLab, lab_available
 from vgpu.model.load import load_inventory, load_scenario
 from vgpu.sim.lab import LabShape

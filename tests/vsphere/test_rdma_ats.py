@@ -11,7 +11,7 @@ import pytest
 import yaml
 from pyVmomi import vim
 
-from tests.core.cli import run_cli
+from tests.cli.invoke import run_cli
 from tests.labs.vcsim import VcsimLab, lab_available
 from vgpu.errors import InputError
 from vgpu.model import load_inventory

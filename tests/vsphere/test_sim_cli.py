@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.core.cli import run_cli
+from tests.cli.invoke import run_cli
 from tests.labs.vcsim import lab_available
 from vgpu.catalog import LOCAL_INVENTORY
 from vgpu.sim import state as simstate

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.core.cli import run_cli
+from tests.cli.invoke import run_cli
 from tests.labs.sshlab import lab_available as ssh_lab_available
 from tests.labs.vcsim import lab_available
 from vgpu.catalog import LOCAL_INVENTORY

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from pyVmomi import vim
 
-from tests.core.cli import run_cli
+from tests.cli.invoke import run_cli
 from tests.labs.vcsim import VcsimLab, lab_available
 from vgpu.sim.lab import DV_PORT_GROUP, NETWORK, PORT_GROUP, LabShape
 from vgpu.vsphere.connection import connect

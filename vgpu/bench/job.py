@@ -10,11 +10,13 @@ from pathlib import Path
 from rich.console import Console
 
 from vgpu.bench import devices
+from vgpu.bench.interleave import Side, run_interleaved
 from vgpu.bench.local import cores_each, local_targets
+from vgpu.bench.outcome import BenchOutcome
 from vgpu.bench.progress import RichListener
 from vgpu.bench.remote import HostTargetHook
 from vgpu.bench.runtime import RuntimeOptions, local_container, remote_container
-from vgpu.bench.session import BenchOutcome, Side, inference_workloads, run_bench, run_interleaved
+from vgpu.bench.session import inference_workloads, run_bench
 from vgpu.bench.summary import render
 from vgpu.bench.targets import Target
 from vgpu.bench.triton import TritonSetup

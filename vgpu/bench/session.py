@@ -6,87 +6,29 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import Protocol
 
 from vgpu.bench.calibrate import HEADROOM, calibrate_offline
 from vgpu.bench.clock import clock_metrics
 from vgpu.bench.collect import instance_result, server_split_metrics
-from vgpu.bench.fanout import InstanceOutcome, RoundListener, RoundTimeouts, run_round
+from vgpu.bench.fanout import InstanceOutcome, RoundTimeouts, run_round
+from vgpu.bench.outcome import BenchListener, BenchOutcome, QuietListener, WorkloadOutcome
 from vgpu.bench.overlap import overlap_metrics, round_overlap, stability_metrics
+from vgpu.bench.pacing import Budget, Pacing, pacing_for
 from vgpu.bench.provenance import scenario_revision
 from vgpu.bench.targets import Target
 from vgpu.bench.triton import TritonSetup, deployed
 from vgpu.bench.workload import BenchOverrides, EffectiveWorkload, effective_workload, harness_spec
 from vgpu.errors import RemoteError
 from vgpu.model.scenario import InferenceWorkload, Scenario
-from vgpu.results.compare import Check, Comparison
 from vgpu.results.format import number
 from vgpu.results.judge import judge_against_baseline
 from vgpu.results.records import Metric, RunStart
-from vgpu.results.sequential import Design, Pilot, budget_total, expectation, look
-from vgpu.results.series import SeriesData, load_series
-from vgpu.results.server_split import Split, series_split
+from vgpu.results.series import load_series
+from vgpu.results.server_split import series_split
 from vgpu.results.store import ResultStore
 from vgpu.results.tokens import outcome_records, token_metrics
-
-
-class BenchListener(RoundListener, Protocol):
-    def phase(self, text: str) -> None: ...
-
-    def begin_round(self, instances: Sequence[str], expected_s: float) -> None: ...
-
-    def end_round(self) -> None: ...
-
-
-class QuietListener:
-    def phase(self, text: str) -> None:
-        return None
-
-    def begin_round(self, instances: Sequence[str], expected_s: float) -> None:
-        return None
-
-    def end_round(self) -> None:
-        return None
-
-    def state(self, instance: str, text: str) -> None:
-        return None
-
-    def tick(self, elapsed_s: float) -> None:
-        return None
-
-
-@dataclass
-class WorkloadOutcome:
-    workload: EffectiveWorkload
-    series_id: str
-    run_ids: list[int] = field(default_factory=list)
-    failure: str | None = None
-    series: SeriesData | None = None
-    comparison: Comparison | None = None
-    baseline_note: str | None = None
-    calibrated_qps: dict[str, float] = field(default_factory=dict)
-    server_split: Split = field(default_factory=dict)  # Triton: instance -> part -> us
-    # interleaved with another series block by block: {"partner", "order", "role"}
-    design: dict[str, str] | None = None
-
-
-@dataclass
-class BenchOutcome:
-    scenario: Scenario
-    targets: list[Target]
-    notes: list[str]
-    workloads: list[WorkloadOutcome] = field(default_factory=list)
-
-    @property
-    def failure(self) -> str | None:
-        return next((w.failure for w in self.workloads if w.failure), None)
-
-    @property
-    def comparisons(self) -> list[Comparison]:
-        return [w.comparison for w in self.workloads if w.comparison is not None]
 
 
 def inference_workloads(
@@ -101,7 +43,7 @@ def inference_workloads(
     return chosen, notes
 
 
-def _judge(store: ResultStore, scenario: Scenario, outcome: WorkloadOutcome) -> None:
+def judge_series(store: ResultStore, scenario: Scenario, outcome: WorkloadOutcome) -> None:
     if outcome.series is None:
         return
     outcome.comparison, outcome.baseline_note = judge_against_baseline(
@@ -130,7 +72,7 @@ def run_bench(
     outcome = BenchOutcome(scenario=scenario, targets=targets, notes=[*target_notes, *notes])
     on_cpu = all(t.device.get("kind") == "cpu" for t in targets)
     repeats = runs or scenario.repeats
-    budget = _Budget.of(overrides, len(workloads))
+    budget = Budget.of(overrides, len(workloads))
     for workload in workloads:
         effective = effective_workload(workload, on_cpu, overrides)
         if (effective.min_valid or 0) > repeats:
@@ -139,7 +81,7 @@ def run_bench(
         result = WorkloadOutcome(workload=effective, series_id=uuid.uuid4().hex)
         outcome.workloads.append(result)
         series = partial(_run_series, store, scenario, targets, result, repeats, overrides,
-                         listen, timeouts, _pacing(overrides, repeats, budget))
+                         listen, timeouts, pacing_for(overrides, repeats, budget))
         if effective.deploys_triton:
             _with_triton(series, targets, result, listen, store.logs_root / "triton",
                          triton or TritonSetup(image=scenario.guest.triton_image))
@@ -148,7 +90,7 @@ def run_bench(
         if store.runs(series_id=result.series_id, status="ok"):
             result.series = load_series(store, result.series_id)
             result.server_split = series_split(store, result.series)
-        _judge(store, scenario, result)
+        judge_series(store, scenario, result)
         if result.failure:
             break
     return outcome
@@ -180,16 +122,16 @@ def _with_triton(series: Callable[[], None], targets: list[Target], result: Work
 def _run_series(
     store: ResultStore, scenario: Scenario, targets: list[Target], result: WorkloadOutcome,
     repeats: int, overrides: BenchOverrides, listen: BenchListener, timeouts: RoundTimeouts,
-    pacing: _Pacing | None = None,
+    pacing: Pacing | None = None,
 ) -> None:
     effective = result.workload
     offline_unknown = effective.scenario == "Offline" and effective.target_qps is None
-    if offline_unknown and not _calibrate(store, targets, result, overrides, listen, timeouts):
+    if offline_unknown and not calibrate(store, targets, result, overrides, listen, timeouts):
         return
     total, repeat, started = repeats, 0, time.monotonic()
     while repeat < total:
         listen.phase(f"{effective.label}: repeat {repeat + 1}/{total}")
-        outcomes = _run_repeat(store, scenario, targets, result, repeat, total, overrides,
+        outcomes = run_repeat(store, scenario, targets, result, repeat, total, overrides,
                                listen, timeouts)
         if outcomes is None:
             return
@@ -198,10 +140,10 @@ def _run_series(
             total = pacing.next_total(store, scenario, result, total,
                                       time.monotonic() - started, listen)
         if result.calibrated_qps and repeat < total:
-            _recalibrate(result, outcomes)
+            recalibrate(result, outcomes)
 
 
-def _calibrate(
+def calibrate(
     store: ResultStore, targets: list[Target], result: WorkloadOutcome,
     overrides: BenchOverrides, listen: BenchListener, timeouts: RoundTimeouts,
 ) -> bool:
@@ -242,7 +184,7 @@ def _begin_run(store: ResultStore, scenario: Scenario, targets: list[Target],
     return run_id
 
 
-def _run_repeat(
+def run_repeat(
     store: ResultStore, scenario: Scenario, targets: list[Target], result: WorkloadOutcome,
     repeat: int, repeats: int, overrides: BenchOverrides, listen: BenchListener,
     timeouts: RoundTimeouts,
@@ -305,7 +247,7 @@ def _measurement_metrics(outcomes: Sequence[InstanceOutcome]) -> list[Metric]:
             *overlap_metrics(round_overlap(records))]
 
 
-def _recalibrate(result: WorkloadOutcome, outcomes: Sequence[InstanceOutcome]) -> None:
+def recalibrate(result: WorkloadOutcome, outcomes: Sequence[InstanceOutcome]) -> None:
     """An Offline run that ended before its min duration was expected too few samples:
     the next repeats expect the rate this run measured."""
     for outcome in outcomes:
@@ -317,173 +259,3 @@ def _recalibrate(result: WorkloadOutcome, outcomes: Sequence[InstanceOutcome]) -
             result.workload.notes.append(
                 f"{name} finished before the min duration: expected QPS raised to "
                 f"{number(result.calibrated_qps[name])}/s for the next repeats")
-
-
-@dataclass
-class _Budget:
-    """--budget: the wall time left, shared by the workloads still to run."""
-
-    deadline: float  # time.monotonic() at which the budget ends
-    workloads_left: int
-
-    @classmethod
-    def of(cls, overrides: BenchOverrides, workloads: int) -> _Budget | None:
-        if overrides.budget_s is None:
-            return None
-        return cls(time.monotonic() + overrides.budget_s, workloads)
-
-
-@dataclass
-class _Pacing:
-    """--until-decided / --budget for one series: its looks so far (vgpu.results.sequential)."""
-
-    design: Design
-    budget: _Budget | None
-    looks: int = 0
-
-    def next_total(self, store: ResultStore, scenario: Scenario, result: WorkloadOutcome,
-                   total: int, elapsed_s: float, listen: BenchListener) -> int:
-        """The series' new total after a look at its ``total`` repeats (``total``: stop)."""
-        if not store.runs(series_id=result.series_id, status="ok"):
-            return total
-        series = load_series(store, result.series_id)
-        comparison, _ = judge_against_baseline(store, scenario, series)
-        checks = comparison.checks if comparison else []
-        blocked = bool(comparison and comparison.shortfalls)
-        if self.budget is not None:
-            note = self._follow_budget(series, scenario, checks, blocked, total, elapsed_s)
-            if note:
-                result.workload.notes.append(note)
-                listen.phase(note)
-        self.looks += 1
-        step = look(checks, total, self.looks, self.design, blocked)
-        result.workload.notes.append(f"sequential repeats: {step.describe()}")
-        listen.phase(f"{result.workload.label}: {step.describe()}")
-        return step.next_total
-
-    def _follow_budget(self, series: SeriesData, scenario: Scenario, checks: list[Check],
-                       blocked: bool, total: int, elapsed_s: float) -> str | None:
-        """After the pilot: caps the series at the repeats the budget affords it and says
-        what it expects to decide. At a later look: no time left for one more repeat
-        makes this look the last."""
-        assert self.budget is not None
-        repeat_s = elapsed_s / total
-        remaining = self.budget.deadline - time.monotonic()
-        if self.looks > 0:
-            if remaining < repeat_s:
-                self.design = replace(self.design, max_repeats=total)
-            return None
-        self.budget.workloads_left -= 1
-        if not checks:
-            return None
-        planned = look(checks, total, 1, self.design, blocked).next_total
-        cv = series.throughput_cv
-        pilot = Pilot(series.workload.split(" (")[0], total, repeat_s,
-                      None if cv is None else cv * 100.0, scenario.tolerances.throughput_pct)
-        cap = budget_total(pilot, remaining, self.budget.workloads_left, self.design)
-        self.design = replace(self.design, max_repeats=cap)
-        return f"budget: {expectation(pilot, planned, cap)}"
-
-
-def _pacing(overrides: BenchOverrides, repeats: int, budget: _Budget | None) -> _Pacing | None:
-    if not (overrides.until_decided or budget is not None):
-        return None
-    cap = max(repeats, overrides.max_repeats or Design().max_repeats)
-    return _Pacing(Design(min_repeats=repeats, max_repeats=cap), budget)
-
-
-@dataclass(frozen=True)
-class Side:
-    """One side of an interleaved comparison: a scenario on its connected targets."""
-
-    scenario: Scenario
-    targets: list[Target]
-    notes: list[str]
-    overrides: BenchOverrides
-
-
-def run_interleaved(
-    reference: Side, candidate: Side, store: ResultStore, *, runs: int | None,
-    workload_names: Sequence[str], listener: BenchListener | None = None,
-    timeouts: RoundTimeouts = RoundTimeouts(),
-) -> tuple[BenchOutcome, BenchOutcome]:
-    """Both scenarios' workloads of ``workload_names`` in alternating blocks of one repeat
-    each, ABBA (reference, candidate | candidate, reference | ...), each side a series of
-    its own that names the other as its partner, so the candidate is judged block by block
-    and drift between minutes cancels. Offline sides share one expected QPS per instance
-    position (the larger probe), so their queries have the same size."""
-    listen: BenchListener = listener or QuietListener()
-    ref_workloads, _ = inference_workloads(reference.scenario, workload_names)
-    cand_workloads, notes = inference_workloads(candidate.scenario, workload_names)
-    outcomes = (BenchOutcome(reference.scenario, reference.targets, list(reference.notes)),
-                BenchOutcome(candidate.scenario, candidate.targets, [*candidate.notes, *notes]))
-    repeats = runs or candidate.scenario.repeats
-    budget = _Budget.of(candidate.overrides, len(cand_workloads))
-    for cand_w in cand_workloads:
-        ref_w = next(w for w in ref_workloads if w.label == cand_w.label)
-        pair = (_side_outcome(reference, ref_w), _side_outcome(candidate, cand_w))
-        for mine, other, role in ((pair[0], pair[1], "reference"),
-                                  (pair[1], pair[0], "candidate")):
-            mine.design = {"partner": other.series_id, "order": "ABBA", "role": role}
-        outcomes[0].workloads.append(pair[0])
-        outcomes[1].workloads.append(pair[1])
-        _run_blocks(store, (reference, candidate), pair, repeats, listen, timeouts, budget)
-        for side, result in zip((reference, candidate), pair, strict=True):
-            if store.runs(series_id=result.series_id, status="ok"):
-                result.series = load_series(store, result.series_id)
-                result.server_split = series_split(store, result.series)
-            _judge(store, side.scenario, result)
-        if pair[0].failure or pair[1].failure:
-            break
-    return outcomes
-
-
-def _side_outcome(side: Side, workload: InferenceWorkload) -> WorkloadOutcome:
-    on_cpu = all(t.device.get("kind") == "cpu" for t in side.targets)
-    return WorkloadOutcome(workload=effective_workload(workload, on_cpu, side.overrides),
-                           series_id=uuid.uuid4().hex)
-
-
-def _run_blocks(store: ResultStore, sides: tuple[Side, Side],
-                pair: tuple[WorkloadOutcome, WorkloadOutcome], repeats: int,
-                listen: BenchListener, timeouts: RoundTimeouts, budget: _Budget | None) -> None:
-    for index, (side, result) in enumerate(zip(sides, pair, strict=True)):
-        effective = result.workload
-        if effective.scenario == "Offline" and effective.target_qps is None and \
-                not _calibrate(store, side.targets, result, side.overrides, listen, timeouts):
-            pair[1 - index].failure = f"stopped with scenario {side.scenario.id}"
-            return
-    _share_rates(sides, pair)
-    candidate = sides[1]
-    pacing = _pacing(candidate.overrides, repeats, budget)
-    total, block, started = repeats, 0, time.monotonic()
-    while block < total:
-        order = (0, 1) if block % 2 == 0 else (1, 0)
-        for index in order:
-            side, result = sides[index], pair[index]
-            listen.phase(f"{result.workload.label}: block {block + 1}/{total}, scenario "
-                         f"{side.scenario.id}")
-            ran = _run_repeat(store, side.scenario, side.targets, result, block, total,
-                              side.overrides, listen, timeouts)
-            if ran is None:
-                pair[1 - index].failure = f"stopped with scenario {side.scenario.id}"
-                return
-            if result.calibrated_qps:
-                _recalibrate(result, ran)
-        _share_rates(sides, pair)
-        block += 1
-        if block == total and pacing is not None:
-            total = pacing.next_total(store, candidate.scenario, pair[1], total,
-                                      time.monotonic() - started, listen)
-
-
-def _share_rates(sides: tuple[Side, Side],
-                 pair: tuple[WorkloadOutcome, WorkloadOutcome]) -> None:
-    """One expected Offline QPS per instance position for both sides: the larger."""
-    ref, cand = pair
-    if not (ref.calibrated_qps and cand.calibrated_qps) or \
-            len(sides[0].targets) != len(sides[1].targets):
-        return
-    for ref_t, cand_t in zip(sides[0].targets, sides[1].targets, strict=True):
-        shared = max(ref.calibrated_qps[ref_t.instance], cand.calibrated_qps[cand_t.instance])
-        ref.calibrated_qps[ref_t.instance] = cand.calibrated_qps[cand_t.instance] = shared

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from vgpu.bench.session import BenchOutcome, WorkloadOutcome
+from vgpu.bench.outcome import BenchOutcome, WorkloadOutcome
 from vgpu.results import telemetry_view, token_view
 from vgpu.results.accuracy import ACCURACY_REFERENCE, InstanceAccuracy, instance_accuracies
 from vgpu.results.compare import Comparison, check_as_dict

@@ -34,7 +34,8 @@ def run_preflight_phase(inventory: Inventory, inventory_path: Path,
     from vgpu.vsphere.connection import connect
     from vgpu.vsphere.drift import compute_drift, scenario_vgpu_types
     from vgpu.vsphere.from_inventory import target_from_inventory
-    from vgpu.vsphere.preflight import find_saved, load_saved, run_preflight, save_report
+    from vgpu.vsphere.preflight import run_preflight
+    from vgpu.vsphere.preflight_saved import find_saved, load_saved, save_report
     from vgpu.vsphere.render import render_drift
 
     if inventory.vcenter is None:

@@ -13,12 +13,14 @@ import json
 import shlex
 import signal
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from loadgen.contract import TRAINING_SCHEMA_VERSION
 from vgpu.errors import RemoteError
 from vgpu.train.shell import NodeShell, ShellResult
 
@@ -162,6 +164,14 @@ def _rank_failures(node: TrainNode) -> list[str]:
     return reasons
 
 
+def _failed_record(launch: Launch) -> dict[str, Any]:
+    """The record rank 0 would have written for a failed run; the caller adds the reason."""
+    return {"schema_version": TRAINING_SCHEMA_VERSION, "kind": launch.command,
+            "status": "failed", "reason": "", "spec": dict(launch.spec),
+            "host": launch.nodes[0].name, "harness_version": None, "written_by": "launcher",
+            "written_unix": time.time()}
+
+
 def _tail(text: str, lines: int = 15) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
 
@@ -190,7 +200,8 @@ def _wait_all(
 
 def run_launch(launch: Launch, local_out: Path) -> LaunchOutcome:
     """Runs the launch to the end. Returns rank 0's record, also written to
-    ``local_out/result.json``; raises RemoteError when no record came back."""
+    ``local_out/result.json``: failed, naming every rank's reported failure, whichever rank
+    failed first. Raises RemoteError when no record came back and no rank reported why."""
     for node in launch.nodes:
         stage_spec(node, launch.spec)
     pool = ThreadPoolExecutor(max_workers=len(launch.nodes), thread_name_prefix="torchrun")
@@ -209,14 +220,15 @@ def run_launch(launch: Launch, local_out: Path) -> LaunchOutcome:
     outcomes = [_outcome(launch.nodes[rank].name, finished[rank]) for rank in sorted(finished)]
     record = _read_json(launch.nodes[0], _path(launch.nodes[0], OUT_DIR, "result.json"))
     failures = [reason for node in launch.nodes for reason in _rank_failures(node)]
-    if record is None:
-        detail = "; ".join(failures) or "; ".join(
-            f"{o.node} exit {o.exit_code}: {_tail(o.stderr, 5)}"
-            for o in outcomes if o.exit_code != 0
-        )
+    if record is None and not failures:
+        detail = "; ".join(f"{o.node} exit {o.exit_code}: {_tail(o.stderr, 5)}"
+                           for o in outcomes if o.exit_code != 0)
         raise RemoteError(f"{launch.command} produced no result.json on "
                           f"{launch.nodes[0].name}: {detail or 'no reason reported'}")
-    if failures and record.get("status") == "ok":
+    if record is None:
+        # Another rank failed first and rank 0 was ended before it wrote its record.
+        record = _failed_record(launch)
+    if failures:
         record = {**record, "status": "failed", "reason": "; ".join(failures)}
     local_out.mkdir(parents=True, exist_ok=True)
     (local_out / "result.json").write_text(json.dumps(record, indent=2, sort_keys=True))

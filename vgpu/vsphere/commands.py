@@ -25,7 +25,8 @@ from vgpu.vsphere.from_inventory import placement_from_inventory, target_from_in
 from vgpu.vsphere.gpu_placement import apply_policy_changes, placement_mismatches
 from vgpu.vsphere.host_options import HostOptionChange, apply_host_options
 from vgpu.vsphere.limits import DEFAULT_IP_TIMEOUT_S
-from vgpu.vsphere.preflight import find_saved, load_saved, run_preflight, save_report
+from vgpu.vsphere.preflight import run_preflight
+from vgpu.vsphere.preflight_saved import find_saved, load_saved, save_report
 from vgpu.vsphere.reconcile import ClusterState, read_state
 from vgpu.vsphere.render import render_changes, render_drift, render_outcomes, render_preflight
 from vgpu.vsphere.workflow import ApplyPreparation, prepare_apply, prepare_destroy

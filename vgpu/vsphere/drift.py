@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from vgpu.model.vgpu_request import VgpuRequest
-from vgpu.vsphere.preflight import PreflightReport
+from vgpu.vsphere.preflight_checks import PreflightReport
 
 NONE = "-"
 SCENARIO_ROW = "scenario"

@@ -8,7 +8,7 @@ from rich.table import Table
 from vgpu.vsphere.diff import Action, ChangeSet, VmChange
 from vgpu.vsphere.drift import Drift
 from vgpu.vsphere.execute import ExecutionReport
-from vgpu.vsphere.preflight import PreflightReport
+from vgpu.vsphere.preflight_checks import PreflightReport
 
 ACTION_STYLE = {Action.CREATE: "green", Action.CHANGE: "yellow", Action.KEEP: "dim",
                 Action.DELETE: "red"}

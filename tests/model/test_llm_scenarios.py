@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from loadgen.contract import estimate
-from tests.core.cli import run_cli
+from tests.cli.invoke import run_cli
 from vgpu import catalog
 from vgpu.bench.workload import BenchOverrides, effective_workload, harness_spec
 from vgpu.errors import InputError

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import typer.main
 
-from tests.core.cli import run_cli
+from tests.cli.invoke import run_cli
 from vgpu.cli import _register, app
 from vgpu.cli.inventory import MASK, masked
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.core.cli import MAX_REFUSAL_PEAK_BYTES, run_cli_traced
+from tests.cli.invoke import MAX_REFUSAL_PEAK_BYTES, run_cli_traced
 from vgpu.errors import MAX_LISTED_PROBLEMS, InputError, Problem
 from vgpu.model import load_inventory, load_scenario, yamlsource
 from vgpu.model.yamlcompose import MAX_DEPTH, MAX_VALUES
@@ -36,7 +36,7 @@ class Outcome:
 def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, content: bytes) -> Outcome:
     """Write ``content`` as a scenario or inventory, run `vgpu plan` on it from an empty
     folder and check what every hostile file must give: exit 2, no traceback, no file
-    written, little memory allocated (the bound on its work; tests/core/cli.py)."""
+    written, little memory allocated (the bound on its work; tests/cli/invoke.py)."""
     path = tmp_path / "in" / f"hostile-{kind}.yaml"
     path.parent.mkdir()
     path.write_bytes(content)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.core.cli import run_cli
+from tests.cli.invoke import run_cli
 from vgpu import mig
 from vgpu.errors import InputError, Problem
 from vgpu.migparted import GpuLayout, read_config, render

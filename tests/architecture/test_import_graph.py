@@ -1,16 +1,23 @@
 """The package's import graph, read from the source with ``ast`` (every import, also those
-inside functions): vgpu has no import cycle, the harness (loadgen/) never imports vgpu,
-vgpu reaches the harness only through its contract, only the CLI layer imports the CLI,
-and the simulator lab (vgpu.sim) is reached only through the Site's seam."""
+inside functions): vgpu, the harness (loadgen/) and the benchmarks have no import cycle,
+the harness never imports vgpu, vgpu reaches the harness only through its contract, only
+the CLI layer imports the CLI, and the simulator lab (vgpu.sim) is reached only through
+the Site's seam."""
 
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("vgpu", "loadgen")
+PACKAGES = ("vgpu", "loadgen", "benchmarks")
+# Folders of scripts, run as ``python benchmarks/x.py``: a bare ``import y`` there is the
+# sibling benchmarks/y.py.
+SCRIPT_FOLDERS = {"benchmarks"}
 HARNESS_API = {"loadgen", "loadgen.contract"}
 CLI_ENTRY_POINTS = {"vgpu.__main__"}  # `python -m vgpu` runs the CLI
 # The Site factory plugs the simulator lab in (vgpu.site.SimulatedLab); the sim commands
@@ -52,18 +59,29 @@ def _imported(tree: ast.AST, module: str, is_package: bool, known: set[str]) -> 
                 yield submodule if submodule in known else source
 
 
+@functools.cache
 def import_graph() -> Graph:
-    """Module -> the vgpu/loadgen modules it imports. ``from pkg import name`` imports
-    ``pkg.name`` when that is a module, else ``pkg`` itself (its ``__init__``)."""
+    """Module -> the modules of ``PACKAGES`` it imports, read once per test run.
+    ``from pkg import name`` imports ``pkg.name`` when that is a module, else ``pkg``
+    itself (its ``__init__``)."""
     modules = _modules()
     known = set(modules)
     graph: Graph = {}
     for name, path in modules.items():
         tree = ast.parse(path.read_text(), str(path))
         is_package = path.name == "__init__.py"
-        graph[name] = {target for target in _imported(tree, name, is_package, known)
+        targets = {_sibling_script(target, name, known)
+                   for target in _imported(tree, name, is_package, known)}
+        graph[name] = {target for target in targets
                        if target.split(".")[0] in PACKAGES and target != name}
     return graph
+
+
+def _sibling_script(target: str, module: str, known: set[str]) -> str:
+    folder = module.split(".")[0]
+    if folder in SCRIPT_FOLDERS and f"{folder}.{target}" in known:
+        return f"{folder}.{target}"
+    return target
 
 
 def find_cycle(graph: Graph) -> list[str] | None:
@@ -95,11 +113,13 @@ def _in(name: str, package: str) -> bool:
     return name == package or name.startswith(package + ".")
 
 
-def test_vgpu_has_no_import_cycle() -> None:
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_import_cycle(package: str) -> None:
     graph = import_graph()
-    vgpu = {name: {t for t in targets if _in(t, "vgpu")}
-            for name, targets in graph.items() if _in(name, "vgpu")}
-    cycle = find_cycle(vgpu)
+    inside = {name: {t for t in targets if _in(t, package)}
+              for name, targets in graph.items() if _in(name, package)}
+    assert inside, f"no module found under {package}/"
+    cycle = find_cycle(inside)
     assert cycle is None, " -> ".join(cycle or [])
 
 
@@ -135,5 +155,7 @@ def test_the_graph_sees_function_level_imports() -> None:
     graph = import_graph()
     assert "vgpu.cli.bench" in graph["vgpu.cli"]  # imported inside _register()
     assert "vgpu.sim.follow" in graph["vgpu.site"]  # imported inside open_site()
+    assert "loadgen.llm.run" in graph["loadgen.runner"]  # imported inside run()
+    assert "loadgen.runner" in graph["benchmarks.harness_overhead"]
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.core.cli import run_cli
-from tests.core.counting import count_loads_and_plans
+from tests.cli.counting import count_loads_and_plans
+from tests.cli.invoke import run_cli
 from vgpu import catalog
 from vgpu.cli import common
 from vgpu.cli.options import COMMAND_INVENTORY

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.core.cli import MAX_REFUSAL_PEAK_BYTES, run_cli, run_cli_traced
+from tests.cli.invoke import MAX_REFUSAL_PEAK_BYTES, run_cli, run_cli_traced
 
 FIXTURES = Path(__file__).parent / "fixtures"
 BROKEN = sorted((Path(__file__).parent / "broken").glob("*.yaml"))

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.core.cli import run_cli
+from tests.cli.invoke import run_cli
 from vgpu.model.load import load_scenario
 from vgpu.nvml.simulator import SimulatedGpuBackend
 from vgpu.plan import build_plan

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.core.cli import run_cli
+from tests.cli.invoke import run_cli
 
 TWO_GPU_BARE_METAL = """\
 id: bm-two

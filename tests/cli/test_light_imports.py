@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-BROKEN = Path(__file__).parent / "broken"
+BROKEN = ROOT / "tests" / "model" / "broken"
 # What a light call must never load: vSphere, SSH, the numeric and ONNX stacks, NVML,
 # PostgreSQL, PyTorch.
 HEAVY = ("pyVmomi", "paramiko", "numpy", "onnx", "onnxruntime", "pynvml", "psycopg", "torch")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.core.cli import run_cli
+from tests.cli.invoke import run_cli
 from vgpu import catalog
 from vgpu.container.images import (
     DEFAULT_BASE_IMAGE,

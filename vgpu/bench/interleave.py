@@ -1,0 +1,117 @@
+"""A scenario interleaved with another (its bare-metal twin): both scenarios' workloads
+in alternating blocks of one repeat each, ABBA, each side a series of its own."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from vgpu.bench.fanout import RoundTimeouts
+from vgpu.bench.outcome import BenchListener, BenchOutcome, QuietListener, WorkloadOutcome
+from vgpu.bench.pacing import Budget, pacing_for
+from vgpu.bench.session import calibrate, inference_workloads, judge_series, recalibrate, run_repeat
+from vgpu.bench.targets import Target
+from vgpu.bench.workload import BenchOverrides, effective_workload
+from vgpu.model.scenario import InferenceWorkload, Scenario
+from vgpu.results.series import load_series
+from vgpu.results.server_split import series_split
+from vgpu.results.store import ResultStore
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of an interleaved comparison: a scenario on its connected targets."""
+
+    scenario: Scenario
+    targets: list[Target]
+    notes: list[str]
+    overrides: BenchOverrides
+
+
+def run_interleaved(
+    reference: Side, candidate: Side, store: ResultStore, *, runs: int | None,
+    workload_names: Sequence[str], listener: BenchListener | None = None,
+    timeouts: RoundTimeouts = RoundTimeouts(),
+) -> tuple[BenchOutcome, BenchOutcome]:
+    """Both scenarios' workloads of ``workload_names`` in alternating blocks of one repeat
+    each, ABBA (reference, candidate | candidate, reference | ...), each side a series of
+    its own that names the other as its partner, so the candidate is judged block by block
+    and drift between minutes cancels. Offline sides share one expected QPS per instance
+    position (the larger probe), so their queries have the same size."""
+    listen: BenchListener = listener or QuietListener()
+    ref_workloads, _ = inference_workloads(reference.scenario, workload_names)
+    cand_workloads, notes = inference_workloads(candidate.scenario, workload_names)
+    outcomes = (BenchOutcome(reference.scenario, reference.targets, list(reference.notes)),
+                BenchOutcome(candidate.scenario, candidate.targets, [*candidate.notes, *notes]))
+    repeats = runs or candidate.scenario.repeats
+    budget = Budget.of(candidate.overrides, len(cand_workloads))
+    for cand_w in cand_workloads:
+        ref_w = next(w for w in ref_workloads if w.label == cand_w.label)
+        pair = (_side_outcome(reference, ref_w), _side_outcome(candidate, cand_w))
+        for mine, other, role in ((pair[0], pair[1], "reference"),
+                                  (pair[1], pair[0], "candidate")):
+            mine.design = {"partner": other.series_id, "order": "ABBA", "role": role}
+        outcomes[0].workloads.append(pair[0])
+        outcomes[1].workloads.append(pair[1])
+        _run_blocks(store, (reference, candidate), pair, repeats, listen, timeouts, budget)
+        for side, result in zip((reference, candidate), pair, strict=True):
+            if store.runs(series_id=result.series_id, status="ok"):
+                result.series = load_series(store, result.series_id)
+                result.server_split = series_split(store, result.series)
+            judge_series(store, side.scenario, result)
+        if pair[0].failure or pair[1].failure:
+            break
+    return outcomes
+
+
+def _side_outcome(side: Side, workload: InferenceWorkload) -> WorkloadOutcome:
+    on_cpu = all(t.device.get("kind") == "cpu" for t in side.targets)
+    return WorkloadOutcome(workload=effective_workload(workload, on_cpu, side.overrides),
+                           series_id=uuid.uuid4().hex)
+
+
+def _run_blocks(store: ResultStore, sides: tuple[Side, Side],
+                pair: tuple[WorkloadOutcome, WorkloadOutcome], repeats: int,
+                listen: BenchListener, timeouts: RoundTimeouts, budget: Budget | None) -> None:
+    for index, (side, result) in enumerate(zip(sides, pair, strict=True)):
+        effective = result.workload
+        if effective.scenario == "Offline" and effective.target_qps is None and \
+                not calibrate(store, side.targets, result, side.overrides, listen, timeouts):
+            pair[1 - index].failure = f"stopped with scenario {side.scenario.id}"
+            return
+    _share_rates(sides, pair)
+    candidate = sides[1]
+    pacing = pacing_for(candidate.overrides, repeats, budget)
+    total, block, started = repeats, 0, time.monotonic()
+    while block < total:
+        order = (0, 1) if block % 2 == 0 else (1, 0)
+        for index in order:
+            side, result = sides[index], pair[index]
+            listen.phase(f"{result.workload.label}: block {block + 1}/{total}, scenario "
+                         f"{side.scenario.id}")
+            ran = run_repeat(store, side.scenario, side.targets, result, block, total,
+                              side.overrides, listen, timeouts)
+            if ran is None:
+                pair[1 - index].failure = f"stopped with scenario {side.scenario.id}"
+                return
+            if result.calibrated_qps:
+                recalibrate(result, ran)
+        _share_rates(sides, pair)
+        block += 1
+        if block == total and pacing is not None:
+            total = pacing.next_total(store, candidate.scenario, pair[1], total,
+                                      time.monotonic() - started, listen)
+
+
+def _share_rates(sides: tuple[Side, Side],
+                 pair: tuple[WorkloadOutcome, WorkloadOutcome]) -> None:
+    """One expected Offline QPS per instance position for both sides: the larger."""
+    ref, cand = pair
+    if not (ref.calibrated_qps and cand.calibrated_qps) or \
+            len(sides[0].targets) != len(sides[1].targets):
+        return
+    for ref_t, cand_t in zip(sides[0].targets, sides[1].targets, strict=True):
+        shared = max(ref.calibrated_qps[ref_t.instance], cand.calibrated_qps[cand_t.instance])
+        ref.calibrated_qps[ref_t.instance] = cand.calibrated_qps[cand_t.instance] = shared

@@ -1,0 +1,72 @@
+"""What `vgpu bench` gives back (one outcome per workload, one per scenario) and the
+listener it reports its progress to."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from vgpu.bench.fanout import RoundListener
+from vgpu.bench.targets import Target
+from vgpu.bench.workload import EffectiveWorkload
+from vgpu.model.scenario import Scenario
+from vgpu.results.compare import Comparison
+from vgpu.results.series import SeriesData
+from vgpu.results.server_split import Split
+
+
+class BenchListener(RoundListener, Protocol):
+    def phase(self, text: str) -> None: ...
+
+    def begin_round(self, instances: Sequence[str], expected_s: float) -> None: ...
+
+    def end_round(self) -> None: ...
+
+
+class QuietListener:
+    def phase(self, text: str) -> None:
+        return None
+
+    def begin_round(self, instances: Sequence[str], expected_s: float) -> None:
+        return None
+
+    def end_round(self) -> None:
+        return None
+
+    def state(self, instance: str, text: str) -> None:
+        return None
+
+    def tick(self, elapsed_s: float) -> None:
+        return None
+
+
+@dataclass
+class WorkloadOutcome:
+    workload: EffectiveWorkload
+    series_id: str
+    run_ids: list[int] = field(default_factory=list)
+    failure: str | None = None
+    series: SeriesData | None = None
+    comparison: Comparison | None = None
+    baseline_note: str | None = None
+    calibrated_qps: dict[str, float] = field(default_factory=dict)
+    server_split: Split = field(default_factory=dict)  # Triton: instance -> part -> us
+    # interleaved with another series block by block: {"partner", "order", "role"}
+    design: dict[str, str] | None = None
+
+
+@dataclass
+class BenchOutcome:
+    scenario: Scenario
+    targets: list[Target]
+    notes: list[str]
+    workloads: list[WorkloadOutcome] = field(default_factory=list)
+
+    @property
+    def failure(self) -> str | None:
+        return next((w.failure for w in self.workloads if w.failure), None)
+
+    @property
+    def comparisons(self) -> list[Comparison]:
+        return [w.comparison for w in self.workloads if w.comparison is not None]

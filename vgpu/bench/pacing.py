@@ -1,0 +1,90 @@
+"""How many repeats a series runs: --until-decided looks at the series after each
+round of repeats (vgpu.results.sequential), and --budget shares the wall time left among
+the workloads still to run."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+
+from vgpu.bench.outcome import BenchListener, WorkloadOutcome
+from vgpu.bench.workload import BenchOverrides
+from vgpu.model.scenario import Scenario
+from vgpu.results.compare import Check
+from vgpu.results.judge import judge_against_baseline
+from vgpu.results.sequential import Design, Pilot, budget_total, expectation, look
+from vgpu.results.series import SeriesData, load_series
+from vgpu.results.store import ResultStore
+
+
+@dataclass
+class Budget:
+    """--budget: the wall time left, shared by the workloads still to run."""
+
+    deadline: float  # time.monotonic() at which the budget ends
+    workloads_left: int
+
+    @classmethod
+    def of(cls, overrides: BenchOverrides, workloads: int) -> Budget | None:
+        if overrides.budget_s is None:
+            return None
+        return cls(time.monotonic() + overrides.budget_s, workloads)
+
+
+@dataclass
+class Pacing:
+    """--until-decided / --budget for one series: its looks so far (vgpu.results.sequential)."""
+
+    design: Design
+    budget: Budget | None
+    looks: int = 0
+
+    def next_total(self, store: ResultStore, scenario: Scenario, result: WorkloadOutcome,
+                   total: int, elapsed_s: float, listen: BenchListener) -> int:
+        """The series' new total after a look at its ``total`` repeats (``total``: stop)."""
+        if not store.runs(series_id=result.series_id, status="ok"):
+            return total
+        series = load_series(store, result.series_id)
+        comparison, _ = judge_against_baseline(store, scenario, series)
+        checks = comparison.checks if comparison else []
+        blocked = bool(comparison and comparison.shortfalls)
+        if self.budget is not None:
+            note = self._follow_budget(series, scenario, checks, blocked, total, elapsed_s)
+            if note:
+                result.workload.notes.append(note)
+                listen.phase(note)
+        self.looks += 1
+        step = look(checks, total, self.looks, self.design, blocked)
+        result.workload.notes.append(f"sequential repeats: {step.describe()}")
+        listen.phase(f"{result.workload.label}: {step.describe()}")
+        return step.next_total
+
+    def _follow_budget(self, series: SeriesData, scenario: Scenario, checks: list[Check],
+                       blocked: bool, total: int, elapsed_s: float) -> str | None:
+        """After the pilot: caps the series at the repeats the budget affords it and says
+        what it expects to decide. At a later look: no time left for one more repeat
+        makes this look the last."""
+        assert self.budget is not None
+        repeat_s = elapsed_s / total
+        remaining = self.budget.deadline - time.monotonic()
+        if self.looks > 0:
+            if remaining < repeat_s:
+                self.design = replace(self.design, max_repeats=total)
+            return None
+        self.budget.workloads_left -= 1
+        if not checks:
+            return None
+        planned = look(checks, total, 1, self.design, blocked).next_total
+        cv = series.throughput_cv
+        pilot = Pilot(series.workload.split(" (")[0], total, repeat_s,
+                      None if cv is None else cv * 100.0, scenario.tolerances.throughput_pct)
+        cap = budget_total(pilot, remaining, self.budget.workloads_left, self.design)
+        self.design = replace(self.design, max_repeats=cap)
+        return f"budget: {expectation(pilot, planned, cap)}"
+
+
+def pacing_for(overrides: BenchOverrides, repeats: int, budget: Budget | None) -> Pacing | None:
+    if not (overrides.until_decided or budget is not None):
+        return None
+    cap = max(repeats, overrides.max_repeats or Design().max_repeats)
+    return Pacing(Design(min_repeats=repeats, max_repeats=cap), budget)
