@@ -55,12 +55,13 @@ from vgpu.results.compare import Comparison, Reference
 from vgpu.results.copy import copy_stores
 from vgpu.results.export import export_csv, export_json
 from vgpu.results.format import number
-from vgpu.results.judge import compare_series, compare_with_references, default_kind
+from vgpu.results.judge import compare_series, compare_with_references
 from vgpu.results.junit import write_junit
 from vgpu.results.mlperf_export import MlperfExport, export_mlperf
 from vgpu.results.noise import NoiseLevels
 from vgpu.results.noise_store import levels_for
 from vgpu.results.platforms import describe_changes
+from vgpu.results.referee import kind_between
 from vgpu.results.report import build_report, write_report
 from vgpu.results.runview import render_run
 from vgpu.results.series import SeriesData, load_series, series_of_run
@@ -626,7 +627,8 @@ def compare(
             comparison = _against_references(cand, references, tolerance / 100.0, levels)
         else:
             ref = _reference_series(store, db, reference, baseline)
-            chosen: Any = kind or ("run-vs-baseline" if baseline else default_kind(cand, ref))
+            chosen: Any = kind or ("run-vs-baseline" if baseline
+                                   else kind_between(store, cand, ref))
             comparison = compare_series(
                 chosen, cand, ref, tolerance=tolerance / 100.0,
                 min_gain=None if min_gain is None else min_gain / 100.0, levels=levels,

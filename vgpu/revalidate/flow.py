@@ -21,9 +21,10 @@ from vgpu.model.yamlsource import load_yaml
 from vgpu.results.accuracy import ACCURACY_REFERENCE, accuracy_check
 from vgpu.results.calibration import compare_calibrated, parse_references
 from vgpu.results.compare import Comparison
-from vgpu.results.judge import compare_series, judge_against_baseline, metric_tolerances
+from vgpu.results.judge import compare_series, judge_against_baseline
 from vgpu.results.noise import NoiseLevels
 from vgpu.results.noise_store import levels_for
+from vgpu.results.referee import metric_tolerances
 from vgpu.results.series import SeriesData, load_series
 from vgpu.results.store import ResultStore
 from vgpu.revalidate import state as saved
