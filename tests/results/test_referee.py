@@ -7,9 +7,10 @@ from collections.abc import Callable
 
 from tests.results.conftest import QUIET
 from vgpu import catalog
-from vgpu.results.judge import judge_against_baseline, judge_stored
+from vgpu.results.judge import judge_against_baseline, judge_stored, judged_as_one_family
 from vgpu.results.noise_store import class_key
 from vgpu.results.referee import kind_between
+from vgpu.results.report import Table, build_report
 from vgpu.results.series import SYSTEM_THROUGHPUT, WORST_P99, SeriesData, load_series
 from vgpu.results.series import series_of_run as series_of
 from vgpu.results.store import ResultStore
@@ -86,3 +87,31 @@ def test_compare_takes_the_kind_the_candidate_stored_for_that_reference(
     judge_against_baseline(store, catalog.load("6"), local)
     assert kind_between(store, local, twin) == "vm-vs-bare-metal"
     assert kind_between(store, local, other) == "scenario-vs-scenario"
+
+
+def test_one_command_judges_its_workloads_as_one_family_and_the_report_follows(
+    store: ResultStore, add_series: AddSeries
+) -> None:
+    bm = [{"a": v} for v in (1000.0, 1010.0, 990.0)]
+    judged = []
+    # 4.5% below bare metal (band 2%): p = 0.018, a FAIL alone; the other 4% above
+    for workload, factor in (("w1 Offline", 0.955), ("w2 Offline", 1.04)):
+        add_series(bm, scenario_id="bm6", target_kind="bare-metal", workload=workload)
+        vm = _series(store, add_series([{"a": r["a"] * factor} for r in reversed(bm)],
+                                       workload=workload))
+        _quiet(store, vm)
+        comparison, _ = judge_against_baseline(store, catalog.load("6"), vm)
+        assert comparison is not None
+        judged.append((vm, comparison))
+    assert [c.verdict for _, c in judged] == ["FAIL", "PASS"]
+    family = judged_as_one_family(store, [(vm.series_id, c) for vm, c in judged])
+    # two checks in one family: the smaller p-value must be below 2.5% / 2
+    assert [c.verdict for c in family] == ["INCONCLUSIVE", "PASS"]
+    assert "not once the 2 checks are judged as one family" in family[0].checks[0].reason
+    verdicts = build_report(store).sections[0][1]
+    assert isinstance(verdicts, Table)
+    assert {row[1]: row[9] for row in verdicts.rows} == {"w1 Offline": "INCONCLUSIVE",
+                                                         "w2 Offline": "PASS"}
+    # judged again later (`vgpu revalidate`): the family the command stored stays
+    again, _ = judge_against_baseline(store, catalog.load("6"), judged[0][0])
+    assert again is not None and again.verdict == "INCONCLUSIVE"

@@ -27,6 +27,7 @@ from vgpu.model.inventory import Inventory
 from vgpu.model.load import load_inventory
 from vgpu.model.scenario import Scenario
 from vgpu.remote.targets import ConnectOptions
+from vgpu.results.judge import judged_as_one_family
 from vgpu.results.store import ResultStore
 
 
@@ -147,7 +148,19 @@ class TwinChoice:
 def bench_with_twin(sc: Scenario, request: BenchRequest, store: ResultStore, *,
                     twin: TwinChoice, out: Console, quiet: bool = False) -> BenchOutcome:
     """The scenario's bare-metal twin first when needed (on the same targets and
-    settings), then the scenario, judged against it."""
+    settings), then the scenario, judged against it; its workloads' verdicts are one
+    family (vgpu.results.judge.judged_as_one_family)."""
+    outcome = _twin_then_scenario(sc, request, store, twin=twin, out=out, quiet=quiet)
+    judged = [w for w in outcome.workloads if w.comparison is not None]
+    family = judged_as_one_family(store, [(w.series_id, w.comparison) for w in judged
+                                          if w.comparison is not None])
+    for workload, comparison in zip(judged, family, strict=True):
+        workload.comparison = comparison
+    return outcome
+
+
+def _twin_then_scenario(sc: Scenario, request: BenchRequest, store: ResultStore, *,
+                        twin: TwinChoice, out: Console, quiet: bool) -> BenchOutcome:
     loaded = None if request.inventory is None else _load(request.inventory)
     prepared = prepare(sc, request, store)
     try:

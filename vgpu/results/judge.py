@@ -4,7 +4,8 @@ series against the reference vgpu.results.referee says it has."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import cast
 
@@ -20,6 +21,7 @@ from vgpu.results.compare import (
     check_reference,
     compare_paired,
     compare_samples,
+    one_family,
 )
 from vgpu.results.noise import NoiseLevels, uncalibrated
 from vgpu.results.noise_store import levels_for
@@ -193,14 +195,45 @@ def judge_stored(store: ResultStore, candidate: SeriesData,
     return Verdict(with_accuracy_gate(comparison, candidate), chosen)
 
 
+def judge_stored_all(store: ResultStore, series: Sequence[SeriesData],
+                     tolerance: float = DEFAULT_TOLERANCE) -> list[Verdict]:
+    """:func:`judge_stored` of each of ``series``; a series judged in one family with
+    others (one `vgpu bench` of several workloads) is judged again in that family, all
+    its members included, as the command that judged them did."""
+    verdicts = [judge_stored(store, data, tolerance) for data in series]
+    families = {v.reference.family for v in verdicts
+                if v.reference is not None and v.reference.family}
+    adjusted: dict[str, Comparison] = {}
+    for family in families:
+        members = [(series_id, judge_stored(store, load_series(store, series_id), tolerance))
+                   for series_id in store.family(family)]
+        judged = [(series_id, v.comparison) for series_id, v in members
+                  if v.comparison is not None]
+        adjusted |= dict(zip([s for s, _ in judged], one_family([c for _, c in judged]),
+                             strict=True))
+    return [replace(v, comparison=adjusted.get(data.series_id, v.comparison))
+            for data, v in zip(series, verdicts, strict=True)]
+
+
+def judged_as_one_family(store: ResultStore,
+                         judged: Sequence[tuple[str, Comparison]]) -> list[Comparison]:
+    """The comparisons of the series one command judged ((series id, comparison) each)
+    as one family (vgpu.results.compare.one_family), the family stored with their
+    references so that later verdicts (:func:`judge_stored_all`) make the same one."""
+    if len(judged) > 1:
+        store.set_family([series_id for series_id, _ in judged], uuid.uuid4().hex)
+    return one_family([comparison for _, comparison in judged])
+
+
 def judge_against_baseline(
     store: ResultStore, scenario: Scenario, candidate: SeriesData,
     run_command: str = "vgpu bench",
 ) -> tuple[Comparison | None, str]:
     """A series just run: its reference chosen from its scenario's baseline
     (:func:`vgpu.results.referee.choose_reference`) and stored with it, then judged by
-    :func:`judge_stored`; and the note saying which reference, or why there is none."""
+    :func:`judge_stored_all` (in the family a command judged it in, once there is one);
+    and the note saying which reference, or why there is none."""
     chosen, note = choose_reference(store, scenario, candidate, run_command)
     if chosen is not None:
         store.put_series_reference(chosen)
-    return judge_stored(store, candidate).comparison, note
+    return judge_stored_all(store, [candidate])[0].comparison, note

@@ -174,7 +174,8 @@ class SeriesReference:
     ``interleaved-twin`` (its bare-metal or baseline scenario ran block by block with it),
     ``twin`` (the newest stored series of its baseline scenario) or ``named-baseline``
     (`vgpu baseline set`); ``kind`` the comparison; ``tolerance`` the default band and
-    ``tolerances`` the per-metric ones (fractions); ``note`` says which, in words."""
+    ``tolerances`` the per-metric ones (fractions); ``note`` says which, in words;
+    ``family`` is shared by the series one command judged together (one Holm family)."""
 
     series_id: str
     reference_series: str
@@ -183,3 +184,4 @@ class SeriesReference:
     tolerance: float
     tolerances: dict[str, float]
     note: str
+    family: str | None = None

@@ -22,7 +22,7 @@ from vgpu.model.load import load_scenario
 from vgpu.results import format as fmt
 from vgpu.results import telemetry_view, token_view
 from vgpu.results.compare import Band, Check, Comparison, compare_samples
-from vgpu.results.judge import judge_stored
+from vgpu.results.judge import judge_stored_all
 from vgpu.results.platforms import FIELD_LABELS, series_platform
 from vgpu.results.records import PLATFORM_COMPARED
 from vgpu.results.series import SYSTEM_THROUGHPUT, SeriesData, all_series
@@ -278,15 +278,13 @@ class Judged:
 def automatic_judgements(series: Sequence[SeriesData], tolerance: float,
                          store: ResultStore) -> list[Judged]:
     """The latest inference series of each scenario, workload and target, each judged as
-    `vgpu bench` judged it (vgpu.results.judge.judge_stored: the reference its run
-    stored, that kind, those tolerances); ``tolerance`` is the band of a series whose run
-    stored no reference."""
+    `vgpu bench` judged it (vgpu.results.judge.judge_stored_all: the reference its run
+    stored, that kind, those tolerances, in the family its command judged it in);
+    ``tolerance`` is the band of a series whose run stored no reference."""
     by_id = {data.series_id: data for data in series}
+    latest = [data for data in _latest(series).values() if data.kind != "training"]
     judged = []
-    for data in _latest(series).values():
-        if data.kind == "training":
-            continue
-        verdict = judge_stored(store, data, tolerance)
+    for data, verdict in zip(latest, judge_stored_all(store, latest, tolerance), strict=True):
         if verdict.comparison is not None:
             reference = None if verdict.reference is None else \
                 by_id.get(verdict.reference.reference_series)
