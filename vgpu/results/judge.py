@@ -169,7 +169,7 @@ def compare_with_references(
 
 
 @dataclass(frozen=True)
-class Verdict:
+class StoredVerdict:
     """A stored series judged: the comparison (None: nothing to judge against and no
     accuracy gate) and the reference it was judged against (None: none)."""
 
@@ -178,7 +178,7 @@ class Verdict:
 
 
 def judge_stored(store: ResultStore, candidate: SeriesData,
-                 tolerance: float = DEFAULT_TOLERANCE) -> Verdict:
+                 tolerance: float = DEFAULT_TOLERANCE) -> StoredVerdict:
     """The one verdict of a stored series: against the reference of
     :func:`vgpu.results.referee.reference_of` (what its run stored), with that kind and
     those tolerances (``tolerance`` only for a series that stored none), plus the
@@ -186,17 +186,17 @@ def judge_stored(store: ResultStore, candidate: SeriesData,
     chosen = reference_of(store, candidate, tolerance)
     if chosen is None:
         gate = with_accuracy_gate(None, candidate)
-        return Verdict(None if gate is None else
+        return StoredVerdict(None if gate is None else
                        replace(gate, shortfalls=_shortfalls(candidate)), None)
     comparison = compare_series(
         cast(ComparisonKind, chosen.kind), candidate,
         load_series(store, chosen.reference_series), tolerance=chosen.tolerance,
         tolerances=chosen.tolerances, levels=levels_for(store, candidate))
-    return Verdict(with_accuracy_gate(comparison, candidate), chosen)
+    return StoredVerdict(with_accuracy_gate(comparison, candidate), chosen)
 
 
 def judge_stored_all(store: ResultStore, series: Sequence[SeriesData],
-                     tolerance: float = DEFAULT_TOLERANCE) -> list[Verdict]:
+                     tolerance: float = DEFAULT_TOLERANCE) -> list[StoredVerdict]:
     """:func:`judge_stored` of each of ``series``; a series judged in one family with
     others (one `vgpu bench` of several workloads) is judged again in that family, all
     its members included, as the command that judged them did."""

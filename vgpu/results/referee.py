@@ -11,7 +11,7 @@ from __future__ import annotations
 from vgpu.model.scenario import Scenario, Tolerances
 from vgpu.results.compare import ComparisonKind
 from vgpu.results.records import SeriesReference
-from vgpu.results.series import WORST_P99, SeriesData
+from vgpu.results.series import WORST_P99, SeriesData, load_series
 from vgpu.results.store import ResultStore
 from vgpu.results.tokens import tolerances as token_tolerances
 
@@ -52,8 +52,6 @@ def metric_tolerances(tolerances: Tolerances) -> dict[str, float]:
 
 
 def _ok_series(store: ResultStore, series_id: str | None) -> SeriesData | None:
-    from vgpu.results.series import load_series
-
     if not series_id or not store.runs(series_id=series_id, status="ok"):
         return None
     return load_series(store, series_id)
