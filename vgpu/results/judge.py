@@ -230,10 +230,15 @@ def judge_against_baseline(
     run_command: str = "vgpu bench",
 ) -> tuple[Comparison | None, str]:
     """A series just run: its reference chosen from its scenario's baseline
-    (:func:`vgpu.results.referee.choose_reference`) and stored with it, then judged by
-    :func:`judge_stored_all` (in the family a command judged it in, once there is one);
+    (:func:`vgpu.results.referee.choose_reference`) and stored with it, unless the
+    series stored one already (a look before, the bench a revalidation ran), then judged
+    by :func:`judge_stored_all` (in the family a command judged it in, once there is one);
     and the note saying which reference, or why there is none."""
-    chosen, note = choose_reference(store, scenario, candidate, run_command)
-    if chosen is not None:
-        store.put_series_reference(chosen)
+    stored = store.series_reference(candidate.series_id)
+    if stored is not None:
+        note = stored.note
+    else:
+        chosen, note = choose_reference(store, scenario, candidate, run_command)
+        if chosen is not None:
+            store.put_series_reference(chosen)
     return judge_stored_all(store, [candidate])[0].comparison, note
