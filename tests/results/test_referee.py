@@ -14,6 +14,8 @@ from vgpu.results.report import Table, build_report
 from vgpu.results.series import SYSTEM_THROUGHPUT, WORST_P99, SeriesData, load_series
 from vgpu.results.series import series_of_run as series_of
 from vgpu.results.store import ResultStore
+from vgpu.revalidate.flow import against_bare_metal_as_one_family
+from vgpu.revalidate.verdicts import WorkloadVerdict, exit_code
 
 AddSeries = Callable[..., list[int]]
 SIX = [{"4g": 500.0 + d, "2g": 300.0, "1g": 200.0} for d in (0.0, 1.0, -1.0)]
@@ -115,3 +117,28 @@ def test_one_command_judges_its_workloads_as_one_family_and_the_report_follows(
     # judged again later (`vgpu revalidate`): the family the command stored stays
     again, _ = judge_against_baseline(store, catalog.load("6"), judged[0][0])
     assert again is not None and again.verdict == "INCONCLUSIVE"
+
+
+def test_a_revalidation_judges_every_scenario_against_bare_metal_as_one_family(
+    store: ResultStore, add_series: AddSeries
+) -> None:
+    bm = [{"a": v} for v in (1000.0, 1010.0, 990.0)]
+    verdicts = []
+    # one workload in each of two scenarios, each benched (and judged) on its own
+    for scenario, factor in (("6", 0.955), ("1", 1.04)):
+        sc = catalog.load(scenario)
+        assert sc.baseline is not None and sc.baseline.scenario is not None
+        add_series(bm, scenario_id=sc.baseline.scenario, target_kind="bare-metal")
+        vm = _series(store, add_series([{"a": r["a"] * factor} for r in reversed(bm)],
+                                       scenario_id=scenario))
+        _quiet(store, vm)
+        comparison, _ = judge_against_baseline(store, sc, vm)
+        verdicts.append(WorkloadVerdict(scenario, "w", vm.series_id, comparison, None))
+    assert [v.verdict for v in verdicts] == ["FAIL", "PASS"]
+    assert exit_code(verdicts, {}) == 3
+    family = against_bare_metal_as_one_family(store, verdicts)
+    assert [v.verdict for v in family] == ["INCONCLUSIVE", "PASS"]
+    assert exit_code(family, {}) == 0
+    table = build_report(store).sections[0][1]
+    assert isinstance(table, Table)
+    assert {row[0]: row[9] for row in table.rows} == {"6": "INCONCLUSIVE", "1": "PASS"}
