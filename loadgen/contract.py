@@ -10,6 +10,14 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, get_args
 
+# Which backends, variants, scenarios and fields go with model llm (standard library only),
+# for the scenario files' checks and the run specs' alike.
+from loadgen.llm.rules import LLM_MODEL as LLM_MODEL
+from loadgen.llm.rules import TOKEN_SCENARIOS as TOKEN_SCENARIOS
+from loadgen.llm.rules import LlmProblem as LlmProblem
+from loadgen.llm.rules import LlmWorkload as LlmWorkload
+from loadgen.llm.rules import llm_problems as llm_problems
+
 # The decoder sizes and their memory arithmetic (standard library only), for vgpu's checks.
 from loadgen.llm_sizes import GIB as GIB
 from loadgen.llm_sizes import RESERVED_SHARE as RESERVED_SHARE
@@ -71,8 +79,6 @@ INPUT_NAMES: dict[str, tuple[str, ...]] = {
     "bert": ("input_ids", "input_mask", "segment_ids"),
     "llm": ("input_ids",),
 }
-LLM_MODEL = "llm"
-TOKEN_SCENARIOS = ("Server", "Interactive")
 # MLPerf Inference v6.1 llama3.1-8b: (TTFT p99 ms, TPOT p99 ms) per scenario.
 MLPERF_TOKEN_TARGETS_MS: dict[str, tuple[float, float]] = {
     "Server": (2000.0, 100.0), "Interactive": (500.0, 30.0)}

@@ -27,7 +27,6 @@ from loadgen.contract import (
     LOADGEN_SCENARIOS,
     ONNX_SUFFIX,
     ORT_GPU_PROVIDERS,
-    TOKEN_SCENARIOS,
     TRITON_ONLY_OPTIONS,
     TRITON_PROTOCOLS,
     AccuracySpec,
@@ -35,10 +34,12 @@ from loadgen.contract import (
     DeviceSpec,
     InferenceRunSpec,
     LlmSpec,
+    LlmWorkload,
     LoadgenSpec,
     ModelSpec,
     StabilitySpec,
     is_builtin_model,
+    llm_problems,
 )
 from loadgen.errors import SpecError
 from loadgen.specreader import SpecReader, load_json, require_object
@@ -164,47 +165,37 @@ def _read_openai_backend(r: SpecReader, b: dict[str, Any], threads: int | None) 
     return BackendSpec("openai", threads, url, None, model_name, in_flight)
 
 
+_SPEC_FIELDS = {"model": "model.name", "backend": "backend.name", "url": "backend.url",
+                "variant": "model.variant", "scenario": "loadgen.scenario",
+                "target_qps": "loadgen.target_qps", "accuracy": "accuracy",
+                "mlperf_rules": "loadgen.mlperf_rules", "llm": "llm"}
+
+
 def _check_llm(r: SpecReader, doc: dict[str, Any], model: ModelSpec, backend: BackendSpec,
                loadgen: LoadgenSpec) -> None:
-    """The token workload: which backends, variants and scenarios it runs with."""
-    scenario, target_qps = loadgen.scenario, loadgen.target_qps
-    if model.name != LLM_MODEL:
-        if backend.name == "openai":
-            r.problem("backend.name", "backend openai serves only model llm",
-                      "set model.name to llm or choose another backend")
-        if scenario == "Interactive":
-            r.problem("loadgen.scenario", "Interactive is the LLM scenario (token latencies)",
-                      "use Server for this model, or set model.name to llm")
-        return
-    if backend.name == "triton":
-        r.problem("backend.name", "model llm runs on onnxruntime, torch or openai",
-                  "set backend.name to openai and backend.url to the Triton/TensorRT-LLM or "
-                  "vLLM OpenAI-compatible endpoint")
-    if model.variant != "tiny" and not (backend.name == "openai" and backend.url):
-        r.problem("model.variant", f"llm {model.variant} is declared for the memory "
-                  "arithmetic and a serving endpoint; only tiny runs in-process",
-                  "use variant tiny, or backend.name openai with backend.url")
-    if scenario not in ("Offline", *TOKEN_SCENARIOS):
-        r.problem("loadgen.scenario", f"model llm runs Offline, Server or Interactive, "
-                  f"not {scenario}", "set loadgen.scenario to Offline, Server or Interactive")
-    if model.variant != "tiny" and "accuracy" in doc:
-        r.problem("accuracy", f"the exact-agreement gate needs the seeded tiny model, not "
-                  f"llm {model.variant}", "remove accuracy (score a served llama with "
-                  "MLPerf's own accuracy scripts on the exported accuracy log)")
-    if loadgen.mlperf_rules:
-        r.problem("loadgen.mlperf_rules", "LoadGen's mlperf.conf has no rules for model llm "
-                  "(its llama rules are for the real llama models)",
-                  "remove loadgen.mlperf_rules; set ttft_ms / tpot_ms in llm instead")
-    if scenario in TOKEN_SCENARIOS and target_qps is None:
-        r.problem("loadgen.target_qps", f"{scenario} needs the query rate to hold",
-                  "set loadgen.target_qps, e.g. 20")
+    """The token workload: which backends, variants and scenarios it runs with
+    (loadgen.llm.rules, the rules vgpu's scenario files are checked against too)."""
+    workload = LlmWorkload(
+        model=model.name, backend=backend.name, scenario=loadgen.scenario,
+        variant=model.variant, url=bool(backend.url),
+        target_qps=loadgen.target_qps is not None,
+        accuracy="accuracy" in doc, mlperf_rules=bool(loadgen.mlperf_rules),
+        llm_fields=_llm_keys(doc))
+    for found in llm_problems(workload, _SPEC_FIELDS):
+        r.problem(found.field, found.message, found.fix)
+
+
+def _llm_keys(doc: dict[str, Any]) -> list[str]:
+    section = doc.get("llm")
+    if section is None:
+        return []
+    return [f"llm.{key}" for key in section] if isinstance(section, dict) and section \
+        else ["llm"]
 
 
 def _read_llm(r: SpecReader, doc: dict[str, Any], model: ModelSpec) -> LlmSpec | None:
     if model.name != LLM_MODEL:
-        if "llm" in doc:
-            r.problem("llm", "applies only to model llm", "remove llm or set model.name to llm")
-        return None
+        return None  # an llm section here is one of _check_llm's problems
     section = r.section(doc, "llm", {"max_output_tokens", "input_tokens", "ttft_ms", "tpot_ms"})
     default = LlmSpec()
     tokens = section.get("input_tokens", {"min": default.input_tokens_min,

@@ -134,7 +134,10 @@ def test_scenario_name_sets_are_the_contracts() -> None:
 def test_scenario_inference_models_and_variants_are_the_contracts() -> None:
     for model, variants in contract.INFERENCE_VARIANTS.items():
         for variant in variants:
-            InferenceWorkload(model=model, variant=variant)
+            # llm's llama-sized variants run only behind a serving endpoint
+            served = {"backend": "openai", "url": "http://vllm:8000"} \
+                if model == contract.LLM_MODEL and variant != "tiny" else {}
+            InferenceWorkload(model=model, variant=variant, **served)
         with pytest.raises(ValueError, match="is not one of"):
             InferenceWorkload(model=model, variant="huge")
     InferenceWorkload(model=f"mine{contract.ONNX_SUFFIX}")

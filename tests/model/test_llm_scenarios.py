@@ -106,3 +106,21 @@ def test_mlperf_rules_leave_the_llm_workload_on_its_token_targets() -> None:
     assert any("not applied to model llm" in note for note in effective.notes)
     spec = harness_spec(effective, instance="i0", device={"kind": "cpu"}, threads=1)
     assert "mlperf_rules" not in spec.to_json()["loadgen"]
+
+
+@pytest.mark.parametrize(("workload", "message", "fix"), [
+    ({"model": "llm", "variant": "8b", "scenario": "Offline", "backend": "onnxruntime"},
+     "llm 8b is declared for the memory arithmetic and a serving endpoint",
+     "use variant tiny, or backend openai with url"),
+    ({"model": "bert", "scenario": "Offline", "backend": "openai"},
+     "backend openai serves only model llm", "set model to llm or choose another backend"),
+])
+def test_a_scenario_breaking_an_llm_rule_names_file_field_and_fix(
+        tmp_path: Path, workload: dict[str, Any], message: str, fix: str) -> None:
+    # the rules of loadgen.llm.rules, which the harness checks its run specs against too
+    path = write_scenario(tmp_path, ["7g.80gb"], workload)
+    code, _, err = run_cli(["plan", str(path)])
+    assert code == 2
+    text = " ".join(err.split())
+    assert str(path) in text and "workloads[0]" in text
+    assert message in text and f"fix: {fix}" in text

@@ -152,7 +152,7 @@ def test_report_verdict_first_in_headless_chromium(benched: Benched) -> None:
     with ResultStore.open_existing(benched.db) as store:
         report = build_report(store)
         judged = {j.candidate.workload.split(" (")[0]: j.comparison
-                  for j in automatic_judgements(all_series(store), 0.02) if j.candidate}
+                  for j in automatic_judgements(all_series(store), 0.02, store) if j.candidate}
     html_path = benched.folder / "report.html"
     write_report(report, html_path)
     shot = benched.folder / "report.png"

@@ -12,6 +12,8 @@ import pytest
 from matplotlib import image as mpimg
 
 from tests.results.conftest import QUIET
+from vgpu import catalog
+from vgpu.results.judge import judge_against_baseline
 from vgpu.results.noise_store import class_key
 from vgpu.results.records import Metric
 from vgpu.results.report import Note, Table, build_report, write_report
@@ -116,8 +118,11 @@ def test_vm_series_meets_its_bare_metal_twin_and_scenario_gains_are_tabled(
     six = [{"4g": 500.0 + d, "2g": 300.0, "1g": 200.0} for d in (0.0, 1.0, -1.0)]
     scenario_6 = str(ROOT / "scenarios" / "mig_4g_2g_1g.yaml")  # baseline: scenario bm6
     add_series(six, scenario_id="bm6", target_kind="bare-metal")
-    add_series(six, scenario_id="6", target_kind="vm", scenario_file=scenario_6)
+    vm = add_series(six, scenario_id="6", target_kind="vm", scenario_file=scenario_6)
     add_series([{"7g": 945.0}, {"7g": 946.0}, {"7g": 944.0}], scenario_id="1")
+    # as `vgpu bench` does when the series ends: its reference chosen and stored
+    judge_against_baseline(store, catalog.load("6"),
+                           load_series(store, series_of_run(store, vm[0])))
     report = build_report(store)
     html = report.html()
     assert "VM vs bare metal, scenario 6" in html

@@ -7,8 +7,9 @@ import pytest
 from tests.results.conftest import QUIET
 from vgpu.errors import InputError
 from vgpu.results.compare import Reference
-from vgpu.results.judge import compare_series, compare_with_references, default_kind
+from vgpu.results.judge import compare_series, compare_with_references
 from vgpu.results.records import Metric, RunStart
+from vgpu.results.referee import default_kind
 from vgpu.results.series import SYSTEM_THROUGHPUT, WORST_P99, load_series, series_of_run
 from vgpu.results.store import ResultStore
 

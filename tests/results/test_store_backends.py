@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from tests.labs.postgres import SUPERUSER, PostgresLab
 from vgpu.errors import InputError
 from vgpu.results.dialect import redacted, translate_ddl
 from vgpu.results.migrations import MIGRATIONS, SCHEMA_VERSION
-from vgpu.results.records import InstanceResult, Metric, Platform, RunStart
+from vgpu.results.records import InstanceResult, Metric, Platform, RunStart, SeriesReference
 from vgpu.results.store import ResultStore
 
 START = RunStart(series_id="s1", scenario_id="6", scenario_name="mixed",
@@ -132,6 +133,19 @@ def test_baselines_filters_and_latest_series(store: ResultStore) -> None:
     assert store.set_baseline(first, name="pre-upgrade").series_id == "s1"
     replaced = store.set_baseline(second, name="pre-upgrade")
     assert store.baselines() == [replaced] and replaced.run_id == second
+
+
+def test_the_reference_a_series_stored_reads_back_and_is_replaced(store: ResultStore) -> None:
+    chosen = SeriesReference(series_id="s1", reference_series="bm", relation="interleaved-twin",
+                             kind="vm-vs-bare-metal", tolerance=0.02,
+                             tolerances={"latency_p99_worst": 0.05}, note="scenario bm6")
+    assert store.series_reference("s1") is None
+    store.put_series_reference(chosen)
+    assert store.series_reference("s1") == chosen
+    named = replace(chosen, reference_series="lab", relation="named-baseline",
+                    kind="run-vs-baseline", tolerances={}, note="baseline 'lab'")
+    store.put_series_reference(named)  # a later look at the same series
+    assert store.series_reference("s1") == named and store.series_reference("bm") is None
 
 
 def test_an_interrupted_run_is_marked_aborted_and_other_hosts_runs_are_left(

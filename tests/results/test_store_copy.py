@@ -10,13 +10,19 @@ from typer.testing import CliRunner
 
 from vgpu.cli import _register, app
 from vgpu.results.copy import copy_runs, copy_stores
-from vgpu.results.records import InstanceResult, Metric, Platform, RunStart
+from vgpu.results.records import InstanceResult, Metric, Platform, RunStart, SeriesReference
 from vgpu.results.store import ResultStore
 
 pytestmark = pytest.mark.postgres
 
 PLATFORM = Platform(host="esx1", esxi_version="8.0.2", gpu="A100 80GB", vcpus=16,
                     memory_gb=128.0, link_speed_gbps=25.0)
+
+
+REFERENCE = SeriesReference(series_id="series-six", reference_series="series-bm",
+                            relation="twin", kind="vm-vs-bare-metal", tolerance=0.02,
+                            tolerances={"latency_p99_worst": 0.05}, note="scenario bm6",
+                            family="f1")
 
 
 def _start(series: str, repeat: int, scenario: str = "6") -> RunStart:
@@ -41,6 +47,7 @@ def _fill(store: ResultStore) -> dict[str, int]:
     ids["running"] = store.begin_run(_start("series-six-c", 0))
     store.set_baseline(ids["bm"], name="bm-6")
     store.set_baseline(ids["six-1"], name="pre-upgrade:6:resnet50")
+    store.put_series_reference(REFERENCE)
     return ids
 
 
@@ -79,6 +86,7 @@ def test_sqlite_to_postgres_and_back_copies_everything_once(
             assert sorted(first.baselines_copied) == ["bm-6", "pre-upgrade:6:resnet50"]
             assert _content(shared) == _content(source)
             assert _baselines(shared) == _baselines(source)
+            assert shared.series_reference("series-six") == REFERENCE
             again = copy_runs(source, shared)
             assert (again.copied, again.already_there, again.baselines_copied) == ({}, 4, [])
             assert len(shared.runs()) == 4
@@ -88,6 +96,7 @@ def test_sqlite_to_postgres_and_back_copies_everything_once(
             ResultStore.open(tmp_path / "lab.db") as source:
         assert _content(returned) == _content(source)
         assert _baselines(returned) == _baselines(source)
+        assert returned.series_reference("series-six") == REFERENCE
     assert copy_stores(postgres_url, tmp_path / "back.db").copied == {}
 
 

@@ -70,7 +70,7 @@ def test_scenario_vs_scenario_judges_the_tokens(store: ResultStore,
 
 def test_the_scenarios_token_bands() -> None:
     from vgpu.model.scenario import Tolerances
-    from vgpu.results.judge import metric_tolerances
+    from vgpu.results.referee import metric_tolerances
     from vgpu.results.series import WORST_P99
 
     bands = metric_tolerances(Tolerances(latency_pct=5, ttft_pct=12, tpot_pct=7))

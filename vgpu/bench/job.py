@@ -26,6 +26,7 @@ from vgpu.container.docker import DockerCli
 from vgpu.errors import RemoteError
 from vgpu.model.scenario import Scenario
 from vgpu.remote.targets import ConnectOptions
+from vgpu.results.judge import judged_as_one_family
 from vgpu.results.store import ResultStore
 from vgpu.site import Site
 
@@ -148,7 +149,19 @@ class TwinChoice:
 def bench_with_twin(sc: Scenario, request: BenchRequest, store: ResultStore, *,
                     twin: TwinChoice, out: Console, quiet: bool = False) -> BenchOutcome:
     """The scenario's bare-metal twin first when needed (on the same targets and
-    settings), then the scenario, judged against it."""
+    settings), then the scenario, judged against it; its workloads' verdicts are one
+    family (vgpu.results.judge.judged_as_one_family)."""
+    outcome = _twin_then_scenario(sc, request, store, twin=twin, out=out, quiet=quiet)
+    judged = [w for w in outcome.workloads if w.comparison is not None]
+    family = judged_as_one_family(store, [(w.series_id, w.comparison) for w in judged
+                                          if w.comparison is not None])
+    for workload, comparison in zip(judged, family, strict=True):
+        workload.comparison = comparison
+    return outcome
+
+
+def _twin_then_scenario(sc: Scenario, request: BenchRequest, store: ResultStore, *,
+                        twin: TwinChoice, out: Console, quiet: bool) -> BenchOutcome:
     prepared = prepare(sc, request, store)
     try:
         plan = plan_twin(sc, stored_keys(prepared, request), store, force=twin.force,

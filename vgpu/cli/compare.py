@@ -168,8 +168,9 @@ def compare(
 ) -> None:
     """Judge a run's series against another series, a named baseline or reference values.
     Exit code 3 when the verdict is FAIL."""
-    from vgpu.results.judge import compare_series, default_kind
+    from vgpu.results.judge import compare_series
     from vgpu.results.noise_store import levels_for
+    from vgpu.results.referee import kind_between
     from vgpu.results.series import load_series, series_of_run
     from vgpu.results.store import ResultStore
 
@@ -181,7 +182,8 @@ def compare(
             comparison = _against_references(cand, references, tolerance / 100.0, levels)
         else:
             ref = _reference_series(store, db, reference, baseline)
-            chosen: Any = kind or ("run-vs-baseline" if baseline else default_kind(cand, ref))
+            chosen: Any = kind or ("run-vs-baseline" if baseline
+                                   else kind_between(store, cand, ref))
             comparison = compare_series(
                 chosen, cand, ref, tolerance=tolerance / 100.0,
                 min_gain=None if min_gain is None else min_gain / 100.0, levels=levels,

@@ -125,7 +125,8 @@ def report(
     png_dir: Annotated[Path | None, typer.Option("--png-dir", help="write the charts "
                                                  "as PNG files here")] = None,
     tolerance: Annotated[float, typer.Option("--tolerance", min=0.0, help="percent, for "
-                                             "the VM vs bare-metal verdicts (>= 0)")] = 2.0,
+                                             "series whose run stored no reference "
+                                             "(>= 0)")] = 2.0,
 ) -> None:
     """Write the results report: self-contained HTML, optional Markdown and PNGs."""
     from vgpu.results.report import build_report, write_report

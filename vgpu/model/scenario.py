@@ -28,11 +28,13 @@ from loadgen.contract import (
     CommBackend,
     InferenceBackend,
     LlmSpec,
+    LlmWorkload,
     LoadgenScenario,
     TrainingDataCache,
     TrainingDataSource,
     TrainingModel,
     TrainingPrecision,
+    llm_problems,
 )
 from loadgen.contract import InferencePrecision as Precision
 from vgpu import mig
@@ -250,6 +252,14 @@ class InputTokens(StrictModel):
         return self
 
 
+# model llm's fields, and each role of loadgen.llm.rules by its name in a workload
+_LLM_ONLY_FIELDS = ("max_output_tokens", "input_tokens", "ttft_ms", "tpot_ms", "url")
+_SCENARIO_FIELDS = {"model": "model", "backend": "backend", "url": "url",
+                    "variant": "variant", "scenario": "scenario", "target_qps": "target_qps",
+                    "accuracy": "accuracy_target", "mlperf_rules": "--mlperf-rules",
+                    "llm": ", ".join(_LLM_ONLY_FIELDS)}
+
+
 class InferenceWorkload(StrictModel):
     kind: Literal["inference"] = "inference"
     name: Name | None = None
@@ -324,27 +334,19 @@ class InferenceWorkload(StrictModel):
         return self
 
     def _token_fields_consistent(self) -> None:
-        given = [name for name in ("max_output_tokens", "input_tokens", "ttft_ms", "tpot_ms",
-                                   "url") if getattr(self, name) is not None]
-        if self.model != LLM_MODEL:
-            if given:
-                raise ValueError(f"{', '.join(given)} apply only to model llm")
-            if self.scenario == "Interactive":
-                raise ValueError("Interactive is the LLM scenario: use model llm, or Server")
-            if self.backend == "openai":
-                raise ValueError("backend openai serves only model llm")
-            return
-        if self.scenario not in ("Offline", "Server", "Interactive"):
-            raise ValueError(f"model llm runs Offline, Server or Interactive, not "
-                             f"{self.scenario}")
-        if self.backend == "triton":
-            raise ValueError("model llm runs on onnxruntime, torch or openai (give Triton + "
-                             "TensorRT-LLM's OpenAI-compatible endpoint as backend openai, url)")
-        if self.url is not None and self.backend != "openai":
-            raise ValueError("url applies only to backend openai")
-        if self.variant not in (None, "tiny") and self.accuracy_target is not None:
-            raise ValueError(f"accuracy_target needs the seeded tiny model (exact agreement "
-                             f"with its fp32 reference), not llm {self.variant}")
+        """loadgen.llm.rules, the rules the harness checks its run specs against too."""
+        given = [name for name in _LLM_ONLY_FIELDS if getattr(self, name) is not None]
+        workload = LlmWorkload(
+            model=self.model, backend=self.backend, scenario=self.scenario,
+            variant=self.variant, url=self.url is not None,
+            target_qps=self.target_qps is not None,
+            accuracy=self.accuracy_target is not None,
+            llm_fields=given if self.model != LLM_MODEL else [])
+        found = llm_problems(workload, _SCENARIO_FIELDS)
+        if found:
+            raise PydanticCustomError("vgpu_llm_rules", "{message}", {
+                "message": "; ".join(p.message for p in found),
+                "fix": "; ".join(p.fix for p in found)})
 
     @property
     def label(self) -> str:

@@ -24,7 +24,8 @@ propagated into the denominator). The interval depends on the design (``Check.de
 
 Several checks in one comparison are one family: a FAIL stands only when Holm's
 step-down procedure over the checks' one-sided p-values keeps it at 2.5% (``holm``);
-PASS needs every check inside its band, which needs no correction (intersection-union)."""
+PASS needs every check inside its band, which needs no correction (intersection-union).
+A command that judges several workloads makes them one family (``one_family``)."""
 
 from __future__ import annotations
 
@@ -298,6 +299,19 @@ def holm(checks: Sequence[Check]) -> list[Check]:
                 f"{check.reason} at its own 95%, but not once the {m} checks are judged "
                 f"as one family (Holm, p = {p_values[index]:.4f}): repeat to confirm"))
         out.append(check)
+    return out
+
+
+def one_family(comparisons: Sequence[Comparison]) -> list[Comparison]:
+    """Comparisons that one command judges together, as one family: :func:`holm` over
+    every check of every comparison, so a command judging several workloads makes one
+    error-rate statement, not one per workload; each comparison keeps its own checks."""
+    checks = holm([check for comparison in comparisons for check in comparison.checks])
+    out, start = [], 0
+    for comparison in comparisons:
+        end = start + len(comparison.checks)
+        out.append(replace(comparison, checks=checks[start:end]))
+        start = end
     return out
 
 

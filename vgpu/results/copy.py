@@ -6,7 +6,8 @@ between stores), so a second copy finds every run already there and adds nothing
 run goes over with its instances, metrics and platform records in one transaction of the
 target; runs still ``running`` in the source are left for a later copy. Baselines whose
 run is copied (or already there) follow, pointing at the target's id of that run; a
-baseline name the target already gives to another run keeps the target's. Raw log
+baseline name the target already gives to another run keeps the target's. The series'
+stored references (which series judges each) follow where the target has none. Raw log
 folders are not copied: the instances keep the paths they had."""
 
 from __future__ import annotations
@@ -73,7 +74,18 @@ def copy_runs(source: ResultStore, target: ResultStore, *,
             summary.instances += len(instances)
             summary.metrics += len(metrics)
     _copy_baselines(source, target, target_ids, summary)
+    _copy_references(source, target, {run.series_id for run in source.runs(
+        scenario_id=scenario_id) if run.id in target_ids})
     return summary
+
+
+def _copy_references(source: ResultStore, target: ResultStore, series: set[str]) -> None:
+    """Which series judges each copied series, where the target does not say it yet
+    (series ids are the same in every store)."""
+    for series_id in sorted(series):
+        chosen = source.series_reference(series_id)
+        if chosen is not None and target.series_reference(series_id) is None:
+            target.put_series_reference(chosen)
 
 
 def _copy_baselines(source: ResultStore, target: ResultStore, target_ids: dict[int, int],

@@ -1,13 +1,15 @@
 """Builds the three kinds of comparison from stored series: VM vs bare metal, scenario vs
-scenario, run vs baseline (series or reference values); and a scenario's series judged
-against the series its baseline names."""
+scenario, run vs baseline (series or reference values); and the one verdict of a stored
+series against the reference vgpu.results.referee says it has."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import replace
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import cast
 
-from vgpu.model.scenario import Scenario, Tolerances
+from vgpu.model.scenario import Scenario
 from vgpu.results.accuracy import with_accuracy_gate
 from vgpu.results.compare import (
     Band,
@@ -19,14 +21,18 @@ from vgpu.results.compare import (
     check_reference,
     compare_paired,
     compare_samples,
+    one_family,
 )
 from vgpu.results.noise import NoiseLevels, uncalibrated
 from vgpu.results.noise_store import levels_for
 from vgpu.results.platforms import platform_changes
+from vgpu.results.records import SeriesReference
+from vgpu.results.referee import choose_reference, reference_of
 from vgpu.results.series import WORST_P99, SeriesData, interleaved_pairs, load_series
 from vgpu.results.store import ResultStore
 from vgpu.results.tokens import TOKEN_METRICS
-from vgpu.results.tokens import tolerances as token_tolerances
+
+DEFAULT_TOLERANCE = 0.02  # the band of a series whose run stored no reference
 
 
 class _Pairing:
@@ -162,81 +168,77 @@ def compare_with_references(
     )
 
 
-def default_kind(candidate: SeriesData, reference: SeriesData) -> ComparisonKind:
-    """Picks the comparison a pair of series implies."""
-    if reference.target_kind == "bare-metal" and candidate.target_kind == "vm":
-        return "vm-vs-bare-metal"  # a VM scenario and its bare-metal twin differ in id
-    if candidate.scenario_id != reference.scenario_id:
-        return "scenario-vs-scenario"
-    return "run-vs-baseline"
+@dataclass(frozen=True)
+class StoredVerdict:
+    """A stored series judged: the comparison (None: nothing to judge against and no
+    accuracy gate) and the reference it was judged against (None: none)."""
+
+    comparison: Comparison | None
+    reference: SeriesReference | None
 
 
-def baseline_series(
-    store: ResultStore, scenario: Scenario, workload: str, exclude_series: str,
-    run_command: str = "vgpu bench", partner_series: str | None = None,
-) -> tuple[SeriesData | None, str]:
-    """The series ``scenario``'s baseline names for ``workload``: the named baseline
-    (`vgpu baseline set`), else ``partner_series`` when the candidate ran interleaved
-    with a series of the baseline scenario, else the newest series of the baseline
-    scenario other than ``exclude_series``; and a note saying which, or why there is none
-    (``run_command`` is what stores a series of the baseline scenario)."""
-    baseline = scenario.baseline
-    if baseline is None:
-        return None, "the scenario names no baseline"
-    if baseline.reference_run:
-        named = store.baseline(baseline.reference_run)
-        if named is None:
-            return None, (f"baseline '{baseline.reference_run}' is not set in {store.path} "
-                          "(`vgpu baseline set RUN_ID --name ...`)")
-        return load_series(store, named.series_id), f"baseline '{baseline.reference_run}'"
-    partner = _interleaved_partner(store, partner_series, str(baseline.scenario))
-    if partner is not None:
-        return partner, f"scenario {baseline.scenario}, run interleaved with this one"
-    series_id = store.latest_series(scenario_id=str(baseline.scenario), workload=workload,
-                                    exclude_series=exclude_series)
-    if series_id is None:
-        return None, (f"no ok run of baseline scenario {baseline.scenario} with workload "
-                      f"{workload} in {store.path}: run `{run_command} --scenario "
-                      f"{baseline.scenario}` with the same settings first")
-    return load_series(store, series_id), f"scenario {baseline.scenario}"
+def judge_stored(store: ResultStore, candidate: SeriesData,
+                 tolerance: float = DEFAULT_TOLERANCE) -> StoredVerdict:
+    """The one verdict of a stored series: against the reference of
+    :func:`vgpu.results.referee.reference_of` (what its run stored), with that kind and
+    those tolerances (``tolerance`` only for a series that stored none), plus the
+    accuracy gate (vgpu.results.accuracy), which is judged with or without a reference."""
+    chosen = reference_of(store, candidate, tolerance)
+    if chosen is None:
+        gate = with_accuracy_gate(None, candidate)
+        return StoredVerdict(None if gate is None else
+                       replace(gate, shortfalls=_shortfalls(candidate)), None)
+    comparison = compare_series(
+        cast(ComparisonKind, chosen.kind), candidate,
+        load_series(store, chosen.reference_series), tolerance=chosen.tolerance,
+        tolerances=chosen.tolerances, levels=levels_for(store, candidate))
+    return StoredVerdict(with_accuracy_gate(comparison, candidate), chosen)
 
 
-def _interleaved_partner(store: ResultStore, partner: str | None,
-                         scenario_id: str) -> SeriesData | None:
-    """``partner`` (the series a candidate ran interleaved with) when it is a series of
-    ``scenario_id``."""
-    if not partner:
-        return None
-    partner_runs = store.runs(series_id=partner, status="ok")
-    if not partner_runs or partner_runs[0].scenario_id != scenario_id:
-        return None
-    return load_series(store, partner)
+def judge_stored_all(store: ResultStore, series: Sequence[SeriesData],
+                     tolerance: float = DEFAULT_TOLERANCE) -> list[StoredVerdict]:
+    """:func:`judge_stored` of each of ``series``; a series judged in one family with
+    others (one `vgpu bench` of several workloads) is judged again in that family, all
+    its members included, as the command that judged them did."""
+    verdicts = [judge_stored(store, data, tolerance) for data in series]
+    families = {v.reference.family for v in verdicts
+                if v.reference is not None and v.reference.family}
+    adjusted: dict[str, Comparison] = {}
+    for family in families:
+        members = [(series_id, judge_stored(store, load_series(store, series_id), tolerance))
+                   for series_id in store.family(family)]
+        judged = [(series_id, v.comparison) for series_id, v in members
+                  if v.comparison is not None]
+        adjusted |= dict(zip([s for s, _ in judged], one_family([c for _, c in judged]),
+                             strict=True))
+    return [replace(v, comparison=adjusted.get(data.series_id, v.comparison))
+            for data, v in zip(series, verdicts, strict=True)]
 
 
-def metric_tolerances(tolerances: Tolerances) -> dict[str, float]:
-    """The scenario's per-metric bands (fractions): latency for the worst p99, ttft_pct and
-    tpot_pct for an LLM series' token latencies; throughput_pct is the default band."""
-    return {WORST_P99: tolerances.latency_pct / 100.0,
-            **token_tolerances(tolerances.ttft_pct, tolerances.tpot_pct)}
+def judged_as_one_family(store: ResultStore,
+                         judged: Sequence[tuple[str, Comparison]]) -> list[Comparison]:
+    """The comparisons of the series one command judged ((series id, comparison) each)
+    as one family (vgpu.results.compare.one_family), the family stored with their
+    references so that later verdicts (:func:`judge_stored_all`) make the same one."""
+    if len(judged) > 1:
+        store.set_family([series_id for series_id, _ in judged], uuid.uuid4().hex)
+    return one_family([comparison for _, comparison in judged])
 
 
 def judge_against_baseline(
     store: ResultStore, scenario: Scenario, candidate: SeriesData,
     run_command: str = "vgpu bench",
 ) -> tuple[Comparison | None, str]:
-    """A stored series judged against its scenario's baseline with the scenario's
-    tolerances, and the note of :func:`baseline_series`; the accuracy gate
-    (vgpu.results.accuracy) is judged with or without a baseline."""
-    reference, note = baseline_series(store, scenario, candidate.workload,
-                                      candidate.series_id, run_command,
-                                      candidate.interleaved_with)
-    if reference is None:
-        gate = with_accuracy_gate(None, candidate)
-        return (None if gate is None else replace(gate, shortfalls=_shortfalls(candidate))), note
-    comparison = compare_series(
-        default_kind(candidate, reference), candidate, reference,
-        tolerance=scenario.tolerances.throughput_pct / 100.0,
-        tolerances=metric_tolerances(scenario.tolerances),
-        levels=levels_for(store, candidate),
-    )
-    return with_accuracy_gate(comparison, candidate), note
+    """A series just run: its reference chosen from its scenario's baseline
+    (:func:`vgpu.results.referee.choose_reference`) and stored with it, unless the
+    series stored one already (a look before, the bench a revalidation ran), then judged
+    by :func:`judge_stored_all` (in the family a command judged it in, once there is one);
+    and the note saying which reference, or why there is none."""
+    stored = store.series_reference(candidate.series_id)
+    if stored is not None:
+        note = stored.note
+    else:
+        chosen, note = choose_reference(store, scenario, candidate, run_command)
+        if chosen is not None:
+            store.put_series_reference(chosen)
+    return judge_stored_all(store, [candidate])[0].comparison, note

@@ -129,6 +129,22 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE platforms ADD COLUMN storage_kind TEXT;
     ALTER TABLE platforms ADD COLUMN storage_mount TEXT;
     """,
+    # 8: which series judges a series, as the run that stored it decided (its bare-metal
+    # twin, interleaved or not, or a named baseline), the comparison kind and tolerances,
+    # and the family of the series one command judged together
+    """
+    CREATE TABLE series_references (
+        series_id TEXT PRIMARY KEY,
+        reference_series TEXT NOT NULL,
+        relation TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        tolerance REAL NOT NULL,
+        tolerances TEXT NOT NULL DEFAULT '{}',
+        note TEXT NOT NULL DEFAULT '',
+        family TEXT,
+        created_at REAL NOT NULL
+    );
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

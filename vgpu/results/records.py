@@ -166,3 +166,22 @@ class Baseline:
     run_id: int
     series_id: str
     created_at: float
+
+
+@dataclass(frozen=True)
+class SeriesReference:
+    """Which series judges ``series_id`` and how, as stored when it ran: ``relation`` is
+    ``interleaved-twin`` (its bare-metal or baseline scenario ran block by block with it),
+    ``twin`` (the newest stored series of its baseline scenario) or ``named-baseline``
+    (`vgpu baseline set`); ``kind`` the comparison; ``tolerance`` the default band and
+    ``tolerances`` the per-metric ones (fractions); ``note`` says which, in words;
+    ``family`` is shared by the series one command judged together (one Holm family)."""
+
+    series_id: str
+    reference_series: str
+    relation: str
+    kind: str
+    tolerance: float
+    tolerances: dict[str, float]
+    note: str
+    family: str | None = None

@@ -13,9 +13,8 @@ import base64
 import html
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 
 from vgpu.errors import VgpuError
@@ -23,9 +22,7 @@ from vgpu.model.load import load_scenario
 from vgpu.results import format as fmt
 from vgpu.results import telemetry_view, token_view
 from vgpu.results.compare import Band, Check, Comparison, compare_samples
-from vgpu.results.judge import compare_series, default_kind
-from vgpu.results.noise import NoiseLevels
-from vgpu.results.noise_store import levels_for
+from vgpu.results.judge import judge_stored_all
 from vgpu.results.platforms import FIELD_LABELS, series_platform
 from vgpu.results.records import PLATFORM_COMPARED
 from vgpu.results.series import SYSTEM_THROUGHPUT, SeriesData, all_series
@@ -33,8 +30,6 @@ from vgpu.results.server_split import series_split, split_rows
 from vgpu.results.stats import summarize
 from vgpu.results.store import ResultStore
 from vgpu.results.token_view import token_rows
-
-LevelsOf = Callable[[SeriesData], NoiseLevels]
 
 REFERENCE_SCENARIO = "1"
 INSTANCE_TABLE_SERIES = 6  # older series stay in the statistics table and in `vgpu results`
@@ -280,41 +275,21 @@ class Judged:
     reference: SeriesData | None = None
 
 
-def _bare_metal_reference(data: SeriesData, latest: dict[tuple[str, str, str], SeriesData]
-                          ) -> SeriesData | None:
-    """The bare-metal series of the same workload that ``data`` is judged against: its
-    scenario's baseline scenario (e.g. 6 -> bm6), or for a VM series the same scenario."""
-    candidates = [_baseline_scenario(data)]
-    if data.target_kind == "vm":
-        candidates.append(data.scenario_id)
-    for reference_id in candidates:
-        reference = latest.get((reference_id or "", data.workload, "bare-metal"))
-        if reference is not None:
-            return reference
-    return None
-
-
 def automatic_judgements(series: Sequence[SeriesData], tolerance: float,
-                         levels: LevelsOf | None = None) -> list[Judged]:
-    """Every VM series (and every series run on this machine in a VM scenario's place)
-    against the bare-metal series of the same workload that its scenario names as
-    baseline (or, for a VM series, of the same scenario id)."""
-    latest = _latest(series)
+                         store: ResultStore) -> list[Judged]:
+    """The latest inference series of each scenario, workload and target, each judged as
+    `vgpu bench` judged it (vgpu.results.judge.judge_stored_all: the reference its run
+    stored, that kind, those tolerances, in the family its command judged it in);
+    ``tolerance`` is the band of a series whose run stored no reference."""
+    by_id = {data.series_id: data for data in series}
+    latest = [data for data in _latest(series).values() if data.kind != "training"]
     judged = []
-    for data in latest.values():
-        if data.target_kind not in ("vm", "local") or data.kind == "training":
-            continue
-        reference = _bare_metal_reference(data, latest)
-        if reference is not None:
-            comparison = compare_series(default_kind(data, reference), data, reference,
-                                        tolerance=tolerance,
-                                        levels=None if levels is None else levels(data))
-            judged.append(Judged(comparison, data, reference))
+    for data, verdict in zip(latest, judge_stored_all(store, latest, tolerance), strict=True):
+        if verdict.comparison is not None:
+            reference = None if verdict.reference is None else \
+                by_id.get(verdict.reference.reference_series)
+            judged.append(Judged(verdict.comparison, data, reference))
     return judged
-
-
-def automatic_comparisons(series: Sequence[SeriesData], tolerance: float) -> list[Comparison]:
-    return [j.comparison for j in automatic_judgements(series, tolerance)]
 
 
 def _by_label(series: Sequence[SeriesData], label: str) -> SeriesData | None:
@@ -323,13 +298,13 @@ def _by_label(series: Sequence[SeriesData], label: str) -> SeriesData | None:
 
 
 def all_judgements(series: Sequence[SeriesData], given: Sequence[Comparison],
-                   tolerance: float, levels: LevelsOf | None = None) -> list[Judged]:
+                   tolerance: float, store: ResultStore) -> list[Judged]:
     """The comparisons handed in (their series found by label) and the automatic ones,
     each pair of series once (a handed-in comparison wins)."""
     judged = [Judged(c, _by_label(series, c.candidate), _by_label(series, c.reference))
               for c in given]
     seen = {(j.comparison.candidate, j.comparison.reference) for j in judged}
-    for auto in automatic_judgements(series, tolerance, levels):
+    for auto in automatic_judgements(series, tolerance, store):
         key = (auto.comparison.candidate, auto.comparison.reference)
         if key not in seen:
             seen.add(key)
@@ -638,7 +613,7 @@ def build_report(
 ) -> Report:
     series = all_series(store)
     report = Report(title=title, generated=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()))
-    judged = all_judgements(series, comparisons, tolerance, partial(levels_for, store))
+    judged = all_judgements(series, comparisons, tolerance, store)
     inference = [s for s in series if s.per_instance_throughput]
     recent = inference[-INSTANCE_TABLE_SERIES:]
     sections = report.sections

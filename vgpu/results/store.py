@@ -44,6 +44,7 @@ from vgpu.results.records import (
     Platform,
     Run,
     RunStart,
+    SeriesReference,
     StoredInstance,
 )
 
@@ -385,6 +386,31 @@ class ResultStore:
                 (baseline.name, baseline.run_id, baseline.series_id, baseline.created_at),
             )
 
+    def put_series_reference(self, reference: SeriesReference) -> None:
+        """Store which series judges ``reference.series_id``, replacing what it said (a
+        family it was judged in stays, unless ``reference`` names another)."""
+        with self._db.transaction():
+            self._db.execute(
+                "INSERT INTO series_references (series_id, reference_series, relation, kind, "
+                "tolerance, tolerances, note, family, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (series_id) DO UPDATE SET "
+                "reference_series = excluded.reference_series, relation = excluded.relation, "
+                "kind = excluded.kind, tolerance = excluded.tolerance, "
+                "tolerances = excluded.tolerances, note = excluded.note, "
+                "family = COALESCE(excluded.family, series_references.family), "
+                "created_at = excluded.created_at",
+                (reference.series_id, reference.reference_series, reference.relation,
+                 reference.kind, reference.tolerance, json.dumps(reference.tolerances),
+                 reference.note, reference.family, time.time()),
+            )
+
+    def set_family(self, series_ids: Sequence[str], family: str) -> None:
+        """Mark the stored references of ``series_ids`` as one family (one command's)."""
+        with self._db.transaction():
+            for series_id in series_ids:
+                self._db.execute("UPDATE series_references SET family = ? "
+                                 "WHERE series_id = ?", (family, series_id))
+
     # ---- reading
     def _platform(self, platform_id: int | None) -> Platform | None:
         if platform_id is None:
@@ -472,6 +498,24 @@ class ResultStore:
 
     def baseline(self, name: str) -> Baseline | None:
         return next((b for b in self.baselines() if b.name == name), None)
+
+    def series_reference(self, series_id: str) -> SeriesReference | None:
+        """Which series judges ``series_id``, as stored when it ran (None: not stored)."""
+        row = self._db.query_one("SELECT * FROM series_references WHERE series_id = ?",
+                                 (series_id,))
+        if row is None:
+            return None
+        return SeriesReference(
+            series_id=row["series_id"], reference_series=row["reference_series"],
+            relation=row["relation"], kind=row["kind"], tolerance=row["tolerance"],
+            tolerances={k: float(v) for k, v in json.loads(row["tolerances"]).items()},
+            note=row["note"], family=row["family"])
+
+    def family(self, family: str) -> list[str]:
+        """The series one command judged together as ``family``, in the order stored."""
+        rows = self._db.query("SELECT series_id FROM series_references WHERE family = ? "
+                              "ORDER BY created_at, series_id", (family,))
+        return [str(row["series_id"]) for row in rows]
 
     def save_noise(self, class_key: str, metric: str, levels: NoiseLevels,
                    series_ids: Sequence[str], platform: dict[str, Any]) -> None:

@@ -6,7 +6,7 @@ the others go on."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +22,10 @@ from vgpu.model.yamlsource import load_yaml
 from vgpu.results.accuracy import ACCURACY_REFERENCE, accuracy_check
 from vgpu.results.calibration import compare_calibrated, parse_references
 from vgpu.results.compare import Comparison
-from vgpu.results.judge import compare_series, judge_against_baseline, metric_tolerances
+from vgpu.results.judge import compare_series, judge_against_baseline, judged_as_one_family
 from vgpu.results.noise import NoiseLevels
 from vgpu.results.noise_store import levels_for
+from vgpu.results.referee import metric_tolerances
 from vgpu.results.series import SeriesData, load_series
 from vgpu.results.store import ResultStore
 from vgpu.revalidate import state as saved
@@ -94,6 +95,7 @@ def revalidate(request: RevalidateRequest, store: ResultStore, console: Console,
             outcome.verdicts += _judge(store, sc, progress.series, request)
         else:
             outcome.could_not_run[sc.id] = progress.reason or "unknown"
+    outcome.verdicts = against_bare_metal_as_one_family(store, outcome.verdicts)
     state.finished = not outcome.could_not_run
     state.save()
     return outcome
@@ -174,6 +176,20 @@ def _judge(store: ResultStore, sc: Scenario, series: dict[str, str],
         verdicts.append(WorkloadVerdict(sc.id, label, series_id, vs_bare_metal, vs_baseline,
                                         accuracy_check(data), tuple(notes)))
     return verdicts
+
+
+def against_bare_metal_as_one_family(store: ResultStore, verdicts: list[WorkloadVerdict]
+                                     ) -> list[WorkloadVerdict]:
+    """The verdicts against bare metal of every scenario and workload the revalidation
+    judged, as one family (vgpu.results.judge.judged_as_one_family, stored, so a later
+    `vgpu report` judges them alike); those against the pre-upgrade baseline stay each
+    its own."""
+    judged = [v for v in verdicts if v.series_id and v.vs_bare_metal is not None]
+    family = judged_as_one_family(store, [(v.series_id, v.vs_bare_metal) for v in judged
+                                          if v.series_id and v.vs_bare_metal is not None])
+    adjusted = {v.series_id: comparison for v, comparison in zip(judged, family, strict=True)}
+    return [replace(v, vs_bare_metal=adjusted.get(v.series_id or "", v.vs_bare_metal))
+            for v in verdicts]
 
 
 def _against_references(data: SeriesData, sc: Scenario, path: Path,

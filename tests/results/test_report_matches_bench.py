@@ -1,0 +1,114 @@
+"""`vgpu report` shows exactly the verdicts `vgpu bench` printed for the same runs: real
+benches on this machine (real harness, LoadGen and ONNX Runtime, tiny model, short runs)
+through the CLI, then the report rendered from the store. Two references: the bare-metal
+twin run interleaved with scenario 1, and a named baseline (`vgpu baseline set`) that a
+scenario file names with its own tolerances."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from vgpu.results.report import Table, build_report
+from vgpu.results.store import ResultStore
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[2]
+QUICK = ("--workload", "resnet50-offline", "--runs", "2", "--duration", "1", "--json",
+         "--no-report")
+
+
+@dataclass
+class Benched:
+    folder: Path
+    outputs: dict[str, dict[str, Any]]  # scenario id -> `vgpu bench --json`
+
+
+def _vgpu(folder: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "vgpu", *args], cwd=folder, env=env,
+                          capture_output=True, text=True, timeout=600, check=False)
+
+
+def _named_baseline_scenario(folder: Path) -> Path:
+    """Scenario 1 under another id, judged against the named baseline 'lab' with a
+    throughput band of its own."""
+    data = yaml.safe_load((ROOT / "scenarios" / "passthrough_1gpu.yaml").read_text())
+    data.update(id="named1", name="named-baseline-1",
+                baseline={"reference_run": "lab"},
+                tolerances={"throughput_pct": 40, "latency_pct": 50})
+    path = folder / "named1.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@pytest.fixture(scope="module")
+def benched(tmp_path_factory: pytest.TempPathFactory) -> Benched:
+    folder = tmp_path_factory.mktemp("bench-report")
+    env = {**os.environ, "VGPU_HARNESS_CACHE": str(tmp_path_factory.mktemp("models")),
+           "VGPU_INVENTORY": "none", "COLUMNS": "200"}
+    outputs = {}
+    twin = _vgpu(folder, env, "bench", "--scenario", "1", *QUICK)  # its twin interleaved
+    assert twin.returncode in (0, 3), twin.stderr  # 3: a FAIL verdict, still stored
+    outputs["1"] = json.loads(twin.stdout)
+    with ResultStore.open_existing(folder / "vgpu-results.db") as store:
+        bare_metal = next(r for r in store.runs(status="ok") if r.target_kind == "bare-metal")
+    named = _vgpu(folder, env, "baseline", "set", str(bare_metal.id), "--name", "lab")
+    assert named.returncode == 0, named.stderr
+    against_named = _vgpu(folder, env, "bench", str(_named_baseline_scenario(folder)), *QUICK)
+    assert against_named.returncode in (0, 3), against_named.stderr
+    outputs["named1"] = json.loads(against_named.stdout)
+    return Benched(folder, outputs)
+
+
+def _report_verdicts(folder: Path) -> dict[str, tuple[str, list[tuple[str, str]]]]:
+    """Scenario id -> the report's verdict and (metric, verdict) of each check. The
+    checks table lists the comparisons in the order of the verdict table's rows."""
+    with ResultStore.open_existing(folder / "vgpu-results.db") as store:
+        sections = dict(build_report(store).sections)
+    verdicts, checks = sections["Verdict: VM vs bare metal"], \
+        sections["Every check of the compared series"]
+    assert isinstance(verdicts, Table) and isinstance(checks, Table)
+    by_title: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for row in checks.rows:
+        by_title[row[0]].append((row[1], row[7]))
+    judged = [row for row in verdicts.rows if row[9] != "no verdict"]
+    assert len(judged) == len(by_title)
+    return {row[0]: (row[9], checks_of) for row, checks_of in
+            zip(judged, by_title.values(), strict=True)}
+
+
+def _bench_verdict(output: dict[str, Any]) -> tuple[str, list[tuple[str, str]]]:
+    [workload] = output["workloads"]
+    return workload["verdict"], [(c["metric"], c["verdict"]) for c in workload["checks"]]
+
+
+def test_the_report_shows_the_verdicts_bench_printed(benched: Benched) -> None:
+    shown = _report_verdicts(benched.folder)
+    printed = {scenario: _bench_verdict(out) for scenario, out in benched.outputs.items()}
+    assert all(verdict in ("PASS", "FAIL", "INCONCLUSIVE") for verdict, _ in printed.values())
+    assert {s: shown.get(s) for s in printed} == printed
+
+
+def test_each_verdict_names_the_reference_its_run_stored(benched: Benched) -> None:
+    [twin] = benched.outputs["1"]["workloads"]
+    [named] = benched.outputs["named1"]["workloads"]
+    assert twin["checks"][0]["design"] == "interleaved"
+    assert named["baseline"] == "baseline 'lab'"
+    # the named scenario's own band, not the report's --tolerance
+    assert named["checks"][0]["band_pct"]["lower"] == pytest.approx(-40.0)
+    with ResultStore.open_existing(benched.folder / "vgpu-results.db") as store:
+        interleaved = store.series_reference(twin["series_id"])
+        by_name = store.series_reference(named["series_id"])
+    assert interleaved is not None and by_name is not None
+    assert (interleaved.relation, interleaved.kind) == ("interleaved-twin", "vm-vs-bare-metal")
+    assert (by_name.relation, by_name.tolerance) == ("named-baseline", pytest.approx(0.4))
+    assert by_name.reference_series == interleaved.reference_series  # the twin, named 'lab'
