@@ -14,7 +14,7 @@ from vgpu.bench.job import BenchRequest
 from vgpu.bench.runtime import RuntimeOptions
 from vgpu.bench.workload import BenchOverrides
 from vgpu.cli import common
-from vgpu.cli.options import DbOpt, InventoryReq, JsonOpt, RunsOpt
+from vgpu.cli.options import DbOpt, HostOpt, InventoryReq, JsonOpt, RunsOpt
 from vgpu.cli.root import app
 from vgpu.errors import InputError
 from vgpu.model.load import load_inventory
@@ -24,13 +24,8 @@ from vgpu.results.calibration import parse_references
 from vgpu.results.junit import write_junit
 from vgpu.results.report import build_report, write_report
 from vgpu.results.store import DEFAULT_DB, ResultStore, store_exists
-from vgpu.revalidate.flow import (
-    DEFAULT_BASELINE,
-    Converge,
-    RevalidateRequest,
-    baseline_scenarios,
-    revalidate,
-)
+from vgpu.revalidate.flow import DEFAULT_BASELINE, Converge, RevalidateRequest, revalidate
+from vgpu.revalidate.hosts import BaselineChoice, choose_baseline, scenarios_in_set, set_name
 from vgpu.revalidate.render import as_json, render_outcome
 from vgpu.sim import follow
 
@@ -52,7 +47,16 @@ def revalidate_command(
         "workloads the baseline does not hold (a lab with no baseline of its own)")] = None,
     capture_baseline: Annotated[bool, typer.Option(
         "--capture-baseline", help="record this run's series as the baseline (before an "
-        "upgrade)")] = False,
+        "upgrade); refused where the baseline holds the scenario already, unless "
+        "--replace")] = False,
+    replace: Annotated[bool, typer.Option(
+        "--replace", help="with --capture-baseline: overwrite the scenarios' existing "
+        "baseline")] = False,
+    host: HostOpt = None,
+    other_host: Annotated[str | None, typer.Option(
+        "--other-host", help="with --host: judge against the baseline captured on this "
+        "other host (the host is then shown as a platform difference); without it a "
+        "comparison across hosts is refused")] = None,
     resume: Annotated[bool, typer.Option(
         "--resume", help="continue the last unfinished revalidation of this inventory, "
         "without redoing its finished scenarios")] = False,
@@ -80,13 +84,17 @@ def revalidate_command(
                                             "--resume")] = DEFAULT_STATE,
     as_json_flag: JsonOpt = False,
 ) -> None:
-    """Preflight with drift since the last saved facts -> apply -> provision -> bench
+    """Preflight with drift since the baseline's facts -> apply -> provision -> bench
     (with the bare-metal twin) -> verdicts against bare metal and the pre-upgrade
-    baseline. Exit 0 PASS (or INCONCLUSIVE), 3 FAIL, 1 a scenario could not run."""
+    baseline. With --host, every VM runs on that host and is judged against that host's
+    own baseline. Exit 0 PASS (or INCONCLUSIVE), 3 FAIL, 1 a scenario could not run,
+    2 bad input (a baseline of another host, one that would be overwritten)."""
     assert inventory is not None  # InventoryReq finds one or stops with exit 2
     path = catalog.resolve_inventory(inventory)
     loaded = load_inventory(path)
-    scenarios = _scenarios(scenario, db, baseline)  # input errors before anything runs
+    # Input errors before anything runs.
+    choice, scenarios = _baseline_and_scenarios(db, baseline, host, other_host,
+                                                capture_baseline, replace, scenario)
     if references is not None:
         parse_references(load_yaml(references).data, str(references))
     out = Console(stderr=True) if as_json_flag else common.console
@@ -95,7 +103,7 @@ def revalidate_command(
         out.print(f"note: {follow.runtime_note(path)}; the guests have no GPU, so each run is "
                   "a functional check on the CPU", highlight=False)
     with ResultStore.open(db) as store:
-        _say_baseline(store, baseline, capture_baseline, out)
+        _say_baseline(store, choice, capture_baseline, out)
         request = RevalidateRequest(
             inventory=loaded, inventory_path=path, scenarios=scenarios,
             bench=BenchRequest(path, runs, workload, BenchOverrides(duration_s=duration),
@@ -103,7 +111,8 @@ def revalidate_command(
                                RuntimeOptions(runtime=follow.guest_runtime(path)
                                               if on_guests else None)),
             facts_dir=facts_dir, state_dir=state_dir, baseline=baseline,
-            capture_baseline=capture_baseline, resume=resume, references=references)
+            capture_baseline=capture_baseline, resume=resume, references=references,
+            choice=choice)
         outcome = revalidate(request, store, out,
                              converge=_converger(path, yes, out) if converge
                              else _leave_as_is)
@@ -119,28 +128,41 @@ def revalidate_command(
     raise typer.Exit(outcome.exit_code)
 
 
-def _scenarios(ids: list[str] | None, db: str, baseline: str) -> list[Scenario]:
-    if not ids and store_exists(db):
+def _baseline_and_scenarios(db: str, baseline: str, host: str | None,
+                            other_host: str | None, capture: bool, replace: bool,
+                            ids: list[str] | None) -> tuple[BaselineChoice, list[Scenario]]:
+    """The baseline sets and the scenarios (default: the judged set's)."""
+    if not store_exists(db):
+        choice = choose_baseline(None, baseline, host, other_host, capture, replace, [])
+    else:
         with ResultStore.open_existing(db) as store:
-            ids = baseline_scenarios(store, baseline)
+            if not ids:
+                ids = scenarios_in_set(store, set_name(baseline, other_host or host))
+            choice = choose_baseline(store, baseline, host, other_host, capture, replace,
+                                     [catalog.load(i).id for i in ids or []])
     if not ids:
         raise InputError.single("command line", "--scenario",
-                                f"no scenario given and no baseline '{baseline}' in {db} "
+                                f"no scenario given and no baseline '{choice.judged}' in {db} "
                                 "names any", fix="pass --scenario ID (repeatable)")
-    return [catalog.load(i) for i in dict.fromkeys(ids)]
+    return choice, [catalog.load(i) for i in dict.fromkeys(ids)]
 
 
-def _say_baseline(store: ResultStore, name: str, capture: bool, out: Console) -> None:
-    stored = baseline_scenarios(store, name)
+def _say_baseline(store: ResultStore, choice: BaselineChoice, capture: bool,
+                  out: Console) -> None:
+    name = choice.recorded if capture else choice.judged
+    stored = scenarios_in_set(store, name)
     if capture:
         out.print(f"this run's series will be recorded as baseline '{name}'")
+    elif choice.across_hosts:
+        out.print(f"[yellow]judged against host {choice.other_host}'s baseline '{name}':[/] "
+                  f"the host is a difference, not the same measurement")
     elif not stored:
         out.print(
             f"[yellow]no baseline '{name}' stored in {store.path}:[/] verdicts are against "
             "bare metal only; run with --capture-baseline before an upgrade to record one")
 
 
-def _leave_as_is(scenario: Scenario) -> None:
+def _leave_as_is(scenario: Scenario, host: str | None) -> None:
     """--no-converge: the lab is benched as it is."""
 
 
@@ -150,7 +172,7 @@ def _converger(inventory_path: Path, yes: bool, console: Console) -> Converge:
     are left as they are: their MIG layout is made once per host with `vgpu apply`, which
     needs the host's GPU."""
 
-    def converge(sc: Scenario) -> None:
+    def converge(sc: Scenario, host: str | None) -> None:
         from vgpu.cli.provision import provision_scenario
         from vgpu.vsphere import commands
         from vgpu.vsphere.limits import DEFAULT_CONCURRENCY, DEFAULT_IP_TIMEOUT_S
@@ -160,7 +182,7 @@ def _converger(inventory_path: Path, yes: bool, console: Console) -> Converge:
         commands.apply(sc, load_inventory(inventory_path), inventory_path, dry_run=False,
                        confirm=commands.terminal_confirm(yes),
                        concurrency=DEFAULT_CONCURRENCY, ip_timeout_s=DEFAULT_IP_TIMEOUT_S,
-                       console=console)
+                       console=console, host=host)
         for guest in follow.start_for_apply(sc, load_inventory(inventory_path), inventory_path):
             console.print(f"simulator guest {guest.vm} at {guest.address} ({guest.hardware}, "
                           "simulated)", highlight=False)

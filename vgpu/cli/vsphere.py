@@ -12,7 +12,13 @@ import typer
 from vgpu import catalog
 from vgpu.cli import common
 from vgpu.cli.common import scenario_from_args
-from vgpu.cli.options import InventoryReq, ScenarioFile, ScenarioRef, inventory_option
+from vgpu.cli.options import (
+    HostOpt,
+    InventoryReq,
+    ScenarioFile,
+    ScenarioRef,
+    inventory_option,
+)
 from vgpu.cli.plan_view import print_warnings
 from vgpu.cli.root import app
 from vgpu.errors import InputError, Problem, RemoteError
@@ -97,6 +103,7 @@ def apply(
     enable_mig: Annotated[bool, typer.Option(
         "--enable-mig", help="bare metal: switch MIG mode on where it is off (needs a GPU "
         "reset, which vgpu never does itself)")] = False,
+    host: HostOpt = None,
 ) -> None:
     """Make vCenter match the scenario's plan: create, change or delete its VMs (only VMs
     vgpu created for this scenario), power them on with their planned IPs, then provision
@@ -116,11 +123,13 @@ def apply(
     inv, inv_path = _inventory(inventory)
     # Everything the whole command needs is checked before vCenter is reached: the layout
     # on empty GPUs (vCenter can only make it tighter) and provisioning's local inputs.
-    print_warnings(build_plan(sc, inv, inventory_name=str(inv_path)), common.console)
+    print_warnings(build_plan(sc, inv, inventory_name=str(inv_path), pin_host=host),
+                   common.console)
     if provision:
         _check_provision_inputs(sc, inv_path, dry_run)
     commands.apply(sc, inv, inv_path, dry_run=dry_run, confirm=commands.terminal_confirm(yes),
-                   concurrency=concurrency, ip_timeout_s=ip_timeout, console=common.console)
+                   concurrency=concurrency, ip_timeout_s=ip_timeout, console=common.console,
+                   host=host)
     if not dry_run:
         _start_simulator_guests(sc, inv, inv_path)
     if provision and not dry_run:

@@ -85,6 +85,9 @@ class HostReport:
     host_driver_version: str | None = None
     host_driver_note: str | None = None  # why there is none
     assignment_policy: str | None = None  # sharedPassthruAssignmentPolicy
+    hardware_uuid: str | None = None  # hardware.systemInfo.uuid
+    reboot_required: bool | None = None  # summary.rebootRequired: installed, not running
+    boot_time: str | None = None  # runtime.bootTime, ISO 8601 UTC
 
     @property
     def ok(self) -> bool:
@@ -582,7 +585,9 @@ def _host_report(name: str, facts: HostFacts | None, held: list[HeldVgpu],
         checks=host_checks(facts, inventory, kinds),
         host_driver=facts.host_driver.name if facts.host_driver else None,
         host_driver_version=facts.host_driver.version if facts.host_driver else None,
-        host_driver_note=facts.host_driver_note, assignment_policy=facts.assignment_policy)
+        host_driver_note=facts.host_driver_note, assignment_policy=facts.assignment_policy,
+        hardware_uuid=facts.hardware_uuid, reboot_required=facts.reboot_required,
+        boot_time=facts.boot_time)
 
 
 def _gpu_model(inventory: Inventory, hosts: dict[str, HostFacts]) -> mig.GpuModel | None:
@@ -599,10 +604,12 @@ def _gpu_model(inventory: Inventory, hosts: dict[str, HostFacts]) -> mig.GpuMode
 
 
 def run_preflight(session: Session, inventory: Inventory, inventory_path: Path,
-                  scenario: Scenario | None) -> PreflightReport:
+                  scenario: Scenario | None, pin_host: str | None = None) -> PreflightReport:
+    """``pin_host``: the scenario's checks plan every VM on that host (`--host`)."""
     scenario_state: ScenarioState | None = None
     if scenario is not None:
-        scenario_state = read_scenario_state(session, scenario, inventory, inventory_path)
+        scenario_state = read_scenario_state(session, scenario, inventory, inventory_path,
+                                             pin_host)
         state, held, notes = scenario_state.state, scenario_state.held, scenario_state.notes
     else:
         state = read_state(session, placement_from_inventory(inventory, inventory_path))
