@@ -1,6 +1,6 @@
 """The pieces of a host-pinned revalidation that need no lab: the planner's host pin, the
 baseline set a run records and is judged against (and what is refused), the drift of one
-host."""
+host, and undrain's decision whether an upgrade took."""
 
 from __future__ import annotations
 
@@ -17,7 +17,10 @@ from vgpu.results.records import BaselineSet, RunStart
 from vgpu.results.store import ResultStore
 from vgpu.revalidate.flow import baseline_key
 from vgpu.revalidate.hosts import choose_baseline, scenarios_in_set, set_name
+from vgpu.vsphere.drainrecord import DrainRecord
 from vgpu.vsphere.drift import Drift, DriftRow, only_host
+from vgpu.vsphere.facts import HostDriver, HostFacts
+from vgpu.vsphere.window import upgrade_refusals
 
 ONE_1G = [{"name": "a", "vgpus": ["nvidia-1-10c"]}]
 
@@ -120,3 +123,35 @@ def test_the_drift_of_a_pinned_host_leaves_the_other_hosts_out() -> None:
                              DriftRow("scenario", "check fits", "ok", "FAIL", True)])
     assert [r.host for r in only_host(drift, "H1").rows] == ["H1", "vcenter", "scenario"]
     assert only_host(drift, None) is drift
+
+
+def _facts(**changes: Any) -> HostFacts:
+    base: dict[str, Any] = dict(
+        name="H1", connection_state="connected", in_maintenance=True, version="8.0.2",
+        build="24022510", full_name=None, gpus=[], vgpu_types=[], graphics_default_type=None,
+        host_driver=HostDriver("NVD-AIE_ESXi_8.0.0_Driver", "550.90.05", "NVD"),
+        reboot_required=False, boot_time="2026-11-26T09:00:00Z")
+    return HostFacts(**{**base, **changes})
+
+
+DRAINED = DrainRecord(host="H1", inventory="lab.yaml", drained_at="2026-11-26T08:00:00Z",
+                      facts_id="pf-1", hardware_uuid="u", boot_time="2026-11-20T00:00:00Z",
+                      esxi_build="22380479", host_driver="NVD-AIE_ESXi_8.0.0_Driver 535.161.05")
+
+
+def test_undrain_accepts_a_host_booted_into_a_new_build_and_driver() -> None:
+    assert upgrade_refusals(DRAINED, _facts(), expect_upgrade=True) == []
+
+
+def test_undrain_refuses_a_pending_reboot_a_host_not_rebooted_or_not_upgraded() -> None:
+    [pending] = upgrade_refusals(DRAINED, _facts(reboot_required=True), True)
+    assert "reboot pending" in pending.reason and "reboot H1" in pending.fix
+    [not_booted] = upgrade_refusals(DRAINED, _facts(boot_time=DRAINED.boot_time), True)
+    assert "has not booted since the drain" in not_booted.reason
+    same = _facts(build="22380479", host_driver=HostDriver("NVD-AIE_ESXi_8.0.0_Driver",
+                                                           "535.161.05", "NVD"))
+    [unchanged] = upgrade_refusals(DRAINED, same, True)
+    assert "the upgrade did not take" in unchanged.reason
+    assert upgrade_refusals(DRAINED, same, expect_upgrade=False) == []
+    # a reboot still pending refuses even when no upgrade is expected
+    assert upgrade_refusals(DRAINED, _facts(reboot_required=True), False)

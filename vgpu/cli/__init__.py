@@ -25,6 +25,7 @@ def _register() -> None:
         provision,  # noqa: F401
         revalidate,  # noqa: F401
         train,  # noqa: F401
+        upgrade,  # noqa: F401
         vsphere,  # noqa: F401
     )
 

@@ -325,13 +325,25 @@ def sim_upgrade(
                                             "afterwards")] = UPGRADED_BUILD,
     vib_version: Annotated[str, typer.Option(help="the NVIDIA host driver VIB version "
                                              "every host reports afterwards")] = UPGRADED_VIB,
+    host: Annotated[str | None, typer.Option(
+        "--host", help="upgrade only this host, in place (it must be drained: `vgpu drain "
+        "--host`); its VMs stay, powered off, and the other hosts keep their build")] = None,
+    reboot: Annotated[bool, typer.Option(
+        "--reboot/--no-reboot", help="with --host: reboot into the upgrade (--no-reboot: "
+        "installed, reboot pending, the old build still running)")] = True,
 ) -> None:
     """Upgrade the running lab's hosts (a new ESXi build and NVIDIA host driver VIB), for
-    `vgpu revalidate` to find the drift. Its vCenter restarts at the same URL; the
-    simulator keeps no VMs across that, so the next apply or revalidate creates them
+    `vgpu revalidate` to find the drift. With --host, one host is upgraded in place as on
+    a real lab. Without it, every host is, by restarting the lab's vCenter at the same URL;
+    the simulator keeps no VMs across that, so the next apply or revalidate creates them
     again; guests keep what was provisioned on them."""
     from vgpu.sim import state as simstate
 
+    if host is not None or not reboot:
+        from vgpu.cli.upgrade import sim_upgrade_host
+
+        sim_upgrade_host(host, esxi_build, vib_version, reboot)
+        return
     lab, _ = simstate.upgrade(esxi_build, vib_version)
     common.console.print(f"simulator lab upgraded at {lab.url} (pid {lab.pid}): ESXi build "
                          f"{esxi_build}, host driver VIB {vib_version}; its VMs are created "
