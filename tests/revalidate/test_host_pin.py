@@ -17,9 +17,11 @@ from vgpu.results.records import BaselineSet, RunStart
 from vgpu.results.store import ResultStore
 from vgpu.revalidate.flow import baseline_key
 from vgpu.revalidate.hosts import choose_baseline, scenarios_in_set, set_name
+from vgpu.revalidate.preflight import HostPin, check_pinned_host
 from vgpu.vsphere.drainrecord import DrainRecord
 from vgpu.vsphere.drift import Drift, DriftRow, only_host
 from vgpu.vsphere.facts import HostDriver, HostFacts
+from vgpu.vsphere.preflight import HostReport, PreflightReport
 from vgpu.vsphere.window import upgrade_refusals
 
 ONE_1G = [{"name": "a", "vgpus": ["nvidia-1-10c"]}]
@@ -155,3 +157,27 @@ def test_undrain_refuses_a_pending_reboot_a_host_not_rebooted_or_not_upgraded() 
     assert upgrade_refusals(DRAINED, same, expect_upgrade=False) == []
     # a reboot still pending refuses even when no upgrade is expected
     assert upgrade_refusals(DRAINED, _facts(reboot_required=True), False)
+
+
+def _report(**host: Any) -> PreflightReport:
+    fields: dict[str, Any] = dict(name="H1", version="8.0.2", build="1",
+                                  connection_state="connected", in_maintenance=False,
+                                  graphics_default_type=None, gpus=[], vgpu_types=[],
+                                  mig_types=[], checks=[], hardware_uuid="uuid-now")
+    return PreflightReport("vc", "8.0", "lab.yaml", None, "now",
+                           [HostReport(**{**fields, **host})])
+
+
+def test_a_pinned_host_must_be_present_out_of_maintenance_and_the_same_machine() -> None:
+    same = HostPin("H1", False, "pf-1", "uuid-now", "pre-upgrade@H1")
+    assert check_pinned_host(same, _report()) == "uuid-now"
+    with pytest.raises(InputError, match="vgpu undrain --host H1"):
+        check_pinned_host(same, _report(in_maintenance=True))
+    with pytest.raises(InputError, match="not among the inventory's hosts"):
+        check_pinned_host(same, _report(name="H0"))
+    replaced = HostPin("H1", False, "pf-1", "uuid-before", "pre-upgrade@H1")
+    with pytest.raises(InputError) as caught:
+        check_pinned_host(replaced, _report())
+    assert "another machine" in str(caught.value) and "--other-host H1" in str(caught.value)
+    asked = HostPin("H1", True, "pf-1", "uuid-before", "pre-upgrade@H1")
+    assert check_pinned_host(asked, _report()) == "uuid-now"

@@ -46,7 +46,9 @@ class BaselineChoice:
 
     @property
     def across_hosts(self) -> bool:
-        return self.other_host is not None and self.other_host != self.host
+        """--other-host was given: judged against a baseline of another host, or of the
+        same host name on another machine (hardware UUID)."""
+        return self.other_host is not None
 
 
 def choose_baseline(store: ResultStore | None, baseline: str, host: str | None,

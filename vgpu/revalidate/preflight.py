@@ -57,7 +57,7 @@ def _before(pin: HostPin, facts_dir: Path, inventory_path: Path) -> dict[str, An
         return None
 
 
-def _check_pinned_host(pin: HostPin, report: PreflightReport) -> str | None:
+def check_pinned_host(pin: HostPin, report: PreflightReport) -> str | None:
     """Refuse (exit 2) a pinned host that is absent, in maintenance mode, or another
     machine than its baseline's; its hardware UUID otherwise."""
     if pin.host is None:
@@ -99,7 +99,7 @@ def run_preflight_phase(inventory: Inventory, inventory_path: Path,
     vm_scenarios = [s for s in scenarios if s.platform == "vsphere"]
     with connect(target_from_inventory(inventory, inventory_path)) as session:
         report = run_preflight(session, inventory, inventory_path, None)
-        host_uuid = _check_pinned_host(pin, report)
+        host_uuid = check_pinned_host(pin, report)
         fits = {s.id: run_preflight(session, inventory, inventory_path, s, pin_host=pin.host)
                 for s in vm_scenarios}
     phase = PreflightPhase(None, None, host_uuid=host_uuid)
