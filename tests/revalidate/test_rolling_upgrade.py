@@ -176,7 +176,7 @@ def test_a_rolling_upgrade_revalidates_the_upgraded_host_against_its_own_baselin
 
     # After: H1 against its own baseline, with H1's drift only; H0 untouched.
     after = lab.revalidate("4", H1)
-    assert after.exit_code == 0, after.could_not_run
+    assert after.exit_code == 0 and after.host == H1, after.could_not_run
     assert lab.vms() == {"s5-1g": (H0, True), "s4-2g": (H1, True)}
     rows = after.drift["rows"] if after.drift else []
     assert {r["host"] for r in rows} == {H1}

@@ -16,6 +16,7 @@ from vgpu.sim.hostupgrade import HostUpgrade, upgrade_host
 from vgpu.sim.lab import ESXI_BUILD, VIB_VERSION, LabShape
 from vgpu.vsphere.connection import connect
 from vgpu.vsphere.facts import HostFacts, read_host_drivers
+from vgpu.vsphere.preflight import reboot_note
 from vgpu.vsphere.reconcile import read_state
 from vgpu.vsphere.tasks import call
 
@@ -56,11 +57,14 @@ def test_one_host_upgrades_in_place_with_its_reboot_pending_then_done() -> None:
         assert pending[H1].host_driver is not None
         assert pending[H1].host_driver.version == NEW.vib_version  # installed
         assert pending[H1].boot_time == before[H1].boot_time
+        assert f"{H1}: reboot pending: host driver VIB {NEW.vib_version} is installed, " \
+            "not running" in (reboot_note(pending[H1]) or "")
 
         time.sleep(1.1)  # boot times are read to the second
         _upgrade(lab, HostUpgrade(H1, NEW.esxi_build, NEW.vib_version))
         after = _hosts(lab)
     assert after[H1].reboot_required is False and after[H1].build == NEW.esxi_build
+    assert reboot_note(after[H1]) is None
     assert (after[H1].boot_time or "") > (before[H1].boot_time or "")
     assert after[H1].in_maintenance  # a reboot does not take the host out of maintenance
     assert after[H0].build == ESXI_BUILD and after[H0].boot_time == before[H0].boot_time

@@ -73,6 +73,7 @@ class RevalidateOutcome:
     could_not_run: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     host_uuid: str | None = None  # the pinned host's hardware UUID, as read now
+    host: str | None = None  # the host every VM was pinned to (--host)
 
     @property
     def drift(self) -> dict[str, Any] | None:
@@ -90,7 +91,7 @@ class RevalidateOutcome:
 def revalidate(request: RevalidateRequest, store: ResultStore, console: Console,
                converge: Converge) -> RevalidateOutcome:
     state = _state(request)
-    outcome = RevalidateOutcome(state)
+    outcome = RevalidateOutcome(state, host=request.host)
     recorded = store.baseline_set(request.sets.judged)
     blockers = _preflight(request, state, outcome, console, recorded)
     for sc in request.scenarios:

@@ -237,6 +237,18 @@ def driver_version_note(facts: HostFacts, inventory: Inventory) -> str | None:
             "drivers.host_driver_version")
 
 
+def reboot_note(facts: HostFacts) -> str | None:
+    """A note when the host has a reboot pending: what it reports installed (its VIB)
+    is not what it runs until the next boot."""
+    if not facts.reboot_required:
+        return None
+    driver = facts.host_driver
+    installed = f"host driver VIB {driver.version}" if driver else "an installed update"
+    return (f"{facts.name}: reboot pending: {installed} is installed, not running (booted "
+            f"{facts.boot_time or 'at an unknown time'}); reboot the host in maintenance "
+            "mode before measuring on it")
+
+
 def _branch_check(host_branch: int, host_version: str, guest: str) -> Check:
     guest_branch = driver_branch(guest)
     if guest_branch is None or guest_branch == host_branch:
@@ -624,6 +636,8 @@ def run_preflight(session: Session, inventory: Inventory, inventory_path: Path,
                             kinds) for name in wanted]
     notes = [*notes, *(note for n in wanted if n in state.hosts
                        if (note := driver_version_note(state.hosts[n], inventory)))]
+    notes += [note for n in wanted if n in state.hosts
+              if (note := reboot_note(state.hosts[n]))]
     notes += [note for n in wanted if n in state.hosts
               for note in form_factor_notes(state.hosts[n], inventory)]
     if any(g.mig_capable is not None and g.vgpu_mode is None for r in reports for g in r.gpus):
