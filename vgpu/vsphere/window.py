@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pyVmomi import vim
@@ -139,8 +139,6 @@ def _tie_baselines(db: str | None, host: str, facts_id: str) -> list[str]:
     """Every baseline set measured on ``host`` gets these facts as its pre-upgrade ones."""
     if db is None:
         return []
-    from dataclasses import replace
-
     tied = []
     with ResultStore.open_existing(db) as store:
         for record in store.baseline_sets():
