@@ -312,9 +312,10 @@ def _first_fit(candidates: list[_HostState], vm: str, reqs: list[VgpuRequest],
 
 def build_plan(scenario: Scenario, inventory: Inventory | None = None, *,
                held: list[HeldVgpu] | None = None, inventory_name: str | None = None,
-               unavailable: dict[str, str] | None = None) -> Plan:
+               unavailable: dict[str, str] | None = None, pin_host: str | None = None) -> Plan:
     """``unavailable`` maps hosts that must not get VMs (vCenter has them in maintenance
-    mode) to the reason; they stay in the plan's host list, unused."""
+    mode) to the reason; they stay in the plan's host list, unused. ``pin_host`` puts
+    every VM on that one host (the host an upgrade is proved on) or refuses the plan."""
     unavailable = unavailable or {}
     notes = [f"host {name} is {why}: not used" for name, why in sorted(unavailable.items())]
     model = scenario.gpu_model
@@ -330,6 +331,8 @@ def build_plan(scenario: Scenario, inventory: Inventory | None = None, *,
         raise PlanError([Problem(_inventory_file(inventory, inventory_name), where,
                                  f"no host has a {model.key} GPU",
                                  fix=f"add a host with gpus: [{{model: {model.key}}}]")])
+    if pin_host is not None:
+        _check_pin(scenario, pin_host, hosts, unavailable, inventory, inventory_name)
     requests = vgpu_requests(scenario)
     problems: list[Problem] = []
     placed: dict[str, _HostState] = {}
@@ -339,13 +342,14 @@ def build_plan(scenario: Scenario, inventory: Inventory | None = None, *,
         used_by_group: set[str] = set()
         for name in spec.names():
             shape = tuple(sorted(r.label for r in requests[name]))
-            candidates = [h for h in hosts if spec.host in (None, h.name)
+            wanted_host = pin_host or spec.host
+            candidates = [h for h in hosts if wanted_host in (None, h.name)
                           and h.name not in unavailable and (h.name, shape) not in refused
                           and not (spec.spread and h.name in used_by_group)]
             host = _first_fit(candidates, name, requests[name], refused, shape)
             if host is None:
                 problem = _capacity_problem(scenario, name, requests[name], hosts,
-                                            spec.host, spec.spread)
+                                            wanted_host, spec.spread)
                 problems.append(_with_unavailable(problem, spec.host, hosts, unavailable))
                 continue
             placed[name] = host
@@ -462,6 +466,29 @@ def _capacity_problem(scenario: Scenario, vm: str, reqs: list[VgpuRequest],
     return Problem(scenario.source or f"scenario {scenario.id}", "vms",
                    f"no room for VM {vm} ({labels}) on {where}{detail}",
                    fix="free GPUs, add hosts to the inventory, or pick smaller profiles")
+
+
+def _check_pin(scenario: Scenario, pin_host: str, hosts: list[_HostState],
+               unavailable: dict[str, str], inventory: Inventory | None,
+               inventory_name: str | None) -> None:
+    """A pinned host must be one the plan may use, and no VM group may name another."""
+    names = [h.name for h in hosts]
+    if pin_host not in names:
+        raise PlanError([Problem("command line", "--host",
+                                 f"host {pin_host} is not a {scenario.gpu_model.key} host of "
+                                 f"{_inventory_file(inventory, inventory_name)}",
+                                 fix=f"use one of: {', '.join(names)}")])
+    if pin_host in unavailable:
+        raise PlanError([Problem("command line", "--host",
+                                 f"host {pin_host} is {unavailable[pin_host]}",
+                                 fix=f"run `vgpu undrain --host {pin_host}` (or exit "
+                                     "maintenance mode in vCenter), then run again")])
+    other = [spec.name for spec in scenario.vms if spec.host not in (None, pin_host)]
+    if other:
+        raise PlanError([Problem(scenario.source or f"scenario {scenario.id}", "vms.host",
+                                 f"VM group(s) {', '.join(other)} name another host than "
+                                 f"--host {pin_host}",
+                                 fix="drop --host, or the groups' host")])
 
 
 def _layout_text(profiles: Sequence[str]) -> str:

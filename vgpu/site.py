@@ -83,21 +83,23 @@ class Site:
     inventory: Inventory | None = None
     how: str | None = None  # how the inventory was found (catalog.InventoryChoice.how)
     lab: SimulatedLab | None = None
-    _plans: list[tuple[Scenario, Plan]] = field(default_factory=list, repr=False)
+    _plans: list[tuple[Scenario, str | None, Plan]] = field(default_factory=list, repr=False)
 
     @property
     def found_by_default(self) -> bool:
         """Found in the current folder or the user's default, not named by the person."""
         return self.how in catalog.FOUND_BY_DEFAULT
 
-    def plan(self, scenario: Scenario) -> Plan:
-        """The scenario's plan on this inventory, computed the first time it is asked."""
-        for known, plan in self._plans:
-            if known is scenario or known == scenario:
+    def plan(self, scenario: Scenario, pin_host: str | None = None) -> Plan:
+        """The scenario's plan on this inventory (every VM on ``pin_host`` when given),
+        computed the first time it is asked."""
+        for known, host, plan in self._plans:
+            if host == pin_host and (known is scenario or known == scenario):
                 return plan
         plan = build_plan(scenario, self.inventory, inventory_name=(
-            str(self.inventory_path) if self.inventory_path is not None else None))
-        self._plans.append((scenario, plan))
+            str(self.inventory_path) if self.inventory_path is not None else None),
+            pin_host=pin_host)
+        self._plans.append((scenario, pin_host, plan))
         return plan
 
     def require(self, why: str, fix: str) -> tuple[Inventory, Path]:

@@ -10,7 +10,14 @@ from typer.testing import CliRunner
 
 from vgpu.cli import _register, app
 from vgpu.results.copy import copy_runs, copy_stores
-from vgpu.results.records import InstanceResult, Metric, Platform, RunStart, SeriesReference
+from vgpu.results.records import (
+    BaselineSet,
+    InstanceResult,
+    Metric,
+    Platform,
+    RunStart,
+    SeriesReference,
+)
 from vgpu.results.store import ResultStore
 
 pytestmark = pytest.mark.postgres
@@ -113,6 +120,21 @@ def test_a_run_finished_after_the_first_copy_goes_with_the_next(
         later = copy_runs(source, shared)
         assert (len(later.copied), later.already_there, later.still_running) == (4, 1, [])
         assert later.baselines_copied == ["pre-upgrade:6:resnet50"]
+
+
+def test_a_copied_baseline_set_keeps_its_host_and_facts(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    with ResultStore.open(tmp_path / "lab.db") as source, \
+            ResultStore.open(postgres_url) as shared:
+        ids = _fill(source)
+        source.set_baseline(ids["six-0"], name="pre-upgrade@esx1:6:resnet50")
+        measured = BaselineSet("pre-upgrade@esx1", "esx1", "uuid-esx1", "pf-capture",
+                               1700000000.0, drain_facts_id="pf-drain")
+        source.put_baseline_set(measured)
+        source.put_baseline_set(BaselineSet("other-set", "esx2", None, None, 1700000000.0))
+        copy_runs(source, shared)
+        assert shared.baseline_sets() == [measured]  # the set no copied baseline is in stays
 
 
 def test_a_baseline_the_target_gives_another_run_is_kept(

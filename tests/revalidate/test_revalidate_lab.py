@@ -65,11 +65,12 @@ class Lab:
         self.harness = harness_spec(HarnessOptions(
             install_requirements=False, extra_site_dirs=(sysconfig.get_paths()["purelib"],)))
 
-    def converge(self, sc: Scenario) -> None:
+    def converge(self, sc: Scenario, host: str | None) -> None:
         """What `vgpu apply` + `vgpu provision` do, with the guests reached in the lab."""
         inventory = load_inventory(self.inventory)
         commands.apply(sc, inventory, self.inventory, dry_run=False, confirm=lambda _: True,
-                       concurrency=4, ip_timeout_s=60, console=Console(file=io.StringIO()))
+                       concurrency=4, ip_timeout_s=60, console=Console(file=io.StringIO()),
+                       host=host)
         jobs = [Job(self.to_lab(p.host_target),
                     GuestRequirements(steps=("os-facts", "node-harness"), harness=self.harness))
                 for p in vsphere_placements(sc, inventory, self.inventory) if p.host_target]

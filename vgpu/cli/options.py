@@ -76,6 +76,10 @@ DbOpt = Annotated[str, typer.Option(
     "--db", envvar=DB_ENV, help="results store: a SQLite file, or a shared PostgreSQL "
     "database as postgresql://USER@HOST:PORT/DBNAME (password from PGPASSWORD or "
     "~/.pgpass)")]
+HostOpt = Annotated[str | None, typer.Option(
+    "--host", help="the ESXi host (as vCenter names it) every VM of the scenario goes on, "
+    "e.g. the host just upgraded; refused when they do not fit there or it is in "
+    "maintenance mode")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="machine-readable output on stdout")]
 RunsOpt = Annotated[int | None, typer.Option(
     "--runs", help="repeats (default: the scenario's, usually 3)")]

@@ -11,7 +11,7 @@ from rich.console import Console
 
 from vgpu import catalog
 from vgpu.cli import common
-from vgpu.cli.options import DbOpt, InventoryReq, JsonOpt, RunsOpt
+from vgpu.cli.options import DbOpt, HostOpt, InventoryReq, JsonOpt, RunsOpt
 from vgpu.cli.root import app
 from vgpu.defaults import DEFAULT_BASELINE, DEFAULT_DB
 from vgpu.errors import InputError
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from vgpu.model.scenario import Scenario
     from vgpu.results.store import ResultStore
     from vgpu.revalidate.flow import Converge
+    from vgpu.revalidate.hosts import BaselineChoice
     from vgpu.site import Site
 
 DEFAULT_FACTS = Path("vgpu-results/preflight")
@@ -40,7 +41,16 @@ def revalidate_command(
         "workloads the baseline does not hold (a lab with no baseline of its own)")] = None,
     capture_baseline: Annotated[bool, typer.Option(
         "--capture-baseline", help="record this run's series as the baseline (before an "
-        "upgrade)")] = False,
+        "upgrade); refused where the baseline holds the scenario already, unless "
+        "--replace")] = False,
+    replace: Annotated[bool, typer.Option(
+        "--replace", help="with --capture-baseline: overwrite the scenarios' existing "
+        "baseline")] = False,
+    host: HostOpt = None,
+    other_host: Annotated[str | None, typer.Option(
+        "--other-host", help="with --host: judge against the baseline captured on this "
+        "other host (the host is then shown as a platform difference); without it a "
+        "comparison across hosts is refused")] = None,
     resume: Annotated[bool, typer.Option(
         "--resume", help="continue the last unfinished revalidation of this inventory, "
         "without redoing its finished scenarios")] = False,
@@ -68,9 +78,11 @@ def revalidate_command(
                                             "--resume")] = DEFAULT_STATE,
     as_json_flag: JsonOpt = False,
 ) -> None:
-    """Preflight with drift since the last saved facts -> apply -> provision -> bench
+    """Preflight with drift since the baseline's facts -> apply -> provision -> bench
     (with the bare-metal twin) -> verdicts against bare metal and the pre-upgrade
-    baseline. Exit 0 PASS (or INCONCLUSIVE), 3 FAIL, 1 a scenario could not run."""
+    baseline. With --host, every VM runs on that host and is judged against that host's
+    own baseline. Exit 0 PASS (or INCONCLUSIVE), 3 FAIL, 1 a scenario could not run,
+    2 bad input (a baseline of another host, one that would be overwritten)."""
     from vgpu.bench.job import BenchRequest
     from vgpu.bench.runtime import RuntimeOptions
     from vgpu.bench.workload import BenchOverrides
@@ -85,7 +97,9 @@ def revalidate_command(
     assert inventory is not None  # InventoryReq finds one or stops with exit 2
     site = common.site_of(inventory)
     loaded, path = site.require("revalidation needs an inventory", fix="pass --inventory")
-    scenarios = _scenarios(scenario, db, baseline)  # input errors before anything runs
+    # Input errors before anything runs.
+    choice, scenarios = _baseline_and_scenarios(db, baseline, host, other_host,
+                                                capture_baseline, replace, scenario)
     if references is not None:
         parse_references(load_yaml(references).data, str(references))
     out = Console(stderr=True) if as_json_flag else common.console
@@ -94,7 +108,7 @@ def revalidate_command(
         out.print(f"note: {lab.runtime_note()}; the guests have no GPU, so each run is "
                   "a functional check on the CPU", highlight=False)
     with ResultStore.open(db) as store:
-        _say_baseline(store, baseline, capture_baseline, out)
+        _say_baseline(store, choice, capture_baseline, out)
         request = RevalidateRequest(
             inventory=loaded, inventory_path=path, scenarios=scenarios,
             bench=BenchRequest(site, runs, workload, BenchOverrides(duration_s=duration),
@@ -102,7 +116,8 @@ def revalidate_command(
                                RuntimeOptions(runtime=lab.guest_runtime()
                                               if lab is not None else None)),
             facts_dir=facts_dir, state_dir=state_dir, baseline=baseline,
-            capture_baseline=capture_baseline, resume=resume, references=references)
+            capture_baseline=capture_baseline, resume=resume, references=references,
+            choice=choice)
         outcome = revalidate(request, store, out,
                              converge=_converger(site, yes, out) if converge
                              else _leave_as_is)
@@ -118,33 +133,46 @@ def revalidate_command(
     raise typer.Exit(outcome.exit_code)
 
 
-def _scenarios(ids: list[str] | None, db: str, baseline: str) -> list[Scenario]:
+def _baseline_and_scenarios(db: str, baseline: str, host: str | None,
+                            other_host: str | None, capture: bool, replace: bool,
+                            ids: list[str] | None) -> tuple[BaselineChoice, list[Scenario]]:
+    """The baseline sets and the scenarios (default: the judged set's)."""
     from vgpu.results.store import ResultStore, store_exists
-    from vgpu.revalidate.flow import baseline_scenarios
+    from vgpu.revalidate.hosts import choose_baseline, scenarios_in_set, set_name
 
-    if not ids and store_exists(db):
+    if not store_exists(db):
+        choice = choose_baseline(None, baseline, host, other_host, capture, replace, [])
+    else:
         with ResultStore.open_existing(db) as store:
-            ids = baseline_scenarios(store, baseline)
+            if not ids:
+                ids = scenarios_in_set(store, set_name(baseline, other_host or host))
+            choice = choose_baseline(store, baseline, host, other_host, capture, replace,
+                                     [catalog.load(i).id for i in ids or []])
     if not ids:
         raise InputError.single("command line", "--scenario",
-                                f"no scenario given and no baseline '{baseline}' in {db} "
+                                f"no scenario given and no baseline '{choice.judged}' in {db} "
                                 "names any", fix="pass --scenario ID (repeatable)")
-    return [catalog.load(i) for i in dict.fromkeys(ids)]
+    return choice, [catalog.load(i) for i in dict.fromkeys(ids)]
 
 
-def _say_baseline(store: ResultStore, name: str, capture: bool, out: Console) -> None:
-    from vgpu.revalidate.flow import baseline_scenarios
+def _say_baseline(store: ResultStore, choice: BaselineChoice, capture: bool,
+                  out: Console) -> None:
+    from vgpu.revalidate.hosts import scenarios_in_set
 
-    stored = baseline_scenarios(store, name)
+    name = choice.recorded if capture else choice.judged
+    stored = scenarios_in_set(store, name)
     if capture:
         out.print(f"this run's series will be recorded as baseline '{name}'")
+    elif choice.across_hosts:
+        out.print(f"[yellow]judged against host {choice.other_host}'s baseline '{name}':[/] "
+                  f"the host is a difference, not the same measurement")
     elif not stored:
         out.print(
             f"[yellow]no baseline '{name}' stored in {store.path}:[/] verdicts are against "
             "bare metal only; run with --capture-baseline before an upgrade to record one")
 
 
-def _leave_as_is(scenario: Scenario) -> None:
+def _leave_as_is(scenario: Scenario, host: str | None) -> None:
     """--no-converge: the lab is benched as it is."""
 
 
@@ -154,7 +182,7 @@ def _converger(site: Site, yes: bool, console: Console) -> Converge:
     are left as they are: their MIG layout is made once per host with `vgpu apply`, which
     needs the host's GPU."""
 
-    def converge(sc: Scenario) -> None:
+    def converge(sc: Scenario, host: str | None) -> None:
         from vgpu.cli.provision import provision_scenario
         from vgpu.vsphere import commands
         from vgpu.vsphere.limits import DEFAULT_CONCURRENCY, DEFAULT_IP_TIMEOUT_S
@@ -166,9 +194,9 @@ def _converger(site: Site, yes: bool, console: Console) -> Converge:
         commands.apply(sc, inventory, inventory_path, dry_run=False,
                        confirm=commands.terminal_confirm(yes),
                        concurrency=DEFAULT_CONCURRENCY, ip_timeout_s=DEFAULT_IP_TIMEOUT_S,
-                       console=console)
+                       console=console, host=host)
         if site.lab is not None:
-            for guest in site.lab.start_for_apply(site.plan(sc)):
+            for guest in site.lab.start_for_apply(site.plan(sc, pin_host=host)):
                 console.print(f"simulator guest {guest.vm} at {guest.address} "
                               f"({guest.hardware}, simulated)", highlight=False)
         provision_scenario(sc, site)

@@ -11,7 +11,7 @@ from typer.core import TyperGroup
 # Help panels in flow order, each with its commands in flow order. A command may name its
 # own panel (rich_help_panel=...); one named nowhere goes to OTHER_PANEL, listed last.
 FLOW_PANELS: dict[str, tuple[str, ...]] = {
-    "Lab": ("sim", "inventory", "preflight"),
+    "Lab": ("sim", "inventory", "preflight", "drain", "undrain"),
     "Build": ("scenarios", "plan", "apply", "provision", "destroy"),
     "Measure": ("bench", "train", "revalidate"),
     "Results": ("results", "compare", "report", "baseline"),

@@ -138,13 +138,23 @@ def sim_upgrade(
                                             "afterwards")] = UPGRADED_BUILD,
     vib_version: Annotated[str, typer.Option(help="the NVIDIA host driver VIB version "
                                              "every host reports afterwards")] = UPGRADED_VIB,
+    host: Annotated[str | None, typer.Option(
+        "--host", help="upgrade only this host, in place (it must be drained: `vgpu drain "
+        "--host`); its VMs stay, powered off, and the other hosts keep their build")] = None,
+    reboot: Annotated[bool, typer.Option(
+        "--reboot/--no-reboot", help="with --host: reboot into the upgrade (--no-reboot: "
+        "installed, reboot pending, the old build still running)")] = True,
 ) -> None:
     """Upgrade the running lab's hosts (a new ESXi build and NVIDIA host driver VIB), for
-    `vgpu revalidate` to find the drift. Its vCenter restarts at the same URL; the
-    simulator keeps no VMs across that, so the next apply or revalidate creates them
+    `vgpu revalidate` to find the drift. With --host, one host is upgraded in place as on
+    a real lab. Without it, every host is, by restarting the lab's vCenter at the same URL;
+    the simulator keeps no VMs across that, so the next apply or revalidate creates them
     again; guests keep what was provisioned on them."""
     from vgpu.sim import state as simstate
 
+    if host is not None or not reboot:
+        sim_upgrade_host(host, esxi_build, vib_version, reboot)
+        return
     lab, _ = simstate.upgrade(esxi_build, vib_version)
     common.console.print(f"simulator lab upgraded at {lab.url} (pid {lab.pid}): ESXi build "
                          f"{esxi_build}, host driver VIB {vib_version}; its VMs are created "
@@ -199,3 +209,22 @@ def sim_status() -> None:
         out.print(f"  {guest.vm:<16} {guest.address:<15} "
                   f"{'up' if guest.running() else 'DOWN'}  {guest.hardware} (simulated)",
                   highlight=False)
+
+
+def sim_upgrade_host(host: str | None, esxi_build: str, vib_version: str,
+                     reboot: bool) -> None:
+    """`vgpu sim upgrade --host H [--no-reboot]`: one host of the simulator lab upgraded
+    in place (vgpu.sim.hostupgrade)."""
+    from vgpu.sim import state as simstate
+    from vgpu.sim.hostupgrade import HostUpgrade
+
+    if host is None:
+        raise InputError.single("command line", "--no-reboot", "--no-reboot is for one host",
+                                fix="pass --host HOST with it")
+    record, answer = simstate.upgrade_one_host(HostUpgrade(host, esxi_build, vib_version,
+                                                           reboot))
+    pending = "" if reboot else "; reboot pending: the old build and driver still run"
+    common.console.print(
+        f"simulator lab at {record.url}: host {host} upgraded in place to ESXi build "
+        f"{esxi_build}, host driver VIB {vib_version}{pending} ({answer}); its VMs stay, "
+        "powered off; the other hosts keep their build", highlight=False)

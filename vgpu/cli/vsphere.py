@@ -11,7 +11,7 @@ import typer
 
 from vgpu.cli import common
 from vgpu.cli.common import scenario_from_args
-from vgpu.cli.options import InventoryReq, ScenarioFile, ScenarioRef, inventory_option
+from vgpu.cli.options import HostOpt, InventoryReq, ScenarioFile, ScenarioRef, inventory_option
 from vgpu.cli.root import app
 from vgpu.errors import InputError, Problem
 from vgpu.vsphere.limits import DEFAULT_CONCURRENCY, DEFAULT_IP_TIMEOUT_S
@@ -89,6 +89,7 @@ def apply(
     enable_mig: Annotated[bool, typer.Option(
         "--enable-mig", help="bare metal: switch MIG mode on where it is off (needs a GPU "
         "reset, which vgpu never does itself)")] = False,
+    host: HostOpt = None,
 ) -> None:
     """Make vCenter match the scenario's plan: create, change or delete its VMs (only VMs
     vgpu created for this scenario), power them on with their planned IPs, then provision
@@ -111,19 +112,20 @@ def apply(
     inv, inv_path = _inventory(inventory)
     # Everything the whole command needs is checked before vCenter is reached: the layout
     # on empty GPUs (vCenter can only make it tighter) and provisioning's local inputs.
-    print_warnings(site.plan(sc), common.console)
+    print_warnings(site.plan(sc, pin_host=host), common.console)
     if provision:
         _check_provision_inputs(sc, site, dry_run)
     commands.apply(sc, inv, inv_path, dry_run=dry_run, confirm=commands.terminal_confirm(yes),
-                   concurrency=concurrency, ip_timeout_s=ip_timeout, console=common.console)
+                   concurrency=concurrency, ip_timeout_s=ip_timeout, console=common.console,
+                   host=host)
     if not dry_run:
-        _start_simulator_guests(sc, site)
+        _start_simulator_guests(sc, site, host)
     if provision and not dry_run:
         common.console.print("[bold]Provisioning the guests[/]")
         provision_scenario(sc, site, accept_new_host_keys=accept_new_host_keys)
 
 
-def _start_simulator_guests(sc: Scenario, site: Site) -> None:
+def _start_simulator_guests(sc: Scenario, site: Site, host: str | None) -> None:
     """On `vgpu sim up`'s inventory: a guest (sshd) for every VM of the scenario."""
     lab = site.lab
     if lab is None:
@@ -133,7 +135,7 @@ def _start_simulator_guests(sc: Scenario, site: Site) -> None:
                              f"{lab.guests_missing}); the VMs have no SSH to provision "
                              "or bench on", highlight=False)
         return
-    for guest in lab.start_for_apply(site.plan(sc)):
+    for guest in lab.start_for_apply(site.plan(sc, pin_host=host)):
         common.console.print(f"simulator guest {guest.vm} at {guest.address} "
                              f"({guest.hardware}, simulated)", highlight=False)
 

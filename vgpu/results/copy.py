@@ -102,6 +102,17 @@ def _copy_baselines(source: ResultStore, target: ResultStore, target_ids: dict[i
             summary.baselines_copied.append(baseline.name)
         elif there.run_id != run_id:
             summary.baselines_kept.append(baseline.name)
+    _copy_baseline_sets(source, target, summary)
+
+
+def _copy_baseline_sets(source: ResultStore, target: ResultStore,
+                        summary: CopySummary) -> None:
+    """What each set a copied baseline belongs to was measured on (its host, hardware UUID
+    and facts), where the target keeps no record of that set."""
+    copied_sets = {name.split(":")[0] for name in summary.baselines_copied}
+    for record in source.baseline_sets():
+        if record.name in copied_sets and target.baseline_set(record.name) is None:
+            target.put_baseline_set(record)
 
 
 def copy_stores(source: Path | str, target: Path | str, *,

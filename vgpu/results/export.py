@@ -21,15 +21,14 @@ CSV_COLUMNS = (
     "device", "mig_profile", "mig_uuid", "validity", "throughput",
     *(f"latency_{p}_ns" for p in LATENCY_PERCENTILES),
     *telemetry_view.CSV_COLUMNS,
-    "platform_host", *(f"platform_{name}" for name in PLATFORM_COMPARED),
+    *(f"platform_{name}" for name in PLATFORM_COMPARED),
 )
 
 
 def _platform_columns(platform: Platform | None) -> dict[str, Any]:
     if platform is None:
         return {}
-    names = ("host", *PLATFORM_COMPARED)
-    return {f"platform_{name}": getattr(platform, name) for name in names}
+    return {f"platform_{name}": getattr(platform, name) for name in PLATFORM_COMPARED}
 
 
 def run_as_dict(store: ResultStore, run: Run) -> dict[str, Any]:

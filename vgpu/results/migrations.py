@@ -145,6 +145,17 @@ MIGRATIONS: tuple[str, ...] = (
         created_at REAL NOT NULL
     );
     """,
+    # 9: what a named baseline set was measured on: its ESXi host and pre-upgrade facts
+    """
+    CREATE TABLE baseline_sets (
+        name TEXT PRIMARY KEY,
+        host TEXT,
+        hardware_uuid TEXT,
+        facts_id TEXT,
+        drain_facts_id TEXT,
+        created_at REAL NOT NULL
+    );
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -35,7 +35,7 @@ def platform_changes(candidate: SeriesData, reference: SeriesData) -> list[Platf
 
 
 FIELD_LABELS = {
-    "esxi_version": "ESXi version", "esxi_build": "ESXi build",
+    "host": "host", "esxi_version": "ESXi version", "esxi_build": "ESXi build",
     "host_driver": "host driver (VIB)", "guest_driver": "guest driver",
     "cuda_driver_version": "CUDA (driver)", "cuda_version": "CUDA (runtime build)",
     "cudnn_version": "cuDNN", "tensorrt_version": "TensorRT",

@@ -51,8 +51,9 @@ class Platform:
     simulator: str | None = None  # what of the platform was simulated (vgpu sim's lab)
 
     def differences(self, other: Platform) -> dict[str, tuple[str | None, str | None]]:
-        """Field -> (this, other) for every field the two records disagree on; ``host``
-        and per-image ids are left out (they differ between any two machines)."""
+        """Field -> (this, other) for every field the two records disagree on; per-image
+        ids are left out (they differ between any two machines). ``host`` is compared: a
+        run on another ESXi host than its baseline is not the same measurement."""
         out: dict[str, tuple[str | None, str | None]] = {}
         for name in PLATFORM_COMPARED:
             mine, theirs = getattr(self, name), getattr(other, name)
@@ -61,9 +62,10 @@ class Platform:
         return out
 
 
-# What a lab engineer compares between two runs, in reading order.
+# What a lab engineer compares between two runs, in reading order. ``host`` is the ESXi
+# host of a VM run and the machine of a bare-metal or local one.
 PLATFORM_COMPARED = (
-    "esxi_version", "esxi_build", "host_driver", "guest_driver", "cuda_driver_version",
+    "host", "esxi_version", "esxi_build", "host_driver", "guest_driver", "cuda_driver_version",
     "cuda_version", "cudnn_version", "tensorrt_version", "ort_package", "ort_version",
     "execution_provider", "runtime", "container_image", "gpu", "vgpu_profile",
     "mig_profile", "attachment", "vm_hardware_version", "firmware", "vcpus", "memory_gb",
@@ -185,3 +187,23 @@ class SeriesReference:
     tolerances: dict[str, float]
     note: str
     family: str | None = None
+
+
+@dataclass(frozen=True)
+class BaselineSet:
+    """What a named baseline set (`vgpu revalidate --capture-baseline`) was measured on:
+    the ESXi host, when it was pinned with --host, and the host facts (a saved preflight's
+    id) drift is measured against: those of the capture, then those `vgpu drain` saved
+    just before the upgrade."""
+
+    name: str  # e.g. "pre-upgrade", or "pre-upgrade@DC0_C0_H1" for one host's
+    host: str | None
+    hardware_uuid: str | None
+    facts_id: str | None
+    created_at: float
+    drain_facts_id: str | None = None
+
+    @property
+    def pre_upgrade_facts_id(self) -> str | None:
+        """What drift is measured against: the drain's facts, else the capture's."""
+        return self.drain_facts_id or self.facts_id

@@ -98,7 +98,7 @@ def platform_table(run: Run, instances: Sequence[StoredInstance]) -> Table:
     table.add_column("field")
     for name, _platform in records:
         table.add_column(escape(name))
-    for name in ("host", *PLATFORM_COMPARED):
+    for name in PLATFORM_COMPARED:
         values = [_shown(p, name) for _n, p in records]
         if any(v != "-" for v in values):
             table.add_row(FIELD_LABELS.get(name, name), *(escape(v) for v in values))

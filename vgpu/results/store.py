@@ -39,6 +39,7 @@ from vgpu.results.records import (
     LATENCY_PERCENTILES,
     RUN_STATUSES,
     Baseline,
+    BaselineSet,
     InstanceResult,
     Metric,
     Platform,
@@ -516,6 +517,28 @@ class ResultStore:
         rows = self._db.query("SELECT series_id FROM series_references WHERE family = ? "
                               "ORDER BY created_at, series_id", (family,))
         return [str(row["series_id"]) for row in rows]
+
+    def put_baseline_set(self, record: BaselineSet) -> None:
+        """Record what a named baseline set was measured on, replacing an earlier record."""
+        with self._db.transaction():
+            self._db.execute(
+                "INSERT INTO baseline_sets (name, host, hardware_uuid, facts_id, "
+                "drain_facts_id, created_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (name) "
+                "DO UPDATE SET host = excluded.host, hardware_uuid = excluded.hardware_uuid, "
+                "facts_id = excluded.facts_id, drain_facts_id = excluded.drain_facts_id, "
+                "created_at = excluded.created_at",
+                (record.name, record.host, record.hardware_uuid, record.facts_id,
+                 record.drain_facts_id, record.created_at))
+
+    def baseline_sets(self) -> list[BaselineSet]:
+        rows = self._db.query("SELECT * FROM baseline_sets ORDER BY name")
+        return [BaselineSet(name=r["name"], host=r["host"], hardware_uuid=r["hardware_uuid"],
+                             facts_id=r["facts_id"], created_at=r["created_at"],
+                             drain_facts_id=r["drain_facts_id"]) for r in rows]
+
+    def baseline_set(self, name: str) -> BaselineSet | None:
+        """What a named baseline set was measured on, when it was recorded."""
+        return next((b for b in self.baseline_sets() if b.name == name), None)
 
     def save_noise(self, class_key: str, metric: str, levels: NoiseLevels,
                    series_ids: Sequence[str], platform: dict[str, Any]) -> None:

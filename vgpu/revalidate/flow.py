@@ -5,6 +5,7 @@ the others go on."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -25,26 +26,21 @@ from vgpu.results.compare import Comparison
 from vgpu.results.judge import compare_series, judge_against_baseline, judged_as_one_family
 from vgpu.results.noise import NoiseLevels
 from vgpu.results.noise_store import levels_for
+from vgpu.results.records import BaselineSet
 from vgpu.results.referee import metric_tolerances
 from vgpu.results.series import SeriesData, load_series
 from vgpu.results.store import ResultStore
 from vgpu.revalidate import state as saved
-from vgpu.revalidate.preflight import PreflightPhase, run_preflight_phase
+from vgpu.revalidate.hosts import BaselineChoice
+from vgpu.revalidate.preflight import HostPin, PreflightPhase, run_preflight_phase
 from vgpu.revalidate.verdicts import WorkloadVerdict, exit_code
 
-Converge = Callable[[Scenario], None]
+Converge = Callable[[Scenario, str | None], None]  # the scenario, the host pinned
 
 
 def baseline_key(name: str, scenario_id: str, workload: str) -> str:
     """The stored baseline name of one scenario's workload in a named baseline set."""
     return f"{name}:{scenario_id}:{workload}"
-
-
-def baseline_scenarios(store: ResultStore, name: str) -> list[str]:
-    """The scenario ids a named baseline set holds, in id order."""
-    prefix = f"{name}:"
-    return sorted({b.name[len(prefix):].split(":")[0] for b in store.baselines()
-                   if b.name.startswith(prefix) and b.name.count(":") >= 2})
 
 
 @dataclass(frozen=True)
@@ -59,6 +55,16 @@ class RevalidateRequest:
     capture_baseline: bool = False
     resume: bool = False
     references: Path | None = None  # `vgpu baseline calibrate`: used where no baseline is
+    choice: BaselineChoice | None = None  # the sets recorded and judged (default: baseline)
+
+    @property
+    def sets(self) -> BaselineChoice:
+        return self.choice or BaselineChoice(self.baseline, self.baseline)
+
+    @property
+    def host(self) -> str | None:
+        """The ESXi host every VM is pinned to (--host), or None."""
+        return self.sets.host
 
 
 @dataclass
@@ -67,6 +73,8 @@ class RevalidateOutcome:
     verdicts: list[WorkloadVerdict] = field(default_factory=list)
     could_not_run: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    host_uuid: str | None = None  # the pinned host's hardware UUID, as read now
+    host: str | None = None  # the host every VM was pinned to (--host)
 
     @property
     def drift(self) -> dict[str, Any] | None:
@@ -84,8 +92,9 @@ class RevalidateOutcome:
 def revalidate(request: RevalidateRequest, store: ResultStore, console: Console,
                converge: Converge) -> RevalidateOutcome:
     state = _state(request)
-    outcome = RevalidateOutcome(state)
-    blockers = _preflight(request, state, outcome, console)
+    outcome = RevalidateOutcome(state, host=request.host)
+    recorded = store.baseline_set(request.sets.judged)
+    blockers = _preflight(request, state, outcome, console, recorded)
     for sc in request.scenarios:
         progress = state.progress(sc.id)
         if progress.status != "done":
@@ -98,6 +107,10 @@ def revalidate(request: RevalidateRequest, store: ResultStore, console: Console,
     outcome.verdicts = against_bare_metal_as_one_family(store, outcome.verdicts)
     state.finished = not outcome.could_not_run
     state.save()
+    if request.capture_baseline and any(p.status == "done" for p in state.scenarios):
+        store.put_baseline_set(BaselineSet(
+            request.sets.recorded, request.host, outcome.host_uuid, state.preflight_id,
+            time.time()))
     return outcome
 
 
@@ -111,16 +124,22 @@ def _state(request: RevalidateRequest) -> saved.Revalidation:
 
 
 def _preflight(request: RevalidateRequest, state: saved.Revalidation,
-               outcome: RevalidateOutcome, console: Console) -> dict[str, str]:
+               outcome: RevalidateOutcome, console: Console,
+               recorded: BaselineSet | None) -> dict[str, str]:
     pending = [sc for sc in request.scenarios if state.progress(sc.id).status != "done"]
     if state.preflight_id is not None and not pending:
         return {}
-    phase: PreflightPhase = run_preflight_phase(request.inventory, request.inventory_path,
-                                                pending, request.facts_dir, console)
+    before = None if request.capture_baseline or recorded is None else recorded
+    phase: PreflightPhase = run_preflight_phase(
+        request.inventory, request.inventory_path, pending, request.facts_dir, console,
+        HostPin(request.host, request.sets.across_hosts,
+                before.pre_upgrade_facts_id if before else None,
+                before.hardware_uuid if before else None, request.sets.judged))
     if state.preflight_id is None:  # a resumed run keeps the drift it first measured
         state.drift, state.preflight_id = phase.drift, phase.facts_id
         state.save()
     outcome.notes += phase.notes
+    outcome.host_uuid = phase.host_uuid
     return phase.blockers
 
 
@@ -131,7 +150,7 @@ def _run_one(sc: Scenario, request: RevalidateRequest, store: ResultStore, conso
         return
     try:
         console.print(f"[bold]Scenario {sc.id} ({sc.name})[/]")
-        converge(sc)
+        converge(sc, request.host)
         bench = bench_with_twin(sc, request.bench, store, twin=TwinChoice(), out=console)
     except VgpuError as exc:
         progress.status, progress.reason = "could-not-run", str(exc)
@@ -145,7 +164,7 @@ def _run_one(sc: Scenario, request: RevalidateRequest, store: ResultStore, conso
     if request.capture_baseline:
         for label, series_id in progress.series.items():
             run = store.runs(series_id=series_id, status="ok")[0]
-            store.set_baseline(run.id, baseline_key(request.baseline, sc.id, label))
+            store.set_baseline(run.id, baseline_key(request.sets.recorded, sc.id, label))
     progress.status, progress.reason = "done", None
 
 
@@ -158,21 +177,23 @@ def _judge(store: ResultStore, sc: Scenario, series: dict[str, str],
         if vs_bare_metal is not None and vs_bare_metal.reference == ACCURACY_REFERENCE:
             vs_bare_metal = None  # the gate alone: shown in its own column
         notes = [] if vs_bare_metal is not None else [f"no bare-metal verdict: {note}"]
-        named = store.baseline(baseline_key(request.baseline, sc.id, label))
+        judged = request.sets.judged
+        named = store.baseline(baseline_key(judged, sc.id, label))
         vs_baseline = None
         if named is None and request.references is not None:
             vs_baseline = _against_references(data, sc, request.references, notes,
                                               levels_for(store, data))
         elif named is None:
-            notes.append(f"no baseline '{request.baseline}' stored for it")
+            notes.append(f"no baseline '{judged}' stored for it")
         elif named.series_id == series_id:
-            notes.append(f"this run is baseline '{request.baseline}'")
+            notes.append(f"this run is baseline '{judged}'")
         else:
             vs_baseline = compare_series(
                 "run-vs-baseline", data, load_series(store, named.series_id),
                 tolerance=sc.tolerances.throughput_pct / 100.0,
                 tolerances=metric_tolerances(sc.tolerances),
                 levels=levels_for(store, data))
+            vs_baseline = _same_host_only(vs_baseline, request, judged, notes)
         verdicts.append(WorkloadVerdict(sc.id, label, series_id, vs_bare_metal, vs_baseline,
                                         accuracy_check(data), tuple(notes)))
     return verdicts
@@ -190,6 +211,21 @@ def against_bare_metal_as_one_family(store: ResultStore, verdicts: list[Workload
     adjusted = {v.series_id: comparison for v, comparison in zip(judged, family, strict=True)}
     return [replace(v, vs_bare_metal=adjusted.get(v.series_id or "", v.vs_bare_metal))
             for v in verdicts]
+
+
+def _same_host_only(comparison: Comparison, request: RevalidateRequest, judged: str,
+                    notes: list[str]) -> Comparison | None:
+    """A baseline measured on another ESXi host is no reference for this one: that
+    comparison is dropped (with a note saying how to get one), unless --other-host asked
+    for it, when the host stays among its platform changes."""
+    moved = next((c for c in comparison.platform_changes if c.field == "host"), None)
+    if moved is None or request.sets.across_hosts:
+        return comparison
+    notes.append(f"baseline '{judged}' ran on host {moved.reference or '-'}, this run on "
+                 f"{moved.candidate or '-'}: not compared (run with --host "
+                 f"{moved.reference}, or judge across hosts with --host "
+                 f"{moved.candidate} --other-host {moved.reference})")
+    return None
 
 
 def _against_references(data: SeriesData, sc: Scenario, path: Path,

@@ -38,7 +38,8 @@ def _accuracy(check: Check | None) -> str:
 
 
 def render_outcome(outcome: RevalidateOutcome, console: Console) -> None:
-    table = Table(title=f"revalidation {outcome.state.id}", title_justify="left")
+    on_host = f" on host {outcome.host}" if outcome.host else ""
+    table = Table(title=f"revalidation {outcome.state.id}{on_host}", title_justify="left")
     for column in ("scenario", "workload", "vs bare metal", "vs baseline", "accuracy",
                    "verdict"):
         table.add_column(column)
@@ -71,6 +72,7 @@ def render_outcome(outcome: RevalidateOutcome, console: Console) -> None:
 def as_json(outcome: RevalidateOutcome) -> dict[str, Any]:
     return {
         "revalidation": outcome.state.id,
+        "host": outcome.host,
         "exit_code": outcome.exit_code,
         "drift": outcome.drift,
         "could_not_run": outcome.could_not_run,

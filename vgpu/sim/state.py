@@ -18,6 +18,7 @@ import yaml
 from vgpu.errors import InputError, RemoteError
 from vgpu.runpaths import cache_dir
 from vgpu.sim import dockerd, guests
+from vgpu.sim.hostupgrade import HostUpgrade, upgrade_host
 from vgpu.sim.lab import LabShape, RunningLab, inventory_data, pid_alive, start_lab, stop_pid
 
 STATE_FILE = "state.json"
@@ -165,6 +166,22 @@ def upgrade(esxi_build: str, vib_version: str) -> tuple[RunningLab, LabRecord]:
                       lab_shape=asdict(shape))
     _save(updated, lab)
     return lab, updated
+
+
+def upgrade_one_host(upgrade: HostUpgrade) -> tuple[LabRecord, str]:
+    """Upgrade one host of the running lab in place (vgpu.sim.hostupgrade): its VMs stay,
+    the other hosts keep their build. The record and the simulator's answer."""
+    record = status()
+    if record is None:
+        raise InputError.single("command line", "vgpu sim upgrade", "no simulator lab is "
+                                "running", fix="start one with `vgpu sim up`")
+    workdir = Path(record.workdir)
+    password = (workdir / PASSWORD_FILE).read_text(encoding="utf-8").strip()
+    ca_file = workdir / "ca.pem"
+    username = str(record.lab_shape.get("username") or "user")
+    answer = upgrade_host(record.url, username, password,
+                          ca_file if ca_file.exists() else None, upgrade)
+    return record, answer
 
 
 def down() -> str | None:

@@ -129,11 +129,14 @@ def _show_host_options(changes: list[HostOptionChange], console: Console) -> Non
 
 
 def apply(scenario: Scenario, inventory: Inventory, inventory_path: Path, *, dry_run: bool,
-          confirm: Confirm, concurrency: int, ip_timeout_s: float, console: Console) -> None:
+          confirm: Confirm, concurrency: int, ip_timeout_s: float, console: Console,
+          host: str | None = None) -> None:
+    """``host``: every VM of the scenario on that host (refused when they do not fit)."""
     with connect(target_from_inventory(inventory, inventory_path)) as session:
-        prep = prepare_apply(session, scenario, inventory, inventory_path)
+        prep = prepare_apply(session, scenario, inventory, inventory_path, pin_host=host)
+        on_host = f" on host {host}" if host else ""
         render_changes(prep.changes, console, title=f"apply scenario {scenario.id} "
-                       f"({scenario.name}), plan {prep.plan.plan_hash}")
+                       f"({scenario.name}){on_host}, plan {prep.plan.plan_hash}")
         _show_host_options(prep.host_options, console)
         for change in prep.policy_changes:
             console.print(change.describe(), highlight=False)

@@ -4,13 +4,15 @@ Pure: the saved report (its JSON, as ``save_report`` wrote it) and the new repor
 out. A row is breaking when the change stops the scenario from running as planned: a vGPU
 type it uses is no longer offered, a GPU is gone, a host (or the scenario) now fails a check
 it passed (the driver branch check among them), a GPU left Shared Direct. Everything else (a
-new build, a new VIB on a compatible branch, types added) is shown and is not breaking.
+new build, a new VIB on a compatible branch, types added, a reboot pending or done, another
+hardware UUID, the vCenter version, a GPU's vGPU or passthrough mode) is shown and is not
+breaking.
 
 ``compute_drift`` is the entry point for any command that revalidates a lab."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from vgpu.model.vgpu_request import VgpuRequest
@@ -18,6 +20,7 @@ from vgpu.vsphere.preflight_checks import PreflightReport
 
 NONE = "-"
 SCENARIO_ROW = "scenario"
+VCENTER_ROW = "vcenter"
 SHARED_DIRECT = "sharedDirect"
 CHECK_PREFIX = "check "
 SHORT_DETAIL = 120
@@ -95,7 +98,9 @@ def _driver(host: dict[str, Any]) -> str:
 def _scalar_rows(name: str, before: dict[str, Any], after: dict[str, Any]) -> list[DriftRow]:
     fields = [("ESXi version", "version"), ("ESXi build", "build"),
               ("connection", "connection_state"), ("maintenance", "in_maintenance"),
-              ("graphics default", "graphics_default_type")]
+              ("graphics default", "graphics_default_type"),
+              ("reboot pending", "reboot_required"), ("boot time", "boot_time"),
+              ("hardware UUID", "hardware_uuid")]
     rows = [DriftRow(name, label, _text(before.get(key)), _text(after.get(key)), False)
             for label, key in fields if _text(before.get(key)) != _text(after.get(key))]
     if _driver(before) != _driver(after):
@@ -133,6 +138,10 @@ def _gpu_rows(name: str, before: dict[str, Any], after: dict[str, Any]) -> list[
     rows += [DriftRow(name, f"GPU {pci}", "absent", _text(new[pci].get("model")), False)
              for pci in new if pci not in old]
     for pci in [p for p in old if p in new]:
+        rows += [DriftRow(name, f"{label} GPU {pci}", _text(old[pci].get(key)),
+                          _text(new[pci].get(key)), False)
+                 for label, key in (("vGPU mode", "vgpu_mode"), ("passthrough", "passthrough"))
+                 if _text(old[pci].get(key)) != _text(new[pci].get(key))]
         was, now = old[pci].get("graphics_type"), new[pci].get("graphics_type")
         if _text(was) != _text(now):
             breaking = was == SHARED_DIRECT
@@ -185,7 +194,19 @@ def compute_drift(before: dict[str, Any], after: PreflightReport,
     rows: list[DriftRow] = []
     for name in [*new_hosts, *(n for n in old_hosts if n not in new_hosts)]:
         rows += _host_rows(name, old_hosts.get(name), new_hosts.get(name), used)
+    if _text(before.get("vcenter_version")) != _text(now.get("vcenter_version")):
+        rows.append(DriftRow(VCENTER_ROW, "vCenter version", _text(before.get("vcenter_version")),
+                             _text(now.get("vcenter_version")), False))
     rows += _check_rows(SCENARIO_ROW, before.get("scenario_checks") or [],
                         now["scenario_checks"])
     return Drift(before_id=before.get("id"), rows=rows,
                  scenario_vgpu_types=sorted(scenario_vgpu_types))
+
+
+def only_host(drift: Drift, host: str | None) -> Drift:
+    """The drift of one host (and the scenario's own checks) when a run is pinned to it:
+    the other hosts' changes say nothing about the host that was upgraded."""
+    if host is None:
+        return drift
+    return replace(drift, rows=[r for r in drift.rows
+                                if r.host in (host, SCENARIO_ROW, VCENTER_ROW)])

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import UTC
 from typing import Any
 
 from pyVmomi import vim, vmodl
@@ -23,6 +24,7 @@ HOST_PATHS = [
     "hardware.pciDevice", "config.sharedPassthruGpuTypes", "config.graphicsConfig",
     "config.graphicsInfo", "config.pciPassthruInfo", "configManager.imageConfigManager",
     "configManager.advancedOption", "configManager.graphicsManager",
+    "hardware.systemInfo.uuid", "summary.rebootRequired", "runtime.bootTime",
 ]
 NVIDIA_VIB_VENDORS = {"nvd", "nvidia"}
 VM_PATHS = [
@@ -111,6 +113,10 @@ class HostFacts:
     graphics_config: Any = None  # config.graphicsConfig as read
     # pci id -> names of the powered-on VMs ESXi put on that GPU (graphicsInfo[].vm)
     vms_per_gpu: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    hardware_uuid: str | None = None  # hardware.systemInfo.uuid: the same machine over time
+    # summary.rebootRequired: something installed (a VIB) runs only after the next boot
+    reboot_required: bool | None = None
+    boot_time: str | None = None  # runtime.bootTime, ISO 8601 UTC
 
     @property
     def assignment_policy(self) -> str | None:
@@ -380,7 +386,23 @@ def _host_from_props(ref: Any, props: dict[str, Any], vms: dict[str, VmActual]) 
         graphics_manager=props.get("configManager.graphicsManager"),
         graphics_config=graphics,
         vms_per_gpu=_vms_per_gpu(props, vms),
+        hardware_uuid=props.get("hardware.systemInfo.uuid") or None,
+        reboot_required=_optional_bool(props.get("summary.rebootRequired")),
+        boot_time=iso_utc(props.get("runtime.bootTime")),
     )
+
+
+def _optional_bool(value: Any) -> bool | None:
+    return None if value is None else bool(value)
+
+
+def iso_utc(moment: Any) -> str | None:
+    """A datetime vCenter returned, as ISO 8601 UTC to the second ("2026-11-26T08:00:00Z")."""
+    if moment is None:
+        return None
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC).replace(tzinfo=None)
+    return str(moment.strftime("%Y-%m-%dT%H:%M:%SZ"))
 
 
 def read_hosts(session: Session, root: Any, vms: dict[str, VmActual]) -> dict[str, HostFacts]:

@@ -32,6 +32,7 @@ from vgpu.vsphere.preflight_checks import (
     host_report,
     passthrough_checks,
     policy_checks,
+    reboot_note,
     scenario_kinds,
     template_checks,
     version_tuple,
@@ -104,10 +105,12 @@ def _add_host_option_checks(scenario_state: ScenarioState, reports: list[HostRep
 
 
 def run_preflight(session: Session, inventory: Inventory, inventory_path: Path,
-                  scenario: Scenario | None) -> PreflightReport:
+                  scenario: Scenario | None, pin_host: str | None = None) -> PreflightReport:
+    """``pin_host``: the scenario's checks plan every VM on that host (`--host`)."""
     scenario_state: ScenarioState | None = None
     if scenario is not None:
-        scenario_state = read_scenario_state(session, scenario, inventory, inventory_path)
+        scenario_state = read_scenario_state(session, scenario, inventory, inventory_path,
+                                             pin_host)
         state, held, notes = scenario_state.state, scenario_state.held, scenario_state.notes
     else:
         state = read_state(session, placement_from_inventory(inventory, inventory_path))
@@ -122,6 +125,8 @@ def run_preflight(session: Session, inventory: Inventory, inventory_path: Path,
                             kinds) for name in wanted]
     notes = [*notes, *(note for n in wanted if n in state.hosts
                        if (note := driver_version_note(state.hosts[n], inventory)))]
+    notes += [note for n in wanted if n in state.hosts
+              if (note := reboot_note(state.hosts[n]))]
     notes += [note for n in wanted if n in state.hosts
               for note in form_factor_notes(state.hosts[n], inventory)]
     if any(g.mig_capable is not None and g.vgpu_mode is None for r in reports for g in r.gpus):

@@ -72,6 +72,9 @@ class HostReport:
     host_driver_version: str | None = None
     host_driver_note: str | None = None  # why there is none
     assignment_policy: str | None = None  # sharedPassthruAssignmentPolicy
+    hardware_uuid: str | None = None  # hardware.systemInfo.uuid
+    reboot_required: bool | None = None  # summary.rebootRequired: installed, not running
+    boot_time: str | None = None  # runtime.bootTime, ISO 8601 UTC
 
     @property
     def ok(self) -> bool:
@@ -219,6 +222,18 @@ def driver_version_note(facts: HostFacts, inventory: Inventory) -> str | None:
     return (f"{facts.name}: host driver VIB {driver.version} is not the inventory's "
             f"drivers.host_driver_version {expected}: install that VIB, or update "
             "drivers.host_driver_version")
+
+
+def reboot_note(facts: HostFacts) -> str | None:
+    """A note when the host has a reboot pending: what it reports installed (its VIB)
+    is not what it runs until the next boot."""
+    if not facts.reboot_required:
+        return None
+    driver = facts.host_driver
+    installed = f"host driver VIB {driver.version}" if driver else "an installed update"
+    return (f"{facts.name}: reboot pending: {installed} is installed, not running (booted "
+            f"{facts.boot_time or 'at an unknown time'}); reboot the host in maintenance "
+            "mode before measuring on it")
 
 
 def _branch_check(host_branch: int, host_version: str, guest: str) -> Check:
@@ -507,7 +522,9 @@ def host_report(name: str, facts: HostFacts | None, held: list[HeldVgpu],
         checks=host_checks(facts, inventory, kinds),
         host_driver=facts.host_driver.name if facts.host_driver else None,
         host_driver_version=facts.host_driver.version if facts.host_driver else None,
-        host_driver_note=facts.host_driver_note, assignment_policy=facts.assignment_policy)
+        host_driver_note=facts.host_driver_note, assignment_policy=facts.assignment_policy,
+        hardware_uuid=facts.hardware_uuid, reboot_required=facts.reboot_required,
+        boot_time=facts.boot_time)
 
 
 def held_gpu_model(inventory: Inventory, hosts: dict[str, HostFacts]) -> mig.GpuModel | None:

@@ -33,13 +33,15 @@ class ScenarioState:
     state: ClusterState
     held: list[HeldVgpu]
     notes: list[str] = field(default_factory=list)
+    pin_host: str | None = None  # --host: every VM of the scenario on this host
 
     def build_plan(self) -> Plan:
         """Raises PlanError (nothing changed) when the scenario does not fit beside what
-        other VMs hold on the hosts that are not in maintenance mode."""
+        other VMs hold on the hosts that are not in maintenance mode (on the pinned host,
+        when there is one)."""
         return build_plan(self.scenario, self.inventory, held=self.held,
                           inventory_name=str(self.inventory_path),
-                          unavailable=self.unavailable_hosts())
+                          unavailable=self.unavailable_hosts(), pin_host=self.pin_host)
 
     def unavailable_hosts(self) -> dict[str, str]:
         """Inventory hosts the plan must not use: those vCenter has in maintenance mode."""
@@ -63,16 +65,17 @@ class ApplyPreparation:
 
 
 def read_scenario_state(session: Session, scenario: Scenario, inventory: Inventory,
-                        inventory_path: Path) -> ScenarioState:
+                        inventory_path: Path, pin_host: str | None = None) -> ScenarioState:
     state = read_state(session, placement_from_inventory(inventory, inventory_path))
     held, notes = held_from_facts(state.hosts, state.vms, scenario.id, scenario.gpu_model,
                                   inventory)
-    return ScenarioState(scenario, inventory, inventory_path, state, held, notes)
+    return ScenarioState(scenario, inventory, inventory_path, state, held, notes, pin_host)
 
 
 def prepare_apply(session: Session, scenario: Scenario, inventory: Inventory,
-                  inventory_path: Path) -> ApplyPreparation:
-    scenario_state = read_scenario_state(session, scenario, inventory, inventory_path)
+                  inventory_path: Path, pin_host: str | None = None) -> ApplyPreparation:
+    scenario_state = read_scenario_state(session, scenario, inventory, inventory_path,
+                                         pin_host)
     plan = scenario_state.build_plan()
     source = scenario.source or str(inventory_path)
     desired = desired_from_plan(plan, inventory, scenario_state.state.hosts,

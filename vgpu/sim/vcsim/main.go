@@ -21,6 +21,7 @@ import (
 	"log"
 	"math/big"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"os/signal"
@@ -95,13 +96,17 @@ func (m *imageConfigManager) HostImageConfigGetAcceptance(ctx *simulator.Context
 }
 
 func softwarePackages(c labConfig) []types.SoftwarePackage {
+	return packagesOf(c.version, c.build, c.vibVersion)
+}
+
+func packagesOf(version, build, vibVersion string) []types.SoftwarePackage {
 	created := time.Date(2024, 2, 22, 0, 0, 0, 0, time.UTC)
-	esxiVersion := fmt.Sprintf("%s-0.0.%s", c.version, c.build)
+	esxiVersion := fmt.Sprintf("%s-0.0.%s", version, build)
 	return []types.SoftwarePackage{
 		{Name: "esx-base", Version: esxiVersion, Type: "bootbank", Vendor: "VMware",
 			AcceptanceLevel: "vmware_certified", Summary: "ESXi base system",
 			Description: "ESXi base system", CreationDate: &created},
-		{Name: nvidiaVibName, Version: c.vibVersion, Type: "bootbank", Vendor: "NVD",
+		{Name: nvidiaVibName, Version: vibVersion, Type: "bootbank", Vendor: "NVD",
 			AcceptanceLevel: "partner",
 			Summary:         "NVIDIA AI Enterprise vGPU host driver for ESXi 8.0",
 			Description:     "NVIDIA AI Enterprise vGPU host driver (vGPU manager)",
@@ -121,7 +126,11 @@ func addImageConfigManager(h *simulator.HostSystem, c labConfig, withDriver bool
 		Type: "HostImageConfigManager", Value: "imageconfigmanager-" + h.Self.Value}
 	ref := simulator.Map.Put(manager).Reference()
 	h.ConfigManager.ImageConfigManager = &ref
+	imageManagers[h.Self] = manager
 }
+
+// imageManagers finds a host's image config manager for the lab's upgrade endpoint.
+var imageManagers = map[types.ManagedObjectReference]*imageConfigManager{}
 
 type labConfig struct {
 	listen       string
@@ -306,6 +315,11 @@ func shapeHost(h *simulator.HostSystem, index int, c labConfig) {
 	h.Hardware.SystemInfo.Model = "PowerEdge R750xa"
 	h.Summary.Hardware.Vendor = "Dell Inc."
 	h.Summary.Hardware.Model = "PowerEdge R750xa"
+	// Each host its own machine: the simulator copies one hardware description to all.
+	systemInfo := h.Hardware.SystemInfo
+	systemInfo.Uuid = fmt.Sprintf("4c4c4544-0056-4710-8047-%012d", index)
+	h.Hardware.SystemInfo = systemInfo
+	h.Summary.Hardware.Uuid = systemInfo.Uuid
 
 	noGpuFrom := c.hosts - c.noGpuHosts
 	noVgpuFrom := noGpuFrom - c.noVgpuHosts
@@ -528,6 +542,8 @@ func main() {
 		}
 	}
 
+	model.Service.ServeMux.HandleFunc(upgradePath, upgradeHandler(c))
+
 	public := *server.URL
 	public.User = nil
 	fmt.Println(public.String())
@@ -659,7 +675,20 @@ func (p *vgpuPlacer) PutObject(item mo.Reference) {
 	}
 }
 
-func (p *vgpuPlacer) UpdateObject(mo.Reference, []types.PropertyChange) {}
+// UpdateObject releases the GPUs of a VM its guest shut down (ShutdownGuest is no task,
+// so PutObject never sees it; a power-off task's release here and after it is harmless).
+func (p *vgpuPlacer) UpdateObject(obj mo.Reference, changes []types.PropertyChange) {
+	vm, ok := obj.(*mo.VirtualMachine)
+	if !ok || vm.Runtime.PowerState != types.VirtualMachinePowerStatePoweredOff {
+		return
+	}
+	for _, change := range changes {
+		if change.Name == "runtime.powerState" {
+			p.release(vm.Self)
+			return
+		}
+	}
+}
 
 func (p *vgpuPlacer) RemoveObject(ref types.ManagedObjectReference) {
 	if ref.Type == "VirtualMachine" {
@@ -1139,4 +1168,103 @@ func addDistributedPortGroup(ctx context.Context, client *govmomi.Client, dc *ob
 		return err
 	}
 	return task.Wait(ctx)
+}
+
+// ---- a host upgrade in place: what `vgpu sim upgrade --host` does ----------------------
+//
+// An engineer installs an ESXi build and the NVIDIA host driver VIB on a host in
+// maintenance mode (esxcli or vLCM, outside the vSphere API), then reboots it. The host's
+// VMs stay registered, powered off; other hosts keep their build. Until the reboot the
+// new packages are installed but not running: summary.rebootRequired is set and
+// config.product is still the running build. The reboot sets runtime.bootTime.
+
+const upgradePath = "/vgpu-lab/upgrade"
+
+// upgradeHandler answers POST upgradePath (form: host, build, vib, version optional,
+// reboot true|false), with the lab's login as basic auth.
+func upgradeHandler(c labConfig) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		user, password, ok := r.BasicAuth()
+		if !ok || user != c.username || password != c.password {
+			http.Error(w, "the lab's user and password are needed", http.StatusUnauthorized)
+			return
+		}
+		if r.Method != http.MethodPost {
+			http.Error(w, "POST only", http.StatusMethodNotAllowed)
+			return
+		}
+		name := r.FormValue("host")
+		var host *simulator.HostSystem
+		for _, obj := range simulator.Map.All("HostSystem") {
+			if h := obj.(*simulator.HostSystem); h.Name == name {
+				host = h
+			}
+		}
+		if host == nil {
+			http.Error(w, fmt.Sprintf("no host %q in the lab", name), http.StatusNotFound)
+			return
+		}
+		var problem string
+		simulator.Map.WithLock(host, func() {
+			problem = upgradeHost(host, r.FormValue("version"), r.FormValue("build"),
+				r.FormValue("vib"), r.FormValue("reboot") != "false")
+		})
+		if problem != "" {
+			http.Error(w, problem, http.StatusConflict)
+			return
+		}
+		fmt.Fprintf(w, "%s: build %s, reboot required %v, booted %s\n", host.Name,
+			host.Config.Product.Build, host.Summary.RebootRequired,
+			host.Runtime.BootTime.UTC().Format(time.RFC3339))
+	}
+}
+
+// upgradeHost installs the packages (an empty field keeps what is installed) and, with
+// reboot, boots the host into them. It refuses a host out of maintenance mode, as ESXi
+// refuses a VIB that needs it.
+func upgradeHost(h *simulator.HostSystem, version, build, vib string, reboot bool) string {
+	if !h.Runtime.InMaintenanceMode {
+		return fmt.Sprintf("host %s is not in maintenance mode: the VIB needs it", h.Name)
+	}
+	manager := imageManagers[h.Self]
+	if manager == nil {
+		return fmt.Sprintf("host %s has no image config manager", h.Name)
+	}
+	installedVersion, installedBuild := installedEsxi(manager.packages)
+	if version == "" {
+		version = installedVersion
+	}
+	if build == "" {
+		build = installedBuild
+	}
+	packages := packagesOf(version, build, vib)
+	if len(manager.packages) < 2 { // a host without the NVIDIA driver stays without it
+		packages = packages[:1]
+	} else if vib == "" {
+		packages[1].Version = manager.packages[1].Version
+	}
+	manager.packages = packages
+	if !reboot {
+		h.Summary.RebootRequired = true
+		return ""
+	}
+	product := h.Config.Product
+	product.Version, product.Build = version, build
+	product.FullName = fmt.Sprintf("VMware ESXi %s build-%s", version, build)
+	h.Config.Product = product
+	h.Summary.Config.Product = &h.Config.Product
+	now := time.Now()
+	h.Runtime.BootTime = &now
+	h.Summary.RebootRequired = false
+	return ""
+}
+
+// installedEsxi reads the version and build back from the esx-base package
+// ("8.0.2-0.0.22380479").
+func installedEsxi(packages []types.SoftwarePackage) (string, string) {
+	parts := strings.SplitN(packages[0].Version, "-0.0.", 2)
+	if len(parts) != 2 {
+		return packages[0].Version, ""
+	}
+	return parts[0], parts[1]
 }

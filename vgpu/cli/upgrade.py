@@ -1,0 +1,92 @@
+"""The upgrade window of one ESXi host: `vgpu drain --host H` before the upgrade, `vgpu
+undrain --host H` after it, then `vgpu revalidate --host H`. Parsing only: the work is in
+vgpu.vsphere.window, imported when a command runs (it loads pyVmomi)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from vgpu.cli import common
+from vgpu.cli.options import DbOpt, InventoryReq
+from vgpu.cli.root import app
+from vgpu.defaults import DEFAULT_DB
+from vgpu.vsphere.drainrecord import DEFAULT_DIR
+
+HostReq = Annotated[str, typer.Option("--host", help="the ESXi host, as vCenter names it",
+                                      show_default=False)]
+FactsDirOpt = Annotated[Path, typer.Option(help="where preflight facts are saved")]
+RecordsDirOpt = Annotated[Path, typer.Option(help="where drain records are saved")]
+DEFAULT_FACTS = Path("vgpu-results/preflight")
+
+
+def _say(text: str) -> None:
+    common.console.print(text, highlight=False, markup=False)
+
+
+@app.command("drain")
+def drain_command(
+    host: HostReq,
+    inventory: InventoryReq = None,
+    shutdown_timeout: Annotated[float, typer.Option(
+        min=0.0, help="seconds a guest gets to shut down before its VM is powered off")] =
+        120.0,
+    db: DbOpt = DEFAULT_DB,
+    facts_dir: FactsDirOpt = DEFAULT_FACTS,
+    records_dir: RecordsDirOpt = DEFAULT_DIR,
+) -> None:
+    """Before an upgrade of HOST: save its facts (tied to the baselines measured on it),
+    shut vgpu's own VMs on it down (guest shutdown, then power-off after the timeout) and
+    put it in maintenance mode. VMs vgpu does not own are never touched: one running there
+    refuses the drain. Exit 1 when vCenter refuses, 2 on bad input."""
+    from vgpu.results.store import store_exists
+    from vgpu.vsphere.window import WindowPaths, drain
+
+    assert inventory is not None  # InventoryReq finds one or stops with exit 2
+    loaded, path = common.site_of(inventory).require("drain needs an inventory",
+                                                     fix="pass --inventory")
+    record = drain(loaded, path, host,
+                   WindowPaths(facts_dir, records_dir, db if store_exists(db) else None),
+                   shutdown_timeout, _say)
+    if record.baselines:
+        _say(f"pre-upgrade facts {record.facts_id} tied to baseline(s) "
+             f"{', '.join(record.baselines)}")
+    _say(f"next: upgrade {host} (ESXi, NVIDIA host driver VIB), then `vgpu undrain --host "
+         f"{host}` and `vgpu revalidate --host {host}`")
+
+
+@app.command("undrain")
+def undrain_command(
+    host: HostReq,
+    inventory: InventoryReq = None,
+    connect_timeout: Annotated[float, typer.Option(
+        min=0.0, help="seconds to wait for the host to be connected")] = 600.0,
+    upgrade: Annotated[bool, typer.Option(
+        "--upgrade/--no-upgrade", help="check that the host was upgraded (booted since the "
+        "drain, a new build or host driver); --no-upgrade: the window was for something "
+        "else")] = True,
+    facts_dir: FactsDirOpt = DEFAULT_FACTS,
+    records_dir: RecordsDirOpt = DEFAULT_DIR,
+) -> None:
+    """After the upgrade of HOST: wait until it is connected, check the upgrade took (no
+    reboot pending, booted since the drain, the running host driver), then take it out of
+    maintenance mode. Where the upgrade did not take, the host stays in maintenance mode
+    and this exits 1 with the reason and the fix; 2 when it was never drained."""
+    from vgpu.vsphere.drainrecord import load
+    from vgpu.vsphere.window import WindowPaths, undrain
+
+    assert inventory is not None
+    loaded, path = common.site_of(inventory).require("undrain needs an inventory",
+                                                     fix="pass --inventory")
+    before = load(records_dir, host)  # exit 2 before vCenter is reached
+    facts = undrain(loaded, path, host,
+                    WindowPaths(facts_dir, records_dir, None), connect_timeout, upgrade, _say)
+    driver = facts.host_driver
+    running = f"{driver.name} {driver.version}" if driver else "-"
+    _say(f"host {host} is out of maintenance mode: ESXi build {before.esxi_build} -> "
+         f"{facts.build}, host driver {before.host_driver or '-'} -> {running} (running: "
+         f"no reboot pending, booted {facts.boot_time or '-'})")
+    _say(f"next: `vgpu revalidate --host {host}` (its VMs: "
+         f"{', '.join(before.vms_shut_down) or 'none'})")

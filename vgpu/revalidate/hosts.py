@@ -1,0 +1,108 @@
+"""Which baseline set a revalidation records and judges against, checked before anything
+runs. A baseline measured on one ESXi host proves nothing about another: with --host H the
+set is H's own ("pre-upgrade@H"), a set of another host is refused unless --other-host names
+it, and an existing set is only overwritten with --replace."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from vgpu.errors import InputError
+from vgpu.results.store import ResultStore
+
+HOST_MARK = "@"
+
+
+def set_name(baseline: str, host: str | None) -> str:
+    """The named baseline set of one ESXi host ("pre-upgrade@DC0_C0_H1"), or the plain
+    set when no host is pinned."""
+    return f"{baseline}{HOST_MARK}{host}" if host else baseline
+
+
+def scenarios_in_set(store: ResultStore, name: str) -> list[str]:
+    """The scenario ids a named baseline set holds, in id order."""
+    prefix = f"{name}:"
+    return sorted({b.name[len(prefix):].split(":")[0] for b in store.baselines()
+                   if b.name.startswith(prefix) and b.name.count(":") >= 2})
+
+
+def hosts_with_set(store: ResultStore, baseline: str) -> list[str]:
+    """The hosts that have their own set of ``baseline``."""
+    prefix = f"{baseline}{HOST_MARK}"
+    names = {b.name.split(":")[0] for b in store.baselines() if b.name.startswith(prefix)}
+    return sorted(n[len(prefix):] for n in names)
+
+
+@dataclass(frozen=True)
+class BaselineChoice:
+    """The set this run records into (with --capture-baseline) and the one it is judged
+    against (another host's with --other-host)."""
+
+    recorded: str
+    judged: str
+    host: str | None = None
+    other_host: str | None = None
+
+    @property
+    def across_hosts(self) -> bool:
+        """--other-host was given: judged against a baseline of another host, or of the
+        same host name on another machine (hardware UUID)."""
+        return self.other_host is not None
+
+
+def choose_baseline(store: ResultStore | None, baseline: str, host: str | None,
+                    other_host: str | None, capture: bool, replace: bool,
+                    scenario_ids: Sequence[str]) -> BaselineChoice:
+    """The sets to use, or InputError (exit 2, nothing run) naming the flag to change.
+    ``store`` None: no results store exists yet (nothing recorded, nothing to judge)."""
+    if HOST_MARK in baseline or ":" in baseline:
+        raise InputError.single("command line", "--baseline",
+                                f"'{baseline}' has '{HOST_MARK}' or ':' in it",
+                                fix="name it without them (--host picks a host's own set)")
+    if other_host is not None and host is None:
+        raise InputError.single("command line", "--other-host",
+                                "--other-host judges a pinned host's run against another "
+                                "host's baseline; no --host was given",
+                                fix="pass --host HOST too")
+    if other_host is not None and capture:
+        raise InputError.single("command line", "--other-host",
+                                "a baseline is recorded for the host it ran on",
+                                fix="drop --other-host when capturing")
+    choice = BaselineChoice(set_name(baseline, host), set_name(baseline, other_host or host),
+                            host, other_host)
+    if store is None:
+        return choice
+    if capture:
+        _refuse_overwrite(store, choice.recorded, replace, scenario_ids)
+    elif host is not None and other_host is None:
+        _refuse_other_hosts(store, baseline, host, scenario_ids)
+    return choice
+
+
+def _refuse_overwrite(store: ResultStore, name: str, replace: bool,
+                      scenario_ids: Sequence[str]) -> None:
+    held = [s for s in scenario_ids if s in scenarios_in_set(store, name)]
+    if held and not replace:
+        raise InputError.single(
+            "command line", "--capture-baseline",
+            f"baseline '{name}' in {store.path} already holds scenario(s) "
+            f"{', '.join(held)}; capturing would overwrite the pre-upgrade measurement",
+            fix="pass --replace to record a new one, or --baseline NAME for another set")
+
+
+def _refuse_other_hosts(store: ResultStore, baseline: str, host: str,
+                        scenario_ids: Sequence[str]) -> None:
+    """A scenario with no baseline on ``host`` but one on another host is refused."""
+    mine = scenarios_in_set(store, set_name(baseline, host))
+    missing = [s for s in scenario_ids if s not in mine]
+    others = [h for h in hosts_with_set(store, baseline) if h != host
+              and any(s in scenarios_in_set(store, set_name(baseline, h)) for s in missing)]
+    if others:
+        raise InputError.single(
+            "command line", "--host",
+            f"no baseline '{baseline}' of scenario(s) {', '.join(missing)} was captured on "
+            f"host {host}; host(s) {', '.join(others)} have one, and a comparison across "
+            "hosts is not the same measurement",
+            fix=f"capture one on {host} before its upgrade (--capture-baseline --host "
+                f"{host}), or judge against another host's with --other-host {others[0]}")

@@ -1,0 +1,57 @@
+"""What `vgpu drain` saw of a host before its upgrade, on disk beside the preflight facts,
+for `vgpu undrain` to check the upgrade against: one JSON file per host."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from vgpu.errors import InputError
+
+DEFAULT_DIR = Path("vgpu-results/upgrade")
+
+
+@dataclass
+class DrainRecord:
+    host: str
+    inventory: str  # the inventory file, resolved
+    drained_at: str  # ISO 8601 UTC, this machine's clock
+    facts_id: str  # the preflight saved just before the drain
+    hardware_uuid: str | None
+    boot_time: str | None  # runtime.bootTime before the upgrade, the host's clock
+    esxi_build: str | None
+    host_driver: str | None  # the NVIDIA VIB's "name version"
+    vms_shut_down: list[str] = field(default_factory=list)
+    baselines: list[str] = field(default_factory=list)  # the baseline sets it is tied to
+    undrained_at: str | None = None
+
+
+def path_for(directory: Path, host: str) -> Path:
+    return directory / f"drain-{host}.json"
+
+
+def save(record: DrainRecord, directory: Path) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = path_for(directory, record.host)
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text(json.dumps(asdict(record), indent=2) + "\n", encoding="utf-8")
+    os.replace(temporary, path)
+    return path
+
+
+def load(directory: Path, host: str) -> DrainRecord:
+    """The drain of ``host``, or InputError (exit 2) saying to drain it first."""
+    path = path_for(directory, host)
+    if not path.is_file():
+        raise InputError.single("command line", "--host",
+                                f"no drain of host {host} is recorded in {directory}",
+                                fix=f"run `vgpu drain --host {host}` before the upgrade (it "
+                                    "saves the facts the upgrade is checked against)")
+    try:
+        return DrainRecord(**json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError) as exc:
+        raise InputError.single(str(path), "(file)", f"not a drain record: {exc}",
+                                fix=f"delete it and run `vgpu drain --host {host}` "
+                                    "again") from None
