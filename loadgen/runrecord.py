@@ -156,8 +156,7 @@ class RunRecord:
             "qsl_load_s": self.qsl_load_s,
             "qsl_preload_s": self.qsl_preload_s,
             "stability": self.stability,
-            "logs": {name: name for name in LOG_FILES
-                     if (self.out_dir / name).exists()},
+            "logs": {name: name for name in LOG_FILES if (self.out_dir / name).exists()},
         }
 
 

@@ -23,6 +23,7 @@ def parameter_count(graph: onnx.GraphProto) -> int:
     return sum(int(np.prod(t.dims)) for t in graph.initializer)
 
 
+@pytest.mark.slow
 def test_resnet50_full_has_the_v1_5_architecture(model_cache: Path) -> None:
     path = build_model("resnet50", "full", "fp32", model_cache)
     graph = onnx.load(str(path)).graph

@@ -52,6 +52,7 @@ def test_under_ci_missing_labs_fail_and_gpu_skips_stay(folder: Path) -> None:
     assert "1 failed, 1 passed, 1 skipped, 1 error" in last, last
 
 
+@pytest.mark.slow
 def test_require_labs_flag_and_require_gpu(folder: Path) -> None:
     assert "1 failed, 1 passed, 1 skipped, 1 error" in _run(folder, VGPU_REQUIRE_LABS="1")
     assert "2 failed, 1 passed, 1 error" in _run(folder, VGPU_REQUIRE_LABS="1",
