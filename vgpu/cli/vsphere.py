@@ -104,6 +104,7 @@ def apply(
     each bare-metal host through NVML (this machine, or over SSH)."""
     from vgpu.cli.provision import provision_scenario
     from vgpu.vsphere import commands
+    from vgpu.vsphere.from_inventory import require_vcenter
 
     sc = scenario_from_args(file, scenario)
     if sc.platform == "bare-metal":
@@ -114,6 +115,7 @@ def apply(
                                 f"scenario {sc.id} creates vSphere VMs and needs an inventory",
                                 fix="pass --inventory FILE (try `vgpu sim up` for a lab)")
     inv, inv_path = _inventory(inventory)
+    require_vcenter(inv, inv_path, sc.id)
     # Everything the whole command needs is checked before vCenter is reached: the layout
     # on empty GPUs (vCenter can only make it tighter) and provisioning's local inputs.
     print_warnings(build_plan(sc, inv, inventory_name=str(inv_path)), common.console)
