@@ -22,7 +22,7 @@ class Action(StrEnum):
 class Step(StrEnum):
     """The vCenter operations apply may run for one VM, in the order it runs them."""
 
-    POWER_OFF = "power off"
+    POWER_OFF = "shut down"  # the guest first, then a hard power-off (vgpu.vsphere.power)
     CLONE = "clone"
     RELOCATE = "relocate"
     RECONFIGURE = "reconfigure"

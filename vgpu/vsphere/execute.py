@@ -16,7 +16,12 @@ from vgpu.vsphere import specs
 from vgpu.vsphere.connection import Placement, widen_connection_pool
 from vgpu.vsphere.diff import Action, ChangeSet, Step, VmChange
 from vgpu.vsphere.facts import HostFacts, VmActual, first_nic, nic_network
-from vgpu.vsphere.limits import DEFAULT_CONCURRENCY, DEFAULT_IP_TIMEOUT_S
+from vgpu.vsphere.limits import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_IP_TIMEOUT_S,
+    DEFAULT_SHUTDOWN_TIMEOUT_S,
+)
+from vgpu.vsphere.power import shut_down
 from vgpu.vsphere.tasks import call, describe_fault
 from vgpu.vsphere.taskwatch import TaskWatcher
 
@@ -33,6 +38,7 @@ class VmOutcome:
     tasks: int = 0
     seconds: float = 0.0
     steps_done: list[Step] = field(default_factory=list)
+    shutdown: str | None = None  # how the VM went off (power.shut_down), when it did
 
 
 @dataclass
@@ -121,12 +127,14 @@ class Executor:
     def __init__(
         self, placement: Placement, hosts: dict[str, HostFacts], *,
         concurrency: int = DEFAULT_CONCURRENCY, ip_timeout_s: float = DEFAULT_IP_TIMEOUT_S,
+        shutdown_timeout_s: float = DEFAULT_SHUTDOWN_TIMEOUT_S,
         on_step: StepCallback | None = None, on_done: DoneCallback | None = None,
     ) -> None:
         self.placement = placement
         self.hosts = hosts
         self.concurrency = max(1, concurrency)
         self.ip_timeout_s = ip_timeout_s
+        self.shutdown_timeout_s = shutdown_timeout_s
         self.on_step = on_step
         self.on_done = on_done
         self._network_backing: Any = None  # the planned network's NIC backing
@@ -280,7 +288,9 @@ class Executor:
 
     def _power_off(self, run: _VmRun) -> None:
         if run.powered_on:
-            run.task("power off", run.vm.PowerOffVM_Task)
+            run.outcome.shutdown = shut_down(
+                run.vm, self.shutdown_timeout_s,
+                lambda: run.task("power off", run.vm.PowerOffVM_Task))
             run.powered_on = False
 
     def _clone(self, run: _VmRun) -> None:
