@@ -1,11 +1,22 @@
 """Names for per-run folders and files that never collide: two runs started within the
 same second (or at once from two processes) each get their own, because the name is
-claimed with an atomic create rather than checked and then written."""
+claimed with an atomic create rather than checked and then written. Also where vgpu keeps
+what it must remember between runs (``state_dir``)."""
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
+
+
+def state_dir() -> Path:
+    """vgpu's own state: $VGPU_STATE_DIR, else $XDG_STATE_HOME/vgpu, else
+    ~/.local/state/vgpu."""
+    if os.environ.get("VGPU_STATE_DIR"):
+        return Path(os.environ["VGPU_STATE_DIR"])
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "vgpu"
 
 
 def _stamp() -> str:

@@ -322,3 +322,10 @@ def test_shipped_inventories_and_scenarios_follow_the_name_rule() -> None:
         load_inventory(path)
     for path in sorted((REPO / "scenarios").glob("*.yaml")):
         load_scenario(path)
+
+
+def test_a_lab_name_outside_the_name_rule_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "inv.yaml"
+    path.write_text(INVENTORY_HEAD + "lab: team b/rack 3\n")
+    with pytest.raises(InputError, match=r"inv.yaml:4 lab: .*contains ' '"):
+        load_inventory(path)

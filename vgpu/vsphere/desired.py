@@ -12,6 +12,10 @@ OWNER_KEY = "vgpu.owner"
 OWNER_VALUE = "vgpu"
 SCENARIO_KEY = "vgpu.scenario"
 PLAN_HASH_KEY = "vgpu.plan_hash"
+LAB_KEY = "vgpu.lab"  # the inventory's lab (Inventory.lab_name)
+# The VM's own config.instanceUuid, written once it exists: a clone copies the marks but
+# gets an instanceUuid of its own, so its copied marks are not ownership.
+INSTANCE_KEY = "vgpu.instance_uuid"
 
 
 @dataclass(frozen=True)
@@ -54,14 +58,17 @@ class GuestNetwork:
 
 @dataclass(frozen=True)
 class OwnerMarks:
-    """extraConfig keys that mark a VM as created by vgpu for one scenario and plan."""
+    """extraConfig keys that mark a VM as created by vgpu for one lab, scenario and plan
+    (no lab mark where ``lab`` is empty)."""
 
     scenario: str
     plan_hash: str
+    lab: str = ""
 
     def as_extra_config(self) -> dict[str, str]:
-        return {OWNER_KEY: OWNER_VALUE, SCENARIO_KEY: self.scenario,
-                PLAN_HASH_KEY: self.plan_hash}
+        marks = {OWNER_KEY: OWNER_VALUE, SCENARIO_KEY: self.scenario,
+                 PLAN_HASH_KEY: self.plan_hash}
+        return {**marks, LAB_KEY: self.lab} if self.lab else marks
 
 
 @dataclass(frozen=True)

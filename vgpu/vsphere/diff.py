@@ -182,8 +182,8 @@ def plan_changes(
     for want in desired:
         have = actual.get(want.name)
         if have is not None and not have.owned:
-            conflicts.append(Conflict(want.name, "a VM of this name exists and was not created "
-                                                 "by vgpu (no vgpu.owner mark)"))
+            why = have.disowned or "it was not created by vgpu (no vgpu.owner mark)"
+            conflicts.append(Conflict(want.name, f"a VM of this name exists and {why}"))
             continue
         if have is not None and have.scenario != scenario:
             conflicts.append(Conflict(want.name, f"a VM of this name belongs to scenario "

@@ -60,4 +60,5 @@ def placement_from_inventory(inventory: Inventory, source: Path) -> PlacementNam
     return PlacementNames(
         datacenter=p.datacenter, datastore=p.datastore, network=p.network, template=p.template,
         cluster=p.cluster, folder=p.folder, resource_pool=p.resource_pool, source=str(source),
+        lab=inventory.lab_name,
     )
