@@ -32,6 +32,9 @@ InventoryOpt = Annotated[Path | None, inventory_option(
 YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="do not ask for confirmation")]
 ConcurrencyOpt = Annotated[int, typer.Option("--concurrency", "--parallel", min=1, max=64,
                                              help="VMs worked on at the same time")]
+BreakLeaseOpt = Annotated[bool, typer.Option(
+    "--break-lease", help="take the lab's lease even though another run holds it (only when "
+    "that run died: two runs at once change the lab against each other)")]
 
 sim_app = typer.Typer(help="The vSphere simulator lab (govmomi vcsim shaped as a GPU lab).",
                       no_args_is_help=True)
@@ -97,6 +100,7 @@ def apply(
     enable_mig: Annotated[bool, typer.Option(
         "--enable-mig", help="bare metal: switch MIG mode on where it is off (needs a GPU "
         "reset, which vgpu never does itself)")] = False,
+    break_lease: BreakLeaseOpt = False,
 ) -> None:
     """Make vCenter match the scenario's plan: create, change or delete its VMs (only VMs
     vgpu created for this scenario), power them on with their planned IPs, then provision
@@ -122,7 +126,8 @@ def apply(
     if provision:
         _check_provision_inputs(sc, inv_path, dry_run)
     commands.apply(sc, inv, inv_path, dry_run=dry_run, confirm=commands.terminal_confirm(yes),
-                   concurrency=concurrency, ip_timeout_s=ip_timeout, console=common.console)
+                   concurrency=concurrency, ip_timeout_s=ip_timeout, console=common.console,
+                   break_lease=break_lease)
     if not dry_run:
         _start_simulator_guests(sc, inv, inv_path)
     if provision and not dry_run:
@@ -188,6 +193,7 @@ def destroy(
     scenario: ScenarioRef = None,
     yes: YesOpt = False,
     concurrency: ConcurrencyOpt = DEFAULT_CONCURRENCY,
+    break_lease: BreakLeaseOpt = False,
 ) -> None:
     """Power off and delete the VMs vgpu created for the scenario. VMs it did not create
     are never touched."""
@@ -196,7 +202,8 @@ def destroy(
     sc = _vsphere_scenario(file, scenario)
     inv, inv_path = _inventory(inventory)
     commands.destroy(sc, inv, inv_path, confirm=commands.terminal_confirm(yes),
-                     concurrency=concurrency, console=common.console)
+                     concurrency=concurrency, console=common.console,
+                     break_lease=break_lease)
     from vgpu.sim import follow
 
     for guest in follow.stop_for_destroy(sc, inv, inv_path):
