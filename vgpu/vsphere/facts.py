@@ -184,8 +184,10 @@ def _gpus(pci_devices: list[Any]) -> list[GpuDevice]:
 
 
 def extra_config_dict(options: list[Any] | None) -> dict[str, str]:
-    """extraConfig as a dict; a key listed twice keeps its last value, as vSphere does."""
-    return {opt.key: str(opt.value) for opt in options or []}
+    """extraConfig as a dict; a key listed twice keeps its last value, as vSphere does, and
+    a key whose value is empty is absent (setting an empty value removes a key)."""
+    values = {opt.key: str(opt.value) for opt in options or []}
+    return {k: v for k, v in values.items() if v != ""}
 
 
 def _is_gpu_passthrough(device: Any) -> bool:
