@@ -162,7 +162,7 @@ class LabLease:
                 if not self.break_lease:
                     raise LeaseHeld(
                         f"lab {self.lab or '(default)'} is busy: its lease is held by "
-                        f"{info.describe()}; nothing was read or changed. Wait for that run "
+                        f"{info.describe()}; nothing was changed. Wait for that run "
                         "to end, or, if it died, pass --break-lease (or wait until the "
                         "lease expires)")
                 self.warn(f"breaking the lease of lab {self.lab or '(default)'} held by "
