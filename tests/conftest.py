@@ -20,3 +20,11 @@ def _no_default_results_store(monkeypatch: pytest.MonkeyPatch) -> None:
     """Commands see only the results store a test names: a user's $VGPU_DB (say, the
     team's PostgreSQL store) must never receive test runs."""
     monkeypatch.delenv("VGPU_DB", raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _own_state_dir(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory,
+                   ) -> None:
+    """What vgpu remembers between runs (the VMs it created, MIG layouts) goes to a folder
+    of the test's own, never to the user's ~/.local/state/vgpu."""
+    monkeypatch.setenv("VGPU_STATE_DIR", str(tmp_path_factory.mktemp("vgpu-state")))

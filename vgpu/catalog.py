@@ -91,6 +91,12 @@ def find_inventory(explicit: Path | None) -> InventoryChoice | None:
 
 def _named(path: Path, where: str, field_name: str) -> Path:
     resolved = resolve_inventory(path)
+    if resolved.is_dir():
+        inside = sorted(p.name for p in resolved.glob("*.yaml"))[:5]
+        raise InputError.single(where, field_name, f"inventory {path} is a folder, not a file",
+                                fix="give the inventory YAML file itself"
+                                    + (f" (this folder has: {', '.join(inside)})"
+                                       if inside else ""))
     if not resolved.is_file():
         shipped = ", ".join(sorted(p.stem for p in default_inventory_dir().glob("*.yaml")))
         raise InputError.single(where, field_name, f"inventory {path} does not exist",

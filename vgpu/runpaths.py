@@ -1,7 +1,8 @@
-"""Where vgpu keeps things on this machine: its cache folder, and names for per-run
-folders and files that never collide: two runs started within the same second (or at
-once from two processes) each get their own, because the name is claimed with an atomic
-create rather than checked and then written."""
+"""Where vgpu keeps things on this machine: its cache folder, what it must remember
+between runs (``state_dir``), and names for per-run folders and files that never collide:
+two runs started within the same second (or at once from two processes) each get their
+own, because the name is claimed with an atomic create rather than checked and then
+written."""
 
 from __future__ import annotations
 
@@ -16,6 +17,15 @@ def cache_dir() -> Path:
     if env := os.environ.get("VGPU_CACHE_DIR"):
         return Path(env)
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "vgpu"
+
+
+def state_dir() -> Path:
+    """vgpu's own state: $VGPU_STATE_DIR, else $XDG_STATE_HOME/vgpu, else
+    ~/.local/state/vgpu."""
+    if os.environ.get("VGPU_STATE_DIR"):
+        return Path(os.environ["VGPU_STATE_DIR"])
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(base) / "vgpu"
 
 

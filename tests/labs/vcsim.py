@@ -148,6 +148,16 @@ class VcsimLab:
             if power_on:
                 wait_for_task(vm.PowerOnVM_Task(), f"power on {name}")
 
+    def set_tools_running(self, vm_name: str) -> None:
+        """Report VMware Tools as running in ``vm_name``'s guest: the simulator's own
+        extraConfig back door (``SET.<property>``); its guests run no Tools otherwise."""
+        with connect(self.target()) as session:
+            placement = resolve_placement(session, self.placement_names())
+            vm = session.by_name(placement.datacenter.vmFolder, vim.VirtualMachine)[vm_name]
+            wait_for_task(vm.ReconfigVM_Task(spec=vim.vm.ConfigSpec(extraConfig=[
+                vim.option.OptionValue(key="SET.guest.toolsRunningStatus",
+                                       value="guestToolsRunning")])), f"tools of {vm_name}")
+
     def set_maintenance(self, host: str, on: bool) -> None:
         with connect(self.target()) as session:
             ref = resolve_placement(session, self.placement_names()).hosts[host]

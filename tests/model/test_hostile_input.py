@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.cli.invoke import MAX_REFUSAL_PEAK_BYTES, run_cli_traced
+from tests.cli.invoke import MAX_REFUSAL_PEAK_BYTES, run_cli, run_cli_traced
 from vgpu.errors import MAX_LISTED_PROBLEMS, InputError, Problem
 from vgpu.model import load_inventory, load_scenario, yamlsource
 from vgpu.model.yamlcompose import MAX_DEPTH, MAX_VALUES
@@ -257,6 +257,41 @@ def test_a_folder_is_not_a_file(tmp_path: Path) -> None:
         load_inventory(tmp_path)
 
 
+def test_an_inventory_folder_is_named_as_a_folder_not_as_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    folder = tmp_path / "lab"
+    folder.mkdir()
+    (folder / "lab.yaml").write_text(INVENTORY_HEAD)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(["plan", "--scenario", "8", "--inventory", str(folder)])
+    text = " ".join(err.split())
+    assert code == 2 and out == ""
+    assert f"--inventory: inventory {folder} is a folder, not a file" in text
+    assert "does not exist" not in text
+    assert "fix: give the inventory YAML file itself (this folder has: lab.yaml)" in text
+    assert sorted(tmp_path.rglob("*")) == [folder, folder / "lab.yaml"]
+
+
+def test_vsphere_apply_on_a_bare_metal_inventory_names_the_missing_vcenter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Not the plan's "no host has a A100-80GB GPU": the hosts are not what is wrong."""
+    path = tmp_path / "bm.yaml"
+    path.write_text("name: bm\nbare_metal: [{name: gpu01, address: 10.0.0.5, "
+                    "gpus: [{model: A100-80GB, count: 4}]}]\n")
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_cli(["apply", "--scenario", "8", "--inventory", str(path),
+                              "--no-provision", "--yes"])
+    text = " ".join(err.split())
+    assert code == 2 and "Traceback" not in err
+    assert (f"{path} vcenter: scenario 8 creates vSphere VMs, and the inventory names no "
+            "vCenter (it lists only bare-metal hosts: gpu01)") in text
+    assert "fix: add vcenter (host, user, password) and placement" in text
+    assert "no host has" not in text
+    assert sorted(tmp_path.rglob("*")) == [path]
+
+
 def test_yaml_values_still_read_as_before(tmp_path: Path) -> None:
     path = tmp_path / "values.yaml"
     path.write_text("a: 1\nb: 2.5\nc: true\nd: null\ne: '7'\nf: 2024-01-02\ng: [x, {h: i}]\n"
@@ -284,3 +319,10 @@ def test_shipped_inventories_and_scenarios_follow_the_name_rule() -> None:
         load_inventory(path)
     for path in sorted((REPO / "scenarios").glob("*.yaml")):
         load_scenario(path)
+
+
+def test_a_lab_name_outside_the_name_rule_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "inv.yaml"
+    path.write_text(INVENTORY_HEAD + "lab: team b/rack 3\n")
+    with pytest.raises(InputError, match=r"inv.yaml:4 lab: .*contains ' '"):
+        load_inventory(path)

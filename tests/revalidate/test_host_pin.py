@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.core.test_plan import inventory, scenario
+from tests.placement.test_plan import inventory, scenario
 from vgpu.errors import InputError, PlanError
 from vgpu.plan import HeldVgpu, build_plan
 from vgpu.results.records import BaselineSet, RunStart

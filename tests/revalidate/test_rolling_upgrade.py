@@ -22,7 +22,7 @@ import pytest
 import yaml
 from rich.console import Console
 
-from tests.core.cli import run_cli
+from tests.cli.invoke import run_cli
 from tests.labs.sshlab import SshLab, lab_host_targets
 from tests.labs.sshlab import lab_available as ssh_lab_available
 from tests.labs.vcsim import lab_available as vcsim_available

@@ -23,7 +23,8 @@ def have(**overrides: object) -> VmActual:
         name="vm-1", ref=None, host="h0", powered_on=True, num_cpus=8, memory_mb=16384,
         firmware="efi", memory_reservation_locked=True, guest_id="ubuntu64Guest",
         is_template=False,
-        extra_config={"pciPassthru.use64bitMMIO": "TRUE", **MARKS.as_extra_config()},
+        extra_config={"pciPassthru.use64bitMMIO": "TRUE",
+                      "vgpu.managed_keys": "pciPassthru.use64bitMMIO", **MARKS.as_extra_config()},
         vgpus=("grid_a100d-1-10c",), vgpu_devices=(), passthrough_ids=(),
         passthrough_devices=(), ip="10.0.0.5", pending_customization=False)
     return replace(base, **overrides)  # type: ignore[arg-type]

@@ -82,7 +82,8 @@ def test_plan_vgpu_types_become_the_names_the_host_offers() -> None:
     hopper_style = host(types=["nvidia_a100d-1-10c"])
     [desired] = desired_from_plan(plan, _inventory(), {"esx1": hopper_style}, "inv.yaml")
     assert desired.vgpus == ("nvidia_a100d-1-10c",)
-    assert desired.owner == OwnerMarks("5", plan.plan_hash)
+    assert desired.owner == OwnerMarks("5", plan.plan_hash, lab="t")
+    assert desired.all_extra_config()["vgpu.lab"] == "t"
     assert desired.network is not None
     assert (desired.network.ip, desired.network.gateway, desired.network.dns) == (
         "10.0.0.10", "10.0.0.1", ("10.0.0.2",))
@@ -109,3 +110,13 @@ def test_held_vgpus_move_the_plan_or_refuse_it() -> None:
     plan = build_plan(catalog.load("2"), _inventory(2),
                       held=[replace(h, gpu_index=0) for h in held])
     assert [v.gpu_index for v in plan.vms[0].vgpus] == [1]
+
+
+@pytest.mark.parametrize(("name", "lab", "expected"), [
+    ("t", None, "t"), ("GPU lab / rack 3", None, "GPU-lab-rack-3"), ("..x..", None, "x"),
+    ("GPU lab / rack 3", "team-b", "team-b")])
+def test_the_lab_is_named_or_derived_from_the_inventory_name(
+    name: str, lab: str | None, expected: str,
+) -> None:
+    data = {"name": name, **({"lab": lab} if lab else {})}
+    assert Inventory.model_validate(data).lab_name == expected

@@ -27,6 +27,9 @@ InventoryOpt = Annotated[Path | None, inventory_option(
 YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="do not ask for confirmation")]
 ConcurrencyOpt = Annotated[int, typer.Option("--concurrency", "--parallel", min=1, max=64,
                                              help="VMs worked on at the same time")]
+BreakLeaseOpt = Annotated[bool, typer.Option(
+    "--break-lease", help="take the lab's lease even though another run holds it (only when "
+    "that run died: two runs at once change the lab against each other)")]
 
 
 def _inventory(path: Path | None) -> tuple[Inventory, Path]:
@@ -90,6 +93,7 @@ def apply(
         "--enable-mig", help="bare metal: switch MIG mode on where it is off (needs a GPU "
         "reset, which vgpu never does itself)")] = False,
     host: HostOpt = None,
+    break_lease: BreakLeaseOpt = False,
 ) -> None:
     """Make vCenter match the scenario's plan: create, change or delete its VMs (only VMs
     vgpu created for this scenario), power them on with their planned IPs, then provision
@@ -100,6 +104,7 @@ def apply(
     from vgpu.cli.plan_view import print_warnings
     from vgpu.cli.provision import provision_scenario
     from vgpu.vsphere import commands
+    from vgpu.vsphere.from_inventory import require_vcenter
 
     site = common.site_of(inventory)
     if sc.platform == "bare-metal":
@@ -110,6 +115,7 @@ def apply(
                                 f"scenario {sc.id} creates vSphere VMs and needs an inventory",
                                 fix="pass --inventory FILE (try `vgpu sim up` for a lab)")
     inv, inv_path = _inventory(inventory)
+    require_vcenter(inv, inv_path, sc.id)
     # Everything the whole command needs is checked before vCenter is reached: the layout
     # on empty GPUs (vCenter can only make it tighter) and provisioning's local inputs.
     print_warnings(site.plan(sc, pin_host=host), common.console)
@@ -117,7 +123,7 @@ def apply(
         _check_provision_inputs(sc, site, dry_run)
     commands.apply(sc, inv, inv_path, dry_run=dry_run, confirm=commands.terminal_confirm(yes),
                    concurrency=concurrency, ip_timeout_s=ip_timeout, console=common.console,
-                   host=host)
+                   host=host, break_lease=break_lease)
     if not dry_run:
         _start_simulator_guests(sc, site, host)
     if provision and not dry_run:
@@ -180,16 +186,18 @@ def destroy(
     scenario: ScenarioRef = None,
     yes: YesOpt = False,
     concurrency: ConcurrencyOpt = DEFAULT_CONCURRENCY,
+    break_lease: BreakLeaseOpt = False,
 ) -> None:
-    """Power off and delete the VMs vgpu created for the scenario. VMs it did not create
-    are never touched."""
+    """Shut down (guest first, then power off) and delete the VMs vgpu created for the
+    scenario. VMs it did not create are never touched."""
     sc = _vsphere_scenario(file, scenario)
 
     from vgpu.vsphere import commands
 
     inv, inv_path = _inventory(inventory)
     commands.destroy(sc, inv, inv_path, confirm=commands.terminal_confirm(yes),
-                     concurrency=concurrency, console=common.console)
+                     concurrency=concurrency, console=common.console,
+                     break_lease=break_lease)
     site = common.site_of(inventory)
     removed = site.lab.stop_for_destroy(site.plan(sc)) if site.lab is not None else []
     for guest in removed:

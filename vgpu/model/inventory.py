@@ -16,7 +16,7 @@ from pydantic_core import PydanticCustomError
 from vgpu import mig
 from vgpu.container.docker import DockerCli
 from vgpu.model.base import FileModel, StrictModel
-from vgpu.model.names import Name
+from vgpu.model.names import MAX_NAME_LENGTH, Name
 
 
 class Secret(StrictModel):
@@ -303,6 +303,10 @@ class DockerSettings(StrictModel):
 class Inventory(FileModel):
     name: str
     description: str = ""
+    lab: Name | None = Field(
+        None, description="the lab's identity in vCenter: every VM vgpu creates carries it, "
+        "and vgpu changes or deletes only VMs of its own lab; default: the inventory's name "
+        "(characters outside A-Z a-z 0-9 . _ - become '-')")
     vcenter: VCenter | None = None
     placement: Placement | None = None
     hosts: list[EsxiHost] = Field(default_factory=list)
@@ -329,6 +333,15 @@ class Inventory(FileModel):
     @property
     def is_local(self) -> bool:
         return not self.vcenter and all(b.is_local for b in self.bare_metal)
+
+    @property
+    def lab_name(self) -> str:
+        """``lab``, else the inventory's name made a valid name (stable: it changes only
+        when the name does)."""
+        if self.lab:
+            return self.lab
+        derived = re.sub(r"[^A-Za-z0-9._-]+", "-", self.name).strip("-.").replace("..", ".")
+        return derived[:MAX_NAME_LENGTH] or "lab"
 
     def docker_cli(self) -> DockerCli:
         """The docker CLI every guest command goes through (``-H`` where docker.host is set)."""

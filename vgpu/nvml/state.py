@@ -14,15 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from vgpu.nvml.types import ComputeInstance, GpuInstance
+from vgpu.runpaths import state_dir
 
 STATE_VERSION = 1
 
 
 def default_state_dir() -> Path:
-    if os.environ.get("VGPU_STATE_DIR"):
-        return Path(os.environ["VGPU_STATE_DIR"])
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "vgpu"
+    return state_dir()
 
 
 @dataclass

@@ -17,13 +17,14 @@ from vgpu.model.inventory import Inventory
 from vgpu.model.load import vgpu_requests
 from vgpu.model.scenario import Scenario
 from vgpu.vsphere.assignment import ESXCLI_CONSOLIDATION
-from vgpu.vsphere.connection import Session, connect
+from vgpu.vsphere.connection import Session, connect, resolve_placement
 from vgpu.vsphere.diff import ChangeSet, Step
 from vgpu.vsphere.drift import CHECK_PREFIX, Drift, compute_drift, scenario_vgpu_types
 from vgpu.vsphere.execute import Executor, VmOutcome
 from vgpu.vsphere.from_inventory import placement_from_inventory, target_from_inventory
 from vgpu.vsphere.gpu_placement import apply_policy_changes, placement_mismatches
 from vgpu.vsphere.host_options import HostOptionChange, apply_host_options
+from vgpu.vsphere.lease import LabLease
 from vgpu.vsphere.limits import DEFAULT_IP_TIMEOUT_S
 from vgpu.vsphere.preflight import run_preflight
 from vgpu.vsphere.preflight_saved import find_saved, load_saved, save_report
@@ -128,22 +129,48 @@ def _show_host_options(changes: list[HostOptionChange], console: Console) -> Non
                       f"{change.current.text} -> {change.wanted}")
 
 
+def _lab_lease(session: Session, inventory: Inventory, inventory_path: Path, command: str,
+               break_lease: bool, console: Console) -> LabLease:
+    """The lease on the inventory's lab, taken in its VM folder (vgpu.vsphere.lease)."""
+    names = placement_from_inventory(inventory, inventory_path)
+    folder = resolve_placement(session, names).folder
+    return LabLease(session, folder, names.lab, command, break_lease=break_lease,
+                    warn=lambda text: console.print(f"[yellow]warning:[/] {text}",
+                                                    highlight=False))
+
+
+def _shown_apply(prep: ApplyPreparation, scenario: Scenario, console: Console,
+                 host: str | None) -> int:
+    """Show what apply would do; the number of changes."""
+    on_host = f" on host {host}" if host else ""
+    render_changes(prep.changes, console, title=f"apply scenario {scenario.id} "
+                   f"({scenario.name}){on_host}, plan {prep.plan.plan_hash}")
+    _show_host_options(prep.host_options, console)
+    for change in prep.policy_changes:
+        console.print(change.describe(), highlight=False)
+    for note in prep.scenario_state.notes:
+        console.print(f"[yellow]note:[/] {note}")
+    return len(prep.changes.pending) + len(prep.host_options) + len(prep.policy_changes)
+
+
+def _what_changes(prep: ApplyPreparation) -> list[object]:
+    """What a confirmation agreed to: every VM's action, steps and fields, and the host
+    settings."""
+    return ([(c.name, c.action, c.steps, c.fields) for c in prep.changes.changes]
+            + [(h.host, h.key, h.wanted) for h in prep.host_options]
+            + [p.describe() for p in prep.policy_changes])
+
+
 def apply(scenario: Scenario, inventory: Inventory, inventory_path: Path, *, dry_run: bool,
           confirm: Confirm, concurrency: int, ip_timeout_s: float, console: Console,
-          host: str | None = None) -> None:
-    """``host``: every VM of the scenario on that host (refused when they do not fit)."""
+          host: str | None = None, break_lease: bool = False) -> None:
+    """Read, show, ask; then under the lab's lease read again (what was agreed to must still
+    be what would be done) and change. A dry run, a refusal and a plan with nothing to do
+    take no lease. ``host``: every VM of the scenario on that host (refused when they do
+    not fit)."""
     with connect(target_from_inventory(inventory, inventory_path)) as session:
         prep = prepare_apply(session, scenario, inventory, inventory_path, pin_host=host)
-        on_host = f" on host {host}" if host else ""
-        render_changes(prep.changes, console, title=f"apply scenario {scenario.id} "
-                       f"({scenario.name}){on_host}, plan {prep.plan.plan_hash}")
-        _show_host_options(prep.host_options, console)
-        for change in prep.policy_changes:
-            console.print(change.describe(), highlight=False)
-        for note in prep.scenario_state.notes:
-            console.print(f"[yellow]note:[/] {note}")
-        pending = len(prep.changes.pending) + len(prep.host_options) + \
-            len(prep.policy_changes)
+        pending = _shown_apply(prep, scenario, console, host)
         if not pending:
             console.print("nothing to change: vCenter already matches the plan")
             mismatches = _check_placement(session, prep, inventory, inventory_path, console)
@@ -155,12 +182,22 @@ def apply(scenario: Scenario, inventory: Inventory, inventory_path: Path, *, dry
         if not confirm(f"apply {pending} change(s)?"):
             console.print("nothing changed")
             return
-        # Host settings (ATS) first: the VMs power on with them in place.
-        for line in apply_host_options(prep.host_options):
-            console.print(f"set {line}")
-        for line in apply_policy_changes(prep.policy_changes):
-            console.print(f"set {line}", highlight=False)
-        failed = _execute(prep.state, prep.changes, concurrency, ip_timeout_s, console)
+        with _lab_lease(session, inventory, inventory_path,
+                        f"vgpu apply --scenario {scenario.id}", break_lease, console):
+            again = prepare_apply(session, scenario, inventory, inventory_path,
+                                  pin_host=host)
+            if _what_changes(again) != _what_changes(prep):
+                _shown_apply(again, scenario, console, host)
+                raise RemoteError("vCenter changed while the plan was shown: what apply would "
+                                  "do now (above) is not what was confirmed; nothing was "
+                                  "changed; run `vgpu apply` again")
+            prep = again
+            # Host settings (ATS) first: the VMs power on with them in place.
+            for line in apply_host_options(prep.host_options):
+                console.print(f"set {line}")
+            for line in apply_policy_changes(prep.policy_changes):
+                console.print(f"set {line}", highlight=False)
+            failed = _execute(prep.state, prep.changes, concurrency, ip_timeout_s, console)
         mismatches = _check_placement(session, prep, inventory, inventory_path, console)
     _fail_if_any(failed, len(prep.changes.pending), "apply")
     _fail_on_mismatch(mismatches)
@@ -190,17 +227,31 @@ def _check_placement(session: Session, prep: ApplyPreparation, inventory: Invent
     return mismatches
 
 
+def _teardown_names(changes: ChangeSet) -> list[object]:
+    return [(c.name, c.action, c.steps) for c in changes.changes]
+
+
 def destroy(scenario: Scenario, inventory: Inventory, inventory_path: Path, *,
-            confirm: Confirm, concurrency: int, console: Console) -> None:
+            confirm: Confirm, concurrency: int, console: Console,
+            break_lease: bool = False) -> None:
+    """Read, show, ask; then under the lab's lease read again and delete."""
     with connect(target_from_inventory(inventory, inventory_path)) as session:
-        state, changes = prepare_destroy(session, scenario.id, inventory, inventory_path)
-        render_changes(changes, console, title=f"destroy scenario {scenario.id} "
-                       f"({scenario.name})")
+        _, changes = prepare_destroy(session, scenario.id, inventory, inventory_path)
+        title = f"destroy scenario {scenario.id} ({scenario.name})"
+        render_changes(changes, console, title=title)
         if not changes.pending:
             console.print("nothing to delete: no VM of this scenario exists")
             return
         if not confirm(f"delete {len(changes.pending)} VM(s)?"):
             console.print("nothing changed")
             return
-        failed = _execute(state, changes, concurrency, DEFAULT_IP_TIMEOUT_S, console)
-    _fail_if_any(failed, len(changes.pending), "destroy")
+        with _lab_lease(session, inventory, inventory_path,
+                        f"vgpu destroy --scenario {scenario.id}", break_lease, console):
+            state, again = prepare_destroy(session, scenario.id, inventory, inventory_path)
+            if _teardown_names(again) != _teardown_names(changes):
+                render_changes(again, console, title=title)
+                raise RemoteError("vCenter changed while the plan was shown: what destroy "
+                                  "would do now (above) is not what was confirmed; nothing "
+                                  "was deleted; run `vgpu destroy` again")
+            failed = _execute(state, again, concurrency, DEFAULT_IP_TIMEOUT_S, console)
+    _fail_if_any(failed, len(again.pending), "destroy")

@@ -52,6 +52,7 @@ class PlacementNames:
     folder: str | None = None
     resource_pool: str | None = None
     source: str = "inventory"
+    lab: str = ""  # the inventory's lab (Inventory.lab_name); "" where none is named
 
 
 @dataclass
@@ -66,6 +67,7 @@ class Placement:
     resource_pool: Any
     cluster: Any | None
     hosts: dict[str, Any]
+    lab: str = ""
 
 
 @dataclass
@@ -225,7 +227,8 @@ def resolve_placement(session: Session, names: PlacementNames) -> Placement:
 
     pool = _resource_pool(session, names, cluster, hosts, where)
     return Placement(datacenter=dc, datastore=datastore, network=network, template=template,
-                     folder=folder, resource_pool=pool, cluster=cluster, hosts=hosts)
+                     folder=folder, resource_pool=pool, cluster=cluster, hosts=hosts,
+                     lab=names.lab)
 
 
 def _resource_pool(session: Session, names: PlacementNames, cluster: Any | None,

@@ -12,6 +12,13 @@ OWNER_KEY = "vgpu.owner"
 OWNER_VALUE = "vgpu"
 SCENARIO_KEY = "vgpu.scenario"
 PLAN_HASH_KEY = "vgpu.plan_hash"
+LAB_KEY = "vgpu.lab"  # the inventory's lab (Inventory.lab_name)
+# The VM's own config.instanceUuid, written once it exists: a clone copies the marks but
+# gets an instanceUuid of its own, so its copied marks are not ownership.
+INSTANCE_KEY = "vgpu.instance_uuid"
+# The scenario settings vgpu set on the VM, comma-separated: those a later plan no longer
+# sets are cleared (vgpu.vsphere.managed).
+MANAGED_KEYS_KEY = "vgpu.managed_keys"
 
 
 @dataclass(frozen=True)
@@ -54,14 +61,17 @@ class GuestNetwork:
 
 @dataclass(frozen=True)
 class OwnerMarks:
-    """extraConfig keys that mark a VM as created by vgpu for one scenario and plan."""
+    """extraConfig keys that mark a VM as created by vgpu for one lab, scenario and plan
+    (no lab mark where ``lab`` is empty)."""
 
     scenario: str
     plan_hash: str
+    lab: str = ""
 
     def as_extra_config(self) -> dict[str, str]:
-        return {OWNER_KEY: OWNER_VALUE, SCENARIO_KEY: self.scenario,
-                PLAN_HASH_KEY: self.plan_hash}
+        marks = {OWNER_KEY: OWNER_VALUE, SCENARIO_KEY: self.scenario,
+                 PLAN_HASH_KEY: self.plan_hash}
+        return {**marks, LAB_KEY: self.lab} if self.lab else marks
 
 
 @dataclass(frozen=True)
@@ -94,5 +104,12 @@ class VmDesired:
         return 1 if self.rdma_nic is not None and self.rdma_nic.kind != "passthrough" else 0
 
     def all_extra_config(self) -> dict[str, str]:
-        """The VM's own settings plus the owner marks (marks win on a clash)."""
-        return {**self.extra_config, **self.owner.as_extra_config()}
+        """The VM's own settings, the list of them and the owner marks (marks win on a
+        clash)."""
+        return {**self.extra_config, **managed_mark(self.extra_config),
+                **self.owner.as_extra_config()}
+
+
+def managed_mark(settings: dict[str, str]) -> dict[str, str]:
+    """The ``vgpu.managed_keys`` mark listing ``settings``' keys; none for no settings."""
+    return {MANAGED_KEYS_KEY: ",".join(sorted(settings))} if settings else {}

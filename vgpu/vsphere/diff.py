@@ -6,10 +6,20 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from vgpu.vsphere.desired import OWNER_KEY, PLAN_HASH_KEY, SCENARIO_KEY, VmDesired
+from vgpu.vsphere.desired import (
+    INSTANCE_KEY,
+    LAB_KEY,
+    MANAGED_KEYS_KEY,
+    OWNER_KEY,
+    PLAN_HASH_KEY,
+    SCENARIO_KEY,
+    VmDesired,
+)
 from vgpu.vsphere.facts import VmActual
+from vgpu.vsphere.managed import extra_config_update
+from vgpu.vsphere.specs import pci_device_changes
 
-MARK_KEYS = {OWNER_KEY, SCENARIO_KEY, PLAN_HASH_KEY}
+MARK_KEYS = {OWNER_KEY, SCENARIO_KEY, PLAN_HASH_KEY, LAB_KEY, INSTANCE_KEY, MANAGED_KEYS_KEY}
 
 
 class Action(StrEnum):
@@ -22,7 +32,7 @@ class Action(StrEnum):
 class Step(StrEnum):
     """The vCenter operations apply may run for one VM, in the order it runs them."""
 
-    POWER_OFF = "power off"
+    POWER_OFF = "shut down"  # the guest first, then a hard power-off (vgpu.vsphere.power)
     CLONE = "clone"
     RELOCATE = "relocate"
     RECONFIGURE = "reconfigure"
@@ -113,11 +123,12 @@ def network_changes(want: VmDesired, have: VmActual) -> list[FieldChange]:
 
 
 def extra_config_changes(want: VmDesired, have: VmActual) -> list[FieldChange]:
-    return [
-        FieldChange(f"extraConfig[{key}]", have.extra_config.get(key, "(unset)"), value)
-        for key, value in sorted(want.all_extra_config().items())
-        if have.extra_config.get(key) != value
-    ]
+    """Settings to set (pciPassthru<N> by the VM's device order) and settings vgpu set
+    earlier that the plan no longer has, to clear (vgpu.vsphere.managed)."""
+    update = extra_config_update(want, have, pci_device_changes(want, have))
+    return [FieldChange(f"extraConfig[{key}]", have.extra_config.get(key, "(unset)"),
+                        value or "(unset)")
+            for key, value in sorted(update.items())]
 
 
 def plan_vm(want: VmDesired, have: VmActual | None) -> VmChange:
@@ -182,8 +193,8 @@ def plan_changes(
     for want in desired:
         have = actual.get(want.name)
         if have is not None and not have.owned:
-            conflicts.append(Conflict(want.name, "a VM of this name exists and was not created "
-                                                 "by vgpu (no vgpu.owner mark)"))
+            why = have.disowned or "it was not created by vgpu (no vgpu.owner mark)"
+            conflicts.append(Conflict(want.name, f"a VM of this name exists and {why}"))
             continue
         if have is not None and have.scenario != scenario:
             conflicts.append(Conflict(want.name, f"a VM of this name belongs to scenario "

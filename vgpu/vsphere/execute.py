@@ -14,9 +14,16 @@ from pyVmomi import vim, vmodl
 from vgpu.errors import RemoteError
 from vgpu.vsphere import specs
 from vgpu.vsphere.connection import Placement, widen_connection_pool
+from vgpu.vsphere.desired import INSTANCE_KEY
 from vgpu.vsphere.diff import Action, ChangeSet, Step, VmChange
 from vgpu.vsphere.facts import HostFacts, VmActual, first_nic, nic_network
-from vgpu.vsphere.limits import DEFAULT_CONCURRENCY, DEFAULT_IP_TIMEOUT_S
+from vgpu.vsphere.instances import InstanceRecord
+from vgpu.vsphere.limits import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_IP_TIMEOUT_S,
+    DEFAULT_SHUTDOWN_TIMEOUT_S,
+)
+from vgpu.vsphere.power import shut_down
 from vgpu.vsphere.tasks import call, describe_fault
 from vgpu.vsphere.taskwatch import TaskWatcher
 
@@ -33,6 +40,7 @@ class VmOutcome:
     tasks: int = 0
     seconds: float = 0.0
     steps_done: list[Step] = field(default_factory=list)
+    shutdown: str | None = None  # how the VM went off (power.shut_down), when it did
 
 
 @dataclass
@@ -121,14 +129,17 @@ class Executor:
     def __init__(
         self, placement: Placement, hosts: dict[str, HostFacts], *,
         concurrency: int = DEFAULT_CONCURRENCY, ip_timeout_s: float = DEFAULT_IP_TIMEOUT_S,
+        shutdown_timeout_s: float = DEFAULT_SHUTDOWN_TIMEOUT_S,
         on_step: StepCallback | None = None, on_done: DoneCallback | None = None,
     ) -> None:
         self.placement = placement
         self.hosts = hosts
         self.concurrency = max(1, concurrency)
         self.ip_timeout_s = ip_timeout_s
+        self.shutdown_timeout_s = shutdown_timeout_s
         self.on_step = on_step
         self.on_done = on_done
+        self.instances = InstanceRecord(placement.lab)
         self._network_backing: Any = None  # the planned network's NIC backing
         self._clone_nic: Any = None  # the clone spec's edit of the template's first NIC
 
@@ -280,7 +291,9 @@ class Executor:
 
     def _power_off(self, run: _VmRun) -> None:
         if run.powered_on:
-            run.task("power off", run.vm.PowerOffVM_Task)
+            run.outcome.shutdown = shut_down(
+                run.vm, self.shutdown_timeout_s,
+                lambda: run.task("power off", run.vm.PowerOffVM_Task))
             run.powered_on = False
 
     def _clone(self, run: _VmRun) -> None:
@@ -293,6 +306,7 @@ class Executor:
                                 self._clone_nic if want.port_group else None)
         run.vm = run.task("clone", self.placement.template.CloneVM_Task,
                           folder=self.placement.folder, name=want.name, spec=spec)
+        self.instances.add(run.vm.config.instanceUuid, want.name, want.owner.scenario)
         self._check_network(run)
         # vCenter places the clone on the requested host; a clone that landed elsewhere
         # (as the simulator's does) is moved before its hardware is set.
@@ -311,9 +325,23 @@ class Executor:
         have: VmActual | None = run.change.actual
         needs_ids = want.passthrough or (want.rdma_nic and want.rdma_nic.kind != "pvrdma")
         system_ids = self._passthrough_system_ids(run, want.host) if needs_ids else {}
-        spec = specs.reconfigure_spec(want, have, system_ids, self._network_backing)
+        spec = self._with_instance_mark(
+            run, specs.reconfigure_spec(want, have, system_ids, self._network_backing))
         if spec is not None:
             run.task("reconfigure", run.vm.ReconfigVM_Task, spec=spec)
+
+    @staticmethod
+    def _with_instance_mark(run: _VmRun, spec: Any | None) -> Any | None:
+        """Add the VM's own instanceUuid as its ``vgpu.instance_uuid`` mark where it is not
+        there yet (a fresh clone): a later clone of the VM then shows as a copy."""
+        have: VmActual | None = run.change.actual
+        uuid = have.instance_uuid if have is not None else run.vm.config.instanceUuid
+        if not uuid or (have is not None and have.extra_config.get(INSTANCE_KEY) == uuid):
+            return spec
+        spec = spec if spec is not None else vim.vm.ConfigSpec()
+        spec.extraConfig = [*(spec.extraConfig or []),
+                            vim.option.OptionValue(key=INSTANCE_KEY, value=uuid)]
+        return spec
 
     def _passthrough_system_ids(self, run: _VmRun, host: str) -> dict[str, str]:
         """PCI address -> system id, as the host's config target lists its passthrough
@@ -372,3 +400,6 @@ class Executor:
 
     def _destroy(self, run: _VmRun) -> None:
         run.task("destroy", run.vm.Destroy_Task)
+        have = run.change.actual
+        if have is not None and have.instance_uuid:
+            self.instances.remove(have.instance_uuid)

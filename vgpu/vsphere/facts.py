@@ -32,6 +32,7 @@ VM_PATHS = [
     "config.hardware.memoryMB", "config.hardware.device", "config.firmware",
     "config.memoryReservationLockedToMax", "config.guestId", "config.tools.pendingCustomization",
     "runtime.host", "runtime.powerState", "guest.ipAddress", "config.version",
+    "config.instanceUuid", "parent",
 ]
 
 
@@ -164,10 +165,15 @@ class VmActual:
     rdma_nics: tuple[str, ...] = ()  # their summaries, as RdmaNicDevice.summary, sorted
     port_group: str | None = None  # the network of the first NIC (not an RDMA adapter)
     nic_device: Any = None  # that NIC
+    instance_uuid: str | None = None  # config.instanceUuid
+    folder: str | None = None  # the managed-object id of the folder it is in (parent)
+    # Why the VM is not vgpu's although it may carry the owner mark (another lab's, a
+    # copy, outside the lab's folder or cluster: vgpu.vsphere.ownership); None: the mark says
+    disowned: str | None = None
 
     @property
     def owned(self) -> bool:
-        return self.extra_config.get(OWNER_KEY) == OWNER_VALUE
+        return self.disowned is None and self.extra_config.get(OWNER_KEY) == OWNER_VALUE
 
     @property
     def scenario(self) -> str | None:
@@ -184,8 +190,10 @@ def _gpus(pci_devices: list[Any]) -> list[GpuDevice]:
 
 
 def extra_config_dict(options: list[Any] | None) -> dict[str, str]:
-    """extraConfig as a dict; a key listed twice keeps its last value, as vSphere does."""
-    return {opt.key: str(opt.value) for opt in options or []}
+    """extraConfig as a dict; a key listed twice keeps its last value, as vSphere does, and
+    a key whose value is empty is absent (setting an empty value removes a key)."""
+    values = {opt.key: str(opt.value) for opt in options or []}
+    return {k: v for k, v in values.items() if v != ""}
 
 
 def _is_gpu_passthrough(device: Any) -> bool:
@@ -276,6 +284,8 @@ def _vm_from_props(ref: Any, props: dict[str, Any], host_names: dict[str, str],
         rdma_nics=tuple(sorted(rdma_summary(d) for d in rdma_devices)),
         port_group=nic_network(nic, networks or {}),
         nic_device=nic,
+        instance_uuid=props.get("config.instanceUuid") or None,
+        folder=props["parent"]._moId if props.get("parent") is not None else None,
     )
 
 
@@ -292,15 +302,17 @@ def network_names(session: Session, datacenter: Any) -> dict[str, str]:
             if "name" in props}
 
 
-def read_vms(session: Session, datacenter: Any) -> dict[str, VmActual]:
-    """Every VM and template in the datacenter, by name."""
+def read_vm_list(session: Session, datacenter: Any) -> list[VmActual]:
+    """Every VM and template in the datacenter (names repeat across folders)."""
     names = host_names(session, datacenter.hostFolder)
     networks = network_names(session, datacenter)
-    vms: dict[str, VmActual] = {}
-    for ref, props in session.collect(datacenter.vmFolder, vim.VirtualMachine, VM_PATHS):
-        vm = _vm_from_props(ref, props, names, networks)
-        vms[vm.name] = vm
-    return vms
+    return [_vm_from_props(ref, props, names, networks)
+            for ref, props in session.collect(datacenter.vmFolder, vim.VirtualMachine, VM_PATHS)]
+
+
+def read_vms(session: Session, datacenter: Any) -> dict[str, VmActual]:
+    """Every VM and template in the datacenter, by name."""
+    return {vm.name: vm for vm in read_vm_list(session, datacenter)}
 
 
 def _graphics_per_gpu(props: dict[str, Any]) -> dict[str, str]:

@@ -9,14 +9,25 @@ from vgpu.model.inventory import Inventory
 from vgpu.vsphere.connection import PlacementNames, VCenterTarget
 
 
+def require_vcenter(inventory: Inventory, source: Path, scenario_id: str | None = None) -> None:
+    """Refuse an inventory without a vCenter before anything else is checked against it: a
+    vSphere scenario's hosts are the vCenter's ESXi hosts, never its bare-metal ones."""
+    if inventory.vcenter is not None and inventory.placement is not None:
+        return
+    what = f"scenario {scenario_id} creates vSphere VMs, and " if scenario_id else ""
+    bare = [b.name for b in inventory.bare_metal]
+    has = f" (it lists only bare-metal hosts: {', '.join(bare)})" if bare else ""
+    raise InputError.single(
+        str(source), "vcenter", f"{what}the inventory names no vCenter{has}",
+        fix="add vcenter (host, user, password) and placement, or use a vSphere inventory "
+            "such as inventory/sim.yaml")
+
+
 def target_from_inventory(inventory: Inventory, source: Path) -> VCenterTarget:
     """Connection settings with the password read from its env var or file now."""
+    require_vcenter(inventory, source)
     vc = inventory.vcenter
-    if vc is None or inventory.placement is None:
-        raise InputError.single(
-            str(source), "vcenter", "the inventory names no vCenter",
-            fix="add vcenter (host, user, password) and placement, or use a vSphere inventory "
-                "such as inventory/sim.yaml")
+    assert vc is not None
     try:
         password = vc.password.reveal(base_dir=source.parent)
     except (KeyError, OSError, IndexError) as exc:
@@ -49,4 +60,5 @@ def placement_from_inventory(inventory: Inventory, source: Path) -> PlacementNam
     return PlacementNames(
         datacenter=p.datacenter, datastore=p.datastore, network=p.network, template=p.template,
         cluster=p.cluster, folder=p.folder, resource_pool=p.resource_pool, source=str(source),
+        lab=inventory.lab_name,
     )

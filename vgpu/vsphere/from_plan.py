@@ -195,7 +195,8 @@ def desired_from_plan(
     """The Plan's VMs as the vSphere layer's desired state, or InputError naming every VM
     whose host lacks the vGPU type or GPU it needs."""
     gpu = mig.gpu_model(plan.gpu_model)
-    owner = OwnerMarks(scenario=plan.scenario_id, plan_hash=plan.plan_hash)
+    owner = OwnerMarks(scenario=plan.scenario_id, plan_hash=plan.plan_hash,
+                       lab=inventory.lab_name)
     guest_id = inventory.placement.guest_id if inventory.placement else None
     port_group = inventory.placement.network if inventory.placement else None
     problems: list[Problem] = []

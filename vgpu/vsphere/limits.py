@@ -8,3 +8,5 @@ from __future__ import annotations
 # lab scale: 64 VMs are built in one wave (see "Limits at scale" in docs/architecture.md).
 DEFAULT_CONCURRENCY = 64
 DEFAULT_IP_TIMEOUT_S = 600.0
+# How long a guest gets to shut down (VMware Tools) before its VM is powered off hard.
+DEFAULT_SHUTDOWN_TIMEOUT_S = 120.0

@@ -9,12 +9,16 @@ from vgpu.errors import InputError, Problem
 from vgpu.vsphere.connection import Placement, PlacementNames, Session, resolve_placement
 from vgpu.vsphere.desired import VmDesired
 from vgpu.vsphere.diff import ChangeSet, Step, plan_changes, plan_destroy
-from vgpu.vsphere.facts import HostFacts, VmActual, read_hosts, read_vms
+from vgpu.vsphere.facts import HostFacts, VmActual, read_hosts, read_vm_list
+from vgpu.vsphere.instances import InstanceRecord
+from vgpu.vsphere.ownership import lab_scope, lab_view
 
 
 @dataclass
 class ClusterState:
-    """One consistent read of the placement objects, every VM and every host."""
+    """One consistent read of the placement objects, every VM and every host. ``vms`` holds
+    the lab's folder and cluster by name and every other VM under ``name [moId]``
+    (vgpu.vsphere.ownership.lab_view)."""
 
     placement: Placement
     vms: dict[str, VmActual]
@@ -23,7 +27,8 @@ class ClusterState:
 
 def read_state(session: Session, names: PlacementNames) -> ClusterState:
     placement = resolve_placement(session, names)
-    vms = read_vms(session, placement.datacenter)
+    vms = lab_view(read_vm_list(session, placement.datacenter), lab_scope(placement),
+                   InstanceRecord(placement.lab).uuids())
     root = placement.cluster if placement.cluster is not None \
         else placement.datacenter.hostFolder
     return ClusterState(placement=placement, vms=vms, hosts=read_hosts(session, root, vms))

@@ -5,9 +5,11 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from vgpu.vsphere.diff import Action, ChangeSet, VmChange
+from vgpu.vsphere.diff import Action, ChangeSet, Step, VmChange
 from vgpu.vsphere.drift import Drift
 from vgpu.vsphere.execute import ExecutionReport
+from vgpu.vsphere.limits import DEFAULT_SHUTDOWN_TIMEOUT_S
+from vgpu.vsphere.power import shutdown_label
 from vgpu.vsphere.preflight_checks import PreflightReport
 
 ACTION_STYLE = {Action.CREATE: "green", Action.CHANGE: "yellow", Action.KEEP: "dim",
@@ -38,7 +40,12 @@ def _details(change: VmChange) -> str:
     return "; ".join(f"{f.field}: {f.current} -> {f.wanted}" for f in change.fields) or "-"
 
 
-def render_changes(changes: ChangeSet, console: Console, title: str) -> None:
+def step_text(step: Step, shutdown_timeout_s: float) -> str:
+    return shutdown_label(shutdown_timeout_s) if step is Step.POWER_OFF else step.value
+
+
+def render_changes(changes: ChangeSet, console: Console, title: str,
+                   shutdown_timeout_s: float = DEFAULT_SHUTDOWN_TIMEOUT_S) -> None:
     table = Table(title=title)
     for col in ("VM", "action", "host", "what", "vCenter steps"):
         table.add_column(col, overflow="fold")
@@ -47,7 +54,8 @@ def render_changes(changes: ChangeSet, console: Console, title: str) -> None:
             change.actual.host if change.actual else "")
         style = ACTION_STYLE[change.action]
         table.add_row(change.name, f"[{style}]{change.action.value}[/]", host or "",
-                      _details(change), ", ".join(s.value for s in change.steps) or "-")
+                      _details(change),
+                      ", ".join(step_text(s, shutdown_timeout_s) for s in change.steps) or "-")
     console.print(table)
     console.print(f"plan: {changes.summary()}")
 
@@ -55,8 +63,9 @@ def render_changes(changes: ChangeSet, console: Console, title: str) -> None:
 def render_outcomes(report: ExecutionReport, console: Console) -> None:
     for outcome in report.outcomes:
         if outcome.ok:
+            how = f", {outcome.shutdown}" if outcome.shutdown else ""
             console.print(f"[green]ok[/] {outcome.name}: {outcome.action.value} "
-                          f"({outcome.tasks} task(s), {outcome.seconds:.1f} s)")
+                          f"({outcome.tasks} task(s), {outcome.seconds:.1f} s{how})")
         else:
             console.print(f"[red]FAILED[/] {outcome.name}: {outcome.error}")
     done = len(report.outcomes) - len(report.failed)

@@ -10,6 +10,7 @@ from pyVmomi import vim
 
 from vgpu.vsphere.desired import GuestNetwork, PassthroughDevice, RdmaNicDevice, VmDesired
 from vgpu.vsphere.facts import VmActual, rdma_summary
+from vgpu.vsphere.managed import extra_config_update
 
 # Temporary negative keys tell vSphere "new device"; it assigns the real ones.
 NEW_DEVICE_KEY_BASE = -1000
@@ -164,6 +165,15 @@ def _network_changes(want: VmDesired, have: VmActual | None, backing: Any | None
     return [nic_change(have.nic_device, backing)]
 
 
+def pci_device_changes(want: VmDesired, have: VmActual | None,
+                       system_ids: dict[str, str] | None = None) -> list[Any]:
+    """The vGPU, GPU passthrough and RDMA NIC devices to remove and add, in the order the
+    reconfigure sends them."""
+    ids = system_ids or {}
+    return (_vgpu_device_changes(want, have) + _passthrough_changes(want, have, ids)
+            + _rdma_changes(want, have, ids))
+
+
 def reconfigure_spec(want: VmDesired, have: VmActual | None,
                      system_ids: dict[str, str] | None = None,
                      network_backing: Any | None = None) -> Any | None:
@@ -185,14 +195,11 @@ def reconfigure_spec(want: VmDesired, have: VmActual | None,
         spec.memoryReservationLockedToMax, changed = want.memory_reservation_locked, True
     if want.guest_id is not None and (have is None or have.guest_id != want.guest_id):
         spec.guestId, changed = want.guest_id, True
-    current = have.extra_config if have else {}
-    extra = {k: v for k, v in want.all_extra_config().items() if current.get(k) != v}
+    pci = pci_device_changes(want, have, system_ids)
+    extra = extra_config_update(want, have, pci)
     if extra:
         spec.extraConfig, changed = option_values(extra), True
-    ids = system_ids or {}
-    devices = (_vgpu_device_changes(want, have) + _passthrough_changes(want, have, ids)
-               + _rdma_changes(want, have, ids)
-               + _network_changes(want, have, network_backing))
+    devices = pci + _network_changes(want, have, network_backing)
     if devices:
         spec.deviceChange, changed = devices, True
     return spec if changed else None
