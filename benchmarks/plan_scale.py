@@ -15,7 +15,7 @@ import time
 from vgpu.errors import PlanError
 from vgpu.model.inventory import Inventory
 from vgpu.model.scenario import Scenario
-from vgpu.plan import build_plan
+from vgpu.planner import build_plan
 
 GPUS_PER_HOST = 4
 SLICES_PER_GPU = 7

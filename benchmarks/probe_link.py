@@ -27,9 +27,9 @@ sys.path.insert(0, str(ROOT))  # the namespace and SSH labs live with the tests
 from tests.labs.netns import NetnsLab, netns_available  # noqa: E402
 from tests.labs.sshlab import SshLab, lab_available  # noqa: E402
 from tests.train.labnodes import lab_train_nodes, link_scenario  # noqa: E402
-from vgpu.train.bench import run_training_scenario  # noqa: E402
 from vgpu.train.launch import TrainNode  # noqa: E402
 from vgpu.train.probe import ProbeSettings, run_probe  # noqa: E402
+from vgpu.train.scenario_runner import run_training_scenario  # noqa: E402
 from vgpu.train.session import CPU_CHECK  # noqa: E402
 
 GOAL = 0.20

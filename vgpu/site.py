@@ -21,7 +21,7 @@ from vgpu.model.inventory import Inventory
 from vgpu.model.load import load_inventory
 from vgpu.model.plan import Plan
 from vgpu.model.scenario import Scenario
-from vgpu.plan import build_plan
+from vgpu.planner import build_plan
 
 if TYPE_CHECKING:
     from vgpu.bench.runtime import Runtime

@@ -26,7 +26,7 @@ from vgpu.container.docker import DockerCli
 from vgpu.errors import RemoteError
 from vgpu.model.load import load_inventory
 from vgpu.model.scenario import InferenceWorkload
-from vgpu.plan import build_plan
+from vgpu.planner import build_plan
 from vgpu.provision.facts import GPU_LIST
 from vgpu.provision.requirements import GuestRequirements
 from vgpu.provision.steps.gpuprobe import planned_devices, probe_argv

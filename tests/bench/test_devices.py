@@ -17,7 +17,7 @@ from vgpu.nvml.from_plan import layouts_from_plan
 from vgpu.nvml.layout import apply_layout
 from vgpu.nvml.simulator import SimulatedGpuBackend
 from vgpu.nvml.state import StateStore
-from vgpu.plan import build_plan
+from vgpu.planner import build_plan
 
 A100 = mig.GPU_MODELS["A100-80GB"].display_name
 CPU = [LocalDevice("cpu", "CPU")]

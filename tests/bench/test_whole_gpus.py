@@ -12,7 +12,7 @@ from vgpu.bench.hostprobe import HostHarness
 from vgpu.bench.local import planned_slices
 from vgpu.bench.remote import Placement, _target, per_whole_gpu
 from vgpu.model.load import load_inventory
-from vgpu.plan import build_plan
+from vgpu.planner import build_plan
 from vgpu.provision.facts import parse_gpu_list
 from vgpu.remote.local import LocalTransport
 from vgpu.results.records import Platform

@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 
 import vgpu.model.load
-import vgpu.plan
+import vgpu.planner
 from vgpu.model.inventory import Inventory
 
 
 def count_loads_and_plans(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     calls = {"load_inventory": 0, "build_plan": 0}
-    validate, place = vgpu.model.load.validate_doc, vgpu.plan._planned_vms
+    validate, place = vgpu.model.load.validate_doc, vgpu.planner._planned_vms
 
     def counting_validate(model: type[Any], doc: Any) -> Any:
         calls["load_inventory"] += model is Inventory
@@ -26,5 +26,5 @@ def count_loads_and_plans(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
         return place(*args)
 
     monkeypatch.setattr(vgpu.model.load, "validate_doc", counting_validate)
-    monkeypatch.setattr(vgpu.plan, "_planned_vms", counting_place)
+    monkeypatch.setattr(vgpu.planner, "_planned_vms", counting_place)
     return calls

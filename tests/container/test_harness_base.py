@@ -24,7 +24,7 @@ from vgpu.errors import PlanError
 from vgpu.model.inventory import Drivers
 from vgpu.model.load import load_inventory
 from vgpu.model.scenario import Scenario
-from vgpu.plan import build_plan
+from vgpu.planner import build_plan
 from vgpu.provision.adapter import jobs_from_plan
 
 ROOT = Path(__file__).resolve().parents[2]

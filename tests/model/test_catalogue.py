@@ -8,7 +8,7 @@ import pytest
 
 from vgpu import catalog
 from vgpu.model import load_inventory, load_scenario
-from vgpu.plan import build_plan
+from vgpu.planner import build_plan
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))

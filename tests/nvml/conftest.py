@@ -12,7 +12,7 @@ from vgpu.nvml.from_plan import layouts_from_plan
 from vgpu.nvml.simulator import SimulatedGpuBackend
 from vgpu.nvml.spec import LayoutSpec
 from vgpu.nvml.state import StateStore
-from vgpu.plan import build_plan
+from vgpu.planner import build_plan
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from vgpu import catalog
 from vgpu.errors import InputError
 from vgpu.nvml.from_plan import layouts_from_plan
 from vgpu.nvml.spec import LayoutSpec
-from vgpu.plan import build_plan
+from vgpu.planner import build_plan
 
 
 def test_bm6_plan_gives_the_vm_layout_of_scenario_6() -> None:

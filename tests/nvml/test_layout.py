@@ -9,9 +9,9 @@ import pytest
 
 from vgpu.errors import InputError
 from vgpu.nvml import errors
-from vgpu.nvml.bench import mig_devices_for_bench
 from vgpu.nvml.errors import LayoutError, MigError
 from vgpu.nvml.layout import apply_layout
+from vgpu.nvml.local_devices import mig_devices_for_bench
 from vgpu.nvml.simulator import SimulatedGpuBackend
 from vgpu.nvml.state import StateStore
 from vgpu.nvml.teardown import destroy_layout

@@ -14,10 +14,10 @@ import pytest
 from tests.labs.pynvml_simulator import PynvmlSimulator
 from vgpu import mig
 from vgpu.nvml import errors
-from vgpu.nvml.bench import mig_devices_for_bench
 from vgpu.nvml.catalogue_check import check_catalogue, compare_catalogue
 from vgpu.nvml.errors import MigError, NvmlUnavailable
 from vgpu.nvml.layout import apply_layout
+from vgpu.nvml.local_devices import mig_devices_for_bench
 from vgpu.nvml.real import NvmlBackend, load_nvml
 from vgpu.nvml.select import backend_for_this_machine
 from vgpu.nvml.simulator import SimulatedGpuBackend

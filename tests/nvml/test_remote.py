@@ -18,7 +18,7 @@ from vgpu.errors import InputError
 from vgpu.nvml.errors import LayoutError
 from vgpu.nvml.remote import RemoteMig, apply_plan_on_host, bundle
 from vgpu.nvml.simulator import SimulatedGpuBackend
-from vgpu.plan import build_plan
+from vgpu.planner import build_plan
 from vgpu.remote.local import LocalTransport
 
 from .conftest import layout_of

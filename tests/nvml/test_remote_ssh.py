@@ -16,7 +16,7 @@ from tests.provision.lab_jobs import FAST, SUDO_ENV, SUDO_PASSWORD, target
 from vgpu import catalog
 from vgpu.nvml.remote import RemoteMig, apply_plan_on_host
 from vgpu.nvml.simulator import SimulatedGpuBackend
-from vgpu.plan import build_plan
+from vgpu.planner import build_plan
 from vgpu.remote.hostlog import HostLog
 from vgpu.remote.redact import Redactor
 from vgpu.remote.ssh import SSHTransport

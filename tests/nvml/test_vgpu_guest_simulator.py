@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from vgpu.nvml import errors
-from vgpu.nvml.bench import mig_devices_for_bench
 from vgpu.nvml.errors import MigError
+from vgpu.nvml.local_devices import mig_devices_for_bench
 from vgpu.nvml.simulator import SimulatedGpuBackend
 
 

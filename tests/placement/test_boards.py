@@ -11,7 +11,7 @@ import pytest
 from vgpu import mig
 from vgpu.model.inventory import Inventory
 from vgpu.model.scenario import Scenario
-from vgpu.plan import HeldVgpu, build_plan
+from vgpu.planner import HeldVgpu, build_plan
 
 VCENTER = {"host": "vc.lab", "user": "u", "password": {"env": "VC_PASSWORD"}}
 PLACEMENT = {"datacenter": "dc", "datastore": "ds", "network": "vm", "template": "tpl"}

@@ -15,7 +15,7 @@ import yaml
 from tests.cli.invoke import run_cli
 from vgpu.model.load import load_scenario
 from vgpu.nvml.simulator import SimulatedGpuBackend
-from vgpu.plan import build_plan
+from vgpu.planner import build_plan
 
 REPO = Path(__file__).resolve().parents[2]
 BM_SCENARIOS = sorted((REPO / "scenarios").glob("bm*.yaml"))

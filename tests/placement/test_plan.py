@@ -16,7 +16,7 @@ from vgpu.model.inventory import Inventory
 from vgpu.model.load import load_inventory, load_scenario, vgpu_requests
 from vgpu.model.plan import Plan, PlannedVM
 from vgpu.model.scenario import Scenario
-from vgpu.plan import HeldVgpu, build_plan, mmio_size_gb
+from vgpu.planner import HeldVgpu, build_plan, mmio_size_gb
 
 ROOT = Path(__file__).resolve().parents[2]
 SIM = ROOT / "inventory" / "sim.yaml"

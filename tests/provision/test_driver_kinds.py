@@ -15,7 +15,7 @@ from tests.provision.lab_jobs import FAST
 from vgpu.errors import InputError
 from vgpu.model.inventory import Drivers, Inventory
 from vgpu.model.load import load_inventory, load_scenario
-from vgpu.plan import build_plan
+from vgpu.planner import build_plan
 from vgpu.provision.adapter import HarnessOptions, jobs_from_plan
 from vgpu.provision.fanout import Job, preflight, provision_all
 from vgpu.provision.step import Outcome

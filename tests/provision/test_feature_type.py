@@ -17,7 +17,7 @@ from tests.provision.lab_jobs import FAST, guest_files
 from vgpu.model.inventory import Drivers
 from vgpu.model.load import load_inventory, load_scenario
 from vgpu.model.scenario import Scenario
-from vgpu.plan import build_plan
+from vgpu.planner import build_plan
 from vgpu.provision.adapter import HarnessOptions, jobs_from_plan
 from vgpu.provision.fanout import Job, provision_all
 

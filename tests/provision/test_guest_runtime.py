@@ -12,7 +12,7 @@ from vgpu.container.images import DEFAULT_BASE_IMAGE, harness_base
 from vgpu.model.inventory import Inventory
 from vgpu.model.load import load_scenario
 from vgpu.model.scenario import GuestStack, Scenario
-from vgpu.plan import guest_steps
+from vgpu.planner import guest_steps
 
 ROOT = Path(__file__).resolve().parents[2]
 

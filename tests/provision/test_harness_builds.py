@@ -10,7 +10,7 @@ from pathlib import Path
 from vgpu.model.inventory import Inventory
 from vgpu.model.load import load_inventory, load_scenario
 from vgpu.model.scenario import Scenario
-from vgpu.plan import build_plan
+from vgpu.planner import build_plan
 from vgpu.provision.adapter import jobs_from_plan
 from vgpu.provision.fanout import Job
 

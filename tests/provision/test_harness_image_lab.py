@@ -25,7 +25,7 @@ from tests.provision.lab_jobs import FAST, target
 from vgpu.container.docker import DockerCli
 from vgpu.container.images import DOCKERFILE, data_file_text
 from vgpu.model.load import load_inventory, load_scenario
-from vgpu.plan import build_plan
+from vgpu.planner import build_plan
 from vgpu.provision.adapter import jobs_from_plan
 from vgpu.provision.fanout import Job, provision_all
 from vgpu.provision.report import RunReport

@@ -23,7 +23,7 @@ from tests.provision.lab_jobs import (
 )
 from vgpu.model.inventory import Drivers
 from vgpu.model.load import load_inventory, load_scenario
-from vgpu.plan import build_plan
+from vgpu.planner import build_plan
 from vgpu.provision.adapter import HarnessOptions, jobs_from_plan
 from vgpu.provision.display import summary
 from vgpu.provision.fanout import Job, provision_all

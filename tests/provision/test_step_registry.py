@@ -11,7 +11,7 @@ import pytest
 
 from vgpu import stepnames
 from vgpu.model.load import load_scenario
-from vgpu.plan import guest_steps
+from vgpu.planner import guest_steps
 from vgpu.provision.requirements import GuestRequirements
 from vgpu.provision.step import REGISTRY, Check, HostContext, Step, guest_step
 from vgpu.provision.steps import build_steps
@@ -70,7 +70,7 @@ def test_registering_an_unknown_or_taken_name_fails() -> None:
 
 
 def test_planning_imports_neither_provisioning_nor_paramiko() -> None:
-    code = ("import sys, vgpu.plan; print(sorted(m for m in sys.modules if m == 'paramiko' "
+    code = ("import sys, vgpu.planner; print(sorted(m for m in sys.modules if m == 'paramiko' "
             "or m.startswith('vgpu.provision')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=ROOT)

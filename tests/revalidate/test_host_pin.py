@@ -12,7 +12,7 @@ import pytest
 
 from tests.placement.test_plan import inventory, scenario
 from vgpu.errors import InputError, PlanError
-from vgpu.plan import HeldVgpu, build_plan
+from vgpu.planner import HeldVgpu, build_plan
 from vgpu.results.records import BaselineSet, RunStart
 from vgpu.results.store import ResultStore
 from vgpu.revalidate.flow import baseline_key

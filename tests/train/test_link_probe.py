@@ -21,9 +21,9 @@ from vgpu.cli import _register, app
 from vgpu.errors import VerdictFailed
 from vgpu.model.scenario import Scenario
 from vgpu.results.store import ResultStore
-from vgpu.train.bench import run_training_scenario
 from vgpu.train.launch import TrainNode
 from vgpu.train.probe import MIB, ProbeRun, ProbeSettings, run_probe
+from vgpu.train.scenario_runner import run_training_scenario
 from vgpu.train.session import CPU_CHECK
 
 _UNAVAILABLE = lab_available() or netns_available()

@@ -12,12 +12,12 @@ pytest.importorskip("torch", reason="the train extra (torch) is not installed")
 
 from vgpu.model import load_scenario
 from vgpu.results.store import ResultStore
-from vgpu.train.bench import Overrides, TrainingRun, run_training_scenario
 from vgpu.train.report import (
     build_scaling_report,
     render_scaling_report,
     store_scaling_report,
 )
+from vgpu.train.scenario_runner import Overrides, TrainingRun, run_training_scenario
 
 pytestmark = [pytest.mark.train, pytest.mark.slow]
 

@@ -12,8 +12,8 @@ from vgpu.errors import InputError
 from vgpu.model import load_scenario
 from vgpu.model.scenario import Scenario, TrainingWorkload
 from vgpu.remote.local import LocalTransport
-from vgpu.train.bench import Overrides, planned_gpu_memory_bytes, prepare_launch
 from vgpu.train.launch import TrainNode
+from vgpu.train.scenario_runner import Overrides, planned_gpu_memory_bytes, prepare_launch
 
 pytest.importorskip("torch", reason="the train extra (torch) is not installed")
 

@@ -25,9 +25,9 @@ from vgpu.results import judge, noise_store
 from vgpu.results.records import RunStart, TargetKind
 from vgpu.results.store import ResultStore
 from vgpu.site import Site
-from vgpu.train.bench import Overrides, TrainingRun
 from vgpu.train.launch import TrainNode
 from vgpu.train.records import store_training_record
+from vgpu.train.scenario_runner import Overrides, TrainingRun
 from vgpu.train.session import (
     CPU_CHECK,
     TrainingOutcome,

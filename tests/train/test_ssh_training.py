@@ -18,9 +18,9 @@ from vgpu.errors import InputError, PlanError
 from vgpu.model import load_scenario
 from vgpu.model.scenario import TrainingWorkload
 from vgpu.train import preflight
-from vgpu.train.bench import Overrides, prepare_launch
 from vgpu.train.launch import Launch, TrainNode, run_launch, torchrun_command
 from vgpu.train.netenv import NetworkOptions, comm_environment
+from vgpu.train.scenario_runner import Overrides, prepare_launch
 
 pytestmark = [
     pytest.mark.train, pytest.mark.sshd, pytest.mark.slow,

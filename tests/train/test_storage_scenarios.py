@@ -15,7 +15,7 @@ from vgpu.cli.train_view import input_summary
 from vgpu.errors import InputError
 from vgpu.model.scenario import TrainingWorkload
 from vgpu.results.store import ResultStore
-from vgpu.train.bench import _data_spec
+from vgpu.train.scenario_runner import _data_spec
 from vgpu.train.storage import storage_of
 
 ROOT = Path(__file__).resolve().parents[2]

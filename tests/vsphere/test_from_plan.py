@@ -10,7 +10,7 @@ import pytest
 from vgpu import catalog, mig
 from vgpu.errors import InputError
 from vgpu.model.inventory import Inventory
-from vgpu.plan import build_plan
+from vgpu.planner import build_plan
 from vgpu.vsphere.desired import OwnerMarks
 from vgpu.vsphere.facts import GpuDevice, HostFacts, VmActual
 from vgpu.vsphere.from_plan import desired_from_plan, held_from_facts

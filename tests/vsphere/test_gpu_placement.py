@@ -15,7 +15,7 @@ import yaml
 from tests.cli.invoke import run_cli
 from tests.labs.vcsim import VcsimLab, lab_available
 from vgpu.model.load import load_inventory, load_scenario
-from vgpu.plan import build_plan
+from vgpu.planner import build_plan
 from vgpu.sim.lab import LabShape, gpu_pci_ids
 from vgpu.vsphere.connection import connect
 from vgpu.vsphere.execute import Executor

@@ -12,7 +12,7 @@ from pyVmomi import vim
 
 from vgpu import catalog, mig
 from vgpu.model.load import load_inventory
-from vgpu.plan import build_plan
+from vgpu.planner import build_plan
 from vgpu.vsphere.facts import GpuDevice, HostFacts, vgpu_modes
 from vgpu.vsphere.preflight_checks import mig_capable, vgpu_mode_checks
 

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from vgpu.nvml.backend import GpuBackend
-from vgpu.nvml.bench import MigDeviceInfo, mig_devices_for_bench
 from vgpu.nvml.errors import NvmlUnavailable
+from vgpu.nvml.local_devices import MigDeviceInfo, mig_devices_for_bench
 from vgpu.nvml.select import backend_for_this_machine
 
 DeviceKind = Literal["cpu", "gpu", "mig"]

@@ -236,7 +236,7 @@ def export(
     """Write a bare-metal scenario's MIG layout, or the layout on this machine's GPUs now
     (`current`, read through NVML), as an NVIDIA mig-parted config on stdout."""
     from vgpu import migparted
-    from vgpu.plan import build_plan
+    from vgpu.planner import build_plan
 
     if fmt not in EXPORT_FORMATS:
         raise InputError.single("command line", "--format", f"'{fmt}' is not an export format",

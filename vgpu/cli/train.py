@@ -125,9 +125,9 @@ def probe_command(
 def _local_probe(settings: ProbeSettings) -> ProbeRun:
     """The probe on this machine alone (no scenario: nothing to store it under)."""
     from loadgen.contract import AllreduceRunSpec
-    from vgpu.train.bench import local_node
     from vgpu.train.launch import Launch, run_launch
     from vgpu.train.probe import ProbeRun
+    from vgpu.train.scenario_runner import local_node
 
     with tempfile.TemporaryDirectory(prefix="vgpu-probe-") as work:
         node = local_node(Path(work) / "node", python=sys.executable)

@@ -13,7 +13,7 @@ from vgpu.cli.common import console
 from vgpu.errors import RemoteError, VerdictFailed
 from vgpu.model.scenario import Scenario
 from vgpu.results.store import ResultStore
-from vgpu.train.bench import TrainingRun
+from vgpu.train.scenario_runner import TrainingRun
 from vgpu.train.session import TrainingOutcome, WorkloadSeries, run_training_bench
 
 if TYPE_CHECKING:

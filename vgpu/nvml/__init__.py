@@ -2,9 +2,9 @@
 or a simulated one (SimulatedGpuBackend), and the layout operations on top."""
 
 from vgpu.nvml.backend import GpuBackend
-from vgpu.nvml.bench import MigDeviceInfo, mig_devices_for_bench
 from vgpu.nvml.errors import LayoutError, MigError, NvmlUnavailable
 from vgpu.nvml.layout import apply_layout, verify_layout
+from vgpu.nvml.local_devices import MigDeviceInfo, mig_devices_for_bench
 from vgpu.nvml.real import NvmlBackend
 from vgpu.nvml.select import backend_for_this_machine
 from vgpu.nvml.simulator import SimulatedGpuBackend

@@ -23,9 +23,9 @@ from typing import Any
 
 from vgpu.errors import VgpuError
 from vgpu.nvml.backend import GpuBackend
-from vgpu.nvml.bench import mig_devices_for_bench
 from vgpu.nvml.catalogue_check import check_catalogue
 from vgpu.nvml.layout import apply_layout
+from vgpu.nvml.local_devices import mig_devices_for_bench
 from vgpu.nvml.select import backend_for_this_machine
 from vgpu.nvml.spec import LayoutSpec
 from vgpu.nvml.state import StateStore

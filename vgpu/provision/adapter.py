@@ -12,7 +12,7 @@ from vgpu import stepnames
 from vgpu.model.inventory import BareMetalHost, Inventory, SshDefaults
 from vgpu.model.plan import Plan, PlannedVgpu, PlannedVM
 from vgpu.model.scenario import Scenario
-from vgpu.plan import harness_base_for
+from vgpu.planner import harness_base_for
 from vgpu.provision.fanout import Job
 from vgpu.provision.requirements import (
     COMPUTE_SERVER_FEATURE_TYPE,

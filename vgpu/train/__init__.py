@@ -7,8 +7,8 @@ turns bench targets (one per GPU/VM) into training nodes (one per host)."""
 
 from __future__ import annotations
 
-from vgpu.train.bench import Overrides, TrainingRun, local_node, run_training_scenario
 from vgpu.train.launch import TrainNode
+from vgpu.train.scenario_runner import Overrides, TrainingRun, local_node, run_training_scenario
 from vgpu.train.targets import nodes_from_targets
 
 __all__ = [

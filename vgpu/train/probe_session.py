@@ -11,9 +11,9 @@ from vgpu.model.scenario import Scenario
 from vgpu.results.records import TargetKind
 from vgpu.results.store import ResultStore
 from vgpu.site import Site
-from vgpu.train.bench import local_node
 from vgpu.train.launch import TrainNode
 from vgpu.train.probe import ProbeRun, ProbeSettings, run_probe
+from vgpu.train.scenario_runner import local_node
 from vgpu.train.session import close_nodes, site_nodes
 
 

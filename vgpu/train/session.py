@@ -17,8 +17,13 @@ from vgpu.results.records import TargetKind
 from vgpu.results.series import load_series
 from vgpu.results.store import ResultStore
 from vgpu.site import Site
-from vgpu.train.bench import Overrides, TrainingRun, local_gpu_count, run_training_scenario
 from vgpu.train.launch import TrainNode
+from vgpu.train.scenario_runner import (
+    Overrides,
+    TrainingRun,
+    local_gpu_count,
+    run_training_scenario,
+)
 from vgpu.train.targets import inventory_nodes
 
 # On a CPU the study's ResNet50 at batch 1024 would take hours per step: a CPU run is a

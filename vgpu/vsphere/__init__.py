@@ -8,7 +8,7 @@ Modules, each with one job:
 - ``specs``: the pyvmomi clone / reconfigure / customization specs
 - ``execute``: run a change set, VMs in parallel, one VM's failure isolated; ``tasks``:
   wait for tasks and describe faults
-- ``reconcile``: read + check + plan; ``workflow``: joins the planner (vgpu.plan) with facts
+- ``reconcile``: read + check + plan; ``workflow``: joins the planner (vgpu.planner) with facts
 - ``from_inventory`` / ``from_plan``: adapters from the inventory and the Plan
 - ``preflight``: host and scenario checks; ``render``: rich output; ``commands``: the
   bodies of ``vgpu preflight / apply / destroy``

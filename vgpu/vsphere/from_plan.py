@@ -16,7 +16,7 @@ from vgpu.errors import InputError, Problem
 from vgpu.model.inventory import Inventory
 from vgpu.model.plan import Plan, PlannedRdmaNic, PlannedVgpu, PlannedVM
 from vgpu.model.vgpu_request import VgpuRequest, parse_vgpu
-from vgpu.plan import HeldVgpu
+from vgpu.planner import HeldVgpu
 from vgpu.vsphere.desired import (
     GuestNetwork,
     OwnerMarks,

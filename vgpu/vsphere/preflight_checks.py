@@ -17,7 +17,7 @@ from vgpu.model.inventory import Inventory, RdmaNic
 from vgpu.model.load import vgpu_requests
 from vgpu.model.plan import Plan
 from vgpu.model.scenario import Scenario
-from vgpu.plan import HeldVgpu
+from vgpu.planner import HeldVgpu
 from vgpu.vsphere.assignment import CONSOLIDATION, ESXCLI_CONSOLIDATION, shared_gpus
 from vgpu.vsphere.ats import nic_firmware_todos
 from vgpu.vsphere.facts import VGPU_MODE_MIG, HostFacts, driver_branch

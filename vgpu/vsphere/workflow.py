@@ -12,7 +12,7 @@ from pathlib import Path
 from vgpu.model.inventory import Inventory
 from vgpu.model.plan import Plan
 from vgpu.model.scenario import Scenario
-from vgpu.plan import HeldVgpu, build_plan
+from vgpu.planner import HeldVgpu, build_plan
 from vgpu.vsphere.connection import Session
 from vgpu.vsphere.desired import VmDesired
 from vgpu.vsphere.diff import ChangeSet
