@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pyVmomi import vim
 
-from tests.core.cli import run_cli
+from tests.cli.invoke import run_cli
 from tests.labs.vcsim import VcsimLab, lab_available
 from tests.vsphere.test_apply_desired import apply, desired_vms
 from vgpu.model.load import load_inventory
