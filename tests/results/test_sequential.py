@@ -3,6 +3,7 @@ a small run of benchmarks/verdict_power.py's simulation through the real decisio
 
 from __future__ import annotations
 
+import math
 import random
 from functools import lru_cache
 
@@ -40,7 +41,9 @@ def test_check_ci_at_95_percent_is_compare_samples_ci() -> None:
     assert check_ci(check, 0.05) == pytest.approx(check.ci_pct, rel=1e-3)  # df rounded
     low, high = check_ci(check, 0.025) or (0.0, 0.0)
     assert low < check.ci_pct[0] and high > check.ci_pct[1]
-    assert (low + high) / 2 == pytest.approx(check.difference_pct)
+    # symmetric on the log-ratio scale, not in percent
+    assert math.log1p(low / 100) + math.log1p(high / 100) == pytest.approx(
+        2 * math.log1p(check.difference_pct / 100))
 
 
 def test_a_clear_pass_stops_at_the_pilot() -> None:

@@ -30,7 +30,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from vgpu.results.compare import Band, Check, Verdict, _judge, compare_samples, satterthwaite
+from vgpu.results.compare import (
+    Band,
+    Check,
+    Verdict,
+    _judge,
+    compare_samples,
+    pct_of_log,
+    satterthwaite,
+)
 from vgpu.results.noise import series_per_side
 from vgpu.results.stats import ALPHA, POWER, t_quantile
 
@@ -92,7 +100,7 @@ def check_ci(check: Check, alpha: float) -> tuple[float, float] | None:
     if check.se_pct is None or check.df is None:
         return None
     half = _t(1.0 - alpha / 2.0, check.df) * check.se_pct
-    return check.difference_pct - half, check.difference_pct + half
+    return pct_of_log(check.log_difference - half), pct_of_log(check.log_difference + half)
 
 
 def look_verdict(check: Check, alpha: float) -> Verdict:
