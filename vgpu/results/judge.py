@@ -46,7 +46,8 @@ class _Pairing:
         if len(cand) != len(self.pairs.candidate) or len(ref) != len(self.pairs.reference):
             raise ValueError(f"{name}: a value is missing from a valid repeat")
         return compare_paired(name, [cand[i] for i, _ in self.pairs.positions],
-                              [ref[j] for _, j in self.pairs.positions], band, unit)
+                              [ref[j] for _, j in self.pairs.positions], band, unit,
+                              self.pairs.blocks)
 
 
 def _shared_checks(

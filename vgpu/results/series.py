@@ -142,6 +142,7 @@ class Pairs(NamedTuple):
     candidate: list[int]
     reference: list[int]
     positions: list[tuple[int, int]]
+    blocks: list[int]  # each position's block (its index in the session: its order)
 
 
 def interleaved_pairs(candidate: SeriesData, reference: SeriesData) -> Pairs | None:
@@ -155,7 +156,7 @@ def interleaved_pairs(candidate: SeriesData, reference: SeriesData) -> Pairs | N
     ref_blocks = _valid_blocks(reference)
     shared = sorted(set(cand_blocks) & set(ref_blocks))
     return Pairs(list(range(len(cand_blocks))), list(range(len(ref_blocks))),
-                 [(cand_blocks[b], ref_blocks[b]) for b in shared])
+                 [(cand_blocks[b], ref_blocks[b]) for b in shared], shared)
 
 
 def _valid_blocks(data: SeriesData) -> dict[int, int]:
