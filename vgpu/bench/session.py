@@ -26,7 +26,14 @@ from vgpu.results.compare import Check, Comparison
 from vgpu.results.format import number
 from vgpu.results.judge import judge_against_baseline
 from vgpu.results.records import Metric, RunStart
-from vgpu.results.sequential import Design, Pilot, budget_total, expectation, look
+from vgpu.results.sequential import (
+    Design,
+    Pilot,
+    budget_total,
+    expectation,
+    look,
+    with_schedule,
+)
 from vgpu.results.series import SeriesData, load_series
 from vgpu.results.server_split import Split, series_split
 from vgpu.results.store import ResultStore
@@ -357,6 +364,7 @@ class _Pacing:
                 listen.phase(note)
         self.looks += 1
         step = look(checks, total, self.looks, self.design, blocked)
+        self.design = with_schedule(self.design, step)
         result.workload.notes.append(f"sequential repeats: {step.describe()}")
         listen.phase(f"{result.workload.label}: {step.describe()}")
         return step.next_total
@@ -376,7 +384,8 @@ class _Pacing:
         self.budget.workloads_left -= 1
         if not checks:
             return None
-        planned = look(checks, total, 1, self.design, blocked).next_total
+        first = look(checks, total, 1, self.design, blocked)
+        planned = first.schedule[-1] if first.schedule else total
         cv = series.throughput_cv
         pilot = Pilot(series.workload.split(" (")[0], total, repeat_s,
                       None if cv is None else cv * 100.0, scenario.tolerances.throughput_pct)
@@ -385,11 +394,16 @@ class _Pacing:
         return f"budget: {expectation(pilot, planned, cap)}"
 
 
-def _pacing(overrides: BenchOverrides, repeats: int, budget: _Budget | None) -> _Pacing | None:
+def _pacing(overrides: BenchOverrides, repeats: int, budget: _Budget | None,
+            step: int = 1) -> _Pacing | None:
+    """The sequential design of --until-decided / --budget; ``step`` 2 for ABBA blocks
+    (every look at complete pairs)."""
     if not (overrides.until_decided or budget is not None):
         return None
     cap = max(repeats, overrides.max_repeats or Design().max_repeats)
-    return _Pacing(Design(min_repeats=repeats, max_repeats=cap), budget)
+    cap -= cap % step
+    return _Pacing(Design(min_repeats=repeats, max_repeats=max(cap, repeats), step=step),
+                   budget)
 
 
 @dataclass(frozen=True)
@@ -410,14 +424,17 @@ def run_interleaved(
     """Both scenarios' workloads of ``workload_names`` in alternating blocks of one repeat
     each, ABBA (reference, candidate | candidate, reference | ...), each side a series of
     its own that names the other as its partner, so the candidate is judged block by block
-    and drift between minutes cancels. Offline sides share one expected QPS per instance
-    position (the larger probe), so their queries have the same size."""
+    and drift between minutes cancels. The block count is even (complete ABBA pairs), and
+    each side first runs one warm-up run that is not judged (the session's first runs are
+    cold). Offline sides share one expected QPS per instance position (the larger probe),
+    so their queries have the same size."""
     listen: BenchListener = listener or QuietListener()
     ref_workloads, _ = inference_workloads(reference.scenario, workload_names)
     cand_workloads, notes = inference_workloads(candidate.scenario, workload_names)
     outcomes = (BenchOutcome(reference.scenario, reference.targets, list(reference.notes)),
                 BenchOutcome(candidate.scenario, candidate.targets, [*candidate.notes, *notes]))
     repeats = runs or candidate.scenario.repeats
+    repeats += repeats % 2  # complete ABBA pairs
     budget = _Budget.of(candidate.overrides, len(cand_workloads))
     for cand_w in cand_workloads:
         ref_w = next(w for w in ref_workloads if w.label == cand_w.label)
@@ -454,8 +471,13 @@ def _run_blocks(store: ResultStore, sides: tuple[Side, Side],
             pair[1 - index].failure = f"stopped with scenario {side.scenario.id}"
             return
     _share_rates(sides, pair)
+    for index, (side, result) in enumerate(zip(sides, pair, strict=True)):
+        if not _warm_up(store, side, result, listen, timeouts):
+            pair[1 - index].failure = f"stopped with scenario {side.scenario.id}"
+            return
+    _share_rates(sides, pair)
     candidate = sides[1]
-    pacing = _pacing(candidate.overrides, repeats, budget)
+    pacing = _pacing(candidate.overrides, repeats, budget, step=2)
     total, block, started = repeats, 0, time.monotonic()
     while block < total:
         order = (0, 1) if block % 2 == 0 else (1, 0)
@@ -475,6 +497,39 @@ def _run_blocks(store: ResultStore, sides: tuple[Side, Side],
         if block == total and pacing is not None:
             total = pacing.next_total(store, candidate.scenario, pair[1], total,
                                       time.monotonic() - started, listen)
+
+
+def _warm_up(store: ResultStore, side: Side, result: WorkloadOutcome, listen: BenchListener,
+             timeouts: RoundTimeouts) -> bool:
+    """One run of ``result``'s workload on ``side`` before the judged blocks, not stored
+    as a run (its logs under logs/warmup/): a session's first run is cold (caches, clocks,
+    lazy initialisation) and would fall into one block only. False, with
+    ``result.failure`` set, when it failed."""
+    effective = result.workload
+    listen.phase(f"{effective.label}: warm-up run, scenario {side.scenario.id} (not judged)")
+    root = store.logs_root / "warmup" / result.series_id
+    specs = {t.instance: harness_spec(
+        effective, instance=t.instance, device=t.device, threads=t.threads,
+        seed=side.overrides.seed, target_qps=result.calibrated_qps.get(t.instance),
+    ).to_json() for t in side.targets}
+    listen.begin_round([t.instance for t in side.targets], effective.duration_s)
+    try:
+        warm = run_round(side.targets, specs, {t.instance: root / t.instance
+                                               for t in side.targets},
+                         tag=f"warmup-{result.series_id[:8]}",
+                         expected_s=effective.duration_s, listener=listen,
+                         timeouts=timeouts)
+    except RemoteError as exc:
+        result.failure = f"warm-up run: {exc}"
+        return False
+    finally:
+        listen.end_round()
+    if warm.failure:
+        result.failure = f"warm-up run: {warm.failure}"
+        return False
+    if result.calibrated_qps:
+        _recalibrate(result, warm.outcomes)
+    return True
 
 
 def _share_rates(sides: tuple[Side, Side],
