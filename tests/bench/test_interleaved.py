@@ -148,3 +148,27 @@ def test_a_failed_warm_up_stops_both_sides_before_any_block(
     assert order == []
     assert ref_out.failure == "warm-up run: harness exited 1"
     assert cand_out.failure is not None and "stopped with scenario bm6" in cand_out.failure
+
+
+def test_an_undecided_pilot_adds_blocks_in_pairs_within_the_stated_cap(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An A/A with 1% noise per run: 4 pilot blocks cannot decide a 2% tolerance; the
+    looks add complete pairs up to the stated cap (--max-repeats 12) and say so."""
+    order: list[tuple[str, int]] = []
+    noise = [1.0, 1.012, 0.99, 1.004, 0.985, 1.01, 0.996, 1.008, 0.992, 1.0, 1.006, 0.994]
+    values = {"bm6": iter([1000.0 * n for n in noise]),
+              "6": iter([1000.0 * n for n in reversed(noise)])}
+    monkeypatch.setattr(session, "_run_repeat", _fake(order, values))
+    monkeypatch.setattr(session, "_warm_up", _warm(order))
+    monkeypatch.setattr(session, "_calibrate", lambda *_: True)
+    reference, candidate = _sides(tmp_path, BenchOverrides(max_repeats=12))
+    with ResultStore.open(tmp_path / "r.db") as store:
+        _, cand_out = run_interleaved(reference, candidate, store, runs=4,
+                                      workload_names=[WORKLOAD])
+    [mine] = cand_out.workloads
+    blocks = sorted({block for _, block in order if block >= 0})
+    assert len(blocks) > 4 and len(blocks) % 2 == 0 and len(blocks) <= 12
+    notes = mine.workload.notes
+    assert any("at most 12 blocks (24 runs) unless decided sooner" in n for n in notes)
+    looks = [n for n in notes if n.startswith("sequential repeats")]
+    assert looks[0].startswith("sequential repeats: look 1 at 4: undecided")

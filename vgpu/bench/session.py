@@ -395,10 +395,11 @@ class _Pacing:
 
 
 def _pacing(overrides: BenchOverrides, repeats: int, budget: _Budget | None,
-            step: int = 1) -> _Pacing | None:
-    """The sequential design of --until-decided / --budget; ``step`` 2 for ABBA blocks
-    (every look at complete pairs)."""
-    if not (overrides.until_decided or budget is not None):
+            step: int = 1, always: bool = False) -> _Pacing | None:
+    """The sequential design of --until-decided / --budget (``always``: whatever the
+    options, as an interleaved comparison is); ``step`` 2 for ABBA blocks (every look at
+    complete pairs)."""
+    if not (always or overrides.until_decided or budget is not None):
         return None
     cap = max(repeats, overrides.max_repeats or Design().max_repeats)
     cap -= cap % step
@@ -424,7 +425,9 @@ def run_interleaved(
     """Both scenarios' workloads of ``workload_names`` in alternating blocks of one repeat
     each, ABBA (reference, candidate | candidate, reference | ...), each side a series of
     its own that names the other as its partner, so the candidate is judged block by block
-    and drift between minutes cancels. The block count is even (complete ABBA pairs), and
+    and drift between minutes cancels. Blocks are added at looks planned from the
+    pilot's noise until the verdict decides or the stated cap (--max-repeats, --budget) is
+    reached (vgpu.results.sequential). The block count is even (complete ABBA pairs), and
     each side first runs one warm-up run that is not judged (the session's first runs are
     cold). Offline sides share one expected QPS per instance position (the larger probe),
     so their queries have the same size."""
@@ -477,7 +480,14 @@ def _run_blocks(store: ResultStore, sides: tuple[Side, Side],
             return
     _share_rates(sides, pair)
     candidate = sides[1]
-    pacing = _pacing(candidate.overrides, repeats, budget, step=2)
+    pacing = _pacing(candidate.overrides, repeats, budget, step=2, always=True)
+    assert pacing is not None
+    stated = (f"interleaved blocks: looks planned from the pilot's noise after {repeats} "
+              f"blocks; at most {pacing.design.max_repeats} blocks "
+              f"({2 * pacing.design.max_repeats} runs) unless decided sooner "
+              "(--max-repeats, --budget)")
+    pair[1].workload.notes.append(stated)
+    listen.phase(f"{pair[1].workload.label}: {stated}")
     total, block, started = repeats, 0, time.monotonic()
     while block < total:
         order = (0, 1) if block % 2 == 0 else (1, 0)
