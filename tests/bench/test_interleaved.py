@@ -152,8 +152,9 @@ def test_a_failed_warm_up_stops_both_sides_before_any_block(
 
 def test_an_undecided_pilot_adds_blocks_in_pairs_within_the_stated_cap(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """An A/A with 1% noise per run: 4 pilot blocks cannot decide a 2% tolerance; the
-    looks add complete pairs up to the stated cap (--max-repeats 12) and say so."""
+    """An A/A with 1% noise per run and no fixed --runs: 4 pilot blocks cannot decide a
+    2% tolerance; the looks add complete pairs up to the stated cap (--max-repeats 12)
+    and say so. With --runs the blocks are fixed (the other tests)."""
     order: list[tuple[str, int]] = []
     noise = [1.0, 1.012, 0.99, 1.004, 0.985, 1.01, 0.996, 1.008, 0.992, 1.0, 1.006, 0.994]
     values = {"bm6": iter([1000.0 * n for n in noise]),
@@ -163,7 +164,8 @@ def test_an_undecided_pilot_adds_blocks_in_pairs_within_the_stated_cap(
     monkeypatch.setattr(session, "_calibrate", lambda *_: True)
     reference, candidate = _sides(tmp_path, BenchOverrides(max_repeats=12))
     with ResultStore.open(tmp_path / "r.db") as store:
-        _, cand_out = run_interleaved(reference, candidate, store, runs=4,
+        # no --runs: the scenario's 3 repeats, completed to 4 blocks, are the pilot
+        _, cand_out = run_interleaved(reference, candidate, store, runs=None,
                                       workload_names=[WORKLOAD])
     [mine] = cand_out.workloads
     blocks = sorted({block for _, block in order if block >= 0})

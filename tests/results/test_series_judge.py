@@ -7,6 +7,7 @@ import pytest
 from tests.results.conftest import QUIET
 from vgpu.errors import InputError
 from vgpu.results.compare import Reference
+from vgpu.results.disturbance import CPU_STEAL, GPU_OTHERS, LIMITS, OTHER_CPU, disturbance
 from vgpu.results.judge import compare_series, compare_with_references, default_kind
 from vgpu.results.records import Metric, RunStart
 from vgpu.results.series import SYSTEM_THROUGHPUT, WORST_P99, load_series, series_of_run
@@ -121,3 +122,36 @@ def test_unknown_or_failed_series_is_an_input_error(store: ResultStore) -> None:
         series_of_run(store, 42)
     with pytest.raises(InputError, match="no run that finished ok"):
         load_series(store, "nope")
+
+
+def test_a_disturbed_run_is_left_out_and_the_verdict_says_so(
+        store: ResultStore, add_series: AddSeries) -> None:
+    """Run 2 of the candidate ran while other processes used 63% of the CPU: its
+    throughput is out of the samples, and the comparison that would PASS is INCONCLUSIVE
+    and names the run and the load; its disturbance metrics are not judged."""
+    quiet = [Metric(OTHER_CPU, 3.0, "%"), Metric(CPU_STEAL, 0.0, "%")]
+    busy = [Metric(OTHER_CPU, 63.0, "%"), Metric(CPU_STEAL, 0.0, "%")]
+    slowed = [SIX[0], {k: v * 0.6 for k, v in SIX[1].items()}, SIX[2]]
+    run_ids = add_series(slowed, metrics=[quiet, busy, quiet])
+    candidate = load_series(store, series_of_run(store, run_ids[0]))
+    reference = load_series(store, series_of_run(store, add_series(
+        SIX, target_kind="bare-metal", scenario_id="bm6")[0]))
+    assert candidate.valid_run_ids == [run_ids[0], run_ids[2]]
+    assert [d.run_id for d in candidate.disturbed_runs] == [run_ids[1]]
+    assert OTHER_CPU not in candidate.samples and candidate.run_quality[OTHER_CPU] == \
+        [3.0, 63.0, 3.0]
+    comparison = compare_series("vm-vs-bare-metal", candidate, reference, tolerance=0.02,
+                                levels=QUIET)
+    assert comparison.checks[0].verdict == "PASS"  # the clean runs alone
+    assert comparison.verdict == "INCONCLUSIVE"
+    assert any(f"disturbed: other processes used 63% of the CPU during run {run_ids[1]}"
+               in note for note in comparison.shortfalls)
+
+
+def test_limits_are_stated_and_only_run_level_metrics_count() -> None:
+    assert disturbance(7, [Metric(OTHER_CPU, LIMITS[OTHER_CPU], "%")]) is None
+    assert disturbance(7, [Metric(OTHER_CPU, 90.0, "%", instance="a")]) is None
+    found = disturbance(7, [Metric(CPU_STEAL, 12.0, "%"), Metric(GPU_OTHERS, 1.0, "")])
+    assert found is not None and found.describe() == (
+        "disturbed: the hypervisor stole 12% of the CPU; 1 other process(es) ran on the GPU "
+        "during run 7")

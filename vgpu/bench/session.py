@@ -14,6 +14,7 @@ from typing import Protocol
 from vgpu.bench.calibrate import HEADROOM, calibrate_offline
 from vgpu.bench.clock import clock_metrics
 from vgpu.bench.collect import instance_result, server_split_metrics
+from vgpu.bench.disturbance import disturbance_metrics
 from vgpu.bench.fanout import InstanceOutcome, RoundListener, RoundTimeouts, run_round
 from vgpu.bench.overlap import overlap_metrics, round_overlap, stability_metrics
 from vgpu.bench.provenance import scenario_revision
@@ -288,6 +289,7 @@ def _run_repeat(
         metrics=[*(m for o in round_result.outcomes for m in server_split_metrics(o)),
                  *clock_metrics((t.instance, t.clock) for t in targets if t.clock),
                  *_measurement_metrics(round_result.outcomes),
+                 *disturbance_metrics(round_result.outcomes),
                  *token_metrics(outcome_records(round_result.outcomes))],
         sync_skew_s=round_result.skew_s,
     )
@@ -396,9 +398,9 @@ class _Pacing:
 
 def _pacing(overrides: BenchOverrides, repeats: int, budget: _Budget | None,
             step: int = 1, always: bool = False) -> _Pacing | None:
-    """The sequential design of --until-decided / --budget (``always``: whatever the
-    options, as an interleaved comparison is); ``step`` 2 for ABBA blocks (every look at
-    complete pairs)."""
+    """The sequential design of --until-decided / --budget (``always``: also without
+    them, as an interleaved comparison without a fixed --runs is); ``step`` 2 for ABBA
+    blocks (every look at complete pairs)."""
     if not (always or overrides.until_decided or budget is not None):
         return None
     cap = max(repeats, overrides.max_repeats or Design().max_repeats)
@@ -425,9 +427,10 @@ def run_interleaved(
     """Both scenarios' workloads of ``workload_names`` in alternating blocks of one repeat
     each, ABBA (reference, candidate | candidate, reference | ...), each side a series of
     its own that names the other as its partner, so the candidate is judged block by block
-    and drift between minutes cancels. Blocks are added at looks planned from the
-    pilot's noise until the verdict decides or the stated cap (--max-repeats, --budget) is
-    reached (vgpu.results.sequential). The block count is even (complete ABBA pairs), and
+    and drift between minutes cancels. Without a fixed ``runs`` (or with --until-decided,
+    --budget), blocks are added at looks planned from the pilot's noise until the verdict
+    decides or the stated cap (--max-repeats, --budget) is reached
+    (vgpu.results.sequential). The block count is even (complete ABBA pairs), and
     each side first runs one warm-up run that is not judged (the session's first runs are
     cold). Offline sides share one expected QPS per instance position (the larger probe),
     so their queries have the same size."""
@@ -447,7 +450,8 @@ def run_interleaved(
             mine.design = {"partner": other.series_id, "order": "ABBA", "role": role}
         outcomes[0].workloads.append(pair[0])
         outcomes[1].workloads.append(pair[1])
-        _run_blocks(store, (reference, candidate), pair, repeats, listen, timeouts, budget)
+        _run_blocks(store, (reference, candidate), pair, repeats, listen, timeouts, budget,
+                    sequential=runs is None)
         for side, result in zip((reference, candidate), pair, strict=True):
             if store.runs(series_id=result.series_id, status="ok"):
                 result.series = load_series(store, result.series_id)
@@ -466,7 +470,8 @@ def _side_outcome(side: Side, workload: InferenceWorkload) -> WorkloadOutcome:
 
 def _run_blocks(store: ResultStore, sides: tuple[Side, Side],
                 pair: tuple[WorkloadOutcome, WorkloadOutcome], repeats: int,
-                listen: BenchListener, timeouts: RoundTimeouts, budget: _Budget | None) -> None:
+                listen: BenchListener, timeouts: RoundTimeouts, budget: _Budget | None,
+                sequential: bool) -> None:
     for index, (side, result) in enumerate(zip(sides, pair, strict=True)):
         effective = result.workload
         if effective.scenario == "Offline" and effective.target_qps is None and \
@@ -480,14 +485,14 @@ def _run_blocks(store: ResultStore, sides: tuple[Side, Side],
             return
     _share_rates(sides, pair)
     candidate = sides[1]
-    pacing = _pacing(candidate.overrides, repeats, budget, step=2, always=True)
-    assert pacing is not None
-    stated = (f"interleaved blocks: looks planned from the pilot's noise after {repeats} "
-              f"blocks; at most {pacing.design.max_repeats} blocks "
-              f"({2 * pacing.design.max_repeats} runs) unless decided sooner "
-              "(--max-repeats, --budget)")
-    pair[1].workload.notes.append(stated)
-    listen.phase(f"{pair[1].workload.label}: {stated}")
+    pacing = _pacing(candidate.overrides, repeats, budget, step=2, always=sequential)
+    if pacing is not None:
+        stated = (f"interleaved blocks: looks planned from the pilot's noise after {repeats} "
+                  f"blocks; at most {pacing.design.max_repeats} blocks "
+                  f"({2 * pacing.design.max_repeats} runs) unless decided sooner "
+                  "(--max-repeats, --budget)")
+        pair[1].workload.notes.append(stated)
+        listen.phase(f"{pair[1].workload.label}: {stated}")
     total, block, started = repeats, 0, time.monotonic()
     while block < total:
         order = (0, 1) if block % 2 == 0 else (1, 0)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from vgpu.errors import InputError
+from vgpu.results.disturbance import DISTURBANCE_METRICS, Disturbance, disturbance
 from vgpu.results.records import LATENCY_PERCENTILES, Run, StoredInstance
 from vgpu.results.stats import summarize, system_totals
 from vgpu.results.store import ResultStore
@@ -19,7 +20,7 @@ TRAINING_THROUGHPUT = "throughput"  # a training run's total images/s (run-level
 # Run metrics that describe how a measurement was taken, not what it measured: kept out of
 # the samples, so no comparison judges them.
 TIMED_OVERLAP = "timed_overlap"  # share of the timed span with every instance running
-RUN_QUALITY_METRICS = frozenset({TIMED_OVERLAP})
+RUN_QUALITY_METRICS = frozenset({TIMED_OVERLAP, *DISTURBANCE_METRICS})
 _LOWER_IS_BETTER_WORDS = ("latency", "time", "duration", "seconds")
 
 
@@ -54,9 +55,11 @@ class SeriesData:
     instances: dict[int, list[StoredInstance]]
     per_instance_throughput: dict[str, list[float]] = field(default_factory=dict)
     samples: dict[str, Sample] = field(default_factory=dict)
-    # Repeats whose every instance LoadGen found VALID: the only ones in the samples.
+    # Repeats whose every instance LoadGen found VALID and that no other load disturbed:
+    # the only ones in the samples.
     valid_run_ids: list[int] = field(default_factory=list)
     invalid_runs: list[InvalidRepeat] = field(default_factory=list)
+    disturbed_runs: list[Disturbance] = field(default_factory=list)
     repeats_asked: int = 0
     min_valid: int = 0
     # RUN_QUALITY_METRICS of every ok run (valid or not), in run order
@@ -73,8 +76,9 @@ class SeriesData:
             return None
         invalid = sorted({r.run_id for r in self.invalid_runs})
         which = f" (INVALID: run {', '.join(map(str, invalid))})" if invalid else ""
+        disturbed = "".join(f"; {d.describe()}" for d in self.disturbed_runs)
         return (f"{self.label}: {self.valid_count} valid of {self.repeats_asked} repeats, "
-                f"at least {self.min_valid} needed{which}")
+                f"at least {self.min_valid} needed{which}{disturbed}")
 
     @property
     def throughput_cv(self) -> float | None:
@@ -184,8 +188,10 @@ def _repeat_floor(runs: list[Run]) -> tuple[int, int]:
 
 
 def load_series(store: ResultStore, series_id: str) -> SeriesData:
-    """Samples from the ok runs of ``series_id`` whose every instance LoadGen found VALID;
-    failed/aborted repeats are skipped, INVALID ones listed in ``invalid_runs``."""
+    """Samples from the ok runs of ``series_id`` whose every instance LoadGen found VALID
+    and that other load did not disturb (vgpu.results.disturbance); failed/aborted
+    repeats are skipped, INVALID ones listed in ``invalid_runs``, disturbed ones in
+    ``disturbed_runs``."""
     runs = store.runs(series_id=series_id, status="ok")
     if not runs:
         raise InputError.single(
@@ -205,7 +211,10 @@ def load_series(store: ResultStore, series_id: str) -> SeriesData:
     for run in runs:
         invalid = _invalid_instances(run.id, data.instances[run.id])
         data.invalid_runs += invalid
-        if not invalid:
+        disturbed = disturbance(run.id, store.metrics(run.id))
+        if disturbed is not None:
+            data.disturbed_runs.append(disturbed)
+        if not invalid and disturbed is None:
             data.valid_run_ids.append(run.id)
     _add_instance_samples(data)
     _add_metric_samples(store, data)
