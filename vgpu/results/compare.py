@@ -452,6 +452,14 @@ def overall_verdict(checks: Sequence[Check], shortfalls: Sequence[str] = ()) -> 
     return "PASS"
 
 
+def why_not_pass(checks: Sequence[Check], shortfalls: Sequence[str] = ()) -> list[str]:
+    """Each check that keeps a comparison from PASS, with its reason (for an INCONCLUSIVE,
+    what would decide it), and the series' shortfalls (too few VALID or undisturbed
+    repeats)."""
+    return [*(f"{c.metric} {c.verdict}: {c.reason}" for c in checks if c.verdict != "PASS"),
+            *shortfalls]
+
+
 @dataclass(frozen=True)
 class PlatformChange:
     """A platform record field whose value differs between candidate and reference."""
@@ -485,6 +493,11 @@ class Comparison:
     @property
     def verdict(self) -> Verdict:
         return overall_verdict(self.checks, self.shortfalls)
+
+    @property
+    def why(self) -> list[str]:
+        """Why it is not a PASS and what would decide it (empty for a PASS)."""
+        return why_not_pass(self.checks, self.shortfalls)
 
     def as_dict(self) -> dict[str, object]:
         return {
