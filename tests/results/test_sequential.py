@@ -154,6 +154,13 @@ def test_holm_applies_within_a_look_as_in_the_stored_verdict() -> None:
     assert look([clear, *others], 8, 1, design).verdict == "FAIL"
 
 
+def test_a_disturbed_comparison_stops_and_says_why() -> None:
+    check = compare_samples("t", [700.0, 705.0, 698.0], REFERENCE, THROUGHPUT_BAND)
+    note = "scenario 6: disturbed: other processes used 63% of the CPU during run 14"
+    step = look([check], 3, 1, Design(), disturbed=[note])
+    assert (step.verdict, step.stop, step.why) == ("INCONCLUSIVE", True, note)
+
+
 def test_with_schedule_keeps_the_first_looks_plan() -> None:
     first = decide([880.0, 910.0, 895.0], REFERENCE, THROUGHPUT_BAND, index=1)
     design = with_schedule(Design(), first)

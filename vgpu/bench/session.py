@@ -365,7 +365,8 @@ class _Pacing:
                 result.workload.notes.append(note)
                 listen.phase(note)
         self.looks += 1
-        step = look(checks, total, self.looks, self.design, blocked)
+        step = look(checks, total, self.looks, self.design, blocked,
+                    comparison.disturbed if comparison else ())
         self.design = with_schedule(self.design, step)
         result.workload.notes.append(f"sequential repeats: {step.describe()}")
         listen.phase(f"{result.workload.label}: {step.describe()}")

@@ -8,7 +8,9 @@ inside the allowed band:
   tolerance allows to judge), or a side has fewer than 2 repeats (no noise estimate).
 
 A comparison whose series have fewer VALID repeats than they ask for (``shortfalls``) is
-INCONCLUSIVE where its checks would PASS; a FAIL found in the valid repeats stays FAIL.
+INCONCLUSIVE where its checks would PASS; a FAIL found in the valid repeats stays FAIL. A
+comparison with a run that other load disturbed (``disturbed``) is INCONCLUSIVE whatever
+its checks say.
 
 Intervals are built on the log-ratio scale, ``100 * ln(candidate / reference)`` ("log
 percent"), and shown as percent, ``100 * (exp(x / 100) - 1)``: a bound never lies below
@@ -486,18 +488,22 @@ class Comparison:
     checks: list[Check] = field(default_factory=list)
     platform_changes: list[PlatformChange] = field(default_factory=list)
     shortfalls: list[str] = field(default_factory=list)
+    # runs other load disturbed (SeriesData.disturbances): no PASS and no FAIL
+    disturbed: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "checks", holm(self.checks))
 
     @property
     def verdict(self) -> Verdict:
+        if self.disturbed:
+            return "INCONCLUSIVE"
         return overall_verdict(self.checks, self.shortfalls)
 
     @property
     def why(self) -> list[str]:
         """Why it is not a PASS and what would decide it (empty for a PASS)."""
-        return why_not_pass(self.checks, self.shortfalls)
+        return [*self.disturbed, *why_not_pass(self.checks, self.shortfalls)]
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -509,6 +515,7 @@ class Comparison:
             "checks": [check_as_dict(c) for c in self.checks],
             "platform_changes": [c.as_dict() for c in self.platform_changes],
             "shortfalls": list(self.shortfalls),
+            "disturbed": list(self.disturbed),
         }
 
 

@@ -1,8 +1,8 @@
 """A busy machine is seen, not judged (pure): the run metrics that say what else used a
 target's machine while a run was timed, the stated limits beyond which a run counts as
-disturbed, and the sentence that says so. A disturbed run is left out of its series'
-samples like an INVALID one (vgpu.results.series), so it can make no verdict: a series
-short of clean repeats cannot PASS and says why."""
+disturbed, and the sentence that says so. A disturbed run stays in its series' numbers,
+shown and marked (vgpu.results.series), and a comparison with it can neither PASS nor
+FAIL: INCONCLUSIVE, naming the run and the load (vgpu.results.compare.Comparison)."""
 
 from __future__ import annotations
 

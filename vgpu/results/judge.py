@@ -135,6 +135,7 @@ def compare_series(
         kind=kind, title=title, candidate=candidate.label, reference=reference.label,
         checks=checks, platform_changes=platform_changes(candidate, reference),
         shortfalls=_shortfalls(candidate, reference),
+        disturbed=[*candidate.disturbances, *reference.disturbances],
     )
 
 
@@ -159,7 +160,7 @@ def compare_with_references(
     return Comparison(
         kind="run-vs-baseline", title=f"{candidate.label} vs references {reference_label}",
         candidate=candidate.label, reference=reference_label, checks=checks,
-        shortfalls=_shortfalls(candidate),
+        shortfalls=_shortfalls(candidate), disturbed=candidate.disturbances,
     )
 
 

@@ -264,13 +264,17 @@ def check_ci(check: Check, alpha: float) -> tuple[float, float] | None:
 
 
 def look(checks: Sequence[Check], n: int, index: int, design: Design,
-         blocked_pass: bool = False) -> Look:
+         blocked_pass: bool = False, disturbed: Sequence[str] = ()) -> Look:
     """Look ``index`` (1-based) at a series of ``n`` repeats (blocks) judged by ``checks``.
     The first look fixes the schedule from the checks' variance; each look stops on a
     FAIL (Holm at the look's level) or an all-PASS (no ``blocked_pass``: too few VALID
-    repeats), or at the last look; else it names the next look's total."""
+    repeats), or at the last look; else it names the next look's total. A ``disturbed``
+    comparison stops INCONCLUSIVE and says why."""
     mdds = [c.mdd_pct for c in checks if c.mdd_pct is not None]
     mdd = max(mdds) if mdds else None
+    if disturbed:  # no verdict can come of it, and more repeats do not undo it
+        return Look(n, index, True, "INCONCLUSIVE", True, n, mdd, why=disturbed[0],
+                    schedule=design.schedule)
     stats = [c for c in checks if c.se_pct is not None and c.df is not None]
     plan = design.schedule
     if not plan:

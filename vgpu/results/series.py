@@ -55,10 +55,11 @@ class SeriesData:
     instances: dict[int, list[StoredInstance]]
     per_instance_throughput: dict[str, list[float]] = field(default_factory=dict)
     samples: dict[str, Sample] = field(default_factory=dict)
-    # Repeats whose every instance LoadGen found VALID and that no other load disturbed:
-    # the only ones in the samples.
+    # Repeats whose every instance LoadGen found VALID: the only ones in the samples.
     valid_run_ids: list[int] = field(default_factory=list)
     invalid_runs: list[InvalidRepeat] = field(default_factory=list)
+    # runs other load on the machine disturbed (vgpu.results.disturbance): shown with the
+    # series' numbers, and no comparison with them can PASS or FAIL
     disturbed_runs: list[Disturbance] = field(default_factory=list)
     repeats_asked: int = 0
     min_valid: int = 0
@@ -76,9 +77,14 @@ class SeriesData:
             return None
         invalid = sorted({r.run_id for r in self.invalid_runs})
         which = f" (INVALID: run {', '.join(map(str, invalid))})" if invalid else ""
-        disturbed = "".join(f"; {d.describe()}" for d in self.disturbed_runs)
         return (f"{self.label}: {self.valid_count} valid of {self.repeats_asked} repeats, "
-                f"at least {self.min_valid} needed{which}{disturbed}")
+                f"at least {self.min_valid} needed{which}")
+
+    @property
+    def disturbances(self) -> list[str]:
+        """What disturbed which run, for the verdict: ``scenario 6 ...: disturbed: other
+        processes used 63% of the CPU during run 14``."""
+        return [f"{self.label}: {d.describe()}" for d in self.disturbed_runs]
 
     @property
     def throughput_cv(self) -> float | None:
@@ -188,10 +194,9 @@ def _repeat_floor(runs: list[Run]) -> tuple[int, int]:
 
 
 def load_series(store: ResultStore, series_id: str) -> SeriesData:
-    """Samples from the ok runs of ``series_id`` whose every instance LoadGen found VALID
-    and that other load did not disturb (vgpu.results.disturbance); failed/aborted
-    repeats are skipped, INVALID ones listed in ``invalid_runs``, disturbed ones in
-    ``disturbed_runs``."""
+    """Samples from the ok runs of ``series_id`` whose every instance LoadGen found VALID;
+    failed/aborted repeats are skipped, INVALID ones listed in ``invalid_runs``; runs
+    other load disturbed (vgpu.results.disturbance) listed in ``disturbed_runs``."""
     runs = store.runs(series_id=series_id, status="ok")
     if not runs:
         raise InputError.single(
@@ -214,7 +219,7 @@ def load_series(store: ResultStore, series_id: str) -> SeriesData:
         disturbed = disturbance(run.id, store.metrics(run.id))
         if disturbed is not None:
             data.disturbed_runs.append(disturbed)
-        if not invalid and disturbed is None:
+        if not invalid:
             data.valid_run_ids.append(run.id)
     _add_instance_samples(data)
     _add_metric_samples(store, data)
