@@ -7,7 +7,14 @@ import pytest
 from tests.results.conftest import QUIET
 from vgpu.errors import InputError
 from vgpu.results.compare import Reference
-from vgpu.results.disturbance import CPU_STEAL, GPU_OTHERS, LIMITS, OTHER_CPU, disturbance
+from vgpu.results.disturbance import (
+    CPU_STEAL,
+    GPU_OTHERS,
+    IGNORE_ENV,
+    LIMITS,
+    OTHER_CPU,
+    disturbance,
+)
 from vgpu.results.judge import compare_series, compare_with_references, default_kind
 from vgpu.results.records import Metric, RunStart
 from vgpu.results.series import SYSTEM_THROUGHPUT, WORST_P99, load_series, series_of_run
@@ -124,6 +131,7 @@ def test_unknown_or_failed_series_is_an_input_error(store: ResultStore) -> None:
         load_series(store, "nope")
 
 
+@pytest.mark.usefixtures("judged_disturbance")
 def test_a_disturbed_run_is_shown_but_makes_no_verdict(
         store: ResultStore, add_series: AddSeries) -> None:
     """Run 2 of the candidate ran while other processes used 63% of the CPU (and ran 40%
@@ -153,10 +161,14 @@ def test_a_disturbed_run_is_shown_but_makes_no_verdict(
     assert clean.disturbed == [] and clean.verdict == "PASS"
 
 
-def test_limits_are_stated_and_only_run_level_metrics_count() -> None:
+@pytest.mark.usefixtures("judged_disturbance")
+def test_limits_are_stated_and_only_run_level_metrics_count(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     assert disturbance(7, [Metric(OTHER_CPU, LIMITS[OTHER_CPU], "%")]) is None
     assert disturbance(7, [Metric(OTHER_CPU, 90.0, "%", instance="a")]) is None
     found = disturbance(7, [Metric(CPU_STEAL, 12.0, "%"), Metric(GPU_OTHERS, 1.0, "")])
     assert found is not None and found.describe() == (
         "disturbed: the hypervisor stole 12% of the CPU; 1 other process(es) ran on the GPU "
         "during run 7")
+    monkeypatch.setenv(IGNORE_ENV, "1")  # a machine shared on purpose
+    assert disturbance(7, [Metric(OTHER_CPU, 90.0, "%")]) is None
