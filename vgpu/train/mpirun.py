@@ -80,7 +80,8 @@ def mpirun_argv(job: MpiJob, as_root: bool) -> list[str]:
     if job.interface:
         argv += ["--mca", "btl_tcp_if_include", job.interface,
                  "--mca", "oob_tcp_if_include", job.interface]
-    env = {**job.env, "OMP_NUM_THREADS": str(job.threads_per_rank)}
+    # every rank's environment: mpirun forwards only what -x names to other nodes
+    env = {**head.env, **job.env, "OMP_NUM_THREADS": str(job.threads_per_rank)}
     for key, value in sorted(env.items()):
         argv += ["-x", f"{key}={value}"]
     return [*argv, head.python, "-m", "loadgen.train", job.command,
