@@ -137,6 +137,8 @@ def _row(op: str, size: int, seconds: float, moved: int, world_size: int,
 
 def probe_rows(world: MpiRank, spec: MpiProbeSpec) -> list[dict[str, Any]]:
     """Every rank runs this; rank 0's list holds the rows (the others' is empty)."""
+    from mpi4py import MPI
+
     node_ranks = world.comm.allgather(world.node_rank)
     rows: list[dict[str, Any]] = []
     if world.size >= 2:
@@ -154,18 +156,12 @@ def probe_rows(world: MpiRank, spec: MpiProbeSpec) -> list[dict[str, Any]]:
                                  iterations_for(spec, size), window=window_for(spec, size)))
     for op in ("allreduce", "allgather", "bcast"):
         for size in spec.sizes_bytes:
-            slowest = world.comm.reduce(_collective(world, op, size, spec), op=_max(), root=0)
+            slowest = world.comm.reduce(_collective(world, op, size, spec), op=MPI.MAX, root=0)
             if world.rank == 0:
                 moved = size * world.size if op == "allgather" else size
                 rows.append(_row(op, size, slowest, moved, world.size,
                                  iterations_for(spec, size)))
     return rows
-
-
-def _max() -> Any:
-    from mpi4py import MPI
-
-    return MPI.MAX
 
 
 def probe_record(world: MpiRank, spec: MpiProbeSpec, rows: list[dict[str, Any]],

@@ -11,6 +11,7 @@ both given here when the launcher's user is root."""
 
 from __future__ import annotations
 
+import json
 import shlex
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -113,8 +114,6 @@ def _write(node: TrainNode, path: str, text: str) -> None:
 def stage_job(job: MpiJob) -> None:
     """The spec at the launcher's path on every node (mpirun gives each rank that path) and
     the hostfile on the launcher."""
-    import json
-
     spec_path = _path(job.head, SPEC_FILE)
     text = json.dumps(dict(job.spec), indent=2, sort_keys=True)
     targets = {id(node): node for node in [job.head, *job.nodes]}.values()
@@ -130,8 +129,6 @@ def is_root(node: TrainNode) -> bool:
 def run_mpi_job(job: MpiJob, local_out: Path) -> LaunchOutcome:
     """Runs the job to the end; rank 0's record (also in ``local_out/result.json``) with
     every rank's reported failure. Raises RemoteError when no record came back."""
-    import json
-
     stage_job(job)
     head = job.head
     try:
