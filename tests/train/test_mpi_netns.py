@@ -1,20 +1,28 @@
-"""The MPI probe across real, shaped links: two namespace-lab nodes, mpirun on this machine
-starting a rank in each; point-to-point bandwidth and allreduce busbw follow the link."""
+"""MPI across real, shaped links: two namespace-lab nodes, mpirun on this machine starting
+ranks in each; the probe's point-to-point bandwidth and allreduce busbw follow the link,
+and a training workload over MPI runs its ranks on both nodes."""
 
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import yaml
 
 pytest.importorskip("mpi4py", reason="the mpi extra (mpi4py) is not installed")
 
 from tests.labs.netns import NetnsLab, netns_available
 from tests.train.labnodes import link_scenario
 from tests.train.mpi_lab import lab_cidr, netns_mpi_nodes, netns_rsh_agent
+from vgpu.model import load_scenario
+from vgpu.model.scenario import TrainingWorkload
 from vgpu.results.store import ResultStore
+from vgpu.train.mpi_plan import mpi_training_job
 from vgpu.train.mpi_probe import MpiProbeSettings, run_mpi_probe
+from vgpu.train.mpirun import run_mpi_job
+from vgpu.train.scenario_runner import Overrides, prepare_launch
 
 _UNAVAILABLE = netns_available() or (
     None if shutil.which("mpirun") else "Open MPI (mpirun) is missing")
@@ -49,3 +57,30 @@ def test_mpi_probe_across_a_shaped_link_follows_it(tmp_path: Path) -> None:
     assert metrics[("busbw_link_share", None)] == pytest.approx(
         max(busbw, metrics[("busbw", "1KiB")]) / link_gb_s)
     assert metrics[("latency_us", "1KiB")] > 0
+
+
+def test_mpi_training_runs_its_ranks_on_both_nodes(tmp_path: Path) -> None:
+    pytest.importorskip("torch", reason="the train extra (torch) is not installed")
+    data = yaml.safe_load((Path(__file__).parents[2] / "scenarios" / "train_mpi_2.yaml")
+                          .read_text())
+    data["workloads"][0].update(ranks_per_node=1, threads_per_rank=1)
+    (tmp_path / "mpi.yaml").write_text(yaml.safe_dump(data))
+    scenario = load_scenario(tmp_path / "mpi.yaml")
+    workload = scenario.workloads[0]
+    assert isinstance(workload, TrainingWorkload)
+    tiny = Overrides(batch_per_gpu=4, image_size=16, model="resnet-tiny", steps=2,
+                     warmup_steps=1)
+    with NetnsLab(2) as net:
+        net.shape_all(1000)
+        launcher, nodes = netns_mpi_nodes(net, tmp_path / "work")
+        notes: list[str] = []
+        launch = prepare_launch(scenario, 0, workload, nodes, tmp_path / "work", tiny, notes)
+        job = replace(mpi_training_job(scenario, workload, launch, True, notes),
+                      launcher=launcher, rsh_agent=str(netns_rsh_agent(net, tmp_path)),
+                      interface=lab_cidr(net))
+        record = run_mpi_job(job, tmp_path / "out").record
+    assert record["status"] == "ok", record.get("reason")
+    assert (record["world_size"], record["settings"]["nodes"]) == (2, 2)
+    assert {rank["node_rank"] for rank in record["ranks"]} == {0, 1}
+    assert record["totals"]["params_in_sync"] is True
+    assert "mpi: 1 rank(s) per node x 1 thread(s) per rank" in notes
