@@ -19,6 +19,7 @@ COMMANDS: dict[str, str] = {
     "triton-repo": "loadgen.cli:triton_repo_main",
     "train": "loadgen.train.cli:train_main",
     "allreduce": "loadgen.train.cli:allreduce_main",
+    "mpiprobe": "loadgen.train.cli:mpi_probe_main",
 }
 
 

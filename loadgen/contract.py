@@ -39,8 +39,10 @@ InferenceModel = Literal["resnet50", "bert", "llm"]
 InferencePrecision = Literal["fp32", "fp16"]
 TrainingModel = Literal["resnet50", "resnet-tiny"]
 TrainingPrecision = Literal["fp32", "fp16", "bf16"]
-CommBackend = Literal["nccl", "gloo"]
-TrainingBackend = Literal["auto", "nccl", "gloo"]
+# mpi: Open MPI through mpi4py, on CPU tensors (Horovod-style; the pip torch has no MPI
+# process group)
+CommBackend = Literal["nccl", "gloo", "mpi"]
+TrainingBackend = Literal["auto", "nccl", "gloo", "mpi"]
 TrainingDeviceKind = Literal["cpu", "gpu"]
 AllreduceDtype = Literal["float32", "float16", "bfloat16"]
 TrainingDataSource = Literal["synthetic", "files"]
@@ -351,6 +353,32 @@ class AllreduceRunSpec:
     device: str = "cpu"
     dtype: str = "float32"
     collective_timeout_s: float = 300.0
+    instance_name: str = ""
+    schema_version: int = TRAINING_SCHEMA_VERSION
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["sizes_bytes"] = list(self.sizes_bytes)
+        return data
+
+
+# OSU micro-benchmarks' message sizes: 1 B .. 64 MiB, doubling; above OSU's large-message
+# threshold (8 KiB) fewer iterations, as osu_latency and osu_allreduce do.
+OSU_SIZES: tuple[int, ...] = tuple(1 << power for power in range(27))
+OSU_LARGE_MESSAGE_BYTES = 8192
+MPI_PROBE_OPS = ("latency", "bandwidth", "allreduce", "allgather", "bcast")
+
+
+@dataclass(frozen=True)
+class MpiProbeRunSpec:
+    """``mpirun ... python -m loadgen mpiprobe SPEC``: OSU-style point-to-point latency
+    and bandwidth and collective latency by message size, on every rank."""
+
+    sizes_bytes: tuple[int, ...] = OSU_SIZES
+    iterations: int = 100
+    large_iterations: int = 10
+    warmup_iterations: int = 5
+    window: int = 64  # osu_bw's messages in flight before the receiver's one reply
     instance_name: str = ""
     schema_version: int = TRAINING_SCHEMA_VERSION
 

@@ -41,8 +41,8 @@ PY
 log "scripts/locks/vgpu.txt: vgpu itself (scripts/bench.sh)"
 "${uv[@]}" --universal --python-version 3.11 pyproject.toml scripts/locks/build.in \
     -o scripts/locks/vgpu.txt
-log "scripts/locks/test.txt: vgpu with its dev extra and torch's requirements (scripts/test.sh)"
-"${uv[@]}" --universal --python-version 3.11 pyproject.toml --extra dev \
+log "scripts/locks/test.txt: vgpu with its dev and mpi extras and torch's requirements (scripts/test.sh)"
+"${uv[@]}" --universal --python-version 3.11 pyproject.toml --extra dev --extra mpi \
     scripts/locks/build.in scripts/locks/torch-deps.in -o scripts/locks/test.txt
 log "scripts/locks/triton.txt: the Triton server environment of the tests (.venv-triton)"
 "${uv[@]}" --universal --python-version 3.11 scripts/locks/triton.in -o scripts/locks/triton.txt

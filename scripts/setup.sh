@@ -109,11 +109,11 @@ setup_vcsim() {
 
 if [[ $WITH_TEST -eq 1 ]]; then
     install_apt golang-go golang-github-vmware-govmomi-dev openssh-server chromium sudo docker.io debootstrap \
-        iproute2 postgresql e2fsprogs util-linux
+        iproute2 postgresql e2fsprogs util-linux openmpi-bin libopenmpi-dev
     # The two environments are independent: the Triton one installs while .venv does.
     setup_triton &
     triton=$!
-    setup_venv test.txt "dev,train"
+    setup_venv test.txt "dev,train,mpi"
     setup_vcsim
     wait "$triton"
 else

@@ -31,7 +31,7 @@ from vgpu.model.plan import (
     PlannedVgpu,
     PlannedVM,
 )
-from vgpu.model.scenario import InferenceWorkload, Scenario
+from vgpu.model.scenario import InferenceWorkload, Scenario, TrainingWorkload
 from vgpu.model.vgpu_request import VgpuRequest
 
 
@@ -132,8 +132,11 @@ def guest_steps(scenario: Scenario) -> list[str]:
     if g.passwordless_ssh:
         steps.append(stepnames.PASSWORDLESS_SSH)
     container = g.effective_runtime == "container"
-    steps += [stepnames.HARNESS_IMAGE if container else stepnames.NODE_HARNESS,
-              stepnames.VERIFY_GPU]
+    steps.append(stepnames.HARNESS_IMAGE if container else stepnames.NODE_HARNESS)
+    if not container and any(isinstance(w, TrainingWorkload) and w.comm_backend == "mpi"
+                             for w in scenario.workloads):
+        steps.append(stepnames.MPI_RUNTIME)  # into the harness venv, so after it
+    steps.append(stepnames.VERIFY_GPU)
     if container and g.driver != "none":
         steps.append(stepnames.GPU_PROBE)
     return steps

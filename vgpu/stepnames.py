@@ -15,6 +15,8 @@ CONTAINER_TOOLKIT: Final = "nvidia-container-toolkit"
 VGPU_LICENSING: Final = "vgpu-licensing"
 PASSWORDLESS_SSH: Final = "passwordless-ssh"
 NODE_HARNESS: Final = "node-harness"
+MPI_RUNTIME: Final = "mpi-runtime"
+"""Open MPI and mpi4py: for scenarios that train over MPI (comm_backend: mpi)."""
 HARNESS_IMAGE: Final = "harness-image"
 VERIFY_GPU: Final = "verify-gpu"
 GPU_PROBE: Final = "gpu-probe"
@@ -24,6 +26,6 @@ CONTAINER_RUNTIMES: Final[dict[str, str]] = {"docker": DOCKER, "apptainer": APPT
 """``guest.container_runtime`` -> the step that installs it."""
 
 ALL: Final = (OS_FACTS, BASE_PACKAGES, DOCKER, APPTAINER, NVIDIA_DRIVER, CONTAINER_TOOLKIT,
-              VGPU_LICENSING, PASSWORDLESS_SSH, NODE_HARNESS, HARNESS_IMAGE, VERIFY_GPU,
-              GPU_PROBE)
+              VGPU_LICENSING, PASSWORDLESS_SSH, NODE_HARNESS, HARNESS_IMAGE, MPI_RUNTIME,
+              VERIFY_GPU, GPU_PROBE)
 """Every step name, in the order a plan lists them."""

@@ -1,12 +1,13 @@
-"""`python -m loadgen.train {train|allreduce} ...`: the same entries as `python -m loadgen`."""
+"""`python -m loadgen.train {train|allreduce|mpiprobe} ...`: the same entries as
+`python -m loadgen`."""
 
 from __future__ import annotations
 
 import sys
 
-from loadgen.train.cli import allreduce_main, train_main
+from loadgen.train.cli import allreduce_main, mpi_probe_main, train_main
 
-COMMANDS = {"train": train_main, "allreduce": allreduce_main}
+COMMANDS = {"train": train_main, "allreduce": allreduce_main, "mpiprobe": mpi_probe_main}
 
 
 def main() -> int:

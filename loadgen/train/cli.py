@@ -1,6 +1,7 @@
 """`python -m loadgen train SPEC --out DIR` and `python -m loadgen allreduce SPEC --out DIR`,
-run by torchrun on every node. Exit codes: 0 ok, 2 bad spec, 1 run failed (rank 0 still
-writes result.json with status failed; any failing rank leaves rank<N>.failed.json)."""
+run by torchrun on every node (train with backend mpi, and mpiprobe, by mpirun). Exit
+codes: 0 ok, 2 bad spec, 1 run failed (rank 0 still writes result.json with status failed;
+any failing rank leaves rank<N>.failed.json)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,14 @@ from typing import Any
 
 from loadgen.errors import SpecError
 from loadgen.train import result
-from loadgen.train.spec import AllreduceSpec, TrainSpec, load_allreduce_spec, load_train_spec
+from loadgen.train.spec import (
+    AllreduceSpec,
+    MpiProbeSpec,
+    TrainSpec,
+    load_allreduce_spec,
+    load_mpi_probe_spec,
+    load_train_spec,
+)
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_SPEC = 0, 1, 2
 
@@ -32,7 +40,7 @@ def _parser(command: str, what: str) -> argparse.ArgumentParser:
 
 
 def _rank_from_env() -> int:
-    return int(os.environ.get("RANK", "0"))
+    return int(os.environ.get("RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0")))
 
 
 def _fail(out_dir: Path, kind: str, spec: dict[str, Any], exc: BaseException) -> int:
@@ -50,7 +58,7 @@ def _run(
     argv: Sequence[str] | None,
     command: str,
     what: str,
-    load: Callable[[Path], TrainSpec | AllreduceSpec],
+    load: Callable[[Path], TrainSpec | AllreduceSpec | MpiProbeSpec],
     body: Callable[[Any, Path], int],
 ) -> int:
     args = _parser(command, what).parse_args(argv)
@@ -83,6 +91,11 @@ def _passive_omp_threads(spec: TrainSpec) -> None:
 
 def _train_body(spec: TrainSpec, out_dir: Path) -> int:
     _passive_omp_threads(spec)
+    if spec.backend == "mpi":  # under mpirun: gradients averaged over mpi4py
+        from loadgen.train.mpi_train import train_over_mpi
+
+        train_over_mpi(spec, out_dir)
+        return EXIT_OK
     import torch
     import torch.distributed as dist
 
@@ -153,6 +166,25 @@ def _allreduce_body(spec: AllreduceSpec, out_dir: Path) -> int:
     finally:
         shutdown()
     return EXIT_OK
+
+
+def _mpi_probe_body(spec: MpiProbeSpec, out_dir: Path) -> int:
+    from loadgen.train.mpi_probe import probe_record, probe_rows
+    from loadgen.train.mpi_world import join_world
+
+    world = join_world()
+    rows = probe_rows(world, spec)
+    node_ranks = world.comm.allgather(world.node_rank)
+    if world.is_leader:
+        record = result.base_record("mpiprobe", spec.to_json(), "ok", "")
+        record.update(probe_record(world, spec, rows, node_ranks))
+        result.write_record(out_dir, record)
+    return EXIT_OK
+
+
+def mpi_probe_main(argv: Sequence[str] | None = None) -> int:
+    return _run(argv, "mpiprobe", "OSU-style MPI latency and bandwidth probe (one rank).",
+                load_mpi_probe_spec, _mpi_probe_body)
 
 
 def train_main(argv: Sequence[str] | None = None) -> int:

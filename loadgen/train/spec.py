@@ -21,6 +21,7 @@ from loadgen.contract import (
     TRAINING_PRECISIONS,
     TRAINING_SCHEMA_VERSION,
     AllreduceRunSpec,
+    MpiProbeRunSpec,
     TrainingDataSpec,
     TrainRunSpec,
 )
@@ -29,9 +30,11 @@ from loadgen.specreader import SpecReader, load_json, require_object
 
 TrainSpec = TrainRunSpec
 AllreduceSpec = AllreduceRunSpec
+MpiProbeSpec = MpiProbeRunSpec
 
-__all__ = ["AllreduceSpec", "SpecError", "TrainSpec", "load_allreduce_spec",
-           "load_train_spec", "parse_allreduce_spec", "parse_train_spec"]
+__all__ = ["AllreduceSpec", "MpiProbeSpec", "SpecError", "TrainSpec", "load_allreduce_spec",
+           "load_mpi_probe_spec", "load_train_spec", "parse_allreduce_spec",
+           "parse_mpi_probe_spec", "parse_train_spec"]
 
 
 def _start(data: Any, source: str, known: set[str]) -> tuple[SpecReader, dict[str, Any]]:
@@ -48,6 +51,9 @@ def _device_backend(r: SpecReader, doc: dict[str, Any], default_device: str,
     backend = r.choice(doc, "backend", "backend", TRAINING_BACKENDS, default_backend)
     if r.clean("device", "backend") and device == "cpu" and backend == "nccl":
         r.problem("backend", "nccl needs GPUs but device is cpu", 'use "gloo" or device "gpu"')
+    if r.clean("device", "backend") and device == "gpu" and backend == "mpi":
+        r.problem("backend", "mpi reduces CPU tensors (mpi4py over numpy) but device is gpu",
+                  'use "nccl" on GPUs or device "cpu"')
     return device, backend
 
 
@@ -128,6 +134,9 @@ def parse_allreduce_spec(data: Any, source: str = "<spec>") -> AllreduceSpec:
     r, doc = _start(data, source, set(d.to_json()))
     device, backend = _device_backend(r, doc, d.device, d.backend)
     dtype = r.choice(doc, "dtype", "dtype", ALLREDUCE_DTYPES, d.dtype)
+    if r.clean("backend") and backend == "mpi":
+        r.problem("backend", "this probe runs torch.distributed, which has no MPI backend "
+                  "here", "probe MPI with the mpiprobe command (its own spec)")
     spec = AllreduceSpec(
         sizes_bytes=_sizes(r, doc, dtype, d.sizes_bytes),
         iterations=r.count(doc, "iterations", "iterations", d.iterations, 1),
@@ -142,6 +151,41 @@ def parse_allreduce_spec(data: Any, source: str = "<spec>") -> AllreduceSpec:
     )
     r.check()
     return spec
+
+
+def _byte_sizes(r: SpecReader, doc: dict[str, Any], default: tuple[int, ...]) -> tuple[int, ...]:
+    sizes = doc.get("sizes_bytes", list(default))
+    if not isinstance(sizes, list) or not sizes:
+        r.problem("sizes_bytes", "must be a non-empty list of byte counts", "e.g. [1, 1024]")
+        return default
+    before = len(r.problems)
+    for index, size in enumerate(sizes):
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            r.problem(f"sizes_bytes[{index}]", f"must be an integer >= 1, got {size!r}",
+                      "use whole byte counts")
+    return tuple(sizes) if len(r.problems) == before else default
+
+
+def parse_mpi_probe_spec(data: Any, source: str = "<spec>") -> MpiProbeSpec:
+    """Validate a decoded JSON document; raise SpecError listing every problem."""
+    d = MpiProbeSpec()
+    r, doc = _start(data, source, set(d.to_json()))
+    spec = MpiProbeSpec(
+        sizes_bytes=_byte_sizes(r, doc, d.sizes_bytes),
+        iterations=r.count(doc, "iterations", "iterations", d.iterations, 1),
+        large_iterations=r.count(doc, "large_iterations", "large_iterations",
+                                 d.large_iterations, 1),
+        warmup_iterations=r.count(doc, "warmup_iterations", "warmup_iterations",
+                                  d.warmup_iterations, 0),
+        window=r.count(doc, "window", "window", d.window, 1),
+        instance_name=r.string(doc, "instance_name", "instance_name", d.instance_name),
+    )
+    r.check()
+    return spec
+
+
+def load_mpi_probe_spec(path: Path) -> MpiProbeSpec:
+    return parse_mpi_probe_spec(load_json(path), str(path))
 
 
 def load_train_spec(path: Path) -> TrainSpec:

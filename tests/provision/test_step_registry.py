@@ -37,7 +37,8 @@ def test_every_planned_step_builds_with_its_settings() -> None:
     assert [s.name for s in steps] == list(stepnames.ALL)
     packages = {s.name: s.packages for s in steps if isinstance(s, PackagesStep)}
     assert packages == {stepnames.BASE_PACKAGES: ("curl",), stepnames.DOCKER: ("docker-ce",),
-                        stepnames.APPTAINER: ("apptainer",)}
+                        stepnames.APPTAINER: ("apptainer",),
+                        stepnames.MPI_RUNTIME: ("openmpi-bin", "libopenmpi-dev")}
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "scenarios").glob("*.yaml")), ids=lambda p: p.stem)

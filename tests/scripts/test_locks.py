@@ -57,13 +57,13 @@ def test_vgpu_lock_pins_every_dependency_inside_its_range() -> None:
     _assert_locked(list(_project()["dependencies"]), LOCKS / "vgpu.txt")  # type: ignore[arg-type]
 
 
-def test_test_lock_pins_the_dev_extra_and_what_torch_requires() -> None:
+def test_test_lock_pins_the_dev_and_mpi_extras_and_what_torch_requires() -> None:
     project = _project()
     extras = project["optional-dependencies"]
     torch_deps = [line for line in (LOCKS / "torch-deps.in").read_text().splitlines()
                   if line and not line.startswith("#")]
-    _assert_locked([*project["dependencies"], *extras["dev"], *torch_deps],  # type: ignore[index]
-                   LOCKS / "test.txt")
+    _assert_locked([*project["dependencies"], *extras["dev"], *extras["mpi"],  # type: ignore[index]
+                    *torch_deps], LOCKS / "test.txt")
     assert "torch" not in _pins(LOCKS / "test.txt"), "torch is installed by its pinned version"
 
 

@@ -28,6 +28,7 @@ def _register() -> None:
         revalidate,  # noqa: F401
         sim,  # noqa: F401
         train,  # noqa: F401
+        train_mpi,  # noqa: F401
         upgrade,  # noqa: F401
         vsphere,  # noqa: F401
     )

@@ -407,6 +407,27 @@ class TrainingWorkload(StrictModel):
     image_size: int = Field(224, ge=8)
     network: TrainingNetwork = Field(default_factory=TrainingNetwork)
     data: TrainingData = Field(default_factory=TrainingData)
+    ranks_per_node: int | None = Field(None, ge=1, le=256, description="comm_backend mpi: "
+                                       "ranks on each node (default gpus_per_node)")
+    threads_per_rank: int | None = Field(None, ge=1, le=1024, description="comm_backend "
+                                         "mpi: each rank's OMP_NUM_THREADS (default: the "
+                                         "node's cores / its ranks); threads x ranks above "
+                                         "the cores is warned of")
+
+    @model_validator(mode="after")
+    def _mpi_settings(self) -> TrainingWorkload:
+        if self.comm_backend == "mpi":
+            if self.data.source == "files":
+                raise PydanticCustomError("vgpu_mpi_data", "{message}", {
+                    "message": "comm_backend mpi trains on synthetic data only",
+                    "fix": "use data.source: synthetic, or comm_backend: gloo for files"})
+            return self
+        if self.ranks_per_node is not None or self.threads_per_rank is not None:
+            raise PydanticCustomError("vgpu_mpi_only", "{message}", {
+                "message": "ranks_per_node and threads_per_rank are settings of "
+                           f"comm_backend mpi, not {self.comm_backend}",
+                "fix": "set comm_backend: mpi, or remove them"})
+        return self
 
     @field_validator("model", mode="before")
     @classmethod

@@ -25,6 +25,8 @@ from vgpu.results.records import RunStart, TargetKind
 from vgpu.results.store import ResultStore
 from vgpu.train import preflight
 from vgpu.train.launch import Launch, TrainNode, run_launch
+from vgpu.train.mpi_plan import mpi_training_job, ranks_per_node
+from vgpu.train.mpirun import MpiJob, run_mpi_job
 from vgpu.train.netenv import NetworkOptions, comm_environment, port_mapping_environment
 from vgpu.train.network import network_options, training_platform
 from vgpu.train.portmap import hca_ports
@@ -156,10 +158,12 @@ def _device_plan(
     workload: TrainingWorkload, nodes: Sequence[TrainNode], notes: list[str]
 ) -> tuple[str, str, str]:
     """device, backend, precision actually used, with a note for every change."""
-    if all(node.gpus >= workload.gpus_per_node for node in nodes):
+    mpi = workload.comm_backend == "mpi"
+    if not mpi and all(node.gpus >= workload.gpus_per_node for node in nodes):
         return "gpu", workload.comm_backend, workload.precision
     device, backend, precision = "cpu", workload.comm_backend, workload.precision
-    notes.append("CPU: no GPU/MIG slice used (not enough GPUs on the nodes)")
+    notes.append("CPU: no GPU/MIG slice used (" + ("comm_backend mpi reduces CPU tensors"
+                 if mpi else "not enough GPUs on the nodes") + ")")
     if backend == "nccl":
         backend = "gloo"
         notes.append("comm_backend nccl needs GPUs: gloo used on CPU")
@@ -200,16 +204,19 @@ def prepare_launch(
     """Everything checked, nothing started: the Launch for one training workload."""
     source = scenario.source or f"scenario {scenario.id}"
     where = f"workloads[{index}]"
+    per_node = ranks_per_node(workload) if workload.comm_backend == "mpi" \
+        else workload.gpus_per_node
     if targets is None:
         nodes = [local_node(workdir)]
-        procs = workload.nodes * workload.gpus_per_node
-        notes.append(f"local: {workload.nodes} node(s) x {workload.gpus_per_node} run as "
-                     f"{procs} ranks of one torchrun on this machine")
+        procs = workload.nodes * per_node
+        runner = "mpirun" if workload.comm_backend == "mpi" else "torchrun"
+        notes.append(f"local: {workload.nodes} node(s) x {per_node} run as "
+                     f"{procs} ranks of one {runner} on this machine")
         device, backend, precision = _device_plan(
             workload.model_copy(update={"gpus_per_node": procs}), nodes, notes)
     else:
         nodes = preflight.select_nodes(targets, workload.nodes, source, f"{where}.nodes")
-        procs = workload.gpus_per_node
+        procs = per_node
         device, backend, precision = _device_plan(workload, nodes, notes)
     data = _data_spec(workload, targets is None, procs, source, where, notes)
     spec = _harness_spec(workload, device, backend, precision, over, source, where, data)
@@ -267,7 +274,12 @@ def run_training_scenario(
         node_work = work_out / "node" if targets is None else None
         launch = prepare_launch(scenario, index, workload, targets,
                                 node_work or work_out, over, notes)
-        outcome = run_launch(launch, work_out)
+        job = None
+        if launch.spec["backend"] == "mpi":
+            job = mpi_training_job(scenario, workload, launch, targets is not None, notes)
+            outcome = run_mpi_job(job, work_out)
+        else:
+            outcome = run_launch(launch, work_out)
         record = {**outcome.record, "notes": notes}
         run_id = None
         if store is not None:
@@ -275,7 +287,7 @@ def run_training_scenario(
                 series_id=series, scenario_id=scenario.id, scenario_name=scenario.name,
                 workload=workload.label, target_kind=target_kind, repeat_index=repeat_index,
                 kind="training", scenario_file=scenario.source,
-                workload_detail=_workload_detail(workload, launch),
+                workload_detail=_workload_detail(workload, launch, job),
                 platform=training_platform(scenario, targets, _storage(launch, targets)),
             )
             run_id = store_training_record(store, start, record, str(work_out))
@@ -290,7 +302,8 @@ def _storage(launch: Launch, targets: Sequence[TrainNode] | None) -> Storage | N
     return local_storage(path) if targets is None else node_storage(launch.nodes[0], path)
 
 
-def _workload_detail(workload: TrainingWorkload, launch: Launch) -> dict[str, Any]:
+def _workload_detail(workload: TrainingWorkload, launch: Launch,
+                     job: MpiJob | None = None) -> dict[str, Any]:
     spec = launch.spec
     data = spec["data"]
     fed = {"data_source": "files", "data_path": data["path"]} \
@@ -308,4 +321,6 @@ def _workload_detail(workload: TrainingWorkload, launch: Launch) -> dict[str, An
         "backend": spec["backend"],
         "device": spec["device"],
         "comm_env": " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(launch.comm_env.items())),
+        **({} if job is None else {"ranks_per_node": job.ranks_per_node,
+                                   "threads_per_rank": job.threads_per_rank}),
     }

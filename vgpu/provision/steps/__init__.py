@@ -6,9 +6,9 @@ from __future__ import annotations
 from vgpu import stepnames
 from vgpu.provision.requirements import GuestRequirements
 from vgpu.provision.step import REGISTRY, Step
-from vgpu.provision.steps import gpuprobe, harness, image, mesh, nvidia, system
+from vgpu.provision.steps import gpuprobe, harness, image, mesh, mpi, nvidia, system
 
-STEP_MODULES = (system, nvidia, mesh, harness, image, gpuprobe)
+STEP_MODULES = (system, nvidia, mesh, harness, image, mpi, gpuprobe)
 
 
 def build_steps(requirements: GuestRequirements) -> list[Step]:

@@ -1,0 +1,101 @@
+"""The communication runtimes side by side: stored allreduce probes (MPI, Gloo, NCCL), one
+column pair per probe (busbw and time at each message size), the link each crossed and
+the peak busbw's share of it, in the scaling report's plain-text style."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from vgpu.errors import InputError
+from vgpu.results.store import ResultStore
+from vgpu.train.mpi_probe import link_gb_s
+from vgpu.train.network import link_label
+from vgpu.train.probe import PROBE_KIND, size_label
+
+
+@dataclass(frozen=True)
+class RuntimeProbe:
+    run_id: int
+    backend: str
+    world_size: int
+    nodes: int
+    link_speed_gbps: float | None
+    link: str
+    sizes_bytes: tuple[int, ...]
+    busbw: dict[str, float]  # size label -> GB/s
+    time_us: dict[str, float]
+
+    @property
+    def title(self) -> str:
+        return f"{self.backend} {self.world_size}r/{self.nodes}n #{self.run_id}"
+
+    @property
+    def link_share(self) -> float | None:
+        link = link_gb_s(self.link_speed_gbps)
+        return None if link is None or not self.busbw else max(self.busbw.values()) / link
+
+
+def load_probe(store: ResultStore, run_id: int) -> RuntimeProbe:
+    run = store.run(run_id)
+    if run is None or run.kind != PROBE_KIND:
+        raise InputError.single("results store", "RUN_ID", f"run {run_id} is no allreduce "
+                                "probe", fix="give run ids of `vgpu train probe` or "
+                                "`vgpu train mpi-probe`")
+    detail = run.workload_detail
+    busbw: dict[str, float] = {}
+    time_us: dict[str, float] = {}
+    for metric in store.metrics(run_id):
+        if metric.instance is None:
+            continue
+        if metric.name == "busbw":
+            busbw[metric.instance] = metric.value
+        elif metric.name == "time_us":
+            time_us[metric.instance] = metric.value
+    platform = run.platform
+    speed = platform.link_speed_gbps if platform else None
+    return RuntimeProbe(
+        run_id=run_id, backend=str(detail.get("backend", "?")),
+        world_size=int(detail.get("world_size") or 0), nodes=int(detail.get("nodes") or 1),
+        link_speed_gbps=speed, link=link_label(speed, platform.rdma if platform else None),
+        sizes_bytes=tuple(int(s) for s in detail.get("sizes_bytes", [])),
+        busbw=busbw, time_us=time_us)
+
+
+def latest_per_runtime(store: ResultStore, scenario_id: str) -> list[int]:
+    """The newest stored probe of each runtime for the scenario."""
+    newest: dict[str, int] = {}
+    for run in store.runs(scenario_id=scenario_id, kind=PROBE_KIND, status="ok"):
+        newest[str(run.workload_detail.get("backend"))] = run.id
+    if not newest:
+        raise InputError.single("results store", "--scenario", f"no allreduce probe of "
+                                f"scenario '{scenario_id}' is stored",
+                                fix="run `vgpu train probe` and `vgpu train mpi-probe` first")
+    return sorted(newest.values())
+
+
+def render_runtimes(probes: Sequence[RuntimeProbe]) -> str:
+    """Allreduce by message size, one busbw / time column pair per probe."""
+    sizes = sorted({size for probe in probes for size in probe.sizes_bytes})
+    width = max(24, *(len(p.title) for p in probes))
+    header = "size     " + "".join(f"{p.title:>{width}}" for p in probes)
+    sub = "         " + "".join(f"{'busbw GB/s    time us':>{width}}" for _ in probes)
+    lines = [header, sub]
+    for size in sizes:
+        label = size_label(size)
+        cells = "".join(f"{_cell(p, label):>{width}}" for p in probes)
+        lines.append(f"{label:<9}{cells}")
+    lines.append("")
+    for probe in probes:
+        share = probe.link_share
+        shown = "-" if share is None else f"{share * 100:.1f}% of the link"
+        lines.append(f"{probe.title}: link {probe.link}; peak busbw {shown}")
+    return "\n".join(lines)
+
+
+def _cell(probe: RuntimeProbe, label: str) -> str:
+    if label not in probe.time_us:
+        return "-"
+    busbw = probe.busbw.get(label)
+    shown = "n/a" if busbw is None else f"{busbw:.4f}"
+    return f"{shown}  {probe.time_us[label]:>10.1f}"
