@@ -1,8 +1,9 @@
 """README's tour end to end through the CLI (scripts/tour.sh): `vgpu sim up` with a Docker
 daemon and guests, preflight, apply with provisioning (the harness image built on the
 guests), bare-metal references on this machine, bench in a container per guest with a
-verdict, a host-pinned revalidate with a captured baseline, the upgrade window (drain, `vgpu
-sim upgrade --host`, undrain), revalidate of that host again (drift), destroy, `vgpu sim down` leaving no namespace, process, veth, daemon or user behind."""
+verdict, a host-pinned revalidate with a captured baseline, the upgrade window (drain,
+`vgpu sim upgrade --host`, undrain), revalidate of that host again (drift), destroy, `vgpu
+sim down` leaving no namespace, process, veth, daemon or user behind."""
 
 from __future__ import annotations
 
