@@ -4,6 +4,7 @@ GPU whose state lives in a file."""
 
 from __future__ import annotations
 
+import ast
 import ctypes.util
 import json
 import sys
@@ -44,6 +45,23 @@ def test_bundle_is_reproducible_and_leaves_the_planner_behind() -> None:
     names = zipfile.ZipFile(BytesIO(data)).namelist()
     assert "__main__.py" in names and "vgpu/mig.py" in names and "vgpu/nvml/layout.py" in names
     assert "vgpu/nvml/from_plan.py" not in names and not any("model" in n for n in names)
+
+
+def test_bundle_holds_every_vgpu_module_its_modules_import() -> None:
+    """The helper runs on a host where vgpu is not installed: each vgpu module that a
+    bundled module imports (at the top or inside a function) is in the bundle."""
+    with zipfile.ZipFile(BytesIO(bundle())) as zf:
+        names = set(zf.namelist())
+        sources = {n: zf.read(n).decode() for n in names if n.endswith(".py")}
+    missing = set()
+    for name, source in sources.items():
+        for node in ast.walk(ast.parse(source, name)):
+            if isinstance(node, ast.ImportFrom) and node.module and \
+                    node.module.startswith("vgpu"):
+                path = node.module.replace(".", "/")
+                if f"{path}.py" not in names and f"{path}/__init__.py" not in names:
+                    missing.add(f"{name} -> {node.module}")
+    assert not missing
 
 
 def test_bm6_layout_on_a_host_through_the_transport(tmp_path: Path, remote: RemoteMig) -> None:
