@@ -20,7 +20,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -291,6 +291,26 @@ def endpoint_run(client: EndpointClient, rate: float, run: int, shape: LoadShape
     return summarise(rate, timings, slo, budget.min_queries)
 
 
+RepeatMeasure = Callable[[int], Measure]  # repeat -> its Measure
+
+
+def search_repeats(measure_for: RepeatMeasure, repeats: int, start_qps: float,
+                   budget: Budget) -> list[dict[str, Any]]:
+    """A capacity search per repeat (each repeat its own arrival seed), as stored."""
+    return [{"repeat": repeat, **find_capacity(measure_for(repeat), start_qps,
+                                               budget).to_json()}
+            for repeat in range(repeats)]
+
+
+def matched_repeats(measure_for: RepeatMeasure,
+                    reference: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One run per repeat at the reference's capacity for that repeat (the matched load
+    of a verdict: the VM at bare metal's capacity)."""
+    return [{"repeat": r["repeat"], "rate": r["capacity_qps"],
+             "matched": asdict(measure_for(r["repeat"])(r["capacity_qps"], 0))}
+            for r in reference]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m loadgen.llm.capacity",
                                      description=__doc__.split("\n\n")[0])
@@ -304,8 +324,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=Budget.runs)
     parser.add_argument("--min-queries", type=int, default=Budget.min_queries)
     parser.add_argument("--duration-s", type=float, default=Budget.duration_s)
-    parser.add_argument("--at-qps", type=float, default=None,
-                        help="run only this rate, once per repeat (a matched load)")
+    parser.add_argument("--matched-to", type=Path, default=None,
+                        help="a search's JSON (bare metal's): run once per repeat at its "
+                        "capacity instead of searching")
     parser.add_argument("--output-tokens", type=int, default=LoadShape.output_tokens)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
@@ -313,16 +334,21 @@ def main(argv: list[str] | None = None) -> int:
     slo = Slo(args.ttft_ms, args.tpot_ms)
     budget = Budget(args.runs, args.min_queries, args.duration_s)
     client = EndpointClient(args.url, args.model)
-    repeats: list[dict[str, Any]] = []
-    for repeat in range(args.repeats):
-        def measure(rate: float, run: int, repeat: int = repeat) -> RunResult:
-            return endpoint_run(client, rate, run, shape, slo, args.seed, repeat, budget)
 
-        if args.at_qps is not None:
-            repeats.append({"repeat": repeat, "matched": asdict(measure(args.at_qps, 0))})
-        else:
-            result = find_capacity(measure, args.start_qps, budget)
-            repeats.append({"repeat": repeat, **result.to_json()})
+    def measure_for(repeat: int) -> Measure:
+        return lambda rate, run: endpoint_run(client, rate, run, shape, slo, args.seed,
+                                              repeat, budget)
+
+    if args.matched_to is not None:
+        try:
+            reference = json.loads(args.matched_to.read_text())["repeats"]
+        except (OSError, ValueError, KeyError) as exc:
+            print(f"error: {args.matched_to}: not a capacity search ({exc}); give the JSON "
+                  "a search without --matched-to wrote", file=sys.stderr)
+            return 2
+        repeats = matched_repeats(measure_for, reference)
+    else:
+        repeats = search_repeats(measure_for, args.repeats, args.start_qps, budget)
     args.out.write_text(json.dumps({
         "url": args.url, "seed": args.seed, "slo_ms": asdict(slo), "shape": asdict(shape),
         "budget": asdict(budget), "repeats": repeats}, indent=1) + "\n")
