@@ -90,8 +90,10 @@ def chunk_tokens(chunk: dict[str, Any]) -> tuple[list[int], bool]:
 
 
 def read_stream(lines: Iterable[bytes], clock: Callable[[], float] = time.perf_counter,
-                on_first: Callable[[int], None] | None = None) -> StreamedAnswer:
-    """Read SSE ``lines`` to ``[DONE]`` (or the end), timing each chunk on arrival."""
+                on_first: Callable[[int], None] | None = None,
+                on_tokens: Callable[[int], None] | None = None) -> StreamedAnswer:
+    """Read SSE ``lines`` to ``[DONE]`` (or the end), timing each chunk on arrival;
+    ``on_first`` gets the first token, ``on_tokens`` each chunk's token count."""
     answer = StreamedAnswer()
     event = "message"
     for raw in lines:
@@ -127,6 +129,8 @@ def read_stream(lines: Iterable[bytes], clock: Callable[[], float] = time.perf_c
             continue
         if not answer.tokens and on_first is not None:
             on_first(new[0])
+        if on_tokens is not None:
+            on_tokens(len(new))
         answer.tokens += new
         answer.chunk_times.append(now)
         answer.chunk_sizes.append(len(new))

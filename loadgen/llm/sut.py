@@ -30,6 +30,15 @@ class SequenceTiming:
     first: float | None = None
     done: float | None = None
     tokens: int = 0
+    last_arrival: float | None = None
+    # inter-token gaps (s): a gap between arrivals shared by the tokens that arrived
+    gaps: list[float] = field(default_factory=list)
+
+    def tokens_arrived(self, count: int) -> None:
+        now = time.perf_counter()
+        if self.last_arrival is not None and count > 0:
+            self.gaps += [(now - self.last_arrival) / count] * count
+        self.last_arrival = now
 
 
 @dataclass
@@ -87,7 +96,8 @@ class TokenSut:
 
         try:
             tokens = self.generator.generate(self.prompts[sample.index],
-                                             self.max_output_tokens, first_token)
+                                             self.max_output_tokens, first_token,
+                                             timing.tokens_arrived)
         except Exception as exc:  # the query must still complete, or LoadGen waits forever
             tokens = []
             with self._lock:

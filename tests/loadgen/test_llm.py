@@ -159,7 +159,8 @@ def test_the_torch_engine_generates_the_onnx_models_tokens(tiny_model: Path) -> 
 def test_the_http_streaming_sut_against_the_loopback_server(model_cache: Path,
                                                             tiny_model: Path,
                                                             tmp_path: Path) -> None:
-    from loadgen.llm.openai_client import OpenAIGenerator, chunk_tokens
+    from loadgen.llm.openai_client import OpenAIGenerator
+    from loadgen.llm.stream import chunk_tokens
 
     generator = OpenAIGenerator.connect(None, None, 1, "tiny", str(model_cache))
     try:
@@ -172,7 +173,7 @@ def test_the_http_streaming_sut_against_the_loopback_server(model_cache: Path,
     finally:
         generator.close()
     assert generator.server is not None and generator.server.process.poll() is not None
-    assert chunk_tokens({"choices": [{"text": " hi"}]}) == [-1]  # a server without ids
+    assert chunk_tokens({"choices": [{"text": " hi"}]}) == ([-1], False)  # no ids sent
     doc = llm_doc(model_cache, "Server", backend={"name": "openai"},
                   accuracy={"target": 1.0, "samples": 2})
     record = run(parse_spec(doc), tmp_path)
@@ -180,6 +181,9 @@ def test_the_http_streaming_sut_against_the_loopback_server(model_cache: Path,
     assert record["backend"]["execution_provider"] == "http-sse"
     assert record["tokens"]["source"] == "loadgen"
     assert record["tokens"]["time_to_first_token_ms"]["p50"] > 0
+    gaps = record["tokens"]["inter_token_gap_ms"]  # every token timed, usage checked
+    assert gaps["samples"] == record["tokens"]["sequences"] * (LLM.max_output_tokens - 1)
+    assert gaps["longest"] >= gaps["p99.9"] >= gaps["p99"] > 0
     assert record["accuracy"]["passed"] is True
 
 

@@ -69,3 +69,18 @@ def test_error_events_fail_the_answer() -> None:
     assert named.error is not None and "overloaded" in named.error
     garbled = read_stream([b"data: {not json", b""])
     assert garbled.error is not None and "not JSON" in garbled.error
+
+
+def test_the_sut_keeps_every_gap_and_its_longest_stall(monkeypatch: pytest.MonkeyPatch) -> None:
+    from loadgen.llm import sut
+    from loadgen.llm.sut import SequenceTiming
+    from loadgen.llm.tokens import token_gaps
+
+    clock = iter([0.0, 0.010, 0.030, 0.090])
+    monkeypatch.setattr(sut.time, "perf_counter", lambda: next(clock))
+    timing = SequenceTiming(issued=0.0)
+    for count in (1, 1, 2, 1):  # a chunk of two tokens, then one after a 60 ms stall
+        timing.tokens_arrived(count)
+    assert timing.gaps == pytest.approx([0.010, 0.010, 0.010, 0.060])
+    gaps = token_gaps([timing])
+    assert gaps["samples"] == 4 and gaps["longest"] == pytest.approx(60.0)
