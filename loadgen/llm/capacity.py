@@ -5,8 +5,9 @@ unit-rate pattern for every rate of a repeat, scaled) of unique prompts (no pref
 server could cache; lengths seeded per query index) to an OpenAI-compatible endpoint,
 open loop: a query's latency counts from its scheduled arrival, so a client or server that
 falls behind shows as latency. The search brackets the capacity by doubling or halving,
-bisects geometrically within a stated budget of runs, and repeats the final point: the
-capacity is confirmed only if that repeat is VALID too. Every run records goodput
+bisects geometrically within a stated budget of runs, and reruns the final point: the
+capacity (the highest rate whose run was VALID) is confirmed only if that rerun is VALID
+too; the highest rate VALID every time it ran is stated beside it. Every run records goodput
 (requests/s meeting both SLOs), time per output token and every inter-token gap (p99,
 p99.9, the longest stall). ``python -m loadgen.llm.capacity`` writes the search as JSON."""
 
@@ -114,6 +115,10 @@ def _pct(values: Sequence[float], q: float) -> float | None:
     return float(np.percentile(np.asarray(values) * 1e3, q, method=PERCENTILE_METHOD))
 
 
+def _ms(value: float | None) -> str:
+    return "not measured" if value is None else f"{value:.2f} ms"
+
+
 def summarise(rate: float, timings: Sequence[QueryTiming], slo: Slo,
               min_queries: int) -> RunResult:
     """A run's numbers and whether it is VALID: every query answered in full, at least
@@ -130,9 +135,9 @@ def summarise(rate: float, timings: Sequence[QueryTiming], slo: Slo,
     if len(timings) < min_queries:
         reasons.append(f"{len(timings)} queries, fewer than {min_queries}")
     if ttft_p99 is None or ttft_p99 > slo.ttft_ms:
-        reasons.append(f"p99 TTFT {ttft_p99} ms over {slo.ttft_ms} ms")
+        reasons.append(f"p99 TTFT {_ms(ttft_p99)} over {slo.ttft_ms:g} ms")
     if tpot_p99 is None or tpot_p99 > slo.tpot_ms:
-        reasons.append(f"p99 TPOT {tpot_p99} ms over {slo.tpot_ms} ms")
+        reasons.append(f"p99 TPOT {_ms(tpot_p99)} over {slo.tpot_ms:g} ms")
     good = sum(1 for t in ok if t.ttft is not None and t.ttft * 1e3 <= slo.ttft_ms
                and (t.tpot is None or t.tpot * 1e3 <= slo.tpot_ms))
     ends = [t.last for t in ok if t.last is not None]
@@ -174,13 +179,25 @@ Measure = Callable[[float, int], RunResult]  # (rate, run number) -> the run
 
 @dataclass
 class CapacityResult:
-    capacity: float  # the highest confirmed VALID rate (queries/s); 0 if none
+    """``capacity``: the search's final point, the highest rate whose run was VALID
+    (queries/s; 0 if none); ``confirmed``: its rerun was VALID too;
+    ``confirmed_capacity``: the highest rate VALID every time it ran."""
+
+    capacity: float
     confirmed: bool
+    confirmed_capacity: float
     runs: list[RunResult]
 
     def to_json(self) -> dict[str, Any]:
         return {"capacity_qps": self.capacity, "confirmed": self.confirmed,
+                "confirmed_capacity_qps": self.confirmed_capacity,
                 "runs": [asdict(r) for r in self.runs]}
+
+
+def _always_valid(runs: Sequence[RunResult]) -> float:
+    rates = {r.rate for r in runs}
+    return max((rate for rate in rates
+                if all(r.valid for r in runs if r.rate == rate)), default=0.0)
 
 
 def find_capacity(measure: Measure, start_qps: float, budget: Budget) -> CapacityResult:
@@ -214,11 +231,9 @@ def find_capacity(measure: Measure, start_qps: float, budget: Budget) -> Capacit
         else:
             hi = mid
     if not lo:
-        return CapacityResult(0.0, False, runs)
-    if run(lo).valid:
-        return CapacityResult(lo, True, runs)
-    below = [r.rate for r in runs if r.valid and r.rate < lo]
-    return CapacityResult(max(below, default=0.0), False, runs)
+        return CapacityResult(0.0, False, 0.0, runs)
+    confirmed = run(lo).valid
+    return CapacityResult(lo, confirmed, _always_valid(runs), runs)
 
 
 class EndpointClient:

@@ -23,7 +23,8 @@ from loadgen.llm.capacity import (
 from loadgen.llm.slice_sim import SliceProfile, SliceSimulator, simulated_run
 from vgpu.results.capacity import judge_capacity, ratio_interval
 
-SLICE = SliceProfile(step_ms=8.0, context_us=16.0)  # capacity ~31-37 q/s at SLO
+SLICE = SliceProfile(step_ms=4.0, context_us=16.0)  # capacity ~60-70 q/s at the SLO
+START_QPS = 40.0
 SHAPE = LoadShape()
 SLO = Slo(ttft_ms=200.0, tpot_ms=16.0)
 FINE = Budget(runs=14, min_queries=80, duration_s=1.5, resolution=0.005)
@@ -37,8 +38,8 @@ def on_virtual_clock(profile: SliceProfile, budget: Budget = FINE) -> Any:
 
 
 def verdict(vm: SliceProfile, bare: SliceProfile = SLICE) -> Any:
-    bare_search = {"repeats": search_repeats(on_virtual_clock(bare), REPEATS, 25.0, FINE)}
-    vm_search = {"repeats": search_repeats(on_virtual_clock(vm), REPEATS, 25.0, FINE)}
+    bare_search = {"repeats": search_repeats(on_virtual_clock(bare), REPEATS, START_QPS, FINE)}
+    vm_search = {"repeats": search_repeats(on_virtual_clock(vm), REPEATS, START_QPS, FINE)}
     matched = {"repeats": matched_repeats(on_virtual_clock(vm), bare_search["repeats"])}
     return judge_capacity(bare_search, vm_search, matched, capacity_pct=3.0, itl_pct=5.0,
                           tpot_pct=5.0)
@@ -63,7 +64,7 @@ def test_a_five_percent_slower_step_fails_capacity() -> None:
 
 
 def test_periodic_stalls_fail_inter_token_latency_while_mean_tpot_passes() -> None:
-    result = verdict(replace(SLICE, stall_every_ms=200.0, stall_ms=5.0))
+    result = verdict(replace(SLICE, stall_every_ms=400.0, stall_ms=5.0))
     assert checks(result) | {"capacity_at_slo": True} == {
         "capacity_at_slo": True, "valid_at_bare_metal_capacity": False,
         "inter_token_latency_p99_at_matched_load": False,
@@ -84,12 +85,12 @@ def test_repeats_must_pair_and_find_a_capacity() -> None:
 def test_the_search_finds_the_simulators_known_capacity_within_5_percent() -> None:
     """The search on the loopback server (wall clock, a real client) against the same
     profile's capacity on the virtual clock, finely bisected."""
-    known = find_capacity(on_virtual_clock(SLICE)(0), 25.0, FINE)
-    budget = Budget(runs=7, min_queries=80, duration_s=1.5, resolution=0.02)
+    known = find_capacity(on_virtual_clock(SLICE)(0), START_QPS, FINE)
+    budget = Budget(runs=8, min_queries=80, duration_s=1.5, resolution=0.02)
     with SliceSimulator(SLICE) as sim:
         client = EndpointClient(sim.url, "sim")
         found = find_capacity(lambda rate, run: endpoint_run(
-            client, rate, run, SHAPE, SLO, 0, 0, budget), 25.0, budget)
+            client, rate, run, SHAPE, SLO, 0, 0, budget), START_QPS, budget)
     assert known.confirmed and found.capacity == pytest.approx(known.capacity, rel=0.05)
     assert len(found.runs) <= budget.runs
     assert all(r.goodput > 0 for r in found.runs)

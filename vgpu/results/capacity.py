@@ -85,7 +85,8 @@ def _matched_runs(search: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def _confirming_runs(search: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """Per repeat, bare metal's last VALID run at its capacity (the confirming repeat)."""
+    """Per repeat, bare metal's last VALID run at its capacity (the rerun when it was
+    VALID)."""
     out = []
     for repeat in search["repeats"]:
         at = [r for r in repeat["runs"] if r["valid"] and r["rate"] == repeat["capacity_qps"]]
@@ -114,13 +115,16 @@ def judge_capacity(bare: Mapping[str, Any], vm: Mapping[str, Any],
     """The verdict from bare metal's and the VM's capacity searches and the VM's runs at
     bare metal's capacity (``vm_matched``)."""
     interval = ratio_interval(_capacities(vm), _capacities(bare))
+    unconfirmed = sum(1 for side in (bare, vm) for r in side["repeats"]
+                      if not r.get("confirmed", True))
     conclusive = interval.low >= 1 - capacity_pct / 100 or \
         interval.high < 1 - capacity_pct / 100
     checks = [CapacityCheck(
         "capacity_at_slo", interval.ratio >= 1 - capacity_pct / 100,
         f"VM/bare metal {interval.ratio:.3f} [{interval.low:.3f}, {interval.high:.3f}] "
-        f"over {interval.repeats} repeats{'' if conclusive else ', inconclusive'}, "
-        f"allowed -{capacity_pct:g}%")]
+        f"over {interval.repeats} repeats{'' if conclusive else ', inconclusive'}"
+        f"{f', {unconfirmed} capacities unconfirmed by their rerun' if unconfirmed else ''}"
+        f", allowed -{capacity_pct:g}%")]
     reference = _confirming_runs(bare)
     matched = _matched_runs(vm_matched)
     invalid = [r for r in matched if not r["valid"]]
