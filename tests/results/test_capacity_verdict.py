@@ -4,7 +4,9 @@ its loopback server for the search itself."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +23,7 @@ from loadgen.llm.capacity import (
     search_repeats,
 )
 from loadgen.llm.slice_sim import SliceProfile, SliceSimulator, simulated_run
+from tests.cli.invoke import run_cli
 from vgpu.results.capacity import judge_capacity, ratio_interval
 
 SLICE = SliceProfile(step_ms=4.0, context_us=16.0)  # capacity ~60-70 q/s at the SLO
@@ -94,3 +97,29 @@ def test_the_search_finds_the_simulators_known_capacity_within_5_percent() -> No
     assert known.confirmed and found.capacity == pytest.approx(known.capacity, rel=0.05)
     assert len(found.runs) <= budget.runs
     assert all(r.goodput > 0 for r in found.runs)
+
+
+def test_vgpu_compare_capacity_judges_the_files_and_refuses_broken_ones(
+        tmp_path: Path) -> None:
+    def write(name: str, profile: SliceProfile, matched_to: Any = None) -> Path:
+        repeats = (matched_repeats(on_virtual_clock(profile), matched_to["repeats"])
+                   if matched_to else
+                   search_repeats(on_virtual_clock(profile), 2, START_QPS, FINE))
+        path = tmp_path / name
+        path.write_text(json.dumps({"repeats": repeats}))
+        return path
+
+    bare = write("bare.json", SLICE)
+    bare_doc = json.loads(bare.read_text())
+    same = [str(bare), str(write("vm.json", SLICE)),
+            str(write("m.json", SLICE, bare_doc))]
+    code, out, _ = run_cli(["compare-capacity", *same])
+    assert code == 0 and "LLM verdict: PASS" in out
+    slow = replace(SLICE, slowdown=1.05)
+    code, out, _ = run_cli(["compare-capacity", str(bare), str(write("s.json", slow)),
+                            str(write("sm.json", slow, bare_doc)), "--json"])
+    assert code == 3 and json.loads(out)["passed"] is False
+    (tmp_path / "broken.json").write_text('{"repeats": [{"repeat": 0}]}')
+    code, _, err = run_cli(["compare-capacity", str(bare), same[1],
+                            str(tmp_path / "broken.json")])
+    assert code == 2 and "repeats[0].matched" in err and "--matched-to" in err

@@ -18,9 +18,11 @@ or with ``--at-qps`` one matched run per repeat)."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from statistics import fmean, stdev
 from typing import Any
 
@@ -74,6 +76,35 @@ def ratio_interval(vm: Sequence[float], bare: Sequence[float],
         t_quantile(0.5 + confidence / 2, len(logs) - 1) * stdev(logs) / math.sqrt(len(logs))
     return RatioInterval(math.exp(centre), math.exp(centre - half), math.exp(centre + half),
                          len(logs))
+
+
+class CapacityFileError(ValueError):
+    """A capacity file that is not what ``python -m loadgen.llm.capacity`` writes."""
+
+    def __init__(self, path: Path, field: str, message: str, fix: str) -> None:
+        super().__init__(f"{path}: {field}: {message}")
+        self.path, self.field, self.message, self.fix = path, field, message, fix
+
+
+def load_capacity_file(path: Path, matched: bool) -> dict[str, Any]:
+    """A search's JSON (``matched``: a ``--matched-to`` run's), its repeats checked."""
+    key = "matched" if matched else "capacity_qps"
+    how = ("python -m loadgen.llm.capacity ... --matched-to BARE.json" if matched
+           else "python -m loadgen.llm.capacity ... without --matched-to")
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise CapacityFileError(path, "(file)", f"cannot be read as JSON: {exc}",
+                                f"give the file {how} wrote") from exc
+    repeats = doc.get("repeats") if isinstance(doc, dict) else None
+    if not isinstance(repeats, list) or not repeats:
+        raise CapacityFileError(path, "repeats", "a non-empty list is required",
+                                f"give the file {how} wrote")
+    for i, repeat in enumerate(repeats):
+        if not isinstance(repeat, dict) or key not in repeat:
+            raise CapacityFileError(path, f"repeats[{i}].{key}", "is missing",
+                                    f"give the file {how} wrote")
+    return doc
 
 
 def _capacities(search: Mapping[str, Any]) -> list[float]:
