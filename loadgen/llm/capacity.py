@@ -60,8 +60,9 @@ class Budget:
     narrower than ``resolution`` (a fraction)."""
 
     runs: int = 8
-    min_queries: int = 100
-    duration_s: float = 2.0
+    # a lab's default: p99 from 10 tail queries; tests pass their own, smaller budgets
+    min_queries: int = 1000
+    duration_s: float = 30.0
     resolution: float = 0.02
 
     def queries(self, rate: float) -> int:
