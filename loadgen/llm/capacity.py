@@ -124,6 +124,9 @@ def summarise(rate: float, timings: Sequence[QueryTiming], slo: Slo,
               min_queries: int) -> RunResult:
     """A run's numbers and whether it is VALID: every query answered in full, at least
     ``min_queries``, p99 TTFT and p99 TPOT within the SLO."""
+    for t in timings:
+        if t.error is None and t.first is None:
+            t.error = "no token arrived"
     failed = [t for t in timings if t.error is not None]
     ok = [t for t in timings if t.error is None]
     ttft = [t.ttft for t in ok if t.ttft is not None]
@@ -290,8 +293,12 @@ def endpoint_run(client: EndpointClient, rate: float, run: int, shape: LoadShape
     timings = [QueryTiming(float(t)) for t in at]
 
     def query(i: int, start: float) -> None:
-        answer = client.stream(prompts[i], shape.output_tokens)
         timing = timings[i]
+        try:
+            answer = client.stream(prompts[i], shape.output_tokens)
+        except Exception as exc:  # a worker's exception would vanish into its future
+            timing.error = f"{type(exc).__name__}: {exc}"
+            return
         timing.error = answer.check(shape.output_tokens)
         if answer.first_s is not None and answer.last_s is not None:
             timing.first, timing.last = answer.first_s - start, answer.last_s - start

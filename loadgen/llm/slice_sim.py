@@ -227,6 +227,8 @@ class RealtimeEngine:
                 seq.out.put(token_id(seq, seq.generated))
             for seq in step.finished:
                 seq.out.put(END)
+            # the next step starts where this one ended; a loop held up by a busy CPU
+            # catches up by at most one step rather than bursting through the backlog
             start = max(end, time.perf_counter() - step.seconds)
 
 
