@@ -195,3 +195,22 @@ def test_backend_openai_urls_are_checked(model_cache: Path) -> None:
                                                     "url": "http://vllm:8000"}))
     assert spec.backend.to_json() == {"name": "openai", "url": "http://vllm:8000",
                                       "in_flight": 1}
+
+
+def test_over_http_every_query_gets_a_prompt_of_its_own(tiny_model: Path) -> None:
+    """A serving engine's prefix cache must not answer a repeated sample: each query's
+    prompt starts with its own number; in-process the samples stay as they are."""
+    from loadgen.llm.sut import TokenSut
+
+    generator = OrtGenerator(str(tiny_model), "tiny", 1)
+    prompts = make_prompts(3, 2, LLM, TINY.vocab_size)
+    unique = TokenSut(generator, prompts, 4, TINY.vocab_size)
+    plain = TokenSut(generator, prompts, 4)
+    try:
+        heads = {tuple(unique.prompt(i % 2)[:3]) for i in range(600)}
+        assert len(heads) == 600
+        assert (unique.prompt(0)[3:] == prompts[0][3:]).all()
+        assert plain.prompt(1) is prompts[1]
+    finally:
+        unique.stop()
+        plain.stop()
