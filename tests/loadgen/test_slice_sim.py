@@ -10,15 +10,15 @@ from dataclasses import replace
 import pytest
 
 from loadgen.llm.capacity import Budget, EndpointClient, LoadShape, Slo, endpoint_run
-from loadgen.llm.slice_sim import (
+from loadgen.llm.slice_engine import (
     Arrival,
     BatchEngine,
     SimSequence,
     SliceProfile,
-    SliceSimulator,
     simulate,
     simulated_run,
 )
+from loadgen.llm.slice_sim import SliceSimulator
 
 
 def test_step_time_is_fixed_plus_prefill_plus_context() -> None:

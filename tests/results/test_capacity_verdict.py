@@ -22,7 +22,8 @@ from loadgen.llm.capacity import (
     matched_repeats,
     search_repeats,
 )
-from loadgen.llm.slice_sim import SliceProfile, SliceSimulator, simulated_run
+from loadgen.llm.slice_engine import SliceProfile, simulated_run
+from loadgen.llm.slice_sim import SliceSimulator
 from tests.cli.invoke import run_cli
 from vgpu.results.capacity import judge_capacity, ratio_interval
 
