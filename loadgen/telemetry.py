@@ -1,8 +1,11 @@
 """Telemetry sampled in a background thread during the timed run.
 
-Always: CPU model and count, this process's CPU % and RSS (psutil if present, else /proc).
-Where NVML works (``pynvml.nvmlInit`` succeeds): device name, MIG profile and UUID, driver
-and CUDA versions, and sampled memory, power, clocks and utilisation. A metric NVML refuses
+Always: CPU model and count, this process's CPU % and RSS (psutil if present, else /proc),
+and what else used the machine during the timed run (``HostLoad``: the machine's busy CPU
+from /proc/stat less this process tree's own, CPU steal, the load average, cgroup CPU
+throttling). Where NVML works (``pynvml.nvmlInit`` succeeds): device name, MIG profile and
+UUID, driver and CUDA versions, and sampled memory, power, clocks, utilisation, the other
+processes on the device and the clock-throttle reasons. A metric NVML refuses
 (utilisation on a MIG slice is NOT_SUPPORTED) is sampled no further and listed with the
 reason under ``unsupported``.
 """
@@ -67,6 +70,94 @@ class ProcessSampler:
         return percent, pages * os.sysconf("SC_PAGE_SIZE")
 
 
+def _proc_stat_seconds() -> tuple[float, float, float] | None:
+    """Machine-wide (busy, steal, total) CPU seconds since boot from /proc/stat's cpu line
+    (busy: user, nice, system, irq, softirq; guest time is inside user)."""
+    try:
+        line = Path("/proc/stat").read_text().splitlines()[0]
+    except (OSError, IndexError):
+        return None
+    ticks = [int(v) for v in line.split()[1:]]
+    ticks += [0] * (8 - len(ticks))
+    user, nice, system, idle, iowait, irq, softirq, steal = ticks[:8]
+    hz = os.sysconf("SC_CLK_TCK")
+    busy = user + nice + system + irq + softirq
+    return busy / hz, steal / hz, (busy + idle + iowait + steal) / hz
+
+
+def _own_tree_seconds() -> float:
+    """CPU seconds of this process (all threads), its reaped children and its live
+    descendants."""
+    times = os.times()
+    reaped = times.children_user + times.children_system
+    try:
+        import psutil
+    except ImportError:
+        return times.user + times.system + reaped
+    me = psutil.Process()
+    total = reaped
+    for process in [me, *me.children(recursive=True)]:
+        try:
+            cpu = process.cpu_times()
+        except psutil.Error:
+            continue
+        total += cpu.user + cpu.system
+    return total
+
+
+def _cgroup_throttling() -> tuple[int, float] | None:
+    """(throttled periods, throttled seconds) of this cgroup (v2 cpu.stat), if readable."""
+    try:
+        text = Path("/sys/fs/cgroup/cpu.stat").read_text()
+    except OSError:
+        return None
+    values = dict(line.split() for line in text.splitlines() if len(line.split()) == 2)
+    if "nr_throttled" not in values:
+        return None
+    return int(values["nr_throttled"]), int(values.get("throttled_usec", 0)) / 1e6
+
+
+class HostLoad:
+    """What else used the machine between ``start`` and ``stop``: the busy CPU seconds of
+    the whole machine less those of this process tree (the harness), as a share of the
+    machine's CPU (all cores over the wall time); the steal share; the 1-minute load
+    average at the end; cgroup throttling. The busy and own seconds are kept too, so a
+    caller that knows other harness instances ran on the same machine can subtract
+    theirs."""
+
+    def __init__(self) -> None:
+        self._start: tuple[float, tuple[float, float, float] | None, float,
+                           tuple[int, float] | None] | None = None
+
+    def start(self) -> None:
+        self._start = (time.monotonic(), _proc_stat_seconds(), _own_tree_seconds(),
+                       _cgroup_throttling())
+
+    def stop(self) -> dict[str, Any]:
+        if self._start is None:
+            return {"available": False, "reason": "never started"}
+        began, stat0, own0, throttle0 = self._start
+        wall = time.monotonic() - began
+        stat1, own1, throttle1 = _proc_stat_seconds(), _own_tree_seconds(), _cgroup_throttling()
+        cpus = os.cpu_count() or 1
+        if stat0 is None or stat1 is None or wall <= 0:
+            return {"available": False, "reason": "/proc/stat is not readable"}
+        busy, steal = stat1[0] - stat0[0], stat1[1] - stat0[1]
+        own = max(0.0, own1 - own0)
+        capacity = wall * cpus
+        record: dict[str, Any] = {
+            "available": True, "wall_s": wall, "cpus": cpus, "busy_cpu_s": busy,
+            "own_cpu_s": own, "steal_cpu_s": steal,
+            "other_cpu_share": max(0.0, busy - own) / capacity,
+            "steal_share": steal / capacity,
+            "load_avg_1m": os.getloadavg()[0],
+        }
+        if throttle0 is not None and throttle1 is not None:
+            record["throttled_periods"] = throttle1[0] - throttle0[0]
+            record["throttled_s"] = throttle1[1] - throttle0[1]
+        return record
+
+
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
@@ -109,6 +200,11 @@ class NvmlDevice:
             "gpu_utilization_percent": lambda: float(n.nvmlDeviceGetUtilizationRates(h).gpu),
             "memory_utilization_percent": lambda: float(
                 n.nvmlDeviceGetUtilizationRates(h).memory),
+            # what else ran on the device, and why its clocks were held down (bit mask)
+            "other_processes": lambda: float(sum(
+                1 for p in n.nvmlDeviceGetComputeRunningProcesses(h) if p.pid != os.getpid())),
+            "clocks_throttle_reasons": lambda: float(
+                n.nvmlDeviceGetCurrentClocksThrottleReasons(parent)),
         }
 
 
@@ -141,6 +237,7 @@ class Telemetry:
         self.device = device
         self.interval_s = interval_s
         self.process = ProcessSampler()
+        self.host_load = HostLoad()
         self._process_samples: list[tuple[float, float, int]] = []
         self._gpu_samples: dict[str, list[tuple[float, float]]] = {}
         self.unsupported: dict[str, str] = {}
@@ -168,6 +265,7 @@ class Telemetry:
 
     def start(self) -> None:
         self.process.sample()  # CPU % is measured from here, not from construction
+        self.host_load.start()
         self._started = time.time()
         self._thread.start()
 
@@ -192,6 +290,7 @@ class Telemetry:
         if self._thread.is_alive():
             self._thread.join(timeout=5)
         self._sample_once()
+        load = self.host_load.stop()
         cpu = [c for _, c, _ in self._process_samples]
         rss = [r for _, _, r in self._process_samples]
         record: dict[str, Any] = {
@@ -204,6 +303,7 @@ class Telemetry:
                 "process_cpu_percent_max": max(cpu),
                 "process_rss_bytes_max": max(rss),
                 "samples": len(cpu),
+                "load": load,
             },
             "nvml": self.nvml_status,
             "gpu": None,

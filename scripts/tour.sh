@@ -51,9 +51,12 @@ step bench --scenario bm8 "${bench_args[@]}"   # bare metal: on this machine, th
 judged bench --scenario 8 "${bench_args[@]}"   # in containers on the seven guests: a verdict
 step destroy --scenario 8 --yes       # the pool's first addresses are scenario 6's next
 step bench --scenario bm6 "${bench_args[@]}"
-judged revalidate --scenario 6 --capture-baseline --yes "${bench_args[@]}"
-step sim upgrade
-judged revalidate --scenario 6 --yes "${bench_args[@]}"
+# After an upgrade: one host, its own baseline, the upgrade window around it
+judged revalidate --host DC0_C0_H0 --scenario 6 --capture-baseline --yes "${bench_args[@]}"
+step drain --host DC0_C0_H0             # vgpu's VMs shut down, facts saved, maintenance mode
+step sim upgrade --host DC0_C0_H0       # a new ESXi build and host driver VIB, rebooted
+step undrain --host DC0_C0_H0           # checks the upgrade took, out of maintenance
+judged revalidate --host DC0_C0_H0 --scenario 6 --yes "${bench_args[@]}"
 step destroy --scenario 6 --yes
 step sim down
 left=$(ip netns list 2>/dev/null | grep -c '^vgpusim-' || true)

@@ -3,7 +3,17 @@ and the Docker lab's fixtures, registered once for the whole session (a fixture 
 into several modules is one fixture per module, and a second lab would then wait on the
 first one's lock)."""
 
+import os
+
 import pytest
+
+from vgpu.results.disturbance import IGNORE_ENV
+
+# The suite shares its machine with itself (and, on a developer's box, with others): real
+# runs there are disturbed by design, and the tests of real runs are not about that. Set
+# before any fixture runs a bench; tests of disturbance unset it (the `judged_disturbance`
+# fixture).
+os.environ.setdefault(IGNORE_ENV, "1")
 
 pytest_plugins = ["tests.labs.required", "tests.labs.dockerlab"]
 
@@ -28,3 +38,9 @@ def _own_state_dir(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Tem
     """What vgpu remembers between runs (the VMs it created, MIG layouts) goes to a folder
     of the test's own, never to the user's ~/.local/state/vgpu."""
     monkeypatch.setenv("VGPU_STATE_DIR", str(tmp_path_factory.mktemp("vgpu-state")))
+
+
+@pytest.fixture
+def judged_disturbance(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Disturbed runs judged as on a real lab (the suite ignores them otherwise)."""
+    monkeypatch.delenv(IGNORE_ENV, raising=False)

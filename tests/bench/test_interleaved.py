@@ -35,6 +35,13 @@ def _fake(order: list[tuple[str, int]], values: dict[str, Iterator[float]]) -> A
     return run_repeat
 
 
+def _warm(order: list[tuple[str, int]]) -> Any:
+    def warm_up(store: Any, side: Any, result: Any, *_: Any) -> bool:
+        order.append((side.scenario.id, -1))
+        return True
+    return warm_up
+
+
 def _calibrate(rates: dict[str, float]) -> Any:
     def calibrate(store: Any, targets: Any, result: Any, *_: Any) -> bool:
         result.calibrated_qps = {t.instance: rates[t.instance] for t in targets}
@@ -58,6 +65,7 @@ def test_blocks_alternate_abba_and_the_candidate_is_judged_block_by_block(
     drift = [1000.0, 985.0, 970.0, 955.0]
     values = {"bm6": iter(drift), "6": iter([v * 0.995 for v in drift])}
     monkeypatch.setattr(interleave, "run_repeat", _fake(order, values))
+    monkeypatch.setattr(interleave, "warm_up", _warm(order))
     reference, candidate = _sides(tmp_path, BenchOverrides())
     rates = {reference.targets[0].instance: 900.0, candidate.targets[0].instance: 1200.0}
     monkeypatch.setattr(interleave, "calibrate", _calibrate(rates))
@@ -65,7 +73,8 @@ def test_blocks_alternate_abba_and_the_candidate_is_judged_block_by_block(
         ref_out, cand_out = run_interleaved(reference, candidate, store, runs=4,
                                             workload_names=[WORKLOAD])
         runs = {r.series_id: r for r in store.runs()}
-    assert order == [("bm6", 0), ("6", 0), ("6", 1), ("bm6", 1),
+    # one unjudged warm-up run per side (block -1), then complete ABBA pairs
+    assert order == [("bm6", -1), ("6", -1), ("bm6", 0), ("6", 0), ("6", 1), ("bm6", 1),
                      ("bm6", 2), ("6", 2), ("6", 3), ("bm6", 3)]
     [twin], [mine] = ref_out.workloads, cand_out.workloads
     assert mine.design == {"partner": twin.series_id, "order": "ABBA", "role": "candidate"}
@@ -95,6 +104,7 @@ def test_a_failed_block_stops_both_sides(tmp_path: Path,
 
     monkeypatch.setattr(interleave, "run_repeat", failing)
     monkeypatch.setattr(interleave, "calibrate", lambda *_: True)
+    monkeypatch.setattr(interleave, "warm_up", lambda *_: True)
     reference, candidate = _sides(tmp_path, BenchOverrides())
     with ResultStore.open(tmp_path / "r.db") as store:
         ref_out, cand_out = run_interleaved(reference, candidate, store, runs=3,
@@ -102,3 +112,65 @@ def test_a_failed_block_stops_both_sides(tmp_path: Path,
     assert order == [("bm6", 0), ("6", 0)]
     assert cand_out.failure == "run 2: instance died"
     assert ref_out.failure is not None and "stopped with scenario 6" in ref_out.failure
+
+
+def test_an_odd_block_count_is_completed_to_abba_pairs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    order: list[tuple[str, int]] = []
+    values = {"bm6": iter([1000.0, 1001.0, 999.0, 1000.5]),
+              "6": iter([999.0, 1000.0, 998.0, 1000.0])}
+    monkeypatch.setattr(interleave, "run_repeat", _fake(order, values))
+    monkeypatch.setattr(interleave, "warm_up", _warm(order))
+    monkeypatch.setattr(interleave, "calibrate", lambda *_: True)
+    reference, candidate = _sides(tmp_path, BenchOverrides())
+    with ResultStore.open(tmp_path / "r.db") as store:
+        run_interleaved(reference, candidate, store, runs=3, workload_names=[WORKLOAD])
+    judged = [block for _, block in order if block >= 0]
+    assert max(judged) == 3 and len(judged) == 8  # 3 asked, 4 blocks run
+
+
+def test_a_failed_warm_up_stops_both_sides_before_any_block(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    order: list[tuple[str, int]] = []
+
+    def cold(store: Any, side: Any, result: Any, *_: Any) -> bool:
+        result.failure = "warm-up run: harness exited 1"
+        return False
+
+    monkeypatch.setattr(interleave, "run_repeat", _fake(order, {}))
+    monkeypatch.setattr(interleave, "warm_up", cold)
+    monkeypatch.setattr(interleave, "calibrate", lambda *_: True)
+    reference, candidate = _sides(tmp_path, BenchOverrides())
+    with ResultStore.open(tmp_path / "r.db") as store:
+        ref_out, cand_out = run_interleaved(reference, candidate, store, runs=2,
+                                            workload_names=[WORKLOAD])
+        assert store.runs() == []
+    assert order == []
+    assert ref_out.failure == "warm-up run: harness exited 1"
+    assert cand_out.failure is not None and "stopped with scenario bm6" in cand_out.failure
+
+
+def test_an_undecided_pilot_adds_blocks_in_pairs_within_the_stated_cap(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An A/A with 1% noise per run and no fixed --runs: 4 pilot blocks cannot decide a
+    2% tolerance; the looks add complete pairs up to the stated cap (--max-repeats 12)
+    and say so. With --runs the blocks are fixed (the other tests)."""
+    order: list[tuple[str, int]] = []
+    noise = [1.0, 1.012, 0.99, 1.004, 0.985, 1.01, 0.996, 1.008, 0.992, 1.0, 1.006, 0.994]
+    values = {"bm6": iter([1000.0 * n for n in noise]),
+              "6": iter([1000.0 * n for n in reversed(noise)])}
+    monkeypatch.setattr(interleave, "run_repeat", _fake(order, values))
+    monkeypatch.setattr(interleave, "warm_up", _warm(order))
+    monkeypatch.setattr(interleave, "calibrate", lambda *_: True)
+    reference, candidate = _sides(tmp_path, BenchOverrides(max_repeats=12))
+    with ResultStore.open(tmp_path / "r.db") as store:
+        # no --runs: the scenario's 3 repeats, completed to 4 blocks, are the pilot
+        _, cand_out = run_interleaved(reference, candidate, store, runs=None,
+                                      workload_names=[WORKLOAD])
+    [mine] = cand_out.workloads
+    blocks = sorted({block for _, block in order if block >= 0})
+    assert len(blocks) > 4 and len(blocks) % 2 == 0 and len(blocks) <= 12
+    notes = mine.workload.notes
+    assert any("at most 12 blocks (24 runs) unless decided sooner" in n for n in notes)
+    looks = [n for n in notes if n.startswith("sequential repeats")]
+    assert looks[0].startswith("sequential repeats: look 1 at 4: undecided")

@@ -144,9 +144,10 @@ def test_bench_interleaves_the_missing_twin_and_with_baseline_runs_it_again(
     assert skipped.returncode == 0, skipped.stderr
     assert json.loads(skipped.stdout)["workloads"][0]["verdict"] is None
     with ResultStore.open(tmp_path / "vgpu-results.db") as store:
-        # ABBA blocks: bm6 6 | 6 bm6; then 6 alone (twin stored); forced: bm6 6
+        # ABBA blocks: bm6 6 | 6 bm6; then 6 alone (twin stored); forced (--runs 1, so
+        # one complete pair): bm6 6 | 6 bm6; the warm-up runs are not stored
         assert [r.scenario_id for r in store.runs()] == ["bm6", "6", "6", "bm6", "6",
-                                                         "bm6", "6"]
+                                                         "bm6", "6", "6", "bm6"]
     with ResultStore.open(tmp_path / "other.db") as store:
         assert [r.scenario_id for r in store.runs()] == ["6"]
 

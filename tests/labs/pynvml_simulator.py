@@ -44,6 +44,7 @@ class SimulatedReadings:
     memory_clock_mhz: int = 2619
     utilization: tuple[int, int] = (87, 41)  # GPU %, memory %
     memory_used: dict[str, int] = field(default_factory=dict)  # bytes by GPU or MIG UUID
+    throttle_reasons: int = 0  # nvmlClocksThrottleReason* bits (0: none)
 
 
 def _error(code: int) -> pynvml.NVMLError:
@@ -234,6 +235,10 @@ class PynvmlSimulator:
     def nvmlDeviceGetPowerUsage(self, handle: Any) -> int:
         self._physical_gpu(handle)
         return self.readings.power_mw
+
+    def nvmlDeviceGetCurrentClocksThrottleReasons(self, handle: Any) -> int:
+        self._physical_gpu(handle)
+        return self.readings.throttle_reasons
 
     def nvmlDeviceGetClockInfo(self, handle: Any, clock: int) -> int:
         self._physical_gpu(handle)

@@ -4,16 +4,22 @@ sampling."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 import time
+from pathlib import Path
 
 import psutil
 import pytest
 
-from loadgen.spec import DeviceSpec
-from loadgen.telemetry import ProcessSampler, Telemetry
+from loadgen.runner import run
+from loadgen.spec import DeviceSpec, parse_spec
+from loadgen.telemetry import HostLoad, ProcessSampler, Telemetry
 from tests.labs.pynvml_simulator import DRIVER_VERSION, PynvmlSimulator, SimulatedReadings
+from tests.loadgen.harness_helpers import base_spec
 from vgpu.nvml.simulator import SimulatedGpuBackend
+from vgpu.results.disturbance import LIMITS, OTHER_CPU
 
 GPU_NAME = "NVIDIA H100 80GB"
 
@@ -53,7 +59,10 @@ def test_mig_slice_facts_and_unsupported_utilisation() -> None:
     assert gpu["unsupported"] == {"gpu_utilization_percent": "Not Supported",
                                   "memory_utilization_percent": "Not Supported"}
     metrics = gpu["metrics"]
-    assert set(metrics) == {"memory_used_bytes", "power_w", "sm_clock_mhz", "memory_clock_mhz"}
+    assert set(metrics) == {"memory_used_bytes", "power_w", "sm_clock_mhz", "memory_clock_mhz",
+                            "other_processes", "clocks_throttle_reasons"}
+    assert metrics["other_processes"]["max"] == 0.0  # nothing else on the slice
+    assert metrics["clocks_throttle_reasons"]["max"] == 0.0
     assert metrics["memory_used_bytes"]["max"] == 3 * 2**30  # the slice's, not the GPU's
     assert metrics["power_w"]["mean"] == pytest.approx(250.0)  # the physical GPU's
     assert metrics["sm_clock_mhz"]["count"] >= 3
@@ -125,3 +134,38 @@ def test_mig_backed_vgpu_guest_samples_its_mig_device() -> None:
     assert (gpu["is_mig"], gpu["mig_profile"], gpu["mig_uuid"]) == (
         True, "2g.20gb", mig_device.uuid)
     assert gpu["parent_name"] == "GRID A100D-2-20C"
+
+
+def test_a_cpu_hog_during_a_real_harness_run_is_seen(model_cache: Path, tmp_path: Path) -> None:
+    """A tiny resnet50 Offline run on the CPU while busy loops (one per core) run beside
+    it: the record's host load counts their CPU as other processes', beyond the limit
+    that marks a run disturbed; the harness's own CPU is not in it."""
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+            for _ in range(os.cpu_count() or 1)]
+    try:
+        time.sleep(0.3)
+        doc = base_spec(model_cache)
+        doc["loadgen"]["min_duration_ms"] = 1500
+        record = run(parse_spec(doc, "spec.json", tmp_path), tmp_path / "out")
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    load = record["telemetry"]["host"]["load"]
+    assert load["available"] and load["wall_s"] >= 1.0
+    assert load["own_cpu_s"] > 0.2  # the harness itself ran
+    assert 100 * load["other_cpu_share"] > LIMITS[OTHER_CPU]
+    assert load["busy_cpu_s"] >= load["own_cpu_s"]
+
+
+def test_host_load_counts_a_child_as_its_own() -> None:
+    """A busy child of the sampling process (reaped before the end) is its own tree's
+    CPU, not another process's."""
+    load = HostLoad()
+    load.start()
+    busy = "import time\nend = time.process_time() + 0.5\nwhile time.process_time() < end: pass"
+    subprocess.run([sys.executable, "-c", busy], check=True, timeout=60)
+    record = load.stop()
+    assert record["available"]
+    assert record["own_cpu_s"] >= 0.5
+    assert 0.0 <= record["other_cpu_share"] <= 1.0

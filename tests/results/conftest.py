@@ -71,4 +71,4 @@ def add_series(store: ResultStore) -> AddSeries:
 
 # Series noise small enough that repeats decide: for tests of the repeat-level mechanics
 # (the series level has its own tests in test_noise.py).
-QUIET = NoiseLevels(repeat_cv=0.005, series_cv=0.0, series_df=100.0, series=10, repeats=30)
+QUIET = NoiseLevels(repeat_cv=0.001, series_cv=0.0, series_df=100.0, series=50, repeats=150)

@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+import math
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 import xmlschema
+from hypothesis import given
+from hypothesis import strategies as st
 
 from vgpu.results.compare import (
     Band,
@@ -12,7 +15,9 @@ from vgpu.results.compare import (
     Reference,
     band_for,
     check_reference,
+    compare_paired,
     compare_samples,
+    crossover,
     overall_verdict,
 )
 from vgpu.results.junit import to_junit_xml, write_junit
@@ -50,7 +55,7 @@ def test_noisy_measurement_is_inconclusive() -> None:
     assert check.verdict == "INCONCLUSIVE"
     assert check.ci_pct is not None and check.ci_pct[0] < -2.0 < check.ci_pct[1]
     assert check.mdd_pct is not None and check.mdd_pct > 2.0
-    assert "add repeats" in check.reason
+    assert "repeats in all" in check.reason and "would decide" in check.reason
 
 
 def test_one_repeat_is_inconclusive() -> None:
@@ -130,3 +135,56 @@ def test_junit_xml_is_valid_against_the_schema_and_maps_verdicts(tmp_path: Path)
 def test_the_schema_rejects_a_malformed_report() -> None:
     broken = to_junit_xml([_comparison()]).replace('tests="3"', 'tests="three"')
     assert not SCHEMA.is_valid(broken)
+
+
+def test_a_collapse_is_never_reported_below_minus_100_percent() -> None:
+    check = compare_samples("system_throughput", [50.0, 300.0, 20.0],
+                            [1000.0, 1001.0, 999.0], THROUGHPUT_BAND)
+    assert check.ci_pct is not None and -100.0 < check.ci_pct[0] < check.ci_pct[1]
+    assert check.difference_pct == pytest.approx((check.candidate.mean / 1000.0 - 1) * 100)
+
+
+@given(st.lists(st.floats(1.0, 1e6), min_size=2, max_size=8),
+       st.lists(st.floats(1.0, 1e6), min_size=2, max_size=8))
+def test_intervals_stay_above_minus_100_percent_and_hold_the_estimate(
+        candidate: list[float], reference: list[float]) -> None:
+    check = compare_samples("t", candidate, reference, THROUGHPUT_BAND)
+    assert check.ci_pct is not None
+    low, high = check.ci_pct
+    assert -100.0 <= low <= check.difference_pct <= high
+
+
+def test_the_reference_mean_is_not_taken_as_exact() -> None:
+    """Same candidate, same reference mean: a noisier reference widens the interval."""
+    candidate = [990.0, 991.0, 989.0]
+    quiet = compare_samples("t", candidate, [1000.0, 1000.5, 999.5], THROUGHPUT_BAND)
+    noisy = compare_samples("t", candidate, [1000.0, 1030.0, 970.0], THROUGHPUT_BAND)
+    assert quiet.ci_pct is not None and noisy.ci_pct is not None
+    assert noisy.ci_pct[1] - noisy.ci_pct[0] > 5 * (quiet.ci_pct[1] - quiet.ci_pct[0])
+
+
+def test_a_period_effect_falls_out_of_the_crossover_analysis() -> None:
+    """ABBA blocks where whichever side runs second is 3% slower: the crossover estimate
+    is the true -0.5% with a tight interval; a plain paired mean carries the +-3% swing
+    in its spread."""
+    blocks = range(8)
+    reference, candidate = [], []
+    for block in blocks:
+        noise = 1.0 + 0.001 * ((block * 7) % 3 - 1)
+        ref_second, cand_second = block % 2 == 1, block % 2 == 0
+        reference.append(1000.0 * (0.97 if ref_second else 1.0))
+        candidate.append(995.0 * noise * (0.97 if cand_second else 1.0))
+    crossed = compare_paired("t", candidate, reference, THROUGHPUT_BAND, blocks=list(blocks))
+    assert crossed.df == 6 and crossed.verdict == "PASS"
+    assert crossed.difference_pct == pytest.approx(-0.5, abs=0.1)
+    ratios = [100 * math.log(c / r) for c, r in zip(candidate, reference, strict=True)]
+    plain = crossover(ratios, None)
+    assert plain is not None and plain[1] > 100 * (crossed.se_pct or 0) ** 2
+
+
+def test_an_undecided_check_says_how_many_blocks_would_decide() -> None:
+    reference = [1000.0, 1004.0, 996.0, 1002.0]
+    candidate = [985.0, 1004.0, 1001.0, 990.0]
+    check = compare_paired("t", candidate, reference, THROUGHPUT_BAND)
+    assert check.verdict == "INCONCLUSIVE"
+    assert "blocks in all" in check.reason and "more) would decide" in check.reason

@@ -11,9 +11,12 @@ import pytest
 from vgpu.results.compare import Band, compare_paired, compare_samples, holm
 from vgpu.results.noise import (
     DEFAULT_SERIES_CV,
+    MEASURED_AA,
+    NoiseLevels,
     estimate_levels,
     series_needed,
     uncalibrated,
+    with_metrics,
 )
 
 THROUGHPUT = Band(lower_pct=-2.0)
@@ -83,7 +86,7 @@ def test_interleaved_blocks_cancel_drift_that_separate_series_cannot() -> None:
     candidate = [1000.0 * d * 0.995 * (1 + e) for d, e in
                  zip(drift, [-0.001, 0.001, 0.001, -0.002, 0.0], strict=True)]
     paired = compare_paired("t", candidate, reference, THROUGHPUT)
-    assert paired.design == "interleaved" and paired.df == 4
+    assert paired.design == "interleaved" and paired.df == 3  # 5 blocks less mean, period
     assert paired.verdict == "PASS"
     assert paired.difference_pct == pytest.approx(-0.5, abs=0.2)
     separate = compare_samples("t", candidate, reference, THROUGHPUT)
@@ -110,3 +113,38 @@ def test_series_needed_grows_with_the_series_level() -> None:
     noisy = uncalibrated()
     assert series_needed(quiet, 1.0, 3.0) <= series_needed(noisy, 1.0, 3.0)
     assert series_needed(noisy, 1.0, 3.0) == 72  # 2 * 2%^2 * 3^2 / 1%^2
+
+
+def test_a_calibration_that_sees_no_series_level_is_judged_at_its_upper_bound() -> None:
+    """The point estimate is 0 when the repeats' noise hides the series level; the
+    comparison uses the 90% upper bound, which shrinks as more series are calibrated."""
+    rng = random.Random(11)
+    few = estimate_levels(_two_level(3, 3, 0.0, 0.01, rng))
+    many = estimate_levels(_two_level(30, 3, 0.0, 0.01, rng))
+    assert few.series_cv == 0.0 or few.series_cv < few.judged_series_cv
+    assert 0.0 < many.judged_series_cv < few.judged_series_cv
+    assert many.judged_series_cv < 0.01
+
+
+def test_the_uncalibrated_default_is_the_bound_of_the_measured_aa() -> None:
+    assert MEASURED_AA.series == 6 and MEASURED_AA.means_sd == 0.012
+    assert abs(DEFAULT_SERIES_CV - 0.020) < 0.0005
+    assert uncalibrated().judged_series_cv == DEFAULT_SERIES_CV
+
+
+def test_each_metric_has_its_own_levels() -> None:
+    latency = NoiseLevels(repeat_cv=0.05, series_cv=0.04, series_df=10.0, series=6,
+                          repeats=18, metric="latency_p99_worst")
+    levels = with_metrics(NoiseLevels(repeat_cv=0.01, series_cv=0.01, series_df=10.0,
+                                      series=6, repeats=18, metric="system_throughput"),
+                          {"latency_p99_worst": latency})
+    assert levels.for_metric("system_throughput") is levels
+    assert levels.for_metric("latency_p99_worst") is latency
+    other = levels.for_metric("time_to_first_token_p99")
+    assert not other.calibrated and "time_to_first_token_p99" in other.describe()
+    base = [10.0, 10.1, 9.9]
+    wide = compare_samples("latency_p99_worst", base, base, Band(upper_pct=5.0),
+                           levels=levels)
+    narrow = compare_samples("system_throughput", base, base, THROUGHPUT, levels=levels)
+    assert wide.se_pct is not None and narrow.se_pct is not None
+    assert wide.se_pct > 2 * narrow.se_pct

@@ -77,14 +77,16 @@ def _bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, values: Iterable[flo
 def test_until_decided_extends_an_undecided_pilot_to_a_verdict(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """The pilot's noise plans the looks (3, 5, 6); the series PASSes at look 2."""
     values = [985.0, 1000.0, 990.0] + [1001.0, 999.0, 1000.0, 1002.0] * 5
     outcome = _bench(tmp_path, monkeypatch, values, BenchOverrides(until_decided=True))
     [workload] = outcome.workloads
-    assert len(workload.run_ids) == 7
+    assert len(workload.run_ids) == 5
     assert workload.comparison is not None and workload.comparison.verdict == "PASS"
     notes = [n for n in workload.workload.notes if n.startswith("sequential repeats")]
-    assert notes == ["sequential repeats: look 1 at 3 repeats: undecided, planned 7 repeats",
-                     "sequential repeats: look 2 at 7 repeats: PASS, minimum detectable "
+    assert notes == ["sequential repeats: look 1 at 3: undecided, next look at 5 "
+                     "(looks at 3, 5, 6)",
+                     "sequential repeats: look 2 at 5: PASS, minimum detectable "
                      f"difference {workload.comparison.checks[0].mdd_pct:.2f}%"]
 
 
@@ -98,7 +100,9 @@ def test_max_repeats_caps_an_undecidable_series(
     assert len(workload.run_ids) == 6
     assert workload.comparison is not None
     assert workload.comparison.verdict == "INCONCLUSIVE"
-    assert "look 2 at 6 repeats: INCONCLUSIVE" in workload.workload.notes[-1]
+    last = workload.workload.notes[-1]
+    assert "look 3 at 6: INCONCLUSIVE" in last
+    assert "repeats in all" in last and "would decide" in last
 
 
 def test_without_the_option_the_series_runs_its_repeats(
@@ -124,7 +128,7 @@ def test_a_spent_budget_says_what_it_expects_and_stops(
     [workload] = outcome.workloads
     assert len(workload.run_ids) == 3
     [budget] = [n for n in workload.workload.notes if n.startswith("budget:")]
-    assert budget.startswith(f"budget: {WORKLOAD}: ~7 repeats for a 2% verdict at CV ")
+    assert budget.startswith(f"budget: {WORKLOAD}: ~6 repeats for a 2% verdict at CV ")
     assert budget.endswith("the budget affords 3: expect INCONCLUSIVE unless it is clear")
 
 
@@ -151,14 +155,14 @@ class _Clock:
         return self.now
 
 
-@pytest.mark.parametrize(("budget_s", "runs"), [(720.0, 7), (1e6, 20)])
+@pytest.mark.parametrize(("budget_s", "runs"), [(720.0, 5), (1e6, 6)])
 def test_a_budget_running_out_makes_the_next_look_the_last(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, budget_s: float, runs: int,
 ) -> None:
-    """Pilot 3 x 60 s in a 12 min budget: 9 more repeats afforded, 7 planned; repeats 4-7
-    take 200 s each, so at 7 no time is left and look 2 is the last. With time to
-    spare the same series goes on to its cap."""
-    clock = _Clock([60.0] * 3 + [200.0] * 30)
+    """Pilot 3 x 60 s in a 12 min budget, looks planned at 3, 5, 6; repeats 4-5 take
+    300 s each, so at 5 no time is left: look 2 is the last and spends the rest of the
+    alpha. With time to spare the same series goes on to its planned last look."""
+    clock = _Clock([60.0] * 3 + [300.0] * 30)
     monkeypatch.setattr(session, "time", clock)
     monkeypatch.setattr(pacing, "time", clock)
     values = iter([985.0, 1000.0, 990.0] + [970.0, 1010.0, 975.0, 1005.0] * 5)
@@ -172,9 +176,10 @@ def test_a_budget_running_out_makes_the_next_look_the_last(
                     BenchOverrides(budget_s=budget_s)).workloads[0]
     assert len(result.run_ids) == runs
     looks = [n for n in result.workload.notes if n.startswith("sequential repeats")]
-    assert looks[0] == "sequential repeats: look 1 at 3 repeats: undecided, planned 7 repeats"
-    assert looks[1].startswith("sequential repeats: look 2 at 7 repeats: ")
-    assert ("planned" in looks[1]) == (runs > 7)
+    assert looks[0] == ("sequential repeats: look 1 at 3: undecided, next look at 5 "
+                        "(looks at 3, 5, 6)")
+    assert looks[1].startswith("sequential repeats: look 2 at 5: ")
+    assert ("next look at 6" in looks[1]) == (runs > 5)
 
 
 def test_a_series_level_larger_than_the_margin_stops_with_what_would_decide(

@@ -7,6 +7,14 @@ import pytest
 from tests.results.conftest import QUIET
 from vgpu.errors import InputError
 from vgpu.results.compare import Reference
+from vgpu.results.disturbance import (
+    CPU_STEAL,
+    GPU_OTHERS,
+    IGNORE_ENV,
+    LIMITS,
+    OTHER_CPU,
+    disturbance,
+)
 from vgpu.results.judge import compare_series, compare_with_references
 from vgpu.results.records import Metric, RunStart
 from vgpu.results.referee import default_kind
@@ -122,3 +130,46 @@ def test_unknown_or_failed_series_is_an_input_error(store: ResultStore) -> None:
         series_of_run(store, 42)
     with pytest.raises(InputError, match="no run that finished ok"):
         load_series(store, "nope")
+
+
+@pytest.mark.usefixtures("judged_disturbance")
+def test_a_disturbed_run_is_shown_but_makes_no_verdict(
+        store: ResultStore, add_series: AddSeries) -> None:
+    """Run 2 of the candidate ran while other processes used 63% of the CPU (and ran 40%
+    slower): it stays in the series' numbers, marked, and the comparison, which its
+    checks would call FAIL, is INCONCLUSIVE and names the run and the load; the
+    disturbance metrics themselves are not judged."""
+    quiet = [Metric(OTHER_CPU, 3.0, "%"), Metric(CPU_STEAL, 0.0, "%")]
+    busy = [Metric(OTHER_CPU, 63.0, "%"), Metric(CPU_STEAL, 0.0, "%")]
+    slowed = [SIX[0], {k: v * 0.6 for k, v in SIX[1].items()}, SIX[2]]
+    run_ids = add_series(slowed, metrics=[quiet, busy, quiet])
+    candidate = load_series(store, series_of_run(store, run_ids[0]))
+    reference = load_series(store, series_of_run(store, add_series(
+        SIX, target_kind="bare-metal", scenario_id="bm6")[0]))
+    assert candidate.valid_run_ids == run_ids
+    assert [d.run_id for d in candidate.disturbed_runs] == [run_ids[1]]
+    assert OTHER_CPU not in candidate.samples and candidate.run_quality[OTHER_CPU] == \
+        [3.0, 63.0, 3.0]
+    comparison = compare_series("vm-vs-bare-metal", candidate, reference, tolerance=0.02,
+                                levels=QUIET)
+    assert comparison.checks[0].verdict != "PASS"
+    assert comparison.verdict == "INCONCLUSIVE"
+    expected = f"disturbed: other processes used 63% of the CPU during run {run_ids[1]}"
+    assert expected in comparison.why[0]
+    assert comparison.as_dict()["disturbed"] == comparison.disturbed
+    clean = compare_series("vm-vs-bare-metal", reference, reference, tolerance=0.02,
+                           levels=QUIET)
+    assert clean.disturbed == [] and clean.verdict == "PASS"
+
+
+@pytest.mark.usefixtures("judged_disturbance")
+def test_limits_are_stated_and_only_run_level_metrics_count(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    assert disturbance(7, [Metric(OTHER_CPU, LIMITS[OTHER_CPU], "%")]) is None
+    assert disturbance(7, [Metric(OTHER_CPU, 90.0, "%", instance="a")]) is None
+    found = disturbance(7, [Metric(CPU_STEAL, 12.0, "%"), Metric(GPU_OTHERS, 1.0, "")])
+    assert found is not None and found.describe() == (
+        "disturbed: the hypervisor stole 12% of the CPU; 1 other process(es) ran on the GPU "
+        "during run 7")
+    monkeypatch.setenv(IGNORE_ENV, "1")  # a machine shared on purpose
+    assert disturbance(7, [Metric(OTHER_CPU, 90.0, "%")]) is None

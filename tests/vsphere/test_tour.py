@@ -1,8 +1,8 @@
 """README's tour end to end through the CLI (scripts/tour.sh): `vgpu sim up` with a Docker
 daemon and guests, preflight, apply with provisioning (the harness image built on the
 guests), bare-metal references on this machine, bench in a container per guest with a
-verdict, revalidate with a captured baseline, `vgpu sim upgrade`, revalidate again (drift),
-destroy, `vgpu sim down` leaving no namespace, process, veth, daemon or user behind."""
+verdict, a host-pinned revalidate with a captured baseline, the upgrade window (drain, `vgpu
+sim upgrade --host`, undrain), revalidate of that host again (drift), destroy, `vgpu sim down` leaving no namespace, process, veth, daemon or user behind."""
 
 from __future__ import annotations
 
@@ -64,8 +64,10 @@ def check_tour(tmp_path: Path, returncode: int, out: str) -> None:
     assert "running on this machine: scenario bm8 is bare metal" in out
     assert "verdict vs scenario bm8: " in out and "verdict vs scenario bm6: " in out
     assert "synchronised start" in out
-    assert "this run's series will be recorded as baseline 'pre-upgrade'" in out
-    assert "simulator lab upgraded at" in out
+    assert "this run's series will be recorded as baseline 'pre-upgrade@DC0_C0_H0'" in out
+    assert "host DC0_C0_H0 is in maintenance mode" in out  # drain
+    assert "host DC0_C0_H0 upgraded in place" in out
+    assert "host DC0_C0_H0 is out of maintenance mode" in out  # undrain checked the upgrade
     assert "24022510" in out  # the drift revalidate finds after the upgrade
     assert "COULD NOT RUN" not in out
     assert (tmp_path / "vgpu-results.db").exists()

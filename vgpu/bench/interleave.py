@@ -8,12 +8,13 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from vgpu.bench.fanout import RoundTimeouts
+from vgpu.bench.fanout import RoundTimeouts, run_round
 from vgpu.bench.outcome import BenchListener, BenchOutcome, QuietListener, WorkloadOutcome
 from vgpu.bench.pacing import Budget, pacing_for
 from vgpu.bench.session import calibrate, inference_workloads, judge_series, recalibrate, run_repeat
 from vgpu.bench.targets import Target
-from vgpu.bench.workload import BenchOverrides, effective_workload
+from vgpu.bench.workload import BenchOverrides, effective_workload, harness_spec
+from vgpu.errors import RemoteError
 from vgpu.model.scenario import InferenceWorkload, Scenario
 from vgpu.results.series import load_series
 from vgpu.results.server_split import series_split
@@ -38,14 +39,20 @@ def run_interleaved(
     """Both scenarios' workloads of ``workload_names`` in alternating blocks of one repeat
     each, ABBA (reference, candidate | candidate, reference | ...), each side a series of
     its own that names the other as its partner, so the candidate is judged block by block
-    and drift between minutes cancels. Offline sides share one expected QPS per instance
-    position (the larger probe), so their queries have the same size."""
+    and drift between minutes cancels. Without a fixed ``runs`` (or with --until-decided,
+    --budget), blocks are added at looks planned from the pilot's noise until the verdict
+    decides or the stated cap (--max-repeats, --budget) is reached
+    (vgpu.results.sequential). The block count is even (complete ABBA pairs), and
+    each side first runs one warm-up run that is not judged (the session's first runs are
+    cold). Offline sides share one expected QPS per instance position (the larger probe),
+    so their queries have the same size."""
     listen: BenchListener = listener or QuietListener()
     ref_workloads, _ = inference_workloads(reference.scenario, workload_names)
     cand_workloads, notes = inference_workloads(candidate.scenario, workload_names)
     outcomes = (BenchOutcome(reference.scenario, reference.targets, list(reference.notes)),
                 BenchOutcome(candidate.scenario, candidate.targets, [*candidate.notes, *notes]))
     repeats = runs or candidate.scenario.repeats
+    repeats += repeats % 2  # complete ABBA pairs
     budget = Budget.of(candidate.overrides, len(cand_workloads))
     for cand_w in cand_workloads:
         ref_w = next(w for w in ref_workloads if w.label == cand_w.label)
@@ -55,7 +62,8 @@ def run_interleaved(
             mine.design = {"partner": other.series_id, "order": "ABBA", "role": role}
         outcomes[0].workloads.append(pair[0])
         outcomes[1].workloads.append(pair[1])
-        _run_blocks(store, (reference, candidate), pair, repeats, listen, timeouts, budget)
+        _run_blocks(store, (reference, candidate), pair, repeats, listen, timeouts, budget,
+                    sequential=runs is None)
         for side, result in zip((reference, candidate), pair, strict=True):
             if store.runs(series_id=result.series_id, status="ok"):
                 result.series = load_series(store, result.series_id)
@@ -74,7 +82,8 @@ def _side_outcome(side: Side, workload: InferenceWorkload) -> WorkloadOutcome:
 
 def _run_blocks(store: ResultStore, sides: tuple[Side, Side],
                 pair: tuple[WorkloadOutcome, WorkloadOutcome], repeats: int,
-                listen: BenchListener, timeouts: RoundTimeouts, budget: Budget | None) -> None:
+                listen: BenchListener, timeouts: RoundTimeouts, budget: Budget | None,
+                sequential: bool) -> None:
     for index, (side, result) in enumerate(zip(sides, pair, strict=True)):
         effective = result.workload
         if effective.scenario == "Offline" and effective.target_qps is None and \
@@ -82,8 +91,20 @@ def _run_blocks(store: ResultStore, sides: tuple[Side, Side],
             pair[1 - index].failure = f"stopped with scenario {side.scenario.id}"
             return
     _share_rates(sides, pair)
+    for index, (side, result) in enumerate(zip(sides, pair, strict=True)):
+        if not warm_up(store, side, result, listen, timeouts):
+            pair[1 - index].failure = f"stopped with scenario {side.scenario.id}"
+            return
+    _share_rates(sides, pair)
     candidate = sides[1]
-    pacing = pacing_for(candidate.overrides, repeats, budget)
+    pacing = pacing_for(candidate.overrides, repeats, budget, step=2, always=sequential)
+    if pacing is not None:
+        stated = (f"interleaved blocks: looks planned from the pilot's noise after {repeats} "
+                  f"blocks; at most {pacing.design.max_repeats} blocks "
+                  f"({2 * pacing.design.max_repeats} runs) unless decided sooner "
+                  "(--max-repeats, --budget)")
+        pair[1].workload.notes.append(stated)
+        listen.phase(f"{pair[1].workload.label}: {stated}")
     total, block, started = repeats, 0, time.monotonic()
     while block < total:
         order = (0, 1) if block % 2 == 0 else (1, 0)
@@ -103,6 +124,39 @@ def _run_blocks(store: ResultStore, sides: tuple[Side, Side],
         if block == total and pacing is not None:
             total = pacing.next_total(store, candidate.scenario, pair[1], total,
                                       time.monotonic() - started, listen)
+
+
+def warm_up(store: ResultStore, side: Side, result: WorkloadOutcome, listen: BenchListener,
+            timeouts: RoundTimeouts) -> bool:
+    """One run of ``result``'s workload on ``side`` before the judged blocks, not stored
+    as a run (its logs under logs/warmup/): a session's first run is cold (caches, clocks,
+    lazy initialisation) and would fall into one block only. False, with
+    ``result.failure`` set, when it failed."""
+    effective = result.workload
+    listen.phase(f"{effective.label}: warm-up run, scenario {side.scenario.id} (not judged)")
+    root = store.logs_root / "warmup" / result.series_id
+    specs = {t.instance: harness_spec(
+        effective, instance=t.instance, device=t.device, threads=t.threads,
+        seed=side.overrides.seed, target_qps=result.calibrated_qps.get(t.instance),
+    ).to_json() for t in side.targets}
+    listen.begin_round([t.instance for t in side.targets], effective.duration_s)
+    try:
+        warm = run_round(side.targets, specs, {t.instance: root / t.instance
+                                               for t in side.targets},
+                         tag=f"warmup-{result.series_id[:8]}",
+                         expected_s=effective.duration_s, listener=listen,
+                         timeouts=timeouts)
+    except RemoteError as exc:
+        result.failure = f"warm-up run: {exc}"
+        return False
+    finally:
+        listen.end_round()
+    if warm.failure:
+        result.failure = f"warm-up run: {warm.failure}"
+        return False
+    if result.calibrated_qps:
+        recalibrate(result, warm.outcomes)
+    return True
 
 
 def _share_rates(sides: tuple[Side, Side],

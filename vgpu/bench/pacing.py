@@ -12,7 +12,14 @@ from vgpu.bench.workload import BenchOverrides
 from vgpu.model.scenario import Scenario
 from vgpu.results.compare import Check
 from vgpu.results.judge import judge_against_baseline
-from vgpu.results.sequential import Design, Pilot, budget_total, expectation, look
+from vgpu.results.sequential import (
+    Design,
+    Pilot,
+    budget_total,
+    expectation,
+    look,
+    with_schedule,
+)
 from vgpu.results.series import SeriesData, load_series
 from vgpu.results.store import ResultStore
 
@@ -54,7 +61,9 @@ class Pacing:
                 result.workload.notes.append(note)
                 listen.phase(note)
         self.looks += 1
-        step = look(checks, total, self.looks, self.design, blocked)
+        step = look(checks, total, self.looks, self.design, blocked,
+                    comparison.disturbed if comparison else ())
+        self.design = with_schedule(self.design, step)
         result.workload.notes.append(f"sequential repeats: {step.describe()}")
         listen.phase(f"{result.workload.label}: {step.describe()}")
         return step.next_total
@@ -74,7 +83,8 @@ class Pacing:
         self.budget.workloads_left -= 1
         if not checks:
             return None
-        planned = look(checks, total, 1, self.design, blocked).next_total
+        first = look(checks, total, 1, self.design, blocked)
+        planned = first.schedule[-1] if first.schedule else total
         cv = series.throughput_cv
         pilot = Pilot(series.workload.split(" (")[0], total, repeat_s,
                       None if cv is None else cv * 100.0, scenario.tolerances.throughput_pct)
@@ -83,8 +93,14 @@ class Pacing:
         return f"budget: {expectation(pilot, planned, cap)}"
 
 
-def pacing_for(overrides: BenchOverrides, repeats: int, budget: Budget | None) -> Pacing | None:
-    if not (overrides.until_decided or budget is not None):
+def pacing_for(overrides: BenchOverrides, repeats: int, budget: Budget | None,
+               step: int = 1, always: bool = False) -> Pacing | None:
+    """The sequential design of --until-decided / --budget (``always``: also without
+    them, as an interleaved comparison without a fixed --runs is); ``step`` 2 for ABBA
+    blocks (every look at complete pairs)."""
+    if not (always or overrides.until_decided or budget is not None):
         return None
     cap = max(repeats, overrides.max_repeats or Design().max_repeats)
-    return Pacing(Design(min_repeats=repeats, max_repeats=cap), budget)
+    cap -= cap % step
+    return Pacing(Design(min_repeats=repeats, max_repeats=max(cap, repeats), step=step),
+                  budget)

@@ -12,6 +12,7 @@ from pathlib import Path
 from vgpu.bench.calibrate import HEADROOM, calibrate_offline
 from vgpu.bench.clock import clock_metrics
 from vgpu.bench.collect import instance_result, server_split_metrics
+from vgpu.bench.disturbance import disturbance_metrics
 from vgpu.bench.fanout import InstanceOutcome, RoundTimeouts, run_round
 from vgpu.bench.outcome import BenchListener, BenchOutcome, QuietListener, WorkloadOutcome
 from vgpu.bench.overlap import overlap_metrics, round_overlap, stability_metrics
@@ -223,6 +224,8 @@ def run_repeat(
         metrics=[*(m for o in round_result.outcomes for m in server_split_metrics(o)),
                  *clock_metrics((t.instance, t.clock) for t in targets if t.clock),
                  *_measurement_metrics(round_result.outcomes),
+                 *disturbance_metrics(round_result.outcomes),
+                 *disturbance_metrics(round_result.outcomes),
                  *token_metrics(outcome_records(round_result.outcomes))],
         sync_skew_s=round_result.skew_s,
     )

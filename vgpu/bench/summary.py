@@ -171,6 +171,8 @@ def render(outcome: BenchOutcome, console: Console, db: str, report: str | None)
                               f"({check.verdict}) {escape(check.reason)}")
             for shortfall in workload.comparison.shortfalls:
                 console.print(f"  [bold yellow]too few VALID repeats:[/] {escape(shortfall)}")
+            for disturbed in workload.comparison.disturbed:
+                console.print(f"  [bold yellow]not judged:[/] {escape(disturbed)}")
             for line in describe_changes(workload.comparison.platform_changes):
                 console.print(f"  [dim]platform:[/dim] {escape(line)}")
         elif workload.baseline_note:

@@ -139,6 +139,8 @@ def _print_comparison(comparison: Comparison) -> None:
     common.console.print(f"candidate: {escape(comparison.candidate)}\n"
                          f"reference: {escape(comparison.reference)}")
     common.console.print(f"verdict: [{_STYLE[comparison.verdict]}]{comparison.verdict}[/]")
+    for line in comparison.why:
+        common.console.print(f"  {escape(line)}")
     if comparison.platform_changes:
         common.console.print("platform differences (reference -> candidate):")
         for line in describe_changes(comparison.platform_changes):

@@ -169,4 +169,4 @@ def compare_calibrated(series: SeriesData, references: Sequence[CalibratedRefere
                       title=f"{series.label} vs calibrated reference ({match.series} "
                             f"series, n={match.n})",
                       candidate=series.label, reference=f"{source} ({' / '.join(key)})",
-                      checks=[check])
+                      checks=[check], disturbed=series.disturbances)

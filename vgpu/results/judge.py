@@ -52,7 +52,8 @@ class _Pairing:
         if len(cand) != len(self.pairs.candidate) or len(ref) != len(self.pairs.reference):
             raise ValueError(f"{name}: a value is missing from a valid repeat")
         return compare_paired(name, [cand[i] for i, _ in self.pairs.positions],
-                              [ref[j] for _, j in self.pairs.positions], band, unit)
+                              [ref[j] for _, j in self.pairs.positions], band, unit,
+                              self.pairs.blocks)
 
 
 def _shared_checks(
@@ -140,6 +141,7 @@ def compare_series(
         kind=kind, title=title, candidate=candidate.label, reference=reference.label,
         checks=checks, platform_changes=platform_changes(candidate, reference),
         shortfalls=_shortfalls(candidate, reference),
+        disturbed=[*candidate.disturbances, *reference.disturbances],
     )
 
 
@@ -164,7 +166,7 @@ def compare_with_references(
     return Comparison(
         kind="run-vs-baseline", title=f"{candidate.label} vs references {reference_label}",
         candidate=candidate.label, reference=reference_label, checks=checks,
-        shortfalls=_shortfalls(candidate),
+        shortfalls=_shortfalls(candidate), disturbed=candidate.disturbances,
     )
 
 

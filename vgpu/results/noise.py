@@ -12,20 +12,46 @@ to the grand mean, for K series of n_i repeats (N in all):
     n0  = (N - sum_i n_i^2 / N) / (K - 1)                         (n for balanced series)
     series variance = max(0, (MSB - MSW) / n0)                    Satterthwaite df
 
-A class with no calibration gets DEFAULT_SERIES_CV with DEFAULT_SERIES_DF degrees of
-freedom: a stated, conservative guess that lets a large regression FAIL and keeps a
-2% tolerance from ever passing on it."""
+A comparison never uses the point estimate of the series level, which is 0 whenever the
+repeats' noise hides it: it uses its one-sided 90% upper confidence bound
+(``judged_series_cv``, Graybill and Wang's modified large-sample bound on the ANOVA's mean
+squares, ``bound_of_mean_squares``), which stays above 0 with any spread between the
+series. The bound is then treated as known (no degrees of freedom of its own).
+
+A class with no calibration gets the same bound computed from a measured A/A
+(``MEASURED_AA``: six series of one configuration on an idle 2-core machine, bm6 /
+resnet50 Offline, 3 repeats each: series means sd 1.2%, repeat CV 1.2%), which is
+DEFAULT_SERIES_CV = 2.0%. Each metric has its own levels (``for_metric``): a latency is
+not a throughput; a metric never calibrated gets the stated default and says so."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
-# Conservative defaults for a class never calibrated (vgpu calibrate noise): between-series
-# CV 2%, weighted as if estimated from 5 series. A shared 2-core CPU measured 0.9-2.6%.
-DEFAULT_SERIES_CV = 0.02
-DEFAULT_SERIES_DF = 4.0
+from vgpu.results.stats import chi2_quantile
+
+BOUND_CONFIDENCE = 0.90  # the series level a comparison uses: its 90% upper bound
+
+
+class MeasuredAA(NamedTuple):
+    """Summary of an A/A measurement: K series of n repeats of one configuration."""
+
+    series: int
+    repeats_each: int
+    means_sd: float  # sd of the series means, relative
+    repeat_cv: float  # within-series CV
+
+    def mean_squares(self) -> tuple[float, float]:
+        """(MSB, MSW) of the one-way ANOVA on relative values."""
+        return self.repeats_each * self.means_sd**2, self.repeat_cv**2
+
+
+# `vgpu bench --scenario bm6 -w resnet50-offline --no-baseline`, 3 repeats, six series on
+# an idle 2-core machine (no GPU): series means sd 1.2%, repeat CV 1.2%.
+MEASURED_AA = MeasuredAA(series=6, repeats_each=3, means_sd=0.012, repeat_cv=0.012)
 
 
 @dataclass(frozen=True)
@@ -41,20 +67,88 @@ class NoiseLevels:
     calibrated: bool = True
     measured_at: float | None = None  # unix time of the newest series used
     source: str = ""  # e.g. "vgpu calibrate noise, 5 series" or the class key
+    metric: str = ""  # the metric these levels were measured on ("": any)
+    # levels of the class's other metrics, by metric name
+    others: dict[str, NoiseLevels] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def judged_series_cv(self) -> float:
+        """The series CV a comparison uses: the stated default, or the 90% upper
+        confidence bound of the calibration (never 0 when the series differ at all)."""
+        if not self.calibrated:
+            return self.series_cv
+        return series_cv_bound(self)
+
+    @property
+    def judged_series_df(self) -> float:
+        """The bound is used as known: no degrees of freedom of its own."""
+        return math.inf
+
+    def for_metric(self, metric: str) -> NoiseLevels:
+        """The levels of ``metric``: its own calibration, these levels when they were
+        measured on it (or on any metric), else the stated default for it."""
+        if metric in self.others:
+            return self.others[metric]
+        if not self.metric or metric == self.metric:
+            return self
+        return uncalibrated(metric=metric)
 
     def describe(self) -> str:
         if not self.calibrated:
-            return (f"noise between series not calibrated for this class: assumed CV "
-                    f"{self.series_cv * 100:.1f}%; run `vgpu calibrate noise`")
-        return (f"noise between series CV {self.series_cv * 100:.2f}% (repeats "
+            what = f" ({self.metric})" if self.metric else ""
+            return (f"noise between series not calibrated for this class{what}: assumed CV "
+                    f"{self.series_cv * 100:.1f}% (the upper bound of a measured A/A); run "
+                    "`vgpu calibrate noise`")
+        return (f"noise between series CV {self.series_cv * 100:.2f}%, judged at its 90% "
+                f"upper bound {self.judged_series_cv * 100:.2f}% (repeats "
                 f"{self.repeat_cv * 100:.2f}%), calibrated from {self.series} series / "
                 f"{self.repeats} repeats")
 
 
-def uncalibrated(repeat_cv: float = 0.0) -> NoiseLevels:
+def bound_of_mean_squares(msb: float, msw: float, series: int, repeats: int) -> float:
+    """The 90% upper confidence bound of the between-series variance (relative), by the
+    modified large-sample method of Graybill and Wang (Burdick and Graybill 1992):
+    ((MSB - MSW) + sqrt(H^2 MSB^2 + G^2 MSW^2)) / n0, with H = (K - 1) / chi2(0.10, K - 1)
+    - 1 and G = 1 - (N - K) / chi2(0.90, N - K); above 0 whenever the series differ."""
+    k, total = series, repeats
+    n0 = total / k
+    h = (k - 1) / chi2_quantile(1.0 - BOUND_CONFIDENCE, k - 1) - 1.0
+    g = 1.0 - (total - k) / chi2_quantile(BOUND_CONFIDENCE, total - k)
+    return max(0.0, (msb - msw + math.sqrt((h * msb) ** 2 + (g * msw) ** 2)) / n0)
+
+
+def series_cv_bound(levels: NoiseLevels) -> float:
+    """The 90% upper confidence bound of a calibration's series CV, from its counts (MSB
+    rebuilt as MSW + n0 * series variance: exact unless the estimate was cut at 0, then
+    an upper value)."""
+    if levels.series < 2 or levels.repeats <= levels.series:
+        return levels.series_cv
+    n0 = levels.repeats / levels.series
+    msw, var = levels.repeat_cv**2, levels.series_cv**2
+    return math.sqrt(bound_of_mean_squares(msw + n0 * var, msw, levels.series,
+                                           levels.repeats))
+
+
+def _default_series_cv(measured: MeasuredAA) -> float:
+    msb, msw = measured.mean_squares()
+    return math.sqrt(bound_of_mean_squares(msb, msw, measured.series,
+                                           measured.series * measured.repeats_each))
+
+
+# The series CV of a class never calibrated: the 90% upper bound of MEASURED_AA (2.0%).
+DEFAULT_SERIES_CV = _default_series_cv(MEASURED_AA)
+DEFAULT_SERIES_DF = math.inf  # a bound, used as known
+
+
+def uncalibrated(repeat_cv: float = 0.0, metric: str = "") -> NoiseLevels:
     return NoiseLevels(repeat_cv=repeat_cv, series_cv=DEFAULT_SERIES_CV,
                        series_df=DEFAULT_SERIES_DF, series=0, repeats=0, calibrated=False,
-                       source="default")
+                       source="default", metric=metric)
+
+
+def with_metrics(levels: NoiseLevels, others: dict[str, NoiseLevels]) -> NoiseLevels:
+    """``levels`` carrying the class's levels of other metrics."""
+    return replace(levels, others=dict(others))
 
 
 def estimate_levels(series: Sequence[Sequence[float]], *, measured_at: float | None = None,
@@ -88,8 +182,10 @@ def estimate_levels(series: Sequence[Sequence[float]], *, measured_at: float | N
 def series_needed(levels: NoiseLevels, distance_pct: float, factor: float) -> int:
     """Series per side whose means, averaged, bring the between-series part of a
     difference's error under ``distance_pct`` / ``factor`` (the t-quantiles sum of a
-    decision at the wanted power): ceil(2 * series_cv^2 * factor^2 / distance^2)."""
-    return series_per_side(2.0 * (levels.series_cv * 100.0) ** 2, distance_pct, factor)
+    decision at the wanted power): ceil(2 * series_cv^2 * factor^2 / distance^2), with
+    the series CV a comparison uses."""
+    return series_per_side(2.0 * (levels.judged_series_cv * 100.0) ** 2, distance_pct,
+                           factor)
 
 
 def series_per_side(unshrinkable_var_pct2: float, distance_pct: float, factor: float) -> int:

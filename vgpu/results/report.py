@@ -341,8 +341,7 @@ def _band_text(band: Band) -> str:
 
 def _why(comparison: Comparison) -> str:
     """The checks that kept a comparison from PASS, and too few VALID repeats."""
-    notes = [f"{c.metric} {c.verdict}" for c in comparison.checks if c.verdict != "PASS"]
-    return "; ".join([*notes, *comparison.shortfalls]) or "all checks PASS"
+    return "; ".join(comparison.why) or "all checks PASS"
 
 
 def _verdict_row(judged: Judged) -> list[str]:

@@ -1,63 +1,88 @@
-"""Sequential repeats (pure): repeat a series until its verdict is decided, with error
-rates that hold, and a time budget spread over workloads by their noise.
+"""Sequential repeats (pure): repeat a series (or the blocks of an interleaved design)
+until its verdict is decided or a stated budget is spent, with error rates that hold.
 
-Design (a group-sequential procedure with a Bonferroni split of alpha over the looks):
+Design: a group-sequential test with O'Brien-Fleming-type alpha spending (Lan and DeMets
+1983; Jennison and Turnbull 2000, ch. 7), run twice, one-sided at 2.5% each: once for
+FAIL (the difference is outside the band) and once for PASS (it is inside: the
+intersection-union test over the checks).
 
-- the series is judged at most ``looks`` times: after the pilot (the scenario's minimum
-  repeats), then at totals planned from the data seen so far, the last look at most at
-  ``max_repeats``;
-- the LAST look is the ordinary 95% verdict of compare.py (error rate <= 2.5% per side);
-- an EARLIER look stops the series only when the CI at confidence
-  ``1 - interim_alpha/(looks-1)`` decides (98.75% with the defaults); those looks share
-  ``interim_alpha`` = 2.5%, i.e. 1.25% per side.
+- The schedule is fixed after the pilot from the variance alone, never from the observed
+  difference: ``plan_total`` is the fewest repeats (blocks) at which a difference of 0
+  would PASS with power 0.8 at the 80% upper bound of the pilot's variance, capped by
+  the budget (``max_repeats``);
+  the looks lie at equal steps from the pilot to that total (``schedule``), rounded up to
+  ``step`` (2 for ABBA blocks: every look sees complete pairs).
+- Look k spends ``alpha(t_k) = 2 - 2 Phi(z(1 - alpha/2) / sqrt(t_k))`` of the one-sided
+  alpha, t_k its share of the planned total; its boundary (``boundaries``) is found by
+  recursive numerical integration of the Brownian motion the standardised statistic
+  follows, and applied to the t statistic as a nominal one-sided level ``p_k``.
+- At every look, a FAIL needs Holm's step-down over the checks' one-sided FAIL p-values
+  at ``p_k`` (the same family rule as compare.py's stored verdict, at this look's level);
+  a PASS needs every check's PASS p-value at or below ``p_k`` and no shortfall of VALID
+  repeats.
+- A look cut short by the budget is final: it spends what is left of the alpha.
+- The last look that does not decide says INCONCLUSIVE, why, and what would decide it.
 
-By the union bound a false FAIL (or a false PASS) happens with probability at most
-2.5% + 1.25% = 3.75% per side, whatever the stopping; the margin to 5% absorbs Welch's
-small-sample optimism (at 3 repeats its 95% CI misses up to ~3.7%, not 2.5%, per side). An
-interim stop at the wider CI is also a 95% decision, so the stored series judged
-afterwards says the same verdict.
-
-Between looks the total is planned Stein-fashion from the noise measured so far: the
-fewest repeats whose 95% CI half-width plus a power margin, ``(t(0.975) + t(power)) * se``,
-is below the distance from the estimated difference to the nearest band edge (at least
-``min_distance_pct``). Assumptions: repeat means are normal and independent, and the
-reference series is fixed while the candidate grows."""
+Assumptions: repeat (block) means are normal and independent; the variance that plans the
+schedule is estimated from the pilot (an internal pilot: its effect on the error rates is
+small, see benchmarks/verdict_power.py). An interim decision at ``p_k`` < 2.5% is also a
+decision of the fixed-sample 95% interval, so the verdict stored afterwards agrees; at the
+last look (``p_K`` about 2.2% with 3 looks) a difference whose p-value lies between
+``p_K`` and 2.5% is decided by the stored 95% verdict but not by the design."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from vgpu.results.compare import Band, Check, Verdict, _judge, compare_samples, satterthwaite
+from vgpu.results.compare import (
+    ALPHA,
+    Band,
+    Check,
+    Verdict,
+    advice,
+    compare_samples,
+    fail_p_value,
+    holm_kept,
+    log_band,
+    pass_p_value,
+    pct_of_log,
+)
 from vgpu.results.noise import series_per_side
-from vgpu.results.stats import ALPHA, POWER, t_quantile
+from vgpu.results.stats import (
+    POWER,
+    normal_cdf,
+    normal_quantile,
+    t_quantile,
+    variance_upper_bound,
+)
 
 DEFAULT_MAX_REPEATS = 20
 DEFAULT_LOOKS = 3
+ONE_SIDED_ALPHA = ALPHA / 2  # per direction: false FAIL, false PASS
+PLAN_CONFIDENCE = 0.80  # the schedule plans with this upper bound of the pilot's variance
 
 
 @dataclass(frozen=True)
 class Design:
-    """How far and how often a series may be extended."""
+    """How far and how often a series may be extended. ``schedule``: the look totals,
+    fixed at the first look (empty before it)."""
 
     min_repeats: int = 3
     max_repeats: int = DEFAULT_MAX_REPEATS
     looks: int = DEFAULT_LOOKS
     power: float = POWER
-    min_distance_pct: float = 0.5  # plan for at least this distance from a band edge
-    interim_alpha: float = ALPHA / 2  # two-sided, shared by the looks before the last
-
-    def look_alpha(self, final: bool) -> float:
-        """Two-sided alpha of a look: the last one is compare.py's 95% CI."""
-        return ALPHA if final or self.looks < 2 else self.interim_alpha / (self.looks - 1)
+    alpha: float = ONE_SIDED_ALPHA
+    step: int = 1
+    schedule: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
 class Look:
-    """One look at a series: its verdict at the look's confidence, whether the series
-    stops here, and the total repeats it should reach otherwise."""
+    """One look at a series: its verdict at the look's level, whether the series stops
+    here, the total repeats it should reach otherwise, and the schedule it follows."""
 
     n: int
     index: int  # 1 for the pilot
@@ -66,15 +91,122 @@ class Look:
     stop: bool
     next_total: int
     mdd_pct: float | None
-    why: str | None = None  # why it stops undecided before its last look
+    why: str | None = None  # why it stops undecided, and what would decide
+    schedule: tuple[int, ...] = ()
+    level: float | None = None  # the look's nominal one-sided level
 
     def describe(self) -> str:
+        planned = "" if not self.schedule else \
+            f" (looks at {', '.join(map(str, self.schedule))})"
         if not self.stop:
-            return (f"look {self.index} at {self.n} repeats: undecided, "
-                    f"planned {self.next_total} repeats")
-        mdd = "" if self.mdd_pct is None else f", minimum detectable difference {self.mdd_pct:.2f}%"
+            return (f"look {self.index} at {self.n}: undecided, next look at "
+                    f"{self.next_total}{planned}")
+        mdd = "" if self.mdd_pct is None else \
+            f", minimum detectable difference {self.mdd_pct:.2f}%"
         why = "" if self.why is None else f" ({self.why})"
-        return f"look {self.index} at {self.n} repeats: {self.verdict}{mdd}{why}"
+        return f"look {self.index} at {self.n}: {self.verdict}{mdd}{why}"
+
+
+def spent(t: float, alpha: float) -> float:
+    """O'Brien-Fleming-type Lan-DeMets spending: one-sided alpha spent by time t."""
+    if t <= 0:
+        return 0.0
+    return 2.0 - 2.0 * normal_cdf(normal_quantile(1.0 - alpha / 2.0) / math.sqrt(min(t, 1.0)))
+
+
+_GRID = 161  # points per look in the numerical integration
+
+
+def _exceed(density: list[float], grid: list[float], h: float, bound: float,
+            sd: float) -> float:
+    """P(S_k >= bound) for S_k = S_{k-1} + N(0, sd^2), S_{k-1} on ``grid`` (trapezoid)."""
+    total = 0.0
+    for i, (u, f) in enumerate(zip(grid, density, strict=True)):
+        weight = 0.5 if i in (0, len(grid) - 1) else 1.0
+        total += weight * f * (1.0 - normal_cdf((bound - u) / sd))
+    return total * h
+
+
+@lru_cache(maxsize=256)
+def boundaries(times: tuple[float, ...], alpha: float, final_spends_all: bool = False,
+               ) -> tuple[float, ...]:
+    """Z boundaries c_k of a one-sided group-sequential test at information times
+    ``times`` (increasing, in (0, 1]) spending ``spent(t, alpha)``; the last look spends
+    all of ``alpha`` when ``final_spends_all``. inf where a look spends nothing."""
+    bounds: list[float] = []
+    grid: list[float] = []
+    density: list[float] = []
+    h = 0.0
+    previous_t, previous_spent = 0.0, 0.0
+    for k, t in enumerate(times):
+        target = alpha if final_spends_all and k == len(times) - 1 else spent(t, alpha)
+        increment = max(0.0, target - previous_spent)
+        if k == 0:
+            bound = math.inf if increment <= 0 else -normal_quantile(increment)
+            low_s, high_s = -8.0 * math.sqrt(t), min(bound, 8.0) * math.sqrt(t)
+            h = (high_s - low_s) / (_GRID - 1)
+            grid = [low_s + i * h for i in range(_GRID)]
+            density = [math.exp(-s * s / (2 * t)) / math.sqrt(2 * math.pi * t) for s in grid]
+        else:
+            sd = math.sqrt(t - previous_t)
+            if increment <= 1e-15:
+                bound = math.inf
+            else:
+                low_z, high_z = -2.0, 12.0
+                for _ in range(60):
+                    mid = 0.5 * (low_z + high_z)
+                    if _exceed(density, grid, h, mid * math.sqrt(t), sd) > increment:
+                        low_z = mid
+                    else:
+                        high_z = mid
+                bound = 0.5 * (low_z + high_z)
+            high_s = min(bound, 8.0) * math.sqrt(t)
+            low_s = -8.0 * math.sqrt(t)
+            new_h = (high_s - low_s) / (_GRID - 1)
+            new_grid = [low_s + i * new_h for i in range(_GRID)]
+            new_density = []
+            for s in new_grid:
+                acc = 0.0
+                for i, (u, f) in enumerate(zip(grid, density, strict=True)):
+                    weight = 0.5 if i in (0, len(grid) - 1) else 1.0
+                    z = (s - u) / sd
+                    acc += weight * f * math.exp(-z * z / 2)
+                new_density.append(acc * h / (sd * math.sqrt(2 * math.pi)))
+            grid, density, h = new_grid, new_density, new_h
+        bounds.append(bound)
+        previous_t, previous_spent = t, previous_spent + increment
+    return tuple(bounds)
+
+
+def nominal_levels(schedule: Sequence[int], alpha: float, final_at: int | None = None,
+                   ) -> list[float]:
+    """The one-sided nominal level of each look of ``schedule`` (totals); a look cut
+    short at ``final_at`` (its index) spends the rest of ``alpha``."""
+    last = len(schedule) - 1 if final_at is None else final_at
+    planned = schedule[-1]
+    times = tuple(round(n / planned, 6) for n in schedule[:last + 1])
+    bounds = boundaries(times, alpha, final_spends_all=True)
+    return [0.0 if math.isinf(c) else 1.0 - normal_cdf(c) for c in bounds]
+
+
+def schedule(first: int, total: int, design: Design) -> tuple[int, ...]:
+    """Look totals from the pilot ``first`` to ``total`` in equal steps, each rounded up
+    to a multiple of ``design.step``; at most ``design.looks`` looks."""
+    step = max(1, design.step)
+
+    def up(n: float) -> int:
+        return int(math.ceil(n / step - 1e-9) * step)
+
+    total = max(up(total), up(first))
+    if total <= first or design.looks < 2:
+        return (max(first, total),)
+    looks = [up(first + (total - first) * k / (design.looks - 1))
+             for k in range(design.looks)]
+    return tuple(sorted(set(looks)))
+
+
+def _factor(design: Design, df: float) -> float:
+    return _t(1.0 - design.alpha, df) + _t(design.power, df)
 
 
 @lru_cache(maxsize=4096)
@@ -87,114 +219,108 @@ def _t(p: float, df: float) -> float:
     return _quantile(p, max(0.01, round(df, 2)))
 
 
-def check_ci(check: Check, alpha: float) -> tuple[float, float] | None:
-    """``check``'s CI of the relative difference (percent) at confidence 1 - alpha."""
-    if check.se_pct is None or check.df is None:
-        return None
-    half = _t(1.0 - alpha / 2.0, check.df) * check.se_pct
-    return check.difference_pct - half, check.difference_pct + half
-
-
-def look_verdict(check: Check, alpha: float) -> Verdict:
-    """The verdict of compare.py's rule on the CI at confidence 1 - alpha."""
-    return _judge(check_ci(check, alpha), check.band)[0]
-
-
-def edge_distance_pct(difference_pct: float, band: Band) -> float:
-    """Distance from a difference to the nearest finite edge of ``band`` (inf: none)."""
-    edges = [e for e in (band.lower_pct, band.upper_pct) if e is not None]
-    return min((abs(difference_pct - e) for e in edges), default=math.inf)
-
-
-def _distance(check: Check, design: Design) -> float:
-    return max(edge_distance_pct(check.difference_pct, check.band), design.min_distance_pct)
-
-
-def _factor(check: Check, design: Design) -> float:
-    """The t-quantile sum at the df of the part repeats cannot shrink (what is left as
-    the candidate's repeats grow)."""
-    df = check.fixed_df if math.isfinite(check.fixed_df) else 1e6
-    return _t(1.0 - ALPHA / 2.0, df) + _t(design.power, df)
+def _edge_margin(check: Check) -> float:
+    """The log-scale distance from 0 to the nearest band edge: what an A/A must clear."""
+    band = log_band(check.band)
+    edges = [abs(e) for e in (band.lower_pct, band.upper_pct) if e is not None]
+    return min(edges, default=math.inf)
 
 
 def repeats_cannot_decide(check: Check, design: Design) -> bool:
     """The part of the error more repeats cannot shrink (the series level, the reference's
-    repeats) alone keeps the decision out of reach: add series or blocks, not repeats."""
-    if check.se_pct is None:
+    repeats) alone keeps a PASS of an A/A out of reach: add series, not repeats."""
+    if check.se_pct is None or check.df is None:
         return False
-    return _factor(check, design) * math.sqrt(check.fixed_var) > _distance(check, design)
+    return _factor(design, check.fixed_df if math.isfinite(check.fixed_df) else 1e6) * \
+        math.sqrt(check.fixed_var) >= _edge_margin(check)
 
 
-def plan_check(check: Check, design: Design) -> int:
-    """Stein's second stage for one check: the fewest total candidate repeats (or blocks of
-    an interleaved design; from the current count to ``max_repeats``) at which
-    ``(t(0.975) + t(power)) * se`` is below the distance to the nearest band edge, the
-    standard error's shrinking part scaled by n_now / n; the current count when more
-    cannot reach it (``repeats_cannot_decide``), ``max_repeats`` when none does."""
-    n_now = check.candidate.n
-    if check.se_pct is None:
-        return min(design.max_repeats, max(n_now + 1, design.min_repeats))
-    if repeats_cannot_decide(check, design):
-        return n_now
-    distance = _distance(check, design)
+def plan_total(check: Check, design: Design) -> int:
+    """From the variance alone: the fewest repeats (blocks) at which a true difference of
+    0 PASSes with ``design.power``: (t(1 - alpha) + t(power)) * se(n) <= the band's margin,
+    se(n)^2 = shrinking * n_now / n + fixed, the shrinking part at the 80% upper bound of
+    the pilot's variance (a pilot of few repeats underestimates it half the time);
+    ``max_repeats`` when none up to it does."""
+    n_now = max(check.units, 1)
+    if check.se_pct is None or check.df is None:
+        return design.max_repeats
+    margin = _edge_margin(check)
+    shrinking = variance_upper_bound(check.shrinking_var, check.df, PLAN_CONFIDENCE) \
+        if check.shrinking_var > 0 else 0.0
     for n in range(max(n_now, 2), design.max_repeats + 1):
-        shrinking = check.shrinking_var * n_now / n
-        df = satterthwaite([(shrinking, n - 1.0), (check.fixed_var, check.fixed_df)])
-        df = df if math.isfinite(df) else 1e6
-        factor = _t(1.0 - ALPHA / 2.0, df) + _t(design.power, df)
-        if factor * math.sqrt(shrinking + check.fixed_var) <= distance:
+        df = check.df + (n - n_now)
+        se = math.sqrt(shrinking * n_now / n + check.fixed_var)
+        if _factor(design, df) * se <= margin:
             return n
     return design.max_repeats
 
 
-def plan_repeats(
-    pilot_values: Sequence[float], reference_values: Sequence[float], band: Band,
-    alpha: float = ALPHA, power: float = POWER, cap: int = DEFAULT_MAX_REPEATS,
-) -> int:
-    """Total candidate repeats Stein's rule asks for after ``pilot_values`` (``alpha``
-    is that of the final 95% look: only ALPHA is supported, it is compare.py's)."""
-    if alpha != ALPHA:
-        raise ValueError(f"the final look is compare.py's {1 - ALPHA:.0%} CI, got alpha {alpha}")
-    check = compare_samples("plan", pilot_values, reference_values, band)
-    return plan_check(check, Design(max_repeats=cap, power=power))
+def check_ci(check: Check, alpha: float) -> tuple[float, float] | None:
+    """``check``'s two-sided CI of the relative difference (percent) at 1 - alpha."""
+    if check.se_pct is None or check.df is None:
+        return None
+    half = _t(1.0 - alpha / 2.0, check.df) * check.se_pct
+    return pct_of_log(check.log_difference - half), pct_of_log(check.log_difference + half)
 
 
 def look(checks: Sequence[Check], n: int, index: int, design: Design,
-         blocked_pass: bool = False) -> Look:
-    """Look ``index`` (1-based) at a series of ``n`` repeats judged by ``checks``: stop on
-    a FAIL or an all-PASS at this look's confidence, or at the last look; else plan the
-    next total (at least one more repeat). ``blocked_pass``: too few VALID repeats for a
-    PASS (compare.py's shortfalls)."""
-    final = index >= design.looks or n >= design.max_repeats
-    alpha = design.look_alpha(final)
-    verdicts = [look_verdict(c, alpha) for c in checks]
+         blocked_pass: bool = False, disturbed: Sequence[str] = ()) -> Look:
+    """Look ``index`` (1-based) at a series of ``n`` repeats (blocks) judged by ``checks``.
+    The first look fixes the schedule from the checks' variance; each look stops on a
+    FAIL (Holm at the look's level) or an all-PASS (no ``blocked_pass``: too few VALID
+    repeats), or at the last look; else it names the next look's total. A ``disturbed``
+    comparison stops INCONCLUSIVE and says why."""
     mdds = [c.mdd_pct for c in checks if c.mdd_pct is not None]
     mdd = max(mdds) if mdds else None
-    if "FAIL" in verdicts:
-        return Look(n, index, final, "FAIL", True, n, mdd)
-    if verdicts and all(v == "PASS" for v in verdicts) and not blocked_pass:
-        return Look(n, index, final, "PASS", True, n, mdd)
+    if disturbed:  # no verdict can come of it, and more repeats do not undo it
+        return Look(n, index, True, "INCONCLUSIVE", True, n, mdd, why=disturbed[0],
+                    schedule=design.schedule)
+    stats = [c for c in checks if c.se_pct is not None and c.df is not None]
+    plan = design.schedule
+    if not plan:
+        if any(repeats_cannot_decide(c, design) for c in stats):
+            plan = (n,)  # more repeats cannot help: this look is the only one
+        else:
+            total = max((plan_total(c, design) for c in stats), default=design.max_repeats)
+            plan = schedule(n, min(total, design.max_repeats), design)
+    position = next((k for k, total in enumerate(plan) if total >= n), len(plan) - 1)
+    final = n >= plan[-1] or n >= design.max_repeats or position == len(plan) - 1
+    levels = nominal_levels(plan, design.alpha, position if final else None)
+    level = levels[position]
+    fail_ps = [fail_p_value(c) for c in stats]
+    kept = holm_kept([1.0 if p is None else p for p in fail_ps], level) if stats else set()
+    pass_ps = [pass_p_value(c) for c in stats]
+    if any(c.verdict == "FAIL" and c.se_pct is None for c in checks) or kept:
+        return Look(n, index, final, "FAIL", True, n, mdd, schedule=plan, level=level)
+    if stats and len(stats) == len(checks) and not blocked_pass and \
+            all(p is not None and p <= level for p in pass_ps):
+        return Look(n, index, final, "PASS", True, n, mdd, schedule=plan, level=level)
     if final or not checks:
-        return Look(n, index, final, "INCONCLUSIVE", True, n, mdd)
-    undecided = [c for c, v in zip(checks, verdicts, strict=True) if v != "PASS"] or checks
-    stuck = [c for c in undecided if repeats_cannot_decide(c, design)]
-    if stuck:
-        return Look(n, index, final, "INCONCLUSIVE", True, n, mdd,
-                    why=series_advice(stuck[0], design))
-    planned = max(plan_check(c, design) for c in undecided)
-    return Look(n, index, final, "INCONCLUSIVE", False,
-                min(design.max_repeats, max(planned, n + 1)), mdd)
+        stuck = [c for c in stats if repeats_cannot_decide(c, design)]
+        undecided = next((c for c in stats if c.verdict != "PASS"), None)
+        why = series_advice(stuck[0], design) if stuck else \
+            None if undecided is None else advice(undecided)
+        return Look(n, index, True, "INCONCLUSIVE", True, n, mdd, why=why, schedule=plan,
+                    level=level)
+    return Look(n, index, False, "INCONCLUSIVE", False, plan[position + 1]
+                if plan[position] <= n else plan[position], mdd, schedule=plan, level=level)
 
 
 def series_advice(check: Check, design: Design) -> str:
     """What a check whose series level dominates needs instead of repeats."""
-    distance = _distance(check, design)
-    per_side = series_per_side(check.fixed_var, distance, _factor(check, design))
+    factor = _factor(design, 1e6)
+    per_side = series_per_side(check.fixed_var, _edge_margin(check), factor)
     return (f"{check.metric}: more repeats cannot decide: the error that does not shrink "
-            f"with repeats (noise between series and the reference's own repeats, "
-            f"{math.sqrt(check.fixed_var):.2f}%) needs about {per_side} series per side for "
-            f"a {distance:.1f}% margin; `vgpu calibrate noise` measures this class's real "
-            "series level in place of the default")
+            f"with repeats ({math.sqrt(check.fixed_var):.2f}%) needs about {per_side} "
+            "series per side; `vgpu calibrate noise` measures this class's real series "
+            "level in place of the default")
+
+
+def plan_repeats(pilot_values: Sequence[float], reference_values: Sequence[float],
+                 band: Band, power: float = POWER, cap: int = DEFAULT_MAX_REPEATS) -> int:
+    """The total the schedule plans after ``pilot_values`` (from their variance only)."""
+    check = compare_samples("plan", pilot_values, reference_values, band)
+    return plan_total(check, Design(max_repeats=cap, power=power))
 
 
 def decide(candidate: Sequence[float], reference: Sequence[float], band: Band,
@@ -224,6 +350,8 @@ def budget_total(pilot: Pilot, remaining_s: float, workloads_after: int,
     reserve = workloads_after * pilot.repeats * pilot.repeat_s
     share = max(0.0, remaining_s - reserve) / (workloads_after + 1)
     extra = int(share // pilot.repeat_s) if pilot.repeat_s > 0 else 0
+    step = max(1, design.step)
+    extra -= extra % step
     return max(pilot.repeats, min(design.max_repeats, pilot.repeats + extra))
 
 
@@ -234,3 +362,8 @@ def expectation(pilot: Pilot, planned: int, affordable: int) -> str:
     if planned > affordable:
         text += f"; the budget affords {affordable}: expect INCONCLUSIVE unless it is clear"
     return text
+
+
+def with_schedule(design: Design, step: Look) -> Design:
+    """``design`` holding the schedule its first look fixed."""
+    return replace(design, schedule=step.schedule) if step.schedule else design

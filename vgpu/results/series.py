@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from vgpu.errors import InputError
+from vgpu.results.disturbance import DISTURBANCE_METRICS, Disturbance, disturbance
 from vgpu.results.records import LATENCY_PERCENTILES, Run, StoredInstance
 from vgpu.results.stats import summarize, system_totals
 from vgpu.results.store import ResultStore
@@ -19,7 +20,7 @@ TRAINING_THROUGHPUT = "throughput"  # a training run's total images/s (run-level
 # Run metrics that describe how a measurement was taken, not what it measured: kept out of
 # the samples, so no comparison judges them.
 TIMED_OVERLAP = "timed_overlap"  # share of the timed span with every instance running
-RUN_QUALITY_METRICS = frozenset({TIMED_OVERLAP})
+RUN_QUALITY_METRICS = frozenset({TIMED_OVERLAP, *DISTURBANCE_METRICS})
 _LOWER_IS_BETTER_WORDS = ("latency", "time", "duration", "seconds")
 
 
@@ -57,6 +58,9 @@ class SeriesData:
     # Repeats whose every instance LoadGen found VALID: the only ones in the samples.
     valid_run_ids: list[int] = field(default_factory=list)
     invalid_runs: list[InvalidRepeat] = field(default_factory=list)
+    # runs other load on the machine disturbed (vgpu.results.disturbance): shown with the
+    # series' numbers, and no comparison with them can PASS or FAIL
+    disturbed_runs: list[Disturbance] = field(default_factory=list)
     repeats_asked: int = 0
     min_valid: int = 0
     # RUN_QUALITY_METRICS of every ok run (valid or not), in run order
@@ -75,6 +79,12 @@ class SeriesData:
         which = f" (INVALID: run {', '.join(map(str, invalid))})" if invalid else ""
         return (f"{self.label}: {self.valid_count} valid of {self.repeats_asked} repeats, "
                 f"at least {self.min_valid} needed{which}")
+
+    @property
+    def disturbances(self) -> list[str]:
+        """What disturbed which run, for the verdict: ``scenario 6 ...: disturbed: other
+        processes used 63% of the CPU during run 14``."""
+        return [f"{self.label}: {d.describe()}" for d in self.disturbed_runs]
 
     @property
     def throughput_cv(self) -> float | None:
@@ -142,6 +152,7 @@ class Pairs(NamedTuple):
     candidate: list[int]
     reference: list[int]
     positions: list[tuple[int, int]]
+    blocks: list[int]  # each position's block (its index in the session: its order)
 
 
 def interleaved_pairs(candidate: SeriesData, reference: SeriesData) -> Pairs | None:
@@ -155,7 +166,7 @@ def interleaved_pairs(candidate: SeriesData, reference: SeriesData) -> Pairs | N
     ref_blocks = _valid_blocks(reference)
     shared = sorted(set(cand_blocks) & set(ref_blocks))
     return Pairs(list(range(len(cand_blocks))), list(range(len(ref_blocks))),
-                 [(cand_blocks[b], ref_blocks[b]) for b in shared])
+                 [(cand_blocks[b], ref_blocks[b]) for b in shared], shared)
 
 
 def _valid_blocks(data: SeriesData) -> dict[int, int]:
@@ -184,7 +195,8 @@ def _repeat_floor(runs: list[Run]) -> tuple[int, int]:
 
 def load_series(store: ResultStore, series_id: str) -> SeriesData:
     """Samples from the ok runs of ``series_id`` whose every instance LoadGen found VALID;
-    failed/aborted repeats are skipped, INVALID ones listed in ``invalid_runs``."""
+    failed/aborted repeats are skipped, INVALID ones listed in ``invalid_runs``; runs
+    other load disturbed (vgpu.results.disturbance) listed in ``disturbed_runs``."""
     runs = store.runs(series_id=series_id, status="ok")
     if not runs:
         raise InputError.single(
@@ -204,6 +216,9 @@ def load_series(store: ResultStore, series_id: str) -> SeriesData:
     for run in runs:
         invalid = _invalid_instances(run.id, data.instances[run.id])
         data.invalid_runs += invalid
+        disturbed = disturbance(run.id, store.metrics(run.id))
+        if disturbed is not None:
+            data.disturbed_runs.append(disturbed)
         if not invalid:
             data.valid_run_ids.append(run.id)
     _add_instance_samples(data)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 CONFIDENCE = 0.95
 ALPHA = 1.0 - CONFIDENCE
 POWER = 0.80
+LARGE_DF = 1e7  # above it, Student's t is the normal to 1e-7
 
 
 def _incomplete_beta_fraction(a: float, b: float, x: float) -> float:
@@ -53,7 +54,10 @@ def regularized_incomplete_beta(a: float, b: float, x: float) -> float:
 
 
 def t_cdf(t: float, df: float) -> float:
-    """P(T <= t) for Student's t with ``df`` degrees of freedom."""
+    """P(T <= t) for Student's t with ``df`` degrees of freedom (the normal beyond
+    LARGE_DF, where the incomplete beta loses its precision)."""
+    if df > LARGE_DF:
+        return normal_cdf(t)
     tail = 0.5 * regularized_incomplete_beta(df / 2.0, 0.5, df / (df + t * t))
     return 1.0 - tail if t >= 0 else tail
 
@@ -66,6 +70,8 @@ def t_quantile(p: float, df: float) -> float:
         raise ValueError(f"degrees of freedom must be positive, got {df}")
     if p < 0.5:
         return -t_quantile(1.0 - p, df)
+    if df > LARGE_DF:
+        return normal_quantile(p)
     low, high = 0.0, 1.0
     while t_cdf(high, df) < p:
         high *= 2.0
@@ -178,3 +184,82 @@ def difference_interval(candidate: Summary, reference: Summary) -> DifferenceInt
     )
     half_width = t_quantile(1.0 - ALPHA / 2.0, df) * se
     return DifferenceInterval(difference=difference, half_width=half_width, df=df)
+
+
+def normal_cdf(z: float) -> float:
+    return 0.5 * math.erfc(-z / math.sqrt(2.0))
+
+
+def normal_quantile(p: float) -> float:
+    """The z with Phi(z) = p (bisection on math.erfc)."""
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"probability must be in (0, 1), got {p}")
+    low, high = -40.0, 40.0
+    for _ in range(200):
+        mid = 0.5 * (low + high)
+        if normal_cdf(mid) < p:
+            low = mid
+        else:
+            high = mid
+        if high - low < 1e-13:
+            break
+    return 0.5 * (low + high)
+
+
+def _lower_gamma_regularized(a: float, x: float) -> float:
+    """P(a, x): the regularised lower incomplete gamma function (series for x < a + 1,
+    continued fraction above)."""
+    if x <= 0.0:
+        return 0.0
+    log_front = -x + a * math.log(x) - math.lgamma(a)
+    if x < a + 1.0:
+        term = total = 1.0 / a
+        ap = a
+        for _ in range(1000):
+            ap += 1.0
+            term *= x / ap
+            total += term
+            if abs(term) < abs(total) * 1e-15:
+                break
+        return total * math.exp(log_front)
+    tiny = 1e-300
+    b = x + 1.0 - a
+    c, d = 1.0 / tiny, 1.0 / b
+    h = d
+    for i in range(1, 1000):
+        an = -i * (i - a)
+        b += 2.0
+        d = an * d + b
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = b + an / c
+        c = c if abs(c) > tiny else tiny
+        h *= d * c
+        if abs(d * c - 1.0) < 1e-15:
+            break
+    return 1.0 - math.exp(log_front) * h
+
+
+def chi2_quantile(p: float, df: float) -> float:
+    """The x with P(chi-square(df) <= x) = p (bisection on the incomplete gamma)."""
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"probability must be in (0, 1), got {p}")
+    if df <= 0:
+        raise ValueError(f"degrees of freedom must be positive, got {df}")
+    low, high = 0.0, max(1.0, df)
+    while _lower_gamma_regularized(df / 2.0, high / 2.0) < p:
+        high *= 2.0
+    for _ in range(200):
+        mid = 0.5 * (low + high)
+        if _lower_gamma_regularized(df / 2.0, mid / 2.0) < p:
+            low = mid
+        else:
+            high = mid
+        if high - low < 1e-12 * max(1.0, high):
+            break
+    return 0.5 * (low + high)
+
+
+def variance_upper_bound(variance: float, df: float, confidence: float) -> float:
+    """One-sided upper confidence bound of a variance estimated with ``df`` degrees of
+    freedom: df * s^2 / chi2(1 - confidence, df)."""
+    return df * variance / chi2_quantile(1.0 - confidence, df)

@@ -1,0 +1,63 @@
+"""What else used each target's machine during a run, from the harness records' host load
+(loadgen/telemetry.py): instances on one machine see each other's CPU as "other", so the
+other instances' own CPU is taken off before the share is stored as a run metric."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from vgpu.bench.fanout import InstanceOutcome
+from vgpu.results.disturbance import CPU_STEAL, GPU_OTHERS, GPU_THROTTLED, OTHER_CPU
+from vgpu.results.records import Metric
+
+# NVML clock-throttle reasons that say something else slowed the GPU: SW/HW power cap,
+# HW slowdown, sync boost, SW/HW thermal, power brake (not idle or application clocks).
+_DISTURBING_THROTTLE = 0x2 | 0x4 | 0x8 | 0x10 | 0x20 | 0x40 | 0x80
+
+
+def _machine(outcome: InstanceOutcome) -> str:
+    target = outcome.target
+    return "local" if target.is_local else f"transport-{id(target.transport)}"
+
+
+def _telemetry(outcome: InstanceOutcome) -> dict[str, Any]:
+    return (outcome.record or {}).get("telemetry") or {}
+
+
+def other_cpu_share(loads: Sequence[dict[str, Any]]) -> float:
+    """The largest share of one machine's CPU (0-1) used by processes other than the
+    harness instances whose host loads are ``loads`` (all from that machine)."""
+    owns = [load["own_cpu_s"] for load in loads]
+    shares = [max(0.0, load["busy_cpu_s"] - sum(owns)) / (load["wall_s"] * load["cpus"])
+              for load in loads if load["wall_s"] > 0]
+    return max(shares, default=0.0)
+
+
+def disturbance_metrics(outcomes: Sequence[InstanceOutcome]) -> list[Metric]:
+    """Run-level metrics of what else used the machines: other processes' CPU share and
+    CPU steal (percent, the worst machine), other processes on a GPU and throttled GPU
+    clocks (where NVML answered)."""
+    loads: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for outcome in outcomes:
+        load = (_telemetry(outcome).get("host") or {}).get("load") or {}
+        if load.get("available"):
+            loads[_machine(outcome)].append(load)
+    metrics: list[Metric] = []
+    if loads:
+        metrics.append(Metric(OTHER_CPU, 100.0 * max(other_cpu_share(v)
+                                                     for v in loads.values()), "%"))
+        metrics.append(Metric(CPU_STEAL, 100.0 * max(load["steal_share"] for v in
+                                                     loads.values() for load in v), "%"))
+    gpus = [(_telemetry(o).get("gpu") or {}).get("metrics") or {} for o in outcomes]
+    others = [g["other_processes"]["max"] for g in gpus
+              if (g.get("other_processes") or {}).get("max") is not None]
+    if others:
+        metrics.append(Metric(GPU_OTHERS, max(others), "processes"))
+    reasons = [int(g["clocks_throttle_reasons"]["max"]) for g in gpus
+               if (g.get("clocks_throttle_reasons") or {}).get("max") is not None]
+    if reasons:
+        throttled = any(r & _DISTURBING_THROTTLE for r in reasons)
+        metrics.append(Metric(GPU_THROTTLED, 1.0 if throttled else 0.0, "flag"))
+    return metrics
