@@ -32,7 +32,8 @@ class SliceProfile:
     """How fast the simulated slice is: step time ``step_ms + prefill_us x prefill tokens
     + context_us x context tokens`` (times ``slowdown``), ``max_num_seqs`` batch slots and
     a KV pool of ``kv_tokens``; every ``stall_every_ms`` (0: never) a step is held
-    ``stall_ms`` longer."""
+    ``stall_ms`` longer; every ``error_every``-th streamed answer (0: none) breaks off
+    after its first token with an SSE error event, as a failing engine's does."""
 
     step_ms: float = 4.0
     prefill_us: float = 0.0
@@ -42,6 +43,7 @@ class SliceProfile:
     slowdown: float = 1.0
     stall_every_ms: float = 0.0
     stall_ms: float = 0.0
+    error_every: int = 0
 
     def step_s(self, prefill_tokens: int, context_tokens: int) -> float:
         ms = self.step_ms + (self.prefill_us * prefill_tokens

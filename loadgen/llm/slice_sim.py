@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import queue
 import subprocess
@@ -25,6 +26,8 @@ VOCAB = 32000
 SIM_CHUNK = ('{{"object": "text_completion", "model": "' + SIM_MODEL_ID + '", "choices": '
              '[{{"index": 0, "text": " {token}", "token_ids": [{token}], '
              '"finish_reason": null}}]}}')
+SIM_ERROR = json.dumps({"error": {"message": "simulated engine error", "type": "InternalError",
+                                  "code": 500}})
 END = None  # put on a sequence's queue after its last token
 
 
@@ -116,11 +119,16 @@ class SliceHandler(CompletionHandler):
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
+        every = self.server.engine.engine.profile.error_every
+        fails = every > 0 and next(self.server.answers) % every == every - 1
         count = 0
         while (token := seq.out.get()) is not END:
             count += 1
             self._chunk(SIM_CHUNK.format(token=token))
-        if usage:
+            if fails:
+                self._chunk(SIM_ERROR)
+                break
+        if usage and not fails:
             self._chunk(json.dumps({"object": "text_completion", "model": SIM_MODEL_ID,
                                     "choices": [], "usage": {
                                         "prompt_tokens": seq.prompt_tokens,
@@ -144,6 +152,7 @@ class SliceServer(ThreadingHTTPServer):
     def __init__(self, profile: SliceProfile, port: int = 0) -> None:
         super().__init__((LOOPBACK, port), SliceHandler)
         self.engine = RealtimeEngine(profile)
+        self.answers = itertools.count()  # streamed answers so far (error_every)
 
     def server_close(self) -> None:
         self.engine.stop()

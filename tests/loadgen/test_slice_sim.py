@@ -73,3 +73,14 @@ def test_the_server_streams_what_the_virtual_clock_predicts() -> None:
                             shape, slo, 0, 0, budget)
     assert stalled.itl_p99_ms > known.itl_p99_ms + 3.0
     assert stalled.tpot_mean_ms < known.tpot_mean_ms * 1.05
+
+
+def test_an_error_event_fails_its_query_and_the_run() -> None:
+    profile = SliceProfile(step_ms=2.0, error_every=10)
+    budget = Budget(min_queries=30, duration_s=0.5)
+    with SliceSimulator(profile) as sim:
+        run = endpoint_run(EndpointClient(sim.url, "sim"), 60.0, 0, LoadShape(),
+                           Slo(ttft_ms=500.0, tpot_ms=50.0), 0, 0, budget)
+    assert run.failed == 3 and not run.valid
+    assert "the server sent an error event: simulated engine error" in run.reasons[0]
+    assert run.output_tokens == 27 * 16
