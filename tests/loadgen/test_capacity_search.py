@@ -4,6 +4,9 @@ arrivals and prompts a search sends."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from loadgen.llm.capacity import (
@@ -52,3 +55,27 @@ def test_arrivals_scale_with_the_rate_and_prompts_never_share_a_prefix() -> None
     assert len({tuple(p[:3]) for p in prompts}) == len(prompts)
     assert all(4 <= len(p) <= 9 for p in prompts)
     assert [len(p) for p in prompts[:300]] == [len(p) for p in prompts[300:]]
+
+
+def test_the_command_searches_runs_matched_and_refuses_a_bad_reference(
+        tmp_path: Path) -> None:
+    from loadgen.llm.capacity import main
+    from loadgen.llm.slice_engine import SliceProfile
+    from loadgen.llm.slice_sim import SliceSimulator
+
+    common = ["--ttft-ms", "100", "--tpot-ms", "6", "--repeats", "1", "--runs", "3",
+              "--min-queries", "20", "--duration-s", "0.3"]
+    with SliceSimulator(SliceProfile(step_ms=2.0, context_us=8.0)) as sim:
+        url = ["--url", sim.url]
+        assert main([*url, *common, "--start-qps", "40", "--out", str(tmp_path / "b.json")]) == 0
+        search = json.loads((tmp_path / "b.json").read_text())
+        assert search["repeats"][0]["capacity_qps"] > 0
+        assert len(search["repeats"][0]["runs"]) == 3
+        assert main([*url, *common, "--matched-to", str(tmp_path / "b.json"),
+                     "--out", str(tmp_path / "m.json")]) == 0
+        matched = json.loads((tmp_path / "m.json").read_text())["repeats"][0]
+        assert matched["rate"] == search["repeats"][0]["capacity_qps"]
+        assert matched["matched"]["queries"] >= 20
+        assert main([*url, *common, "--matched-to", str(tmp_path / "none.json"),
+                     "--out", str(tmp_path / "x.json")]) == 2
+    assert not (tmp_path / "x.json").exists()
