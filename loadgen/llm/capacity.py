@@ -362,12 +362,20 @@ def main(argv: list[str] | None = None) -> int:
         return lambda rate, run: endpoint_run(client, rate, run, shape, slo, args.seed,
                                               repeat, budget)
 
+    if args.runs < 3:
+        print(f"error: --runs {args.runs}: a search needs at least 3 runs (bracket both "
+              "sides and rerun the final point); give --runs 3 or more", file=sys.stderr)
+        return 2
     if args.matched_to is not None:
         try:
             reference = json.loads(args.matched_to.read_text())["repeats"]
-        except (OSError, ValueError, KeyError) as exc:
-            print(f"error: {args.matched_to}: not a capacity search ({exc}); give the JSON "
-                  "a search without --matched-to wrote", file=sys.stderr)
+            if not all(isinstance(r.get("capacity_qps"), int | float)
+                       and isinstance(r.get("repeat"), int) for r in reference):
+                raise ValueError("every repeat needs capacity_qps and repeat")
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            print(f"error: {args.matched_to}: repeats: not a capacity search "
+                  f"({type(exc).__name__}: {exc}); give --matched-to the JSON a search "
+                  "without --matched-to wrote", file=sys.stderr)
             return 2
         repeats = matched_repeats(measure_for, reference)
     else:
