@@ -124,3 +124,9 @@ def test_vgpu_compare_capacity_judges_the_files_and_refuses_broken_ones(
     code, _, err = run_cli(["compare-capacity", str(bare), same[1],
                             str(tmp_path / "broken.json")])
     assert code == 2 and "repeats[0].matched" in err and "--matched-to" in err
+    other_seed = tmp_path / "seed1.json"
+    other_seed.write_text(json.dumps({**json.loads(Path(same[1]).read_text()),
+                                      "seed": 1}))
+    bare.write_text(json.dumps({**bare_doc, "seed": 0}))
+    code, _, err = run_cli(["compare-capacity", str(bare), str(other_seed), same[2]])
+    assert code == 2 and "used seed 1, bare metal's search 0" in err

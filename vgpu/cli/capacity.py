@@ -44,9 +44,9 @@ def compare_capacity(
     except CapacityFileError as exc:
         raise InputError.single(str(exc.path), exc.field, exc.message, fix=exc.fix) from exc
     except ValueError as exc:
-        raise InputError.single(f"{bare}, {vm}", "repeats", str(exc),
-                                fix="run both searches with the same --seed and "
-                                "--repeats") from exc
+        raise InputError.single(f"{bare}, {vm}, {vm_matched}", "repeats", str(exc),
+                                fix="run every search with the same --seed, --repeats, "
+                                "--ttft-ms, --tpot-ms and --output-tokens") from exc
     if as_json:
         typer.echo(json.dumps({"passed": verdict.passed,
                                "capacity": asdict(verdict.capacity),

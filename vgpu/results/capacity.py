@@ -107,6 +107,18 @@ def load_capacity_file(path: Path, matched: bool) -> dict[str, Any]:
     return doc
 
 
+SETUP_FIELDS = ("seed", "slo_ms", "shape")  # what both sides must share to be compared
+
+
+def _check_same_setup(bare: Mapping[str, Any], others: Mapping[str, Mapping[str, Any]]) -> None:
+    """Both sides must have sent the same seeded load against the same SLO."""
+    for name, other in others.items():
+        for key in SETUP_FIELDS:
+            if key in bare and key in other and bare[key] != other[key]:
+                raise ValueError(f"the {name} used {key} {other[key]}, bare metal's search "
+                                 f"{bare[key]}: the sides did not send the same load")
+
+
 def _capacities(search: Mapping[str, Any]) -> list[float]:
     return [float(r["capacity_qps"]) for r in search["repeats"]]
 
@@ -145,6 +157,7 @@ def judge_capacity(bare: Mapping[str, Any], vm: Mapping[str, Any],
                    itl_pct: float = 5.0, tpot_pct: float = 5.0) -> LlmVerdict:
     """The verdict from bare metal's and the VM's capacity searches and the VM's runs at
     bare metal's capacity (``vm_matched``)."""
+    _check_same_setup(bare, {"VM search": vm, "VM matched runs": vm_matched})
     interval = ratio_interval(_capacities(vm), _capacities(bare))
     unconfirmed = sum(1 for side in (bare, vm) for r in side["repeats"]
                       if not r.get("confirmed", True))
