@@ -1,6 +1,7 @@
 """Token generators: greedy decoding with a KV cache, one sequence per call. Each calls
 ``on_first`` with the first token as soon as it exists (the prefill's), which is what the
-SUT reports to LoadGen as the first token."""
+SUT reports to LoadGen as the first token, and ``on_tokens`` with how many tokens arrived
+each time some do (the SUT times every one: inter-token latency)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import numpy as np
 from loadgen.llm_sizes import VARIANTS
 
 FirstToken = Callable[[int], None]
+TokensArrived = Callable[[int], None]  # how many tokens just arrived
 
 
 class TokenGenerator(Protocol):
@@ -19,8 +21,8 @@ class TokenGenerator(Protocol):
     # how many sequences may be generated at once (threads calling ``generate``)
     concurrency: int
 
-    def generate(self, prompt: np.ndarray, max_new: int,
-                 on_first: FirstToken | None = None) -> list[int]: ...
+    def generate(self, prompt: np.ndarray, max_new: int, on_first: FirstToken | None = None,
+                 on_tokens: TokensArrived | None = None) -> list[int]: ...
 
     def describe(self) -> dict[str, Any]: ...
 
@@ -69,13 +71,15 @@ class OrtGenerator:
             feeds = {"input_ids": out[0].reshape(1, 1)}
             feeds.update(zip(self.past_names, out[2:], strict=True))
 
-    def generate(self, prompt: np.ndarray, max_new: int,
-                 on_first: FirstToken | None = None) -> list[int]:
+    def generate(self, prompt: np.ndarray, max_new: int, on_first: FirstToken | None = None,
+                 on_tokens: TokensArrived | None = None) -> list[int]:
         tokens: list[int] = []
         for token in self.stream(prompt, max_new):
             tokens.append(token)
             if len(tokens) == 1 and on_first is not None:
                 on_first(token)
+            if on_tokens is not None:
+                on_tokens(1)
         return tokens
 
     def describe(self) -> dict[str, Any]:

@@ -18,21 +18,11 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from loadgen.errors import RunFailed
-from loadgen.llm.engines import FirstToken
+from loadgen.llm.engines import FirstToken, TokensArrived
 from loadgen.llm.server import MODEL_ID, READY_LINE
+from loadgen.llm.stream import read_stream
 
-DONE = "[DONE]"
 TIMEOUT_S = 300.0
-
-
-def chunk_tokens(chunk: dict[str, Any]) -> list[int]:
-    """The token ids of one streamed chunk: ``token_ids`` where the server sends them
-    (vLLM's return_token_ids, vgpu's server), else one token per chunk of text."""
-    choices = chunk.get("choices") or [{}]
-    ids = choices[0].get("token_ids")
-    if isinstance(ids, list):
-        return [int(t) for t in ids]
-    return [-1] if choices[0].get("text") else []
 
 
 class LoopbackServer:
@@ -111,26 +101,21 @@ class OpenAIGenerator:
             raise RunFailed(f"backend openai: {self.url} answered {response.status}: {detail}")
         return response
 
-    def generate(self, prompt: np.ndarray, max_new: int,
-                 on_first: FirstToken | None = None) -> list[int]:
+    def generate(self, prompt: np.ndarray, max_new: int, on_first: FirstToken | None = None,
+                 on_tokens: TokensArrived | None = None) -> list[int]:
+        """The answer's tokens; an error event, or a usage count other than ``max_new``,
+        fails it (a shorter answer would be measured as a faster one)."""
         body = {"model": self.model, "prompt": [int(t) for t in prompt],
                 "max_tokens": max_new, "min_tokens": max_new, "temperature": 0.0,
-                "stream": True, "ignore_eos": True, "return_token_ids": True}
+                "stream": True, "ignore_eos": True, "return_token_ids": True,
+                "stream_options": {"include_usage": True}}
         response = self._post(body)
-        tokens: list[int] = []
-        while line := response.readline():
-            text = line.decode().strip()
-            if not text.startswith("data:"):
-                continue
-            payload = text[len("data:"):].strip()
-            if payload == DONE:
-                break
-            new = chunk_tokens(json.loads(payload))
-            if new and not tokens and on_first is not None:
-                on_first(new[0])
-            tokens += new
+        answer = read_stream(iter(response.readline, b""), on_first=on_first,
+                             on_tokens=on_tokens)
         response.read()  # the stream's end, so the connection can carry the next request
-        return tokens
+        if (problem := answer.check(max_new)) is not None:
+            raise RunFailed(f"backend openai: {self.url}: {problem}")
+        return answer.tokens
 
     def server_cpu_seconds(self) -> float | None:
         """The loopback server's CPU time so far; None for an endpoint elsewhere."""

@@ -133,6 +133,7 @@ def _run_loadgen(state: RunRecord, sut: TokenSut, spec: Spec, warm_rate: float |
     state.sut = {"batch_size": spec.batch_size, "batches": sut.completed_samples,
                  "completed_samples": sut.completed_samples,
                  "failed_samples": sut.failed_samples, "output_tokens": sut.output_tokens,
+                 "unique_prompt_prefix": sut.unique_prefix_vocab is not None,
                  "completions": completion_timeline(sut.completions, state.timed[0])}
     if server_before is not None and server_after is not None:
         # the loopback server's CPU from LoadGen's start to its end (a little more than
@@ -166,7 +167,9 @@ def run_llm(spec: Spec, out_dir: str | Path, sync: StdinSync | None = None) -> d
             sync.ready()
             state.sync = sync.wait_for_go()
         telemetry.start()
-        sut = TokenSut(generator, prompts, llm.max_output_tokens)
+        # a serving endpoint may cache prefixes: no query repeats another's prompt there
+        sut = TokenSut(generator, prompts, llm.max_output_tokens,
+                       VARIANTS[variant].vocab_size if spec.backend.name == "openai" else None)
         _run_loadgen(state, sut, spec, warm_rate)
         state.telemetry = telemetry.stop()
         state.telemetry["host"]["process_cpu_seconds_timed"] = state.timed_cpu_s

@@ -1,8 +1,9 @@
 """A loopback OpenAI-compatible completions server for the tiny decoder (standard library
 HTTP): ``POST /v1/completions`` with ``prompt`` as a list of token ids, ``max_tokens`` and
 ``stream`` (server-sent events, one chunk per token, then ``data: [DONE]``), and
-``GET /v1/models``. It stands in on a machine without vLLM or Triton + TensorRT-LLM, which
-serve the same API in a lab; ``python -m loadgen.llm.server`` prints its URL."""
+``GET /v1/models``; with ``stream_options.include_usage`` a last chunk carries the usage.
+It stands in on a machine without vLLM or Triton + TensorRT-LLM, which serve the same API
+in a lab; ``python -m loadgen.llm.server`` prints its URL."""
 
 from __future__ import annotations
 
@@ -73,18 +74,26 @@ class CompletionHandler(BaseHTTPRequestHandler):
             self._json(400, {"error": {"message": f"bad request: {exc}"}})
             return
         if request.get("stream"):
-            self._stream(prompt, max_tokens)
+            self._stream(prompt, max_tokens,
+                         bool((request.get("stream_options") or {}).get("include_usage")))
         else:
             tokens = list(self.server.generator.stream(prompt, max_tokens))
             self._json(200, _completion(tokens, len(prompt)))
 
-    def _stream(self, prompt: np.ndarray, max_tokens: int) -> None:
+    def _stream(self, prompt: np.ndarray, max_tokens: int, usage: bool = False) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
+        count = 0
         for token in self.server.generator.stream(prompt, max_tokens):
             self._chunk(STREAM_CHUNK % (token, token))
+            count += 1
+        if usage:
+            self._chunk(json.dumps({"id": "cmpl-vgpu", "object": "text_completion",
+                                    "model": MODEL_ID, "choices": [], "usage": {
+                                        "prompt_tokens": len(prompt),
+                                        "completion_tokens": count}}))
         self._chunk("[DONE]")
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()

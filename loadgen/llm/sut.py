@@ -7,6 +7,7 @@ Responses never leave this process."""
 from __future__ import annotations
 
 import array
+import itertools
 import queue
 import threading
 import time
@@ -30,6 +31,15 @@ class SequenceTiming:
     first: float | None = None
     done: float | None = None
     tokens: int = 0
+    last_arrival: float | None = None
+    # inter-token gaps (s): a gap between arrivals shared by the tokens that arrived
+    gaps: list[float] = field(default_factory=list)
+
+    def tokens_arrived(self, count: int) -> None:
+        now = time.perf_counter()
+        if self.last_arrival is not None and count > 0:
+            self.gaps += [(now - self.last_arrival) / count] * count
+        self.last_arrival = now
 
 
 @dataclass
@@ -37,6 +47,9 @@ class TokenSut:
     generator: TokenGenerator
     prompts: list[np.ndarray]
     max_output_tokens: int
+    # with a vocabulary size: every query's prompt starts with its own sequence number
+    # (base vocab), so a serving engine's prefix cache never answers a repeated sample
+    unique_prefix_vocab: int | None = None
     timings: list[SequenceTiming] = field(default_factory=list)
     completions: list[tuple[float, int]] = field(default_factory=list)
     error: str | None = None
@@ -45,6 +58,7 @@ class TokenSut:
     def __post_init__(self) -> None:
         self._queue: queue.Queue[tuple[Any, float] | None] = queue.Queue()
         self._lock = threading.Lock()
+        self._issued = itertools.count()
         self._workers = [threading.Thread(target=self._work, daemon=True, name=f"llm-sut-{i}")
                          for i in range(max(1, self.generator.concurrency))]
         for worker in self._workers:
@@ -57,6 +71,19 @@ class TokenSut:
     @property
     def completed_samples(self) -> int:
         return len(self.timings)
+
+    def prompt(self, index: int) -> np.ndarray:
+        """The sample's prompt, made unique to this query when asked to."""
+        prompt = self.prompts[index]
+        if self.unique_prefix_vocab is None:
+            return prompt
+        with self._lock:
+            number = next(self._issued)
+        vocab = self.unique_prefix_vocab
+        head = [number // vocab**2 % vocab, number // vocab % vocab, number % vocab]
+        unique = prompt.copy()
+        unique[:len(head)] = head[:len(unique)]
+        return unique
 
     def issue_queries(self, samples: list[Any]) -> None:
         now = time.perf_counter()
@@ -86,8 +113,9 @@ class TokenSut:
                                                           first.itemsize)])
 
         try:
-            tokens = self.generator.generate(self.prompts[sample.index],
-                                             self.max_output_tokens, first_token)
+            tokens = self.generator.generate(self.prompt(sample.index),
+                                             self.max_output_tokens, first_token,
+                                             timing.tokens_arrived)
         except Exception as exc:  # the query must still complete, or LoadGen waits forever
             tokens = []
             with self._lock:

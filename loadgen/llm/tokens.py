@@ -44,6 +44,19 @@ def _percentiles(samples: list[float]) -> dict[str, float | None]:
     return out
 
 
+def token_gaps(timings: list[SequenceTiming]) -> dict[str, float | int | None]:
+    """Every gap between a query's successive tokens, as the SUT saw them arrive (ms):
+    p99, p99.9 and the longest stall. TPOT is a query's mean gap, in which a periodic
+    stall disappears; these keep it."""
+    gaps = [g for t in timings for g in t.gaps]
+    if not gaps:
+        return {"p99": None, "p99.9": None, "longest": None, "samples": 0}
+    data = np.asarray(gaps) * 1e3
+    return {"p99": float(np.percentile(data, 99.0, method="higher")),
+            "p99.9": float(np.percentile(data, 99.9, method="higher")),
+            "longest": float(data.max()), "samples": len(gaps)}
+
+
 def sut_clock(timings: list[SequenceTiming]) -> dict[str, Any]:
     """TTFT from a query's arrival to its first token and ITL over the rest of its tokens,
     as the SUT saw them (ms)."""
@@ -75,6 +88,7 @@ def token_metrics(detail_log: Path | None, scenario: str, timings: list[Sequence
         "output_token_throughput_source": rate_key if loadgen_rate is not None else "sut",
         "mlperf_names": {k: v[1] for k, v in MLPERF_NAMES.items()},
         "sut_clock": clock,
+        "inter_token_gap_ms": token_gaps(timings),
         "targets_ms": None if targets_ms is None else
         {"ttft_p99": targets_ms[0], "tpot_p99": targets_ms[1]},
         "mlperf_targets_ms": None if mlperf_targets_ms is None else

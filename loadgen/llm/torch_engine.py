@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from loadgen.backends.pytorch import choose_device, import_torch
-from loadgen.llm.engines import FirstToken
+from loadgen.llm.engines import FirstToken, TokensArrived
 
 
 class TorchGenerator:
@@ -33,8 +33,8 @@ class TorchGenerator:
         empty = self.th.zeros(shape, device=self.device)
         return [(empty, empty)] * self.cfg.layers
 
-    def generate(self, prompt: np.ndarray, max_new: int,
-                 on_first: FirstToken | None = None) -> list[int]:
+    def generate(self, prompt: np.ndarray, max_new: int, on_first: FirstToken | None = None,
+                 on_tokens: TokensArrived | None = None) -> list[int]:
         tokens: list[int] = []
         with self.th.inference_mode():
             ids = self.th.from_numpy(np.ascontiguousarray(prompt)).to(self.device)[None]
@@ -44,6 +44,8 @@ class TorchGenerator:
                 tokens.append(int(next_token[0]))  # the host copy waits for the device
                 if len(tokens) == 1 and on_first is not None:
                     on_first(tokens[0])
+                if on_tokens is not None:
+                    on_tokens(1)
                 ids = next_token[:, None]
         return tokens
 

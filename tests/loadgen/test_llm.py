@@ -159,7 +159,8 @@ def test_the_torch_engine_generates_the_onnx_models_tokens(tiny_model: Path) -> 
 def test_the_http_streaming_sut_against_the_loopback_server(model_cache: Path,
                                                             tiny_model: Path,
                                                             tmp_path: Path) -> None:
-    from loadgen.llm.openai_client import OpenAIGenerator, chunk_tokens
+    from loadgen.llm.openai_client import OpenAIGenerator
+    from loadgen.llm.stream import chunk_tokens
 
     generator = OpenAIGenerator.connect(None, None, 1, "tiny", str(model_cache))
     try:
@@ -172,7 +173,7 @@ def test_the_http_streaming_sut_against_the_loopback_server(model_cache: Path,
     finally:
         generator.close()
     assert generator.server is not None and generator.server.process.poll() is not None
-    assert chunk_tokens({"choices": [{"text": " hi"}]}) == [-1]  # a server without ids
+    assert chunk_tokens({"choices": [{"text": " hi"}]}) == ([-1], False)  # no ids sent
     doc = llm_doc(model_cache, "Server", backend={"name": "openai"},
                   accuracy={"target": 1.0, "samples": 2})
     record = run(parse_spec(doc), tmp_path)
@@ -180,6 +181,9 @@ def test_the_http_streaming_sut_against_the_loopback_server(model_cache: Path,
     assert record["backend"]["execution_provider"] == "http-sse"
     assert record["tokens"]["source"] == "loadgen"
     assert record["tokens"]["time_to_first_token_ms"]["p50"] > 0
+    gaps = record["tokens"]["inter_token_gap_ms"]  # every token timed, usage checked
+    assert gaps["samples"] == record["tokens"]["sequences"] * (LLM.max_output_tokens - 1)
+    assert gaps["longest"] >= gaps["p99.9"] >= gaps["p99"] > 0
     assert record["accuracy"]["passed"] is True
 
 
@@ -191,3 +195,22 @@ def test_backend_openai_urls_are_checked(model_cache: Path) -> None:
                                                     "url": "http://vllm:8000"}))
     assert spec.backend.to_json() == {"name": "openai", "url": "http://vllm:8000",
                                       "in_flight": 1}
+
+
+def test_over_http_every_query_gets_a_prompt_of_its_own(tiny_model: Path) -> None:
+    """A serving engine's prefix cache must not answer a repeated sample: each query's
+    prompt starts with its own number; in-process the samples stay as they are."""
+    from loadgen.llm.sut import TokenSut
+
+    generator = OrtGenerator(str(tiny_model), "tiny", 1)
+    prompts = make_prompts(3, 2, LLM, TINY.vocab_size)
+    unique = TokenSut(generator, prompts, 4, TINY.vocab_size)
+    plain = TokenSut(generator, prompts, 4)
+    try:
+        heads = {tuple(unique.prompt(i % 2)[:3]) for i in range(600)}
+        assert len(heads) == 600
+        assert (unique.prompt(0)[3:] == prompts[0][3:]).all()
+        assert plain.prompt(1) is prompts[1]
+    finally:
+        unique.stop()
+        plain.stop()

@@ -34,8 +34,13 @@ def test_token_metrics_per_instance_and_for_the_run() -> None:
     assert by[(ITL_P99, None)] == 1.0
     assert (OUTPUT_TOKEN_THROUGHPUT, None) not in by  # instance c has no tokens: no sum
     assert ("time_to_first_token_p50", None) not in by  # p50s are per instance only
-    both = token_metrics({"a": _tokens(1000.0, 20.0, 1.0), "b": _tokens(900.0, 30.0, 0.5)})
-    assert {(m.name, m.instance): m.value for m in both}[(OUTPUT_TOKEN_THROUGHPUT, None)] == 1900
+    offline_pair = {name: {**_tokens(rate, 20.0, 1.0), "scenario": "Offline"}
+                    for name, rate in (("a", 1000.0), ("b", 900.0))}
+    both = {(m.name, m.instance): m.value for m in token_metrics(offline_pair)}
+    assert both[(OUTPUT_TOKEN_THROUGHPUT, None)] == 1900
+    # at a fixed offered rate the system's tokens/s is the rate asked for: not judged
+    server = token_metrics({"a": _tokens(1000.0, 20.0, 1.0), "b": _tokens(900.0, 30.0, 0.5)})
+    assert (OUTPUT_TOKEN_THROUGHPUT, None) not in {(m.name, m.instance) for m in server}
     offline = token_metrics({"a": {**_tokens(1000.0, 20.0, 1.0), "scenario": "Offline"}})
     assert not any(m.name.startswith("time_to_first_token") for m in offline)
 

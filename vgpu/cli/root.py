@@ -14,7 +14,7 @@ FLOW_PANELS: dict[str, tuple[str, ...]] = {
     "Lab": ("sim", "inventory", "preflight", "drain", "undrain"),
     "Build": ("scenarios", "plan", "apply", "provision", "destroy"),
     "Measure": ("bench", "train", "revalidate"),
-    "Results": ("results", "compare", "report", "baseline"),
+    "Results": ("results", "compare", "compare-capacity", "report", "baseline"),
     "Devices": ("mig",),
 }
 OTHER_PANEL = "More"

@@ -1,7 +1,9 @@
 """The token metrics of an LLM repeat (model llm), stored per instance and for the run:
 output tokens/s (per instance and summed), time to first token and inter-token latency
 (p50, p99 per instance; the run's p99 is the worst instance's). Names follow AIPerf / ``vllm bench
-serve``; MLPerf LoadGen calls them TTFT, TPOT and tokens/s (docs/bench.md)."""
+serve``; MLPerf LoadGen calls them TTFT, TPOT and tokens/s (docs/bench.md). At a fixed
+offered rate (Server, Interactive) tokens/s is what was asked for, so the run's sum is not
+stored there and no verdict judges it; capacity at the SLO does (vgpu.results.capacity)."""
 
 from __future__ import annotations
 
@@ -14,12 +16,14 @@ OUTPUT_TOKEN_THROUGHPUT = "output_token_throughput"
 TTFT = "time_to_first_token"
 ITL = "inter_token_latency"
 TOKENS_PER_S = "tokens/s"
+FIXED_RATE_SCENARIOS = ("Server", "Interactive")  # tokens/s follows the offered rate
 LATENCY_METRICS = {f"{TTFT}_p50": (TTFT, "p50"), f"{TTFT}_p99": (TTFT, "p99"),
                    f"{ITL}_p50": (ITL, "p50"), f"{ITL}_p99": (ITL, "p99")}
 TTFT_P99 = f"{TTFT}_p99"
 ITL_P99 = f"{ITL}_p99"
-# What a verdict judges (the run's value: the system's tokens/s, the worst instance's p99,
-# as MLPerf's constraints are p99); the p50s are stored per instance and shown.
+# What a verdict judges (the run's value: the system's tokens/s in Offline, the worst
+# instance's p99, as MLPerf's constraints are p99); the p50s are stored per instance and
+# shown.
 TOKEN_METRICS = (OUTPUT_TOKEN_THROUGHPUT, TTFT_P99, ITL_P99)
 
 
@@ -54,7 +58,8 @@ def token_metrics(records: Mapping[str, Mapping[str, Any]]) -> list[Metric]:
         for name, value in _latencies(tokens, record.get("scenario")).items():
             metrics.append(Metric(name, value, "ms", instance))
             worst[name] = max(worst.get(name, value), value)
-    if counted and counted == len(records):
+    fixed_rate = any(r.get("scenario") in FIXED_RATE_SCENARIOS for r in records.values())
+    if counted and counted == len(records) and not fixed_rate:
         metrics.append(Metric(OUTPUT_TOKEN_THROUGHPUT, total, TOKENS_PER_S))
     metrics += [Metric(name, value, "ms") for name, value in worst.items()
                 if name in TOKEN_METRICS]
