@@ -42,6 +42,7 @@ from vgpu.results.store import ResultStore
 from vgpu.revalidate.flow import RevalidateOutcome, RevalidateRequest, revalidate
 from vgpu.revalidate.hosts import choose_baseline
 from vgpu.sim import guests
+from vgpu.site import open_site
 
 H0, H1 = "DC0_C0_H0", "DC0_C0_H1"
 OLD_BUILD, NEW_BUILD = "22380479", "24022510"
@@ -96,7 +97,7 @@ class RollingLab:
             request = RevalidateRequest(
                 inventory=load_inventory(self.inventory), inventory_path=self.inventory,
                 scenarios=[catalog.load(scenario)],
-                bench=BenchRequest(self.inventory, 1, ["resnet50-offline"],
+                bench=BenchRequest(open_site(self.inventory), 1, ["resnet50-offline"],
                                    BenchOverrides(duration_s=1.0), allow_cpu=True,
                                    runtime=RuntimeOptions(runtime="host"),
                                    host_target_hook=self.to_lab, connect=FAST),
