@@ -17,7 +17,6 @@ import argparse
 import http.client
 import json
 import math
-import socket
 import sys
 import threading
 import time
@@ -30,6 +29,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from loadgen.llm.openai_client import thread_connection
 from loadgen.llm.stream import StreamedAnswer, read_stream
 
 TIMEOUT_S = 120.0
@@ -253,14 +253,7 @@ class EndpointClient:
         self._local = threading.local()
 
     def _connection(self) -> http.client.HTTPConnection:
-        connection = getattr(self._local, "connection", None)
-        if connection is None:
-            kind = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
-            connection = kind(self.host, self.port, timeout=TIMEOUT_S)
-            connection.connect()
-            connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            self._local.connection = connection
-        return connection
+        return thread_connection(self._local, self.host, self.port, self.https, TIMEOUT_S)
 
     def stream(self, prompt: list[int], max_tokens: int) -> StreamedAnswer:
         body = {"model": self.model, "prompt": prompt, "max_tokens": max_tokens,

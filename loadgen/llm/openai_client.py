@@ -25,6 +25,20 @@ from loadgen.llm.stream import read_stream
 TIMEOUT_S = 300.0
 
 
+
+def thread_connection(local: threading.local, host: str, port: int | None, https: bool,
+                      timeout_s: float = TIMEOUT_S) -> http.client.HTTPConnection:
+    """This thread's kept-alive connection to ``host``, opened on first use."""
+    connection = getattr(local, "connection", None)
+    if connection is None:
+        kind = http.client.HTTPSConnection if https else http.client.HTTPConnection
+        connection = kind(host, port, timeout=timeout_s)
+        connection.connect()
+        # small requests go out at once, not after the server's delayed ACK
+        connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        local.connection = connection
+    return connection
+
 class LoopbackServer:
     """vgpu's OpenAI-compatible server for the tiny model, in its own process."""
 
@@ -76,15 +90,7 @@ class OpenAIGenerator:
         return cls(server.url, model or MODEL_ID, concurrency, server)
 
     def _connection(self) -> http.client.HTTPConnection:
-        connection = getattr(self._local, "connection", None)
-        if connection is None:
-            kind = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
-            connection = kind(self.host, self.port, timeout=TIMEOUT_S)
-            connection.connect()
-            # small requests go out at once, not after the server's delayed ACK
-            connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            self._local.connection = connection
-        return connection
+        return thread_connection(self._local, self.host, self.port, self.https)
 
     def _post(self, body: dict[str, Any]) -> http.client.HTTPResponse:
         connection = self._connection()
