@@ -71,8 +71,10 @@ def test_guest_driver_on_another_branch_fails_preflight_with_the_fix(
                               "--results-dir", str(tmp_path / "pf")])
     assert code == 1
     assert f"DC0_C0_H0: driver branch: host VIB {VIB_VERSION} is branch 535, the " \
-           "inventory's guest driver 550.54.15 is branch 550: install a branch-535 guest " \
-           "driver (drivers.guest_driver), or the branch-550 host driver VIB on this host" in err
+           "inventory's guest driver 550.54.15 is branch 550: guest branch 550 is newer " \
+           "than the vGPU Manager's branch 535: never supported; install a guest driver of " \
+           "branch 535/525/470 (drivers.guest_driver), or the branch-550 host driver VIB " \
+           "on this host" in " ".join(err.split())
     assert f"DC0_C0_H0: host driver VIB {VIB_VERSION} is not the inventory's " \
            "drivers.host_driver_version 535.154.05" in " ".join(out.split())
 

@@ -262,6 +262,11 @@ class Drivers(StrictModel):
         "says when a host's VIB differs")
     licence_token: str | None = Field(None, description="client configuration token file "
                                                          "(.tok) for nvidia-gridd")
+    compatible_guest_branches: list[int] = Field(
+        default_factory=list, description="guest driver branches this lab runs under its "
+        "host driver besides those NVIDIA's release notes list (the same branch, the "
+        "previous one, the previous long-term one), e.g. [525] for a combination NVIDIA "
+        "support confirmed for you; a guest newer than the host is refused regardless")
 
 
     def guest_version(self) -> str | None:

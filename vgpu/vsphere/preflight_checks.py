@@ -20,6 +20,7 @@ from vgpu.model.scenario import Scenario
 from vgpu.planner import HeldVgpu
 from vgpu.vsphere.assignment import CONSOLIDATION, ESXCLI_CONSOLIDATION, shared_gpus
 from vgpu.vsphere.ats import nic_firmware_todos
+from vgpu.vsphere.driver_compat import compatible, guest_branches
 from vgpu.vsphere.facts import VGPU_MODE_MIG, HostFacts, driver_branch
 from vgpu.vsphere.from_plan import gpu_order
 from vgpu.vsphere.reconcile import EFI, EFI_TEMPLATE_FIX, template_firmware
@@ -209,7 +210,8 @@ def driver_checks(facts: HostFacts, inventory: Inventory) -> list[Check]:
     checks = [Check("host driver", True, f"{driver.name} {driver.version}")]
     guest = inventory.drivers.guest_version()
     if guest is not None and driver.branch is not None:
-        checks.append(_branch_check(driver.branch, driver.version, guest))
+        checks.append(_branch_check(driver.branch, driver.version, guest, tuple(
+            inventory.drivers.compatible_guest_branches)))
     return checks
 
 
@@ -236,15 +238,22 @@ def reboot_note(facts: HostFacts) -> str | None:
             "mode before measuring on it")
 
 
-def _branch_check(host_branch: int, host_version: str, guest: str) -> Check:
+def _branch_check(host_branch: int, host_version: str, guest: str,
+                  declared: tuple[int, ...]) -> Check:
     guest_branch = driver_branch(guest)
     if guest_branch is None or guest_branch == host_branch:
         return Check("driver branch", True, f"host and guest drivers on branch {host_branch}")
+    verdict = compatible(host_branch, guest_branch, declared)
+    if verdict.ok:
+        return Check("driver branch", True,
+                     f"host VIB {host_version} (branch {host_branch}) runs the inventory's "
+                     f"guest driver {guest} (branch {guest_branch}): {verdict.why}")
     return Check("driver branch", False,
                  f"host VIB {host_version} is branch {host_branch}, the inventory's guest "
-                 f"driver {guest} is branch {guest_branch}: install a branch-{host_branch} "
-                 f"guest driver (drivers.guest_driver), or the branch-{guest_branch} host "
-                 "driver VIB on this host")
+                 f"driver {guest} is branch {guest_branch}: {verdict.why}; install a guest "
+                 f"driver of branch {'/'.join(map(str, guest_branches(host_branch)))} "
+                 f"(drivers.guest_driver), or the branch-{guest_branch} host driver VIB on "
+                 "this host")
 
 
 def _same_version(vib_version: str, expected: str) -> bool:
