@@ -174,3 +174,43 @@ def training_speedup(points: dict[str, list[tuple[float, float]]]) -> bytes:
     axes.set_title("Training speedup vs ideal")
     axes.legend(fontsize=8)
     return _png(figure)
+
+
+@dataclass(frozen=True)
+class RuntimeLine:
+    """One runtime's allreduce by message size: (bytes, busbw GB/s, time µs) points."""
+
+    label: str
+    points: list[tuple[int, float | None, float]]
+
+
+def runtime_allreduce(lines: Sequence[RuntimeLine], title: str) -> bytes:
+    """Allreduce bus bandwidth and time against message size, one line per runtime; both
+    axes logarithmic (OSU's sizes double from 1 B, busbw grows by orders of magnitude)."""
+    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for line in lines:
+        measured = [(size, busbw) for size, busbw, _ in line.points if busbw is not None]
+        if measured:
+            left.plot(*zip(*measured, strict=True), marker="o", label=line.label)
+        right.plot([size for size, _, _ in line.points],
+                   [time for _, _, time in line.points], marker="o", label=line.label)
+    size_axis = FuncFormatter(lambda v, _pos: _size_text(v))
+    for axes, label in ((left, "bus bandwidth (GB/s)"), (right, "time (µs)")):
+        axes.set_xscale("log", base=2)
+        axes.set_yscale("log")
+        axes.xaxis.set_major_formatter(size_axis)
+        axes.set_xlabel("message size")
+        axes.set_ylabel(label)
+        if axes.get_legend_handles_labels()[0]:
+            axes.legend(fontsize=8)
+    left.set_title("Allreduce bus bandwidth", fontsize=10)
+    right.set_title("Allreduce time (slowest rank)", fontsize=10)
+    figure.suptitle(title, fontsize=10)
+    return _png(figure)
+
+
+def _size_text(size: float) -> str:
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale:
+            return f"{size / scale:g} {unit}"
+    return f"{size:g} B"

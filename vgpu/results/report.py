@@ -16,6 +16,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vgpu.errors import VgpuError
 from vgpu.model.load import load_scenario
@@ -30,6 +31,9 @@ from vgpu.results.server_split import series_split, split_rows
 from vgpu.results.stats import summarize
 from vgpu.results.store import ResultStore
 from vgpu.results.token_view import token_rows
+
+if TYPE_CHECKING:
+    from vgpu.train.runtimes import RuntimeProbe
 
 REFERENCE_SCENARIO = "1"
 INSTANCE_TABLE_SERIES = 6  # older series stay in the statistics table and in `vgpu results`
@@ -565,6 +569,62 @@ def split_sections(store: ResultStore,
     return sections
 
 
+def runtime_size_table(probes: Sequence[RuntimeProbe]) -> Table:
+    """Allreduce by message size, a busbw and a time column per runtime's probe."""
+    from vgpu.train.probe import size_label
+    from vgpu.train.runtimes import message_sizes
+
+    headers = ["message size"]
+    for probe in probes:
+        headers += [f"{probe.backend} busbw GB/s", f"{probe.backend} time µs"]
+    rows = []
+    for size in message_sizes(probes):
+        label = size_label(size)
+        row = [label]
+        for probe in probes:
+            measured = label in probe.time_us
+            row += [fmt.number(probe.busbw.get(label)) if measured else "-",
+                    fmt.number(probe.time_us[label]) if measured else "-"]
+        rows.append(row)
+    return Table(headers, rows, html_id="runtimes")
+
+
+def runtime_probe_table(probes: Sequence[RuntimeProbe]) -> Table:
+    rows = [[str(p.run_id), p.backend, str(p.world_size), str(p.nodes), p.link,
+             fmt.number(p.peak_busbw),
+             "-" if p.link_share is None else f"{p.link_share * 100:.1f}%"]
+            for p in probes]
+    return Table(["run", "runtime", "ranks", "nodes", "link", "peak busbw GB/s",
+                  "peak busbw / link"], rows)
+
+
+def runtime_sections(store: ResultStore) -> list[tuple[str, Section]]:
+    """Per scenario probed with more than one runtime (Gloo, NCCL, MPI), the newest probe
+    of each side by side: the `vgpu train runtimes` data as tables and one chart."""
+    from vgpu.results import plots
+    from vgpu.train.probe import size_label
+    from vgpu.train.runtimes import message_sizes, runtimes_by_scenario
+
+    sections: list[tuple[str, Section]] = []
+    for scenario, probes in runtimes_by_scenario(store).items():
+        where = f"scenario {scenario} {probes[-1].target_kind}".rstrip()
+        lines = [plots.RuntimeLine(
+            f"{p.backend} #{p.run_id}",
+            [(size, p.busbw.get(size_label(size)), p.time_us[size_label(size)])
+             for size in message_sizes([p]) if size_label(size) in p.time_us])
+            for p in probes]
+        sections += [
+            (f"Communication runtimes: allreduce by message size, {where}",
+             runtime_size_table(probes)),
+            (f"Communication runtimes: probes and links, {where}",
+             runtime_probe_table(probes)),
+            (f"Communication runtimes figure: {where}",
+             Chart(f"runtimes_{_slug(scenario)}.png",
+                   plots.runtime_allreduce(lines, f"Allreduce per runtime, {where}"))),
+        ]
+    return sections
+
+
 def _platform_sections(series: Sequence[SeriesData],
                        judged: Sequence[Judged]) -> list[tuple[str, Section]]:
     sections: list[tuple[str, Section]] = []
@@ -622,6 +682,7 @@ def build_report(
                          comparison_table([j.comparison for j in judged])))
     sections += workload_sections(inference)
     sections += token_sections(recent)
+    sections += runtime_sections(store)
     sections += _platform_sections(series, judged)
     sections += telemetry_sections(recent)
     if recent:

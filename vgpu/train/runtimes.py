@@ -25,15 +25,22 @@ class RuntimeProbe:
     sizes_bytes: tuple[int, ...]
     busbw: dict[str, float]  # size label -> GB/s
     time_us: dict[str, float]
+    scenario_id: str = ""
+    target_kind: str = ""
 
     @property
     def title(self) -> str:
         return f"{self.backend} {self.world_size}r/{self.nodes}n #{self.run_id}"
 
     @property
+    def peak_busbw(self) -> float | None:
+        return max(self.busbw.values()) if self.busbw else None
+
+    @property
     def link_share(self) -> float | None:
         link = link_gb_s(self.link_speed_gbps)
-        return None if link is None or not self.busbw else max(self.busbw.values()) / link
+        peak = self.peak_busbw
+        return None if link is None or peak is None else peak / link
 
 
 def load_probe(store: ResultStore, run_id: int) -> RuntimeProbe:
@@ -59,24 +66,45 @@ def load_probe(store: ResultStore, run_id: int) -> RuntimeProbe:
         world_size=int(detail.get("world_size") or 0), nodes=int(detail.get("nodes") or 1),
         link_speed_gbps=speed, link=link_label(speed, platform.rdma if platform else None),
         sizes_bytes=tuple(int(s) for s in detail.get("sizes_bytes", [])),
-        busbw=busbw, time_us=time_us)
+        busbw=busbw, time_us=time_us, scenario_id=run.scenario_id,
+        target_kind=run.target_kind)
+
+
+def _newest_per_runtime(store: ResultStore, scenario_id: str | None) -> dict[str, list[int]]:
+    """Scenario id -> the newest ok probe of each runtime (run ids, ascending)."""
+    newest: dict[str, dict[str, int]] = {}
+    for run in store.runs(scenario_id=scenario_id, kind=PROBE_KIND, status="ok"):
+        newest.setdefault(run.scenario_id, {})[str(run.workload_detail.get("backend"))] = \
+            run.id
+    return {scenario: sorted(ids.values()) for scenario, ids in newest.items()}
 
 
 def latest_per_runtime(store: ResultStore, scenario_id: str) -> list[int]:
     """The newest stored probe of each runtime for the scenario."""
-    newest: dict[str, int] = {}
-    for run in store.runs(scenario_id=scenario_id, kind=PROBE_KIND, status="ok"):
-        newest[str(run.workload_detail.get("backend"))] = run.id
+    newest = _newest_per_runtime(store, scenario_id).get(scenario_id, [])
     if not newest:
         raise InputError.single("results store", "--scenario", f"no allreduce probe of "
                                 f"scenario '{scenario_id}' is stored",
                                 fix="run `vgpu train probe` and `vgpu train mpi-probe` first")
-    return sorted(newest.values())
+    return newest
+
+
+def runtimes_by_scenario(store: ResultStore) -> dict[str, list[RuntimeProbe]]:
+    """Each scenario whose stored probes span more than one runtime: the newest probe of
+    each runtime, oldest first (what `vgpu report` sets side by side)."""
+    return {scenario: [load_probe(store, run_id) for run_id in ids]
+            for scenario, ids in sorted(_newest_per_runtime(store, None).items())
+            if len(ids) > 1}
+
+
+def message_sizes(probes: Sequence[RuntimeProbe]) -> list[int]:
+    """Every message size any of the probes measured, ascending."""
+    return sorted({size for probe in probes for size in probe.sizes_bytes})
 
 
 def render_runtimes(probes: Sequence[RuntimeProbe]) -> str:
     """Allreduce by message size, one busbw / time column pair per probe."""
-    sizes = sorted({size for probe in probes for size in probe.sizes_bytes})
+    sizes = message_sizes(probes)
     width = max(24, *(len(p.title) for p in probes))
     header = "size     " + "".join(f"{p.title:>{width}}" for p in probes)
     sub = "         " + "".join(f"{'busbw GB/s    time us':>{width}}" for _ in probes)
