@@ -82,6 +82,8 @@ def test_cli_mpi_probe_is_stored_and_shown_beside_gloo(tmp_path: Path) -> None:
                                       str(db)])
     assert result.exit_code == 0, result.output
     assert "MPI probe, 2 ranks on 1 node(s), Open MPI" in result.output
+    assert "no verdict (no ok run of baseline scenario train_bm_2 with workload mpi-probe" \
+        in " ".join(result.output.split())
     with ResultStore.open(db) as store:
         (run,) = store.runs(scenario_id="train_multinode_2")
         names = {(m.name, m.instance) for m in store.metrics(run.id)}

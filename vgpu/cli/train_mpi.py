@@ -51,13 +51,20 @@ def mpi_probe_command(
     settings = MpiProbeSettings(sizes_bytes=sizes_up_to(max_size), iterations=iterations,
                                 large_iterations=max(1, iterations // 10), local_ranks=ranks)
     sc = scenario_from_args(file, scenario)
-    runs = mpi_probe_and_store(sc, site_of(inventory), db, settings, repeats)
+    probed = mpi_probe_and_store(sc, site_of(inventory), db, settings, repeats)
+    runs = probed.runs
     if as_json:
         typer.echo(json.dumps([run.record for run in runs] if len(runs) > 1
                               else runs[0].record, indent=2))
         return
     for run in runs:
         console.print(mpi_probe_table(run.record, run.link, run.run_id))
+    if probed.comparison is None:
+        console.print(f"no verdict ({probed.baseline_note})")
+    else:
+        reasons = "; ".join(c.reason for c in probed.comparison.checks)
+        console.print(f"against {probed.baseline_note}: "
+                      f"[bold]{probed.comparison.verdict}[/bold] ({reasons})")
 
 
 @train_app.command("runtimes")

@@ -39,6 +39,7 @@ REFERENCE_SCENARIO = "1"
 INSTANCE_TABLE_SERIES = 6  # older series stay in the statistics table and in `vgpu results`
 TRAINING_THROUGHPUT = "throughput"
 TRAINING_WORKERS = "workers"
+PROBE_HEADLINE = "busbw_peak"  # an allreduce probe's (Gloo, NCCL, MPI) peak bus bandwidth
 # What plots.RatioPoint takes: label, ratio, its 95% CI, the band, the verdict.
 RatioPointArgs = tuple[str, float, tuple[float, float] | None,
                        tuple[float | None, float | None], str]
@@ -318,7 +319,7 @@ def all_judgements(series: Sequence[SeriesData], given: Sequence[Comparison],
 
 def _headline_check(comparison: Comparison) -> Check | None:
     for check in comparison.checks:
-        if check.metric in (SYSTEM_THROUGHPUT, TRAINING_THROUGHPUT):
+        if check.metric in (SYSTEM_THROUGHPUT, TRAINING_THROUGHPUT, PROBE_HEADLINE):
             return check
     return comparison.checks[0] if comparison.checks else None
 
@@ -348,6 +349,11 @@ def _why(comparison: Comparison) -> str:
     return "; ".join(comparison.why) or "all checks PASS"
 
 
+def _headline_value(value: float, unit: str) -> str:
+    """A headline in the samples/s columns; another unit (a probe's GB/s) is written out."""
+    return fmt.number(value) if unit == "samples/s" else fmt.quantity(value, unit)
+
+
 def _verdict_row(judged: Judged) -> list[str]:
     comparison, candidate, reference = judged.comparison, judged.candidate, judged.reference
     check = _headline_check(comparison)
@@ -358,8 +364,8 @@ def _verdict_row(judged: Judged) -> list[str]:
         candidate.target_kind if candidate else "-",
         f"{reference.scenario_id} {reference.target_kind}" if reference
         else comparison.reference,
-        fmt.number(check.candidate.mean) if check else "-",
-        fmt.number(check.reference_mean) if check else "-",
+        _headline_value(check.candidate.mean, check.unit) if check else "-",
+        _headline_value(check.reference_mean, check.unit) if check else "-",
         fmt.ratio(check.ratio) if check else "-",
         fmt.ratio_interval(*ci) if ci else "-",
         _band_text(check.band) if check else "-",
