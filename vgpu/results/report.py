@@ -3,9 +3,10 @@ URIs), the same content as Markdown for wikis, and the PNGs as files.
 
 Read top down it answers a lab engineer's questions in order: the verdict of each
 scenario and workload against its bare-metal reference (table and figure), then one panel
-per workload (one model per axis), what the runs ran on and what differed, what the GPUs
-and the harness did (telemetry), and whether LoadGen found each run VALID; the statistics,
-instances and runs follow as the appendix."""
+per workload (one model per axis), the communication runtimes' allreduce side by side,
+what the runs ran on and what differed, what the GPUs and the harness did (telemetry), and
+whether LoadGen found each run VALID; the statistics, instances and runs follow as the
+appendix."""
 
 from __future__ import annotations
 
