@@ -3,9 +3,18 @@ allreduce busbw and time by message size, one column pair and one chart line per
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from vgpu.cli import _register, app
+from vgpu.results.format import number
 from vgpu.results.records import Metric, Platform, RunStart
 from vgpu.results.report import Chart, Table, build_report
 from vgpu.results.store import ResultStore
+from vgpu.train.runtimes import latest_per_runtime, load_probe
 
 MIB = 1 << 20
 
@@ -71,3 +80,36 @@ def test_html_and_markdown_carry_both_runtimes(store: ResultStore) -> None:
 def test_a_store_with_one_runtime_has_no_runtimes_section(store: ResultStore) -> None:
     _probe(store, "mpi", "7", {MIB: 0.8}, {MIB: 2500.0})
     assert _sections(store) == {}
+
+
+@pytest.mark.train
+@pytest.mark.slow
+@pytest.mark.mpi
+@pytest.mark.skipif(shutil.which("mpirun") is None, reason="Open MPI (mpirun) is missing")
+def test_real_gloo_and_mpi_probes_of_this_machine_stand_side_by_side(tmp_path: Path) -> None:
+    pytest.importorskip("torch", reason="the train extra (torch) is not installed")
+    pytest.importorskip("mpi4py", reason="the mpi extra (mpi4py) is not installed")
+    _register()
+    db = str(tmp_path / "results.db")
+    probes = [["train", "probe", "-s", "train_multinode_2", "--size", "65536",
+               "--iterations", "2", "--db", db],
+              ["train", "mpi-probe", "-s", "train_multinode_2", "--max-size", "65536",
+               "--iterations", "5", "--db", db]]
+    for args in probes:
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 0, result.output
+    with ResultStore.open(Path(db)) as store:
+        gloo, mpi = (load_probe(store, run_id)
+                     for run_id in latest_per_runtime(store, "train_multinode_2"))
+        sizes = _sections(store)[
+            "Communication runtimes: allreduce by message size, scenario train_multinode_2 "
+            "local"]
+    assert (gloo.backend, mpi.backend) == ("gloo", "mpi")
+    assert isinstance(sizes, Table)
+    assert sizes.headers[1:] == ["gloo busbw GB/s", "gloo time µs", "mpi busbw GB/s",
+                                 "mpi time µs"]
+    (row,) = [r for r in sizes.rows if r[0] == "64KiB"]
+    assert row[1:] == [number(gloo.busbw["64KiB"]), number(gloo.time_us["64KiB"]),
+                       number(mpi.busbw["64KiB"]), number(mpi.time_us["64KiB"])]
+    assert gloo.time_us["64KiB"] > 0 and mpi.time_us["64KiB"] > 0
+    assert sizes.rows[0][:3] == ["1B", "-", "-"]  # the MPI probe starts at 1 B, Gloo not
