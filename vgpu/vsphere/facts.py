@@ -25,6 +25,7 @@ HOST_PATHS = [
     "config.graphicsInfo", "config.pciPassthruInfo", "configManager.imageConfigManager",
     "configManager.advancedOption", "configManager.graphicsManager",
     "hardware.systemInfo.uuid", "summary.rebootRequired", "runtime.bootTime",
+    "hardware.memorySize", "hardware.cpuInfo",
 ]
 NVIDIA_VIB_VENDORS = {"nvd", "nvidia"}
 VM_PATHS = [
@@ -32,7 +33,7 @@ VM_PATHS = [
     "config.hardware.memoryMB", "config.hardware.device", "config.firmware",
     "config.memoryReservationLockedToMax", "config.guestId", "config.tools.pendingCustomization",
     "runtime.host", "runtime.powerState", "guest.ipAddress", "config.version",
-    "config.instanceUuid", "parent",
+    "config.instanceUuid", "parent", "config.memoryAllocation.reservation",
 ]
 
 
@@ -118,6 +119,9 @@ class HostFacts:
     # summary.rebootRequired: something installed (a VIB) runs only after the next boot
     reboot_required: bool | None = None
     boot_time: str | None = None  # runtime.bootTime, ISO 8601 UTC
+    memory_bytes: int | None = None  # hardware.memorySize; None: not reported
+    cpu_threads: int | None = None  # hardware.cpuInfo.numCpuThreads (logical CPUs)
+    cpu_cores: int | None = None  # hardware.cpuInfo.numCpuCores
 
     @property
     def assignment_policy(self) -> str | None:
@@ -170,6 +174,13 @@ class VmActual:
     # Why the VM is not vgpu's although it may carry the owner mark (another lab's, a
     # copy, outside the lab's folder or cluster: vgpu.vsphere.ownership); None: the mark says
     disowned: str | None = None
+    memory_reserved_mb: int = 0  # config.memoryAllocation.reservation
+
+    @property
+    def reserved_memory_mb(self) -> int:
+        """The memory the VM holds on its host while powered on: all of it when its
+        reservation is locked to its size (vGPU VMs), else its reservation."""
+        return self.memory_mb if self.memory_reservation_locked else self.memory_reserved_mb
 
     @property
     def owned(self) -> bool:
@@ -286,6 +297,7 @@ def _vm_from_props(ref: Any, props: dict[str, Any], host_names: dict[str, str],
         nic_device=nic,
         instance_uuid=props.get("config.instanceUuid") or None,
         folder=props["parent"]._moId if props.get("parent") is not None else None,
+        memory_reserved_mb=int(props.get("config.memoryAllocation.reservation") or 0),
     )
 
 
@@ -374,6 +386,7 @@ def _host_from_props(ref: Any, props: dict[str, Any], vms: dict[str, VmActual]) 
     graphics = props.get("config.graphicsConfig")
     name = props["name"]
     gpus = _gpus(props.get("hardware.pciDevice") or [])
+    cpu_info = props.get("hardware.cpuInfo")
     return HostFacts(
         name=name,
         connection_state=str(props.get("runtime.connectionState") or "unknown"),
@@ -401,7 +414,14 @@ def _host_from_props(ref: Any, props: dict[str, Any], vms: dict[str, VmActual]) 
         hardware_uuid=props.get("hardware.systemInfo.uuid") or None,
         reboot_required=_optional_bool(props.get("summary.rebootRequired")),
         boot_time=iso_utc(props.get("runtime.bootTime")),
+        memory_bytes=_optional_int(props.get("hardware.memorySize")),
+        cpu_threads=_optional_int(getattr(cpu_info, "numCpuThreads", None)),
+        cpu_cores=_optional_int(getattr(cpu_info, "numCpuCores", None)),
     )
+
+
+def _optional_int(value: Any) -> int | None:
+    return None if value is None else int(value)
 
 
 def _optional_bool(value: Any) -> bool | None:
