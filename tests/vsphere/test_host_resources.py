@@ -9,13 +9,17 @@ import json
 from pathlib import Path
 
 import pytest
+from pyVmomi import vim
 
 from tests.cli.invoke import run_cli
 from tests.labs.vcsim import VcsimLab, lab_available
+from vgpu.mig import gpu_model
 from vgpu.model.plan import PlannedVM
+from vgpu.planner import HeldVgpu
 from vgpu.sim.lab import LabShape, gpu_pci_ids
 from vgpu.vsphere.connection import connect
-from vgpu.vsphere.facts import HostFacts
+from vgpu.vsphere.facts import GpuDevice, HostFacts, VmActual, _vm_from_props
+from vgpu.vsphere.from_plan import held_from_facts
 from vgpu.vsphere.host_resources import cpu_problem, memory_problem
 from vgpu.vsphere.reconcile import ClusterState, read_state
 
@@ -158,3 +162,34 @@ def test_esxi_7_0_update_2_runs_mig_backed_vgpus(tmp_path: Path) -> None:
                        if c["name"] == "ESXi version")
         assert version == {"name": "ESXi version", "ok": True,
                            "detail": "7.0.2 build 17630552"}
+
+
+def _dynamic_directpath_vm(pci: str | None) -> VmActual:
+    """A VM of another team holding an A100 through Dynamic DirectPath, read the way
+    facts reads every VM (the simulator speaks API 6.5, older than Dynamic DirectPath)."""
+    backing = vim.vm.device.VirtualPCIPassthrough.DynamicBackingInfo(
+        assignedId=pci, deviceName="", allowedDevice=[
+            vim.vm.device.VirtualPCIPassthrough.AllowedDevice(vendorId=0x10DE,
+                                                               deviceId=0x20B5)])
+    props = {"name": "team-c", "runtime.host": vim.HostSystem("host-1"),
+             "runtime.powerState": "poweredOn" if pci else "poweredOff",
+             "config.hardware.memoryMB": 65536, "config.hardware.numCPU": 16,
+             "config.hardware.device": [vim.vm.device.VirtualPCIPassthrough(
+                 key=1, backing=backing)]}
+    return _vm_from_props(vim.VirtualMachine("vm-9"), props, {"host-1": HOST})
+
+
+def test_a_gpu_held_through_dynamic_directpath_is_not_free() -> None:
+    gpus = [GpuDevice(pci, 0x10DE, 0x20B5, "A100") for pci in gpu_pci_ids(2)]
+    host = _host(1024)
+    host.gpus = gpus
+    vm = _dynamic_directpath_vm(gpu_pci_ids(2)[1])
+    assert vm.dynamic_passthrough_ids == (gpu_pci_ids(2)[1],)
+    held, notes = held_from_facts({HOST: host}, {"team-c": vm}, "8", gpu_model("A100-80GB"))
+    assert held == [HeldVgpu(HOST, 1, "team-c", "passthrough", "Dynamic DirectPath")]
+    assert notes == []
+    waiting = _dynamic_directpath_vm(None)
+    held, notes = held_from_facts({HOST: host}, {"team-c": waiting}, "8", gpu_model("A100-80GB"))
+    assert held == []
+    assert notes == [f"{HOST}: VM team-c takes 1 GPU(s) through Dynamic DirectPath at "
+                     "power-on, ESXi picks which then; not counted"]

@@ -175,6 +175,10 @@ class VmActual:
     # copy, outside the lab's folder or cluster: vgpu.vsphere.ownership); None: the mark says
     disowned: str | None = None
     memory_reserved_mb: int = 0  # config.memoryAllocation.reservation
+    # NVIDIA GPUs held through Dynamic DirectPath (VirtualPCIPassthroughDynamicBackingInfo):
+    # the PCI ids ESXi assigned (assignedId, while powered on), sorted
+    dynamic_passthrough_ids: tuple[str, ...] = ()
+    dynamic_unassigned: int = 0  # such devices with no GPU assigned yet (powered off)
 
     @property
     def reserved_memory_mb(self) -> int:
@@ -210,6 +214,14 @@ def extra_config_dict(options: list[Any] | None) -> dict[str, str]:
 def _is_gpu_passthrough(device: Any) -> bool:
     vendor = (device.backing.vendorId or 0) & 0xFFFF
     return vendor in (0, NVIDIA_VENDOR_ID)
+
+
+def _dynamic_gpu_devices(devices: list[Any]) -> list[Any]:
+    """Dynamic DirectPath devices that allow an NVIDIA GPU (or name no vendor)."""
+    return [d for d in devices if isinstance(d, vim.vm.device.VirtualPCIPassthrough)
+            and isinstance(d.backing, vim.vm.device.VirtualPCIPassthrough.DynamicBackingInfo)
+            and any((a.vendorId or 0) & 0xFFFF in (0, NVIDIA_VENDOR_ID)
+                    for a in d.backing.allowedDevice or [])]
 
 
 def rdma_summary(device: Any) -> str:
@@ -271,6 +283,7 @@ def _vm_from_props(ref: Any, props: dict[str, Any], host_names: dict[str, str],
         and _is_gpu_passthrough(d)
     )
     rdma_devices = _rdma_devices(devices)
+    dynamic = _dynamic_gpu_devices(devices)
     host = props.get("runtime.host")
     return VmActual(
         name=props.get("name", ref._moId),
@@ -298,6 +311,9 @@ def _vm_from_props(ref: Any, props: dict[str, Any], host_names: dict[str, str],
         instance_uuid=props.get("config.instanceUuid") or None,
         folder=props["parent"]._moId if props.get("parent") is not None else None,
         memory_reserved_mb=int(props.get("config.memoryAllocation.reservation") or 0),
+        dynamic_passthrough_ids=tuple(sorted(d.backing.assignedId for d in dynamic
+                                             if d.backing.assignedId)),
+        dynamic_unassigned=sum(not d.backing.assignedId for d in dynamic),
     )
 
 
