@@ -193,3 +193,13 @@ def test_a_gpu_held_through_dynamic_directpath_is_not_free() -> None:
     assert held == []
     assert notes == [f"{HOST}: VM team-c takes 1 GPU(s) through Dynamic DirectPath at "
                      "power-on, ESXi picks which then; not counted"]
+
+
+def test_memory_other_powered_on_vms_reserve_counts() -> None:
+    other = _dynamic_directpath_vm(None)
+    other.memory_reservation_locked = True  # 64 GB, all reserved
+    assert memory_problem(_host(128), [_vm("vm1", 64)], [other]) == (
+        f"{HOST}: 1 VM x 64 GB = 64 GB reserved + 64 GB reserved by 1 other powered-on "
+        "VM(s) (team-c) > 128 GB of host memory less 12 GB for ESXi; fit: 0 of these VMs "
+        "fit (52 GB free), or lower memory_gb to 52 or less, or spread the VMs over more "
+        "hosts")

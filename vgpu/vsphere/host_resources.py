@@ -46,10 +46,11 @@ def memory_problem(host: HostFacts, planned: list[PlannedVM],
     largest = max(vm.memory_mb for vm in planned)
     fits = free_mb // largest
     per_vm = free_mb // len(planned) // GB
+    lower = f"lower memory_gb to {per_vm} or less, or " if per_vm >= 1 else ""
     return (f"{host.name}: {_vm_sizes(planned)} = {_gb(wanted_mb)} reserved{held} > "
             f"{_gb(host_mb)} of host memory less {ESXI_RESERVED_GB} GB for ESXi; fit: "
-            f"{fits} of these VMs fit ({_gb(free_mb)} free), or lower memory_gb to "
-            f"{per_vm} or less, or spread the VMs over more hosts")
+            f"{fits} of these VMs fit ({_gb(free_mb)} free), or {lower}spread the VMs "
+            "over more hosts")
 
 
 def cpu_problem(host: HostFacts, planned: list[PlannedVM]) -> str | None:
