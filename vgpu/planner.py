@@ -75,6 +75,9 @@ class _HostState:
     mig_compute_requested: int = 0  # compute slices of mig_requests, kept as they grow
     vms: list[str] = field(default_factory=list)
     groups: set[str] = field(default_factory=set)
+    # GPU index pairs bridged by NVLink (inventory nvlink_pairs), taken first by a P2P VM
+    # that passes two GPUs through
+    nvlink_pairs: list[tuple[int, int]] = field(default_factory=list)
 
 
 def _pow2_at_least(value: int) -> int:
@@ -171,8 +174,34 @@ def _host_states(scenario: Scenario, inventory: Inventory | None,
         for h in held:
             if h.host == src.name and h.gpu_index < len(gpus):
                 gpus[h.gpu_index].held.append(h)
-        hosts.append(_HostState(src.name, gpus))
+        pairs = _nvlink_pairs(src.gpus) if scenario.vm_settings.p2p else []
+        hosts.append(_HostState(src.name, gpus, nvlink_pairs=pairs))
     return hosts
+
+
+def _nvlink_pairs(gpus: list[GpuInventory]) -> list[tuple[int, int]]:
+    """The inventory's NVLink pairs as host GPU indexes (each entry's pairs count from
+    that entry's first GPU)."""
+    out: list[tuple[int, int]] = []
+    offset = 0
+    for g in gpus:
+        out += [(offset + min(a, b), offset + max(a, b)) for a, b in g.nvlink_pairs]
+        offset += g.count
+    return out
+
+
+def _whole_gpus(host: _HostState, count: int) -> list[_GpuState] | None:
+    """Free GPUs for ``count`` passthrough GPUs: an NVLink-bridged pair for two where the
+    host has a free one, else the first free ones."""
+    free = [g for g in host.gpus if g.free]
+    if len(free) < count:
+        return None
+    if count == 2:
+        by_index = {g.index: g for g in free}
+        for a, b in host.nvlink_pairs:
+            if a in by_index and b in by_index:
+                return [by_index[a], by_index[b]]
+    return free[:count]
 
 
 def _gpu_list(host: str, gpus: list[GpuInventory], model: mig.GpuModel) -> list[_GpuState]:
@@ -267,10 +296,9 @@ def _assign_vm(host: _HostState, vm: str, reqs: list[VgpuRequest]) -> bool:
     whole = [r for r in reqs if r.kind == "passthrough"]
     sliced = [r for r in reqs if r.kind == "timesliced"]
     profiles = [r.profile for r in reqs if r.kind == "mig" and r.profile]
-    free = [g for g in host.gpus if g.free]
-    if len(whole) > len(free):
+    taken = _whole_gpus(host, len(whole))
+    if taken is None:
         return False
-    taken = free[: len(whole)]
     ts_gpus: list[_GpuState] = []
     for r in sliced:
         assert r.timesliced_type

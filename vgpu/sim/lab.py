@@ -75,6 +75,8 @@ class LabShape:
     # host knows, with their start values (integers are kept as integers)
     gpu_form_factor: str = "pcie"  # sxm: HGX A100 80GB (device 0x20b2, board A100DX)
     template_firmware: str = "efi"  # bios: a template vGPU VMs cannot boot from
+    host_memory_gb: int = 1024  # every host's memory (hardware.memorySize)
+    host_cpu_cores: int = 64  # every host's cores; twice as many logical CPUs
 
     def host_names(self) -> list[str]:
         return [host_name(i) for i in range(self.hosts)]
@@ -100,6 +102,9 @@ class LabShape:
             f"-esxi-version={self.esxi_version}", f"-esxi-build={self.esxi_build}",
             f"-template={self.template}", f"-vib-version={self.vib_version}",
         ]
+        if (self.host_memory_gb, self.host_cpu_cores) != (1024, 64):
+            args += [f"-host-memory-gb={self.host_memory_gb}",
+                     f"-host-cpu-cores={self.host_cpu_cores}"]
         if self.disconnected:
             args.append(f"-disconnected={','.join(str(i) for i in self.disconnected)}")
         if self.maintenance:

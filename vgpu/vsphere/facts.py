@@ -25,6 +25,7 @@ HOST_PATHS = [
     "config.graphicsInfo", "config.pciPassthruInfo", "configManager.imageConfigManager",
     "configManager.advancedOption", "configManager.graphicsManager",
     "hardware.systemInfo.uuid", "summary.rebootRequired", "runtime.bootTime",
+    "hardware.memorySize", "hardware.cpuInfo",
 ]
 NVIDIA_VIB_VENDORS = {"nvd", "nvidia"}
 VM_PATHS = [
@@ -32,7 +33,7 @@ VM_PATHS = [
     "config.hardware.memoryMB", "config.hardware.device", "config.firmware",
     "config.memoryReservationLockedToMax", "config.guestId", "config.tools.pendingCustomization",
     "runtime.host", "runtime.powerState", "guest.ipAddress", "config.version",
-    "config.instanceUuid", "parent",
+    "config.instanceUuid", "parent", "config.memoryAllocation.reservation",
 ]
 
 
@@ -118,6 +119,9 @@ class HostFacts:
     # summary.rebootRequired: something installed (a VIB) runs only after the next boot
     reboot_required: bool | None = None
     boot_time: str | None = None  # runtime.bootTime, ISO 8601 UTC
+    memory_bytes: int | None = None  # hardware.memorySize; None: not reported
+    cpu_threads: int | None = None  # hardware.cpuInfo.numCpuThreads (logical CPUs)
+    cpu_cores: int | None = None  # hardware.cpuInfo.numCpuCores
 
     @property
     def assignment_policy(self) -> str | None:
@@ -170,6 +174,17 @@ class VmActual:
     # Why the VM is not vgpu's although it may carry the owner mark (another lab's, a
     # copy, outside the lab's folder or cluster: vgpu.vsphere.ownership); None: the mark says
     disowned: str | None = None
+    memory_reserved_mb: int = 0  # config.memoryAllocation.reservation
+    # NVIDIA GPUs held through Dynamic DirectPath (VirtualPCIPassthroughDynamicBackingInfo):
+    # the PCI ids ESXi assigned (assignedId, while powered on), sorted
+    dynamic_passthrough_ids: tuple[str, ...] = ()
+    dynamic_unassigned: int = 0  # such devices with no GPU assigned yet (powered off)
+
+    @property
+    def reserved_memory_mb(self) -> int:
+        """The memory the VM holds on its host while powered on: all of it when its
+        reservation is locked to its size (vGPU VMs), else its reservation."""
+        return self.memory_mb if self.memory_reservation_locked else self.memory_reserved_mb
 
     @property
     def owned(self) -> bool:
@@ -199,6 +214,14 @@ def extra_config_dict(options: list[Any] | None) -> dict[str, str]:
 def _is_gpu_passthrough(device: Any) -> bool:
     vendor = (device.backing.vendorId or 0) & 0xFFFF
     return vendor in (0, NVIDIA_VENDOR_ID)
+
+
+def _dynamic_gpu_devices(devices: list[Any]) -> list[Any]:
+    """Dynamic DirectPath devices that allow an NVIDIA GPU (or name no vendor)."""
+    return [d for d in devices if isinstance(d, vim.vm.device.VirtualPCIPassthrough)
+            and isinstance(d.backing, vim.vm.device.VirtualPCIPassthrough.DynamicBackingInfo)
+            and any((a.vendorId or 0) & 0xFFFF in (0, NVIDIA_VENDOR_ID)
+                    for a in d.backing.allowedDevice or [])]
 
 
 def rdma_summary(device: Any) -> str:
@@ -260,6 +283,7 @@ def _vm_from_props(ref: Any, props: dict[str, Any], host_names: dict[str, str],
         and _is_gpu_passthrough(d)
     )
     rdma_devices = _rdma_devices(devices)
+    dynamic = _dynamic_gpu_devices(devices)
     host = props.get("runtime.host")
     return VmActual(
         name=props.get("name", ref._moId),
@@ -286,6 +310,10 @@ def _vm_from_props(ref: Any, props: dict[str, Any], host_names: dict[str, str],
         nic_device=nic,
         instance_uuid=props.get("config.instanceUuid") or None,
         folder=props["parent"]._moId if props.get("parent") is not None else None,
+        memory_reserved_mb=int(props.get("config.memoryAllocation.reservation") or 0),
+        dynamic_passthrough_ids=tuple(sorted(d.backing.assignedId for d in dynamic
+                                             if d.backing.assignedId)),
+        dynamic_unassigned=sum(not d.backing.assignedId for d in dynamic),
     )
 
 
@@ -374,6 +402,7 @@ def _host_from_props(ref: Any, props: dict[str, Any], vms: dict[str, VmActual]) 
     graphics = props.get("config.graphicsConfig")
     name = props["name"]
     gpus = _gpus(props.get("hardware.pciDevice") or [])
+    cpu_info = props.get("hardware.cpuInfo")
     return HostFacts(
         name=name,
         connection_state=str(props.get("runtime.connectionState") or "unknown"),
@@ -401,7 +430,14 @@ def _host_from_props(ref: Any, props: dict[str, Any], vms: dict[str, VmActual]) 
         hardware_uuid=props.get("hardware.systemInfo.uuid") or None,
         reboot_required=_optional_bool(props.get("summary.rebootRequired")),
         boot_time=iso_utc(props.get("runtime.bootTime")),
+        memory_bytes=_optional_int(props.get("hardware.memorySize")),
+        cpu_threads=_optional_int(getattr(cpu_info, "numCpuThreads", None)),
+        cpu_cores=_optional_int(getattr(cpu_info, "numCpuCores", None)),
     )
+
+
+def _optional_int(value: Any) -> int | None:
+    return None if value is None else int(value)
 
 
 def _optional_bool(value: Any) -> bool | None:

@@ -114,6 +114,15 @@ def held_from_facts(
                     load[order.index(pci)].passthrough = True
                     held.append(HeldVgpu(facts.name, order.index(pci), vm.name,
                                          "passthrough", "passthrough"))
+            for pci in vm.dynamic_passthrough_ids:
+                if pci in order and not load[order.index(pci)].passthrough:
+                    load[order.index(pci)].passthrough = True
+                    held.append(HeldVgpu(facts.name, order.index(pci), vm.name,
+                                         "passthrough", "Dynamic DirectPath"))
+            if vm.dynamic_unassigned:
+                notes.append(f"{facts.name}: VM {vm.name} takes {vm.dynamic_unassigned} "
+                             "GPU(s) through Dynamic DirectPath at power-on, ESXi picks "
+                             "which then; not counted")
             listed = _listed_gpu(vm, facts, order)
             for vgpu_type in vm.vgpus:
                 try:

@@ -18,6 +18,7 @@ from vgpu.vsphere.facts import HostFacts, read_host_drivers
 from vgpu.vsphere.from_inventory import placement_from_inventory
 from vgpu.vsphere.from_plan import desired_from_plan, held_from_facts
 from vgpu.vsphere.host_options import option_check_detail, read_option
+from vgpu.vsphere.host_resources import resource_summary
 from vgpu.vsphere.preflight_checks import (
     MIG_CAPABILITY_NOTE,
     MULTI_VGPU_ESXI,
@@ -64,7 +65,8 @@ def _scenario_checks(scenario_state: ScenarioState, reports: list[HostReport],
     add_nic_firmware_checks(scenario_state, plan, reports)
     held = len(scenario_state.held)
     checks = [Check("capacity", True, f"{len(plan.vms)} VM(s) fit"
-                    + (f" beside {held} held vGPU(s)" if held else ""))]
+                    + (f" beside {held} held vGPU(s)" if held else "")),
+              Check("host memory and CPUs", True, resource_summary(plan, hosts))]
     failing = sorted({vm.host for vm in plan.vms}
                      & {r.name for r in reports if not r.ok})
     checks.append(Check("planned hosts", not failing,

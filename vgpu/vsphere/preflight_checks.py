@@ -23,6 +23,7 @@ from vgpu.vsphere.ats import nic_firmware_todos
 from vgpu.vsphere.driver_compat import compatible, guest_branches
 from vgpu.vsphere.facts import VGPU_MODE_MIG, HostFacts, driver_branch
 from vgpu.vsphere.from_plan import gpu_order
+from vgpu.vsphere.gpu_modes import mig_esxi_problem
 from vgpu.vsphere.reconcile import EFI, EFI_TEMPLATE_FIX, template_firmware
 from vgpu.vsphere.workflow import ScenarioState
 
@@ -300,11 +301,7 @@ def host_checks(facts: HostFacts, inventory: Inventory,
         Check("maintenance mode", not facts.in_maintenance,
               "in maintenance mode: exit it before apply" if facts.in_maintenance else "off"),
     ]
-    version = version_tuple(facts.version)
-    checks.append(Check(
-        "ESXi version", version >= MIN_ESXI,
-        f"{facts.version} build {facts.build}" if version >= MIN_ESXI
-        else f"{facts.version or 'unknown'}: MIG-backed vGPU needs ESXi 7.0 Update 2 or later"))
+    checks.append(esxi_check(facts, kinds))
     found: dict[str, int] = {}
     for g in facts.gpus:
         found[_model_name(g.device_id)] = found.get(_model_name(g.device_id), 0) + 1
@@ -319,6 +316,18 @@ def host_checks(facts: HostFacts, inventory: Inventory,
     else:
         checks.append(Check("GPUs", True, found_text))
     return checks + vgpu_checks(facts, inventory, kinds) + rdma_nic_checks(facts, inventory)
+
+
+def esxi_check(facts: HostFacts, kinds: set[str] | None) -> Check:
+    """ESXi 7.0 or later; 7.0 Update 2 or later where MIG-backed vGPUs may run (``kinds``
+    holds mig, or None: no scenario, check everything)."""
+    if version_tuple(facts.version) < MIN_ESXI:
+        return Check("ESXi version", False,
+                     f"{facts.version or 'unknown'} build {facts.build or 'unknown'}: vgpu "
+                     "needs ESXi 7.0 or later (7.0 Update 2 for MIG-backed vGPU)")
+    problem = mig_esxi_problem(facts) if kinds is None or "mig" in kinds else None
+    return Check("ESXi version", problem is None,
+                 problem or f"{facts.version} build {facts.build}")
 
 
 def vgpu_checks(facts: HostFacts, inventory: Inventory, kinds: set[str] | None) -> list[Check]:

@@ -9,7 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from vgpu.errors import PlanError, Problem
 from vgpu.model.inventory import Inventory
+from vgpu.model.load import vgpu_requests
 from vgpu.model.plan import Plan
 from vgpu.model.scenario import Scenario
 from vgpu.planner import HeldVgpu, build_plan
@@ -18,8 +20,10 @@ from vgpu.vsphere.desired import VmDesired
 from vgpu.vsphere.diff import ChangeSet
 from vgpu.vsphere.from_inventory import placement_from_inventory
 from vgpu.vsphere.from_plan import desired_from_plan, held_from_facts
+from vgpu.vsphere.gpu_modes import mig_esxi_problems, vgpu_mode_holds
 from vgpu.vsphere.gpu_placement import PolicyChange, plan_policy_changes
 from vgpu.vsphere.host_options import HostOptionChange, plan_host_options
+from vgpu.vsphere.host_resources import resource_problems
 from vgpu.vsphere.reconcile import ClusterState, plan_apply, plan_teardown, read_state
 
 
@@ -38,10 +42,17 @@ class ScenarioState:
     def build_plan(self) -> Plan:
         """Raises PlanError (nothing changed) when the scenario does not fit beside what
         other VMs hold on the hosts that are not in maintenance mode (on the pinned host,
-        when there is one)."""
-        return build_plan(self.scenario, self.inventory, held=self.held,
+        when there is one), or when a host's memory or logical CPUs do not hold its VMs, or its ESXi
+        is too old for the MIG-backed vGPUs planned on it."""
+        plan = build_plan(self.scenario, self.inventory, held=self.held,
                           inventory_name=str(self.inventory_path),
                           unavailable=self.unavailable_hosts(), pin_host=self.pin_host)
+        problems = resource_problems(plan, self.state.hosts, self.state.vms) \
+            + mig_esxi_problems(plan, self.state.hosts)
+        if problems:
+            source = self.scenario.source or str(self.inventory_path)
+            raise PlanError([Problem(source, "vms", p) for p in problems])
+        return plan
 
     def unavailable_hosts(self) -> dict[str, str]:
         """Inventory hosts the plan must not use: those vCenter has in maintenance mode."""
@@ -69,6 +80,9 @@ def read_scenario_state(session: Session, scenario: Scenario, inventory: Invento
     state = read_state(session, placement_from_inventory(inventory, inventory_path))
     held, notes = held_from_facts(state.hosts, state.vms, scenario.id, scenario.gpu_model,
                                   inventory)
+    kinds = {r.kind for requests in vgpu_requests(scenario).values() for r in requests}
+    if kinds and "passthrough" not in kinds:  # vGPUs only: Shared Direct GPUs only
+        held += vgpu_mode_holds(state.hosts, inventory, held)
     return ScenarioState(scenario, inventory, inventory_path, state, held, notes, pin_host)
 
 

@@ -153,6 +153,8 @@ type labConfig struct {
 	sriovOff     map[int]bool
 	passthrough  map[int]bool
 	hostOptions  []types.BaseOptionValue
+	memoryGB     int64
+	cpuCores     int16
 }
 
 func parseFlags() labConfig {
@@ -176,6 +178,8 @@ func parseFlags() labConfig {
 	maintenance := flag.String("maintenance", "", "host indexes in maintenance mode, e.g. 0")
 	sriovOff := flag.String("sriov-off", "", "host indexes whose NIC has SR-IOV turned off, e.g. 1")
 	passthrough := flag.String("passthrough-hosts", "", "host indexes whose GPUs are in passthrough (active), e.g. 1")
+	flag.Int64Var(&c.memoryGB, "host-memory-gb", 1024, "memory of every host in GiB (a PowerEdge R750xa as labs have it)")
+	cores := flag.Int("host-cpu-cores", 64, "CPU cores of every host (2 sockets, 2 threads per core)")
 	hostOptions := flag.String("host-option", "", "advanced options every host knows, with their start values, e.g. PCI.Foo=0,Net.Bar=x (integers stay integers)")
 	flag.BoolVar(&drsInitialPlacement, "drs-initial-placement", false, "DRS moves a VM at power-on to the host with the fewest powered-on VMs unless its DRS behaviour is manual")
 	flag.DurationVar(&vgpuPowerOnDelay, "vgpu-power-on-delay", 0, "how long a vGPU VM's power-on takes once its GPU is chosen, e.g. 200ms")
@@ -185,6 +189,7 @@ func parseFlags() labConfig {
 	c.sriovOff = hostIndexes("-sriov-off", *sriovOff, c.hosts)
 	c.passthrough = hostIndexes("-passthrough-hosts", *passthrough, c.hosts)
 	c.hostOptions = parseHostOptions(*hostOptions)
+	c.cpuCores = int16(*cores)
 	c.removedTypes = map[string]bool{}
 	for _, name := range strings.Split(*removed, ",") {
 		if name != "" {
@@ -320,6 +325,7 @@ func shapeHost(h *simulator.HostSystem, index int, c labConfig) {
 	systemInfo.Uuid = fmt.Sprintf("4c4c4544-0056-4710-8047-%012d", index)
 	h.Hardware.SystemInfo = systemInfo
 	h.Summary.Hardware.Uuid = systemInfo.Uuid
+	shapeCompute(h, c)
 
 	noGpuFrom := c.hosts - c.noGpuHosts
 	noVgpuFrom := noGpuFrom - c.noVgpuHosts
@@ -345,6 +351,23 @@ func shapeHost(h *simulator.HostSystem, index int, c labConfig) {
 	if c.passthrough[index] {
 		passthroughGpus(h)
 	}
+}
+
+// shapeCompute gives the host the memory and CPUs of a GPU server (the simulator's own
+// host has 4 GB and 2 threads), on a copy: the simulator shares one description.
+func shapeCompute(h *simulator.HostSystem, c labConfig) {
+	hardware := *h.Hardware
+	hardware.MemorySize = c.memoryGB << 30
+	hardware.CpuInfo.NumCpuPackages = 2
+	hardware.CpuInfo.NumCpuCores = c.cpuCores
+	hardware.CpuInfo.NumCpuThreads = 2 * c.cpuCores
+	h.Hardware = &hardware
+	summary := *h.Summary.Hardware
+	summary.MemorySize = hardware.MemorySize
+	summary.NumCpuPkgs = 2
+	summary.NumCpuCores = c.cpuCores
+	summary.NumCpuThreads = 2 * c.cpuCores
+	h.Summary.Hardware = &summary
 }
 
 // shapeGpus adds the GPUs to the host's PCI devices, in Shared Direct (vGPU) mode: each
