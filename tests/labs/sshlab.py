@@ -437,6 +437,7 @@ class SshLab:
         if self.guest_sim:
             install_tools(host.bin_dir)
             host.set_hardware(self.vgpu_type, self.mig_profile)
+            host.set_sim("reboot-watched", "")  # _serve_reboots reboots it for real
         _run("chown", "-R", f"{user}:{user}", str(home))
         path = f"{host.bin_dir}:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
         (sshd_dir / "sshd_config").write_text(

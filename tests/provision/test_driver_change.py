@@ -117,3 +117,19 @@ def test_a_guest_on_driver_a_changes_to_driver_b_in_place(lab: SshLab, tmp_path:
     again = provision(lab, tmp_path, "again", driver_source=str(driver_b))
     assert again.exit_code == 0 and again.hosts[0].count(Outcome.CHANGED) == 0
     assert host.reboots == 1
+
+
+@pytest.mark.sshd
+def test_a_sim_up_guest_boots_in_place_for_the_driver_change(lab: SshLab,
+                                                             tmp_path: Path) -> None:
+    host = lab.hosts[0]
+    host.set_sim("reboot-watched", None)  # as `vgpu sim up`'s guests: no lab reboots them
+    assert provision(lab, tmp_path, "first").exit_code == 0
+    boot_id = host.system_root / "proc/sys/kernel/random/boot_id"
+    before = boot_id.read_text() if boot_id.exists() else ""
+    driver_b = fake_driver_installer(tmp_path / "files", DRIVER_B)
+    changed = provision(lab, tmp_path, "changed", driver_source=str(driver_b))
+    assert changed.exit_code == 0, changed.failure_lines()
+    assert host.reboots == 0 and boot_id.read_text() not in ("", before)
+    assert not (host.sim_state / "nvidia-module").exists()
+    assert changed.hosts[0].step("nvidia-driver").detail == f"driver {DRIVER_B}"
