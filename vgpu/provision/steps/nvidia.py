@@ -81,6 +81,10 @@ def sha256_of(ctx: HostContext, path: str, sudo: bool = False) -> str | None:
 class DriverStep(Step):
     name = stepnames.NVIDIA_DRIVER
 
+    def __init__(self) -> None:
+        self.running: set[str] | None = None  # the versions the latest check found running
+        self.mismatch = False  # the latest check: nvidia.ko is another version than nvidia-smi
+
     def preflight(self, req: GuestRequirements) -> list[tuple[str, str, str]]:
         kind = DRIVER_KINDS[req.driver_kind]
         if not req.driver_source:
@@ -102,10 +106,6 @@ class DriverStep(Step):
                              "vgpu-guest in the scenario (the vGPU guest driver, licensed "
                              "through nvidia-gridd)"))
         return problems
-
-    def __init__(self) -> None:
-        self.running: set[str] | None = None  # the versions the latest check found running
-        self.mismatch = False  # the latest check: nvidia.ko is another version than nvidia-smi
 
     def _versions(self, ctx: HostContext) -> set[str] | None:
         result = ctx.run(DRIVER_VERSIONS.command)
