@@ -12,14 +12,19 @@ import pytest
 
 from tests.labs.sshlab import SshLab, fake_driver_installer
 from tests.provision.lab_jobs import FAST, jobs, requirements, target
+from tests.provision.scripted import ScriptedTransport
 from tests.provision.test_driver_install import GA_KERNEL
 from vgpu.provision.fanout import provision_all
 from vgpu.provision.report import RunReport
+from vgpu.provision.requirements import GuestRequirements
 from vgpu.provision.running_driver import judge_running_driver
-from vgpu.provision.step import Outcome
+from vgpu.provision.step import HostContext, Outcome, StepFailed
+from vgpu.provision.steps.driver_release import release_driver
+from vgpu.provision.steps.nvidia import DriverStep
 from vgpu.remote.hostlog import HostLog
 from vgpu.remote.redact import Redactor
 from vgpu.remote.ssh import SSHTransport
+from vgpu.remote.targets import HostTarget
 
 DRIVER_A, DRIVER_B = "535.154.05", "535.183.01"  # requirements() installs DRIVER_A
 STEPS = ("os-facts", "nvidia-driver", "vgpu-licensing", "verify-gpu")
@@ -133,3 +138,21 @@ def test_a_sim_up_guest_boots_in_place_for_the_driver_change(lab: SshLab,
     assert host.reboots == 0 and boot_id.read_text() not in ("", before)
     assert not (host.sim_state / "nvidia-module").exists()
     assert changed.hosts[0].step("nvidia-driver").detail == f"driver {DRIVER_B}"
+
+
+def test_a_module_still_in_use_after_the_holders_stop_fails_with_the_fix() -> None:
+    transport = ScriptedTransport({"modprobe -r": [
+        (1, "", "modprobe: FATAL: Module nvidia is in use.")]})
+    ctx = HostContext(HostTarget("vm-1", "10.0.0.5", "vgpu"), transport,
+                      GuestRequirements(steps=()))
+    with pytest.raises(StepFailed) as failed:
+        release_driver(ctx, DriverStep())
+    holders = ("xargs -r docker stop", "systemctl stop nvidia-gridd",
+               "systemctl stop nvidia-persistenced", "modprobe -r nvidia_uvm")
+    assert [len(transport.ran(h)) for h in holders] == [1, 1, 1, 1]
+    assert [transport.commands.index(transport.ran(h)[0]) for h in holders] == [0, 1, 2, 3]
+    assert failed.value.message == (
+        "nvidia.ko stays loaded after stopping GPU containers, nvidia-gridd and "
+        "nvidia-persistenced: `modprobe -r nvidia_uvm nvidia_drm nvidia_modeset nvidia` "
+        "exited 1: modprobe: FATAL: Module nvidia is in use.")
+    assert "sudo nvidia-uninstall" in str(failed.value.fix)
