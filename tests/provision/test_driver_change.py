@@ -14,6 +14,7 @@ from tests.labs.sshlab import SshLab, fake_driver_installer
 from tests.provision.lab_jobs import FAST, jobs, requirements, target
 from tests.provision.scripted import ScriptedTransport
 from tests.provision.test_driver_install import GA_KERNEL
+from tests.provision.test_driver_kinds import driver_files, inventory, scenario_jobs
 from vgpu.provision.fanout import provision_all
 from vgpu.provision.report import RunReport
 from vgpu.provision.requirements import GuestRequirements
@@ -156,3 +157,14 @@ def test_a_module_still_in_use_after_the_holders_stop_fails_with_the_fix() -> No
         "nvidia-persistenced: `modprobe -r nvidia_uvm nvidia_drm nvidia_modeset nvidia` "
         "exited 1: modprobe: FATAL: Module nvidia is in use.")
     assert "sudo nvidia-uninstall" in str(failed.value.fix)
+
+
+def test_vgpu_guests_are_judged_against_the_inventory_host_vib_passthrough_ones_not(
+        tmp_path: Path) -> None:
+    files = driver_files(tmp_path)
+    inv = inventory(tmp_path, **files, host_driver_version="570.133.10",
+                    compatible_guest_branches=[535])  # type: ignore[arg-type]
+    vgpu = scenario_jobs("mig_7x1g", inv, tmp_path)[0].requirements
+    assert (vgpu.host_driver_version, vgpu.compatible_guest_branches) == ("570.133.10", (535,))
+    passthrough = scenario_jobs("passthrough_1gpu", inv, tmp_path)[0].requirements
+    assert passthrough.host_driver_version is None  # no vGPU Manager between it and the GPU
