@@ -273,12 +273,13 @@ class LabHost:
         self.reboots += 1
 
     def boot(self) -> None:
-        """A new boot id; /dev empty again; nouveau loaded unless the initramfs blacklists it;
-        only the enabled services running."""
+        """A new boot id; /dev empty again; the installed driver's nvidia.ko loaded; nouveau
+        loaded unless the initramfs blacklists it; only the enabled services running."""
         boot_id = self.system_root / "proc" / "sys" / "kernel" / "random" / "boot_id"
         boot_id.parent.mkdir(parents=True, exist_ok=True)
         boot_id.write_text(f"{uuid.uuid4()}\n")
         shutil.rmtree(self.system_root / "dev", ignore_errors=True)
+        (self.sim_state / "nvidia-module").unlink(missing_ok=True)  # loads the installed one
         blacklist = self.sim_state / "initramfs-blacklist"
         if blacklist.exists() and "nouveau" in blacklist.read_text().split():
             self.set_kernel(self._proc_version(), nouveau=False)
@@ -436,6 +437,7 @@ class SshLab:
         if self.guest_sim:
             install_tools(host.bin_dir)
             host.set_hardware(self.vgpu_type, self.mig_profile)
+            host.set_sim("reboot-watched", "")  # _serve_reboots reboots it for real
         _run("chown", "-R", f"{user}:{user}", str(home))
         path = f"{host.bin_dir}:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
         (sshd_dir / "sshd_config").write_text(

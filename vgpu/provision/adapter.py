@@ -152,6 +152,8 @@ def _requirements(scenario: Scenario, inventory: Inventory, guest: _GuestPlan,
         driver_source=_local_path(drivers.datacenter_driver if datacenter
                                   else drivers.guest_driver, base_dir),
         driver_version=None if datacenter else drivers.guest_driver_version,
+        host_driver_version=None if datacenter else drivers.host_driver_version,
+        compatible_guest_branches=tuple(drivers.compatible_guest_branches),
         feature_type=feature_type(scenario, vgpus),
         licence_token_file=Path(token) if token else None,
         expected_vgpu_types=tuple(vgpu_types),

@@ -96,6 +96,10 @@ class GuestRequirements:
     driver_kind: DriverKind = "vgpu-guest"
     driver_source: str | None = None  # local .run file or URL
     driver_version: str | None = None  # from the file name when unset
+    # The host driver VIB the guest's vGPU Manager runs (drivers.host_driver_version), and
+    # the guest branches the inventory declares it runs beyond NVIDIA's table.
+    host_driver_version: str | None = None
+    compatible_guest_branches: tuple[int, ...] = ()
     toolkit_repo: ToolkitRepo = field(default_factory=ToolkitRepo)
     feature_type: int = VGPU_FEATURE_TYPE
     licence_token_file: Path | None = None

@@ -19,7 +19,9 @@ from vgpu.provision.facts import (
 )
 from vgpu.provision.reboot import reboot_and_reconnect
 from vgpu.provision.requirements import GuestRequirements, is_url
+from vgpu.provision.running_driver import judge_running_driver
 from vgpu.provision.step import Check, HostContext, Step, guest_step
+from vgpu.provision.steps.driver_release import release_driver
 from vgpu.provision.steps.kernel import (
     NOUVEAU_BLACKLIST,
     KernelFacts,
@@ -79,6 +81,10 @@ def sha256_of(ctx: HostContext, path: str, sudo: bool = False) -> str | None:
 class DriverStep(Step):
     name = stepnames.NVIDIA_DRIVER
 
+    def __init__(self) -> None:
+        self.running: set[str] | None = None  # the versions the latest check found running
+        self.mismatch = False  # the latest check: nvidia.ko is another version than nvidia-smi
+
     def preflight(self, req: GuestRequirements) -> list[tuple[str, str, str]]:
         kind = DRIVER_KINDS[req.driver_kind]
         if not req.driver_source:
@@ -103,16 +109,30 @@ class DriverStep(Step):
 
     def _versions(self, ctx: HostContext) -> set[str] | None:
         result = ctx.run(DRIVER_VERSIONS.command)
+        self.mismatch = "version mismatch" in result.stdout + result.stderr
         return DRIVER_VERSIONS.process(result.stdout) if result.ok else None
 
     def check(self, ctx: HostContext) -> Check:
         want = ctx.requirements.expected_driver_version
-        versions = self._versions(ctx)
+        versions = self.running = self._versions(ctx)
         if versions is None:
-            return Check(False, f"no working NVIDIA driver; want {want}")
+            state = "the loaded nvidia.ko is another version than the installed driver" \
+                if self.mismatch else "no working NVIDIA driver"
+            return Check(False, f"{state}; want {want}")
         if versions != {want}:
             return Check(False, f"driver {', '.join(sorted(versions))}; want {want}")
+        self._judge_against_host(ctx, want)
         return Check(True, f"driver {want}")
+
+    def _judge_against_host(self, ctx: HostContext, running: str | None) -> None:
+        """Fail when the guest's running driver does not run under its host's VIB."""
+        req = ctx.requirements
+        if running is None or req.host_driver_version is None:
+            return
+        problem = judge_running_driver(ctx.name, running, req.host_driver_version,
+                                       req.compatible_guest_branches)
+        if problem is not None:
+            raise self.fail(ctx, problem.message, problem.fix)
 
     def apply(self, ctx: HostContext) -> None:
         kernel = self._prepare_kernel(ctx)
@@ -126,7 +146,16 @@ class DriverStep(Step):
                                 f"blacklisted in {NOUVEAU_BLACKLIST}",
                                 "look for another modprobe.d file or kernel parameter that "
                                 "loads nouveau (`lsmod | grep nouveau`, /proc/cmdline)")
-        self._install(ctx, self._upload(ctx), kernel)
+        remote = self._upload(ctx)
+        in_place = self.running is not None or self.mismatch
+        if in_place:
+            release_driver(ctx, self)
+        self._install(ctx, remote, kernel)
+        if in_place:
+            before = ", ".join(sorted(self.running or ())) or "a driver nvidia-smi cannot use"
+            reboot_and_reconnect(ctx, self, f"the driver changed in place ({before} -> "
+                                 f"{ctx.requirements.expected_driver_version}): every service "
+                                 "and the kernel start on the new one")
 
     def _prepare_kernel(self, ctx: HostContext) -> KernelFacts:
         kernel = read_kernel_facts(ctx)

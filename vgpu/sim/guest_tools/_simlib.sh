@@ -39,3 +39,10 @@ sim_guard_paths() {  # sim_guard_paths TOOL ARG...
         esac
     done
 }
+
+# The loaded nvidia.ko: .gpu-sim/nvidia-module holds the version loaded ("" = unloaded);
+# without that file a boot has loaded the installed driver's module, if any.
+sim_module_version() {
+    if [ -e "$SIM_STATE/nvidia-module" ]; then cat "$SIM_STATE/nvidia-module"
+    else cat "$SIM_STATE/driver_version" 2>/dev/null; fi
+}
