@@ -14,7 +14,7 @@ venv=.venv
 setup=(--test)
 quick=0
 # The tests that need a lab, torch runs or a GPU, and those marked slow (pyproject.toml).
-QUICK_MARKERS="not (vcsim or sshd or triton or train or browser or postgres or docker or slow or gpu)"
+QUICK_MARKERS="not (vcsim or sshd or triton or train or browser or postgres or docker or mpi or slow or gpu)"
 case "${1:-}" in
     --latest)
         shift

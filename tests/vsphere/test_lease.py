@@ -122,7 +122,7 @@ def test_two_applies_started_together_one_proceeds_the_other_refuses_naming_it(
         results = [(run.pid, *run.communicate(timeout=120), run.returncode) for run in runs]
         [(winner, out, _, _)] = [r for r in results if r[3] == 0]
         [(_, _, refused, code)] = [r for r in results if r[3] != 0]
-        assert code == 1
+        assert code == 1, refused
         text = " ".join(refused.split())
         assert "is busy: its lease is held by" in text and f"(pid {winner})" in text
         assert "running `vgpu apply --scenario 8`" in text

@@ -168,7 +168,11 @@ def apply(scenario: Scenario, inventory: Inventory, inventory_path: Path, *, dry
     be what would be done) and change. A dry run, a refusal and a plan with nothing to do
     take no lease. ``host``: every VM of the scenario on that host (refused when they do
     not fit)."""
+    command = f"vgpu apply --scenario {scenario.id}"
     with connect(target_from_inventory(inventory, inventory_path)) as session:
+        if not dry_run:
+            _lab_lease(session, inventory, inventory_path, command, break_lease,
+                       console).check_free()
         prep = prepare_apply(session, scenario, inventory, inventory_path, pin_host=host)
         pending = _shown_apply(prep, scenario, console, host)
         if not pending:
@@ -182,8 +186,7 @@ def apply(scenario: Scenario, inventory: Inventory, inventory_path: Path, *, dry
         if not confirm(f"apply {pending} change(s)?"):
             console.print("nothing changed")
             return
-        with _lab_lease(session, inventory, inventory_path,
-                        f"vgpu apply --scenario {scenario.id}", break_lease, console):
+        with _lab_lease(session, inventory, inventory_path, command, break_lease, console):
             again = prepare_apply(session, scenario, inventory, inventory_path,
                                   pin_host=host)
             if _what_changes(again) != _what_changes(prep):
@@ -236,6 +239,8 @@ def destroy(scenario: Scenario, inventory: Inventory, inventory_path: Path, *,
             break_lease: bool = False) -> None:
     """Read, show, ask; then under the lab's lease read again and delete."""
     with connect(target_from_inventory(inventory, inventory_path)) as session:
+        _lab_lease(session, inventory, inventory_path, f"vgpu destroy --scenario {scenario.id}",
+                   break_lease, console).check_free()
         _, changes = prepare_destroy(session, scenario.id, inventory, inventory_path)
         title = f"destroy scenario {scenario.id} ({scenario.name})"
         render_changes(changes, console, title=title)

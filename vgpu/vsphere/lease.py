@@ -144,6 +144,28 @@ class LabLease:
         values = [v for v in folder.customValue or [] if v.key == self._key]
         return LeaseInfo.from_text(values[-1].value) if values else None
 
+    def check_free(self) -> None:
+        """Read only, before a run reads the lab: refuse at once while another run holds a
+        live lease (or is taking one), so a run never plans from VMs another is making."""
+        if self.break_lease:
+            return
+        self._key = _field_key(self.session)
+        existing = self._existing()
+        if existing is None:
+            return
+        info = self.read(existing)
+        if info is None or info.expires > self.now():
+            raise LeaseHeld(self._busy(info))
+
+    def _busy(self, info: LeaseInfo | None) -> str:
+        if info is None:
+            return (f"lab {self.lab or '(default)'} is busy: its lease folder {self.name} "
+                    "names no holder (a run is taking it, or one died while taking it); "
+                    "run again, or pass --break-lease if it stays")
+        return (f"lab {self.lab or '(default)'} is busy: its lease is held by "
+                f"{info.describe()}; nothing was changed. Wait for that run to end, or, if "
+                "it died, pass --break-lease (or wait until the lease expires)")
+
     def acquire(self) -> None:
         self._key = _field_key(self.session)
         unwritten = 0
@@ -160,19 +182,12 @@ class LabLease:
                 continue
             if info is not None and info.expires > self.now():
                 if not self.break_lease:
-                    raise LeaseHeld(
-                        f"lab {self.lab or '(default)'} is busy: its lease is held by "
-                        f"{info.describe()}; nothing was changed. Wait for that run "
-                        "to end, or, if it died, pass --break-lease (or wait until the "
-                        "lease expires)")
+                    raise LeaseHeld(self._busy(info))
                 self.warn(f"breaking the lease of lab {self.lab or '(default)'} held by "
                           f"{info.describe()}: if that run is still working, both change "
                           "the lab at once")
             elif info is None and not self.break_lease:
-                raise LeaseHeld(
-                    f"lab {self.lab or '(default)'} is busy: its lease folder {self.name} "
-                    "names no holder (a run is taking it, or one died while taking it); "
-                    "run again, or pass --break-lease if it stays")
+                raise LeaseHeld(self._busy(None))
             elif info is not None:
                 self.warn(f"taking over the expired lease of lab {self.lab or '(default)'} "
                           f"({info.describe()})")
