@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -142,18 +143,27 @@ def _local_probe(settings: ProbeSettings) -> ProbeRun:
 
 
 def probe_table(record: dict[str, Any], link: str, run_id: int | None) -> Table:
-    from rich.table import Table
-
     from vgpu.train.probe import size_label
 
     stored = "" if run_id is None else f", stored as run {run_id}"
-    table = Table(title=f"allreduce, {record['world_size']} ranks on {record.get('nodes', 1)} "
-                        f"node(s), {record['backend']}, link {link}{stored}")
-    for column in ("size", "size B", "time us", "algbw GB/s", "busbw GB/s"):
+    return bandwidth_table(
+        f"allreduce, {record['world_size']} ranks on {record.get('nodes', 1)} node(s), "
+        f"{record['backend']}, link {link}{stored}", record["rows"], ("size", "size B"),
+        lambda row: [size_label(row["size_bytes"]), str(row["size_bytes"])],
+        "n/a (one rank)")
+
+
+def bandwidth_table(title: str, rows: list[dict[str, Any]], leading: tuple[str, ...],
+                    leading_cells: Callable[[dict[str, Any]], list[str]],
+                    no_busbw: str) -> Table:
+    """A probe's rows: the ``leading`` columns, then time and algorithm/bus bandwidth."""
+    from rich.table import Table
+
+    table = Table(title=title)
+    for column in (*leading, "time us", "algbw GB/s", "busbw GB/s"):
         table.add_column(column, justify="right")
-    for row in record["rows"]:
-        table.add_row(size_label(row["size_bytes"]), str(row["size_bytes"]),
-                      f"{row['time_us']:.1f}", f"{row['algbw_gb_s']:.4f}",
-                      "n/a (one rank)" if row["busbw_gb_s"] is None
+    for row in rows:
+        table.add_row(*leading_cells(row), f"{row['time_us']:.1f}",
+                      f"{row['algbw_gb_s']:.4f}", no_busbw if row["busbw_gb_s"] is None
                       else f"{row['busbw_gb_s']:.4f}")
     return table

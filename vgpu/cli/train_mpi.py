@@ -11,7 +11,7 @@ import typer
 
 from vgpu.cli.common import console, scenario_from_args, site_of
 from vgpu.cli.options import DbOpt, JsonOpt, ScenarioFile, ScenarioRef, inventory_option
-from vgpu.cli.train import train_app
+from vgpu.cli.train import bandwidth_table, train_app
 from vgpu.defaults import DEFAULT_DB
 from vgpu.errors import InputError
 
@@ -90,17 +90,10 @@ def runtimes_command(
 
 
 def mpi_probe_table(record: dict[str, Any], link: str, run_id: int | None) -> Table:
-    from rich.table import Table
-
     from vgpu.train.probe import size_label
 
     stored = "" if run_id is None else f", stored as run {run_id}"
-    table = Table(title=f"MPI probe, {record['world_size']} ranks on {record['nodes']} "
-                        f"node(s), {record['mpi_library']}, link {link}{stored}")
-    for column in ("op", "size", "time us", "algbw GB/s", "busbw GB/s"):
-        table.add_column(column, justify="right")
-    for row in record["rows"]:
-        table.add_row(row["op"], size_label(row["size_bytes"]), f"{row['time_us']:.1f}",
-                      f"{row['algbw_gb_s']:.4f}", "-" if row["busbw_gb_s"] is None
-                      else f"{row['busbw_gb_s']:.4f}")
-    return table
+    return bandwidth_table(
+        f"MPI probe, {record['world_size']} ranks on {record['nodes']} node(s), "
+        f"{record['mpi_library']}, link {link}{stored}", record["rows"], ("op", "size"),
+        lambda row: [row["op"], size_label(row["size_bytes"])], "-")
