@@ -84,6 +84,9 @@ def test_scenario_6_runs_three_instances_stored_with_summary_and_report(
                 log_dir = Path(inst.result.log_dir or "")
                 assert (log_dir / "mlperf_log_detail.txt").exists()
                 assert json.loads((log_dir / "result.json").read_text())["status"] == "ok"
+            run_level = [m.name for m in store.metrics(run.id) if m.instance is None]
+            assert "other_cpu_share" in run_level
+            assert len(run_level) == len(set(run_level)), run_level  # each stored once
     html = (benched.folder / "vgpu-report.html").read_text()
     assert html.count("data:image/png;base64,") >= 2
 
