@@ -23,6 +23,9 @@ class DrainRecord:
     boot_time: str | None  # runtime.bootTime before the upgrade, the host's clock
     esxi_build: str | None
     host_driver: str | None  # the NVIDIA VIB's "name version"
+    # the GPU assignment policy at the drain; one set during the window takes effect only
+    # when Xorg restarts or the host boots
+    assignment_policy: str | None = None
     vms_shut_down: list[str] = field(default_factory=list)
     baselines: list[str] = field(default_factory=list)  # the baseline sets it is tied to
     undrained_at: str | None = None
