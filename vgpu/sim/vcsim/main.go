@@ -245,13 +245,30 @@ func parseHostOptions(spec string) []types.BaseOptionValue {
 	return out
 }
 
+// withOption sets an option in the list: a key there already takes the new value.
+func withOption(settings []types.BaseOptionValue, value *types.OptionValue) []types.BaseOptionValue {
+	for i, setting := range settings {
+		if setting.GetOptionValue().Key == value.Key {
+			settings[i] = value
+			return settings
+		}
+	}
+	return append(settings, value)
+}
+
 // addOptionManager gives the host an advanced-option manager of its own (the simulator's
 // hosts share one list, so a change on one host would show on all).
 func addOptionManager(h *simulator.HostSystem, c labConfig) {
-	settings := []types.BaseOptionValue{&types.OptionValue{Key: "Config.HostAgent.log.level", Value: "info"}}
+	// ESXi's defaults of the options vgpu records with a host's facts (GPU_VM_OPTIONS).
+	settings := []types.BaseOptionValue{
+		&types.OptionValue{Key: "Config.HostAgent.log.level", Value: "info"},
+		&types.OptionValue{Key: "Power.CpuPolicy", Value: "Balanced"},
+		&types.OptionValue{Key: "VMkernel.Boot.iovDisableIR", Value: false},
+		&types.OptionValue{Key: "VMkernel.Boot.disableACSCheck", Value: false},
+	}
 	for _, option := range c.hostOptions {
 		value := *option.GetOptionValue()
-		settings = append(settings, &value)
+		settings = withOption(settings, &value)
 	}
 	ref := types.ManagedObjectReference{Type: "OptionManager", Value: "advoptions-" + h.Self.Value}
 	manager := simulator.NewOptionManager(&ref, settings)
