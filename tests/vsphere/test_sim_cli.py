@@ -113,6 +113,12 @@ def test_sim_status_tells_the_host_upgraded_in_place_from_the_other(
         assert f"DC0_C0_H0  {old}  no reboot pending\n" in out
         assert f"DC0_C0_H1  {old}  no reboot pending  in maintenance mode" in out
 
+        code, _, err = run_cli(["sim", "upgrade", "--host", "DC0_C0_H0"])
+        text = " ".join(err.split())
+        assert code == 2
+        assert "command line --host: host DC0_C0_H0 is not in maintenance mode" in text
+        assert "run `vgpu drain --host DC0_C0_H0` first" in text
+
         code, _, err = run_cli(["sim", "upgrade", "--host", "DC0_C0_H1", "--no-reboot"])
         assert code == 0, err
         code, out, _ = run_cli(["sim", "status"])

@@ -105,3 +105,13 @@ def test_undrain_refuses_while_xorg_is_stopped_and_the_host_stays_in_maintenance
                           *_window(tmp_path, inventory))
         assert code == 0, out
         assert not _in_maintenance(lab, H1)
+
+
+def test_undrain_of_a_host_never_drained_names_the_flag_and_the_command(
+        tmp_path: Path) -> None:
+    with VcsimLab(LabShape(hosts=1, gpus_per_host=1)) as lab:
+        inventory = lab.write_inventory(tmp_path / "inv.yaml")
+        code, out = _vgpu("undrain", "--host", H0, *_window(tmp_path, inventory))
+    assert code == 2
+    assert f"command line --host: no drain of host {H0} is recorded" in out
+    assert f"run `vgpu drain --host {H0}` before the upgrade" in out

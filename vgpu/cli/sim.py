@@ -237,8 +237,13 @@ def sim_upgrade_host(host: str | None, esxi_build: str, vib_version: str,
     if host is None:
         raise InputError.single("command line", "--no-reboot", "--no-reboot is for one host",
                                 fix="pass --host HOST with it")
-    record, answer = simstate.upgrade_one_host(HostUpgrade(host, esxi_build, vib_version,
-                                                           reboot))
+    from vgpu.sim.hostupgrade import HOST, NOT_DRAINED
+
+    with common.flag_names({HOST: "--host"}, {NOT_DRAINED: "run `vgpu drain --host {host}` "
+                                              "first: an upgrade needs the host in "
+                                              "maintenance mode"}):
+        record, answer = simstate.upgrade_one_host(HostUpgrade(host, esxi_build, vib_version,
+                                                               reboot))
     pending = "" if reboot else "; reboot pending: the old build and driver still run"
     common.console.print(
         f"simulator lab at {record.url}: host {host} upgraded in place to ESXi build "

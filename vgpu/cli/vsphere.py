@@ -67,9 +67,12 @@ def preflight(
     sc = scenario_from_args(file, scenario) if (file or scenario) else None
 
     from vgpu.vsphere import commands
+    from vgpu.vsphere.preflight_saved import NONE_SAVED, SAVED_RUN
 
-    commands.preflight(inv, inv_path, sc, results_dir, as_json, common.console,
-                       against=against)
+    with common.flag_names({SAVED_RUN: "--against"},
+                           {NONE_SAVED: "run `vgpu preflight` once without --against first"}):
+        commands.preflight(inv, inv_path, sc, results_dir, as_json, common.console,
+                           against=against)
 
 
 @app.command()

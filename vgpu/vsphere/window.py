@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pyVmomi import vim
 
-from vgpu.errors import InputError, RemoteError
+from vgpu.errors import InputError, ParameterError, RemoteError
 from vgpu.model.inventory import Inventory
 from vgpu.results.store import ResultStore
 from vgpu.vsphere import drainrecord
@@ -47,9 +47,8 @@ def _host(state: ClusterState, host: str, inventory: Inventory) -> HostFacts:
     facts = state.hosts.get(host)
     if facts is None or host not in {h.name for h in inventory.hosts}:
         names = ", ".join(h.name for h in inventory.hosts) or "none"
-        raise InputError.single("command line", "--host",
-                                f"host {host} is not an inventory host in vCenter",
-                                fix=f"use one of: {names}")
+        raise ParameterError(drainrecord.HOST, f"host {host} is not an inventory host in "
+                             "vCenter", f"use one of: {names}")
     return facts
 
 
@@ -123,16 +122,16 @@ def _drained_already(records_dir: Path, host: str, say: Say) -> DrainRecord:
     try:
         record = drainrecord.load(records_dir, host)
     except InputError:
-        raise InputError.single("command line", "--host",
-                                f"host {host} is in maintenance mode, and not by `vgpu "
-                                "drain`: its facts before the upgrade are unknown",
-                                fix="exit maintenance mode in vCenter and drain it with vgpu "
-                                    "before the upgrade") from None
+        raise ParameterError(drainrecord.HOST,
+                             f"host {host} is in maintenance mode, and not by `vgpu drain`: "
+                             "its facts before the upgrade are unknown",
+                             "exit maintenance mode in vCenter and drain it with vgpu before "
+                             "the upgrade") from None
     if record.undrained_at is not None:
-        raise InputError.single("command line", "--host",
-                                f"host {host} is in maintenance mode again after its undrain "
-                                f"at {record.undrained_at}",
-                                fix="exit maintenance mode in vCenter and drain it again")
+        raise ParameterError(drainrecord.HOST,
+                             f"host {host} is in maintenance mode again after its undrain at "
+                             f"{record.undrained_at}",
+                             "exit maintenance mode in vCenter and drain it again")
     say(f"host {host} is in maintenance mode already (drained at {record.drained_at}): "
         "nothing changed")
     return record
