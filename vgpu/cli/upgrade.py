@@ -76,7 +76,8 @@ def undrain_command(
     records_dir: RecordsDirOpt = DEFAULT_DIR,
 ) -> None:
     """After the upgrade of HOST: wait until it is connected, check the upgrade took (no
-    reboot pending, booted since the drain, the running host driver), then take it out of
+    reboot pending, booted since the drain, the running host driver), restart Xorg when
+    graphics settings changed meanwhile and require it running, then take it out of
     maintenance mode. Where the upgrade did not take, the host stays in maintenance mode
     and this exits 1 with the reason and the fix; 2 when it was never drained."""
     from vgpu.vsphere.drainrecord import load

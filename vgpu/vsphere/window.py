@@ -26,7 +26,7 @@ from vgpu.vsphere.preflight import run_preflight
 from vgpu.vsphere.preflight_saved import save_report
 from vgpu.vsphere.reconcile import ClusterState, read_state
 from vgpu.vsphere.tasks import call
-from vgpu.vsphere.xorg import pending_graphics_types, restart_xorg, xorg_problem
+from vgpu.vsphere.xorg import settle_graphics
 
 Say = Callable[[str], None]
 POLL_S = 0.5
@@ -199,24 +199,6 @@ def _wait_connected(session: Session, inventory: Inventory, inventory_path: Path
         time.sleep(POLL_S * 4)
 
 
-def _settle_graphics(record: DrainRecord, facts: HostFacts, say: Say) -> None:
-    """Put graphics settings changed during the window in effect (Xorg restarted), then
-    require Xorg running; RemoteError, the host left in maintenance mode, otherwise."""
-    pending = pending_graphics_types(facts)
-    booted = facts.boot_time is not None and record.boot_time is not None \
-        and facts.boot_time > record.boot_time
-    if record.assignment_policy and facts.assignment_policy != record.assignment_policy \
-            and not booted:
-        pending.append(f"GPU assignment policy {record.assignment_policy} -> "
-                       f"{facts.assignment_policy or '-'}")
-    if pending:
-        say(restart_xorg(facts, pending))
-    problem = xorg_problem(facts)
-    if problem:
-        raise RemoteError(f"{problem}. Host {facts.name} stays in maintenance mode; undrain "
-                          "it again once Xorg runs")
-
-
 def undrain(inventory: Inventory, inventory_path: Path, host: str, paths: WindowPaths,
             connect_timeout_s: float, expect_upgrade: bool, say: Say) -> HostFacts:
     """Check the upgrade of a drained host took, then take it out of maintenance mode.
@@ -236,7 +218,9 @@ def undrain(inventory: Inventory, inventory_path: Path, host: str, paths: Window
         if refusals:
             raise RemoteError("; ".join(r.reason for r in refusals) + f". Host {host} stays "
                               "in maintenance mode. Fix: " + "; ".join(r.fix for r in refusals))
-        _settle_graphics(record, facts, say)
+        booted = facts.boot_time is not None and record.boot_time is not None \
+            and facts.boot_time > record.boot_time
+        settle_graphics(facts, record.assignment_policy, booted, say)
         if facts.in_maintenance:
             call(f"exit maintenance mode on {host}", facts.ref.ExitMaintenanceMode_Task, 0)
         facts = _wait_connected(session, inventory, inventory_path, host,

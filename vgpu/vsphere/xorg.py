@@ -12,6 +12,7 @@ apply, or during an upgrade window without a boot) is known from the change itse
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyVmomi import vmodl
@@ -110,3 +111,20 @@ def xorg_problem(facts: HostFacts) -> str | None:
                 f"start it (vSphere Client: the host's Services, X.Org Server; or on the "
                 f"host: {ON_HOST_START})")
     return None
+
+
+def settle_graphics(facts: HostFacts, policy_before: str | None, booted_since: bool,
+                    say: Callable[[str], None]) -> None:
+    """After a window (the host drained since ``policy_before`` was in effect): put the
+    graphics settings configured meanwhile in effect (Xorg restarted, unless the host booted
+    since), then require Xorg running. RemoteError otherwise, nothing else changed."""
+    pending = pending_graphics_types(facts)
+    if policy_before and facts.assignment_policy != policy_before and not booted_since:
+        pending.append(f"GPU assignment policy {policy_before} -> "
+                       f"{facts.assignment_policy or '-'}")
+    if pending:
+        say(restart_xorg(facts, pending))
+    problem = xorg_problem(facts)
+    if problem:
+        stays = f" Host {facts.name} stays in maintenance mode;" if facts.in_maintenance else ""
+        raise RemoteError(f"{problem}.{stays} undrain it again once Xorg runs")
