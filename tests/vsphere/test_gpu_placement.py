@@ -74,7 +74,13 @@ def test_seven_1g_vms_spread_under_performance_and_share_gpu_0_once_apply_consol
         assert sorted(len(v) for v in spread.values()) == [1, 2, 2, 2]
 
         # The policy takes effect only once Xorg restarts, which the running vGPU VMs
-        # forbid: apply refuses, naming them, before anything changes.
+        # forbid: a dry run says so, and apply refuses, naming them, before anything changes.
+        code, out, err = run_cli(["apply", "--no-provision", str(SCENARIO_8), "-i",
+                                  str(inventory), "--dry-run"])
+        assert code == 0, err
+        assert "note: apply would refuse: host DC0_C0_H0: GPU assignment policy " \
+            "performance -> consolidation takes effect only after Xorg restarts" \
+            in " ".join(out.split())
         code, out, err = run_cli(["apply", "--no-provision", str(SCENARIO_8), "-i",
                                   str(inventory), "--yes"])
         assert code == 1

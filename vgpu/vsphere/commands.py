@@ -31,7 +31,7 @@ from vgpu.vsphere.preflight_saved import find_saved, load_saved, save_report
 from vgpu.vsphere.reconcile import ClusterState, read_state
 from vgpu.vsphere.render import render_changes, render_drift, render_outcomes, render_preflight
 from vgpu.vsphere.workflow import ApplyPreparation, prepare_apply, prepare_destroy
-from vgpu.vsphere.xorg import refuse_if_vgpu_vms_run, restart_xorg
+from vgpu.vsphere.xorg import XorgBlocked, refuse_if_vgpu_vms_run, restart_xorg
 
 Confirm = Callable[[str], bool]
 
@@ -182,6 +182,11 @@ def apply(scenario: Scenario, inventory: Inventory, inventory_path: Path, *, dry
             _fail_on_mismatch(mismatches)
             return
         if dry_run:
+            try:
+                _refuse_policy_under_vgpu_vms(prep)
+            except XorgBlocked as blocked:
+                console.print(f"[yellow]note:[/] apply would refuse: {blocked}",
+                              highlight=False)
             console.print("dry run: nothing changed")
             return
         _refuse_policy_under_vgpu_vms(prep)
