@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -16,7 +17,6 @@ from vgpu.cli.options import JsonOpt, ScenarioFile, ScenarioRef, inventory_optio
 from vgpu.cli.root import app
 from vgpu.defaults import GPU_SIMULATOR_ENV as SIMULATOR_ENV
 from vgpu.errors import InputError
-from vgpu.nvml.errors import GPU_INDEX, MIG_DISABLED, MIG_SWITCH, PLAN_HOST, TOO_FEW_GPUS
 
 if TYPE_CHECKING:
     from vgpu import migparted
@@ -28,11 +28,17 @@ mig_app = typer.Typer(name="mig", no_args_is_help=True,
 app.add_typer(mig_app, name="mig")
 notice = Console(stderr=True)
 
-# The flags that give the MIG operations' parameters, and the fixes worded with them.
-MIG_FLAGS = {GPU_INDEX: "--gpu", MIG_SWITCH: "--enable-mig", PLAN_HOST: "--host"}
-MIG_FIXES = {MIG_DISABLED: "rerun with --enable-mig when the GPU is free (or enable it "
-                           "yourself: `sudo nvidia-smi -i {gpu} -mig 1`)",
-             TOO_FEW_GPUS: "pass --gpu {needed} times"}
+
+
+def mig_flag_names() -> AbstractContextManager[None]:
+    """The MIG operations' bad parameters told with the flags that give them (--gpu,
+    --enable-mig, --host) and fixes worded with those."""
+    from vgpu.nvml.errors import GPU_INDEX, MIG_DISABLED, MIG_SWITCH, PLAN_HOST, TOO_FEW_GPUS
+
+    return flag_names({GPU_INDEX: "--gpu", MIG_SWITCH: "--enable-mig", PLAN_HOST: "--host"},
+                      {MIG_DISABLED: "rerun with --enable-mig when the GPU is free (or enable "
+                                     "it yourself: `sudo nvidia-smi -i {gpu} -mig 1`)",
+                       TOO_FEW_GPUS: "pass --gpu {needed} times"})
 
 SimulatorOpt = Annotated[str | None, typer.Option(
     "--simulator", help=f"use a simulated GPU of this model when NVML finds no GPU (same as "
@@ -134,7 +140,7 @@ def apply(
 
     source = sc.source or f"scenario {sc.id}"
     plan = site_of(inventory).plan(sc)
-    with flag_names(MIG_FLAGS, MIG_FIXES):
+    with mig_flag_names():
         specs = layouts_from_plan(plan, gpu, host=host)
     for note in plan.notes:
         if not note.startswith("no inventory"):  # bare metal here needs none
@@ -143,7 +149,7 @@ def apply(
         raise InputError.single("command line", "--state-file", "one state file cannot hold "
                                 f"the layouts of {len(specs)} GPUs", fix="leave it out")
     backend = _backend(simulator)
-    with flag_names(MIG_FLAGS, MIG_FIXES):
+    with mig_flag_names():
         results = apply_layouts_here(backend, specs, lambda: _store(state_file),
                                      source=source, gpu_flag_given=gpu is not None,
                                      enable_mig=enable_mig, replace_existing=replace_existing,
@@ -176,7 +182,7 @@ def destroy(
 
     backend = _backend(simulator)
     for index in gpu or [g.index for g in backend.gpus()]:
-        with flag_names(MIG_FLAGS, MIG_FIXES):
+        with mig_flag_names():
             result = destroy_layout(backend, index, _store(state_file), restore=restore,
                                     log=notice.print)
         for line in result.actions:
@@ -193,7 +199,7 @@ def verify_catalogue(
     from vgpu.nvml.catalogue_check import check_catalogue
 
     backend = _backend(simulator)
-    with flag_names(MIG_FLAGS, MIG_FIXES):
+    with mig_flag_names():
         report = check_catalogue(backend, gpu)
     diffs, model = report.differences, report.model
     if as_json:

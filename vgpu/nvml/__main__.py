@@ -24,7 +24,7 @@ from typing import Any
 from vgpu.errors import ParameterError, VgpuError
 from vgpu.nvml.backend import GpuBackend
 from vgpu.nvml.catalogue_check import check_catalogue
-from vgpu.nvml.errors import GPU_INDEX, MIG_DISABLED, MIG_SWITCH, PLAN_HOST
+from vgpu.nvml.errors import GPU_INDEX, MIG_DISABLED, MIG_SWITCH
 from vgpu.nvml.layout import apply_layout
 from vgpu.nvml.local_devices import mig_devices_for_bench
 from vgpu.nvml.select import backend_for_this_machine
@@ -34,7 +34,7 @@ from vgpu.nvml.status import snapshots
 from vgpu.nvml.teardown import destroy_layout
 
 # This program's flags for the MIG operations' parameters, and the fixes worded with them.
-FLAGS = {GPU_INDEX: "--gpu", MIG_SWITCH: "--enable-mig", PLAN_HOST: "--host"}
+FLAGS = {GPU_INDEX: "--gpu", MIG_SWITCH: "--enable-mig"}
 FIXES = {MIG_DISABLED: "rerun with --enable-mig when the GPU is free (or enable it yourself: "
                        "`sudo nvidia-smi -i {gpu} -mig 1`)"}
 
@@ -103,9 +103,11 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:  # an unreadable layout
         out, code = {"error": str(exc), "kind": "InputError", "exit_code": 2}, 2
     except VgpuError as exc:
-        shown = exc.named(FLAGS, FIXES) if isinstance(exc, ParameterError) else exc
-        out = {"error": str(shown), "kind": type(shown).__name__,
-               "exit_code": exc.exit_code}
+        if isinstance(exc, ParameterError):  # bad input, told with this program's flags
+            out = {"error": str(exc.named(FLAGS, FIXES)), "kind": "InputError"}
+        else:
+            out = {"error": str(exc), "kind": type(exc).__name__}
+        out["exit_code"] = exc.exit_code
         code = exc.exit_code
     else:
         code = 1 if out.get("differences") else 0
