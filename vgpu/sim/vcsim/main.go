@@ -1457,12 +1457,15 @@ func xorgHandler(c labConfig) http.HandlerFunc {
 			if system == nil {
 				break
 			}
-			running := false
-			if xorg := system.service("xorg"); xorg != nil {
-				running = xorg.Running
-			}
+			running, restarts := false, 0
+			simulator.Map.WithLock(system, func() {
+				if xorg := system.service("xorg"); xorg != nil {
+					running = xorg.Running
+				}
+				restarts = system.xorgRestarts
+			})
 			fmt.Fprintf(w, "{\"running\": %v, \"restarts\": %d, \"active_policy\": %q}\n",
-				running, system.xorgRestarts, hostPolicy(h))
+				running, restarts, hostPolicy(h))
 			return
 		}
 		http.Error(w, fmt.Sprintf("no host %q in the lab", name), http.StatusNotFound)
