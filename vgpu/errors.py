@@ -3,7 +3,7 @@ its message; anything else is a bug and shows a traceback."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 
 class VgpuError(Exception):
@@ -59,6 +59,30 @@ class InputError(VgpuError):
         line: int | None = None,
     ) -> InputError:
         return cls([Problem(file=file, field=field_path, message=message, fix=fix, line=line)])
+
+
+class ParameterError(InputError):
+    """Bad input handed to an operation (not read from a file), in domain terms: the
+    ``parameter`` it concerns ("saved run", "GPU", "host") and the ``reason`` (which fact is
+    wrong), never a command-line flag. The command line layer names its flag for the
+    parameter and may word the fix with it (vgpu.cli.common.flag_names)."""
+
+    def __init__(self, parameter: str, message: str, fix: str | None = None, *,
+                 reason: str = "", file: str = "command line",
+                 details: dict[str, object] | None = None) -> None:
+        self.parameter, self.reason = parameter, reason
+        self.details = details or {}  # the facts a command's fix may name ({gpu})
+        super().__init__([Problem(file=file, field=parameter, message=message, fix=fix)])
+
+    def named(self, flags: dict[str, str], fixes: dict[str, str]) -> InputError:
+        """The same problem under the flag ``flags`` gives the parameter, with the fix
+        ``fixes`` gives the reason (a template over ``details``; else the domain's own)."""
+        if self.parameter not in flags:
+            return self
+        problem = self.problems[0]
+        fix = fixes[self.reason].format(**self.details) if self.reason in fixes \
+            else problem.fix
+        return InputError([replace(problem, field=flags[self.parameter], fix=fix)])
 
 
 class PlanError(InputError):

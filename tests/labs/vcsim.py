@@ -15,8 +15,13 @@ test module or a conftest). Needs Go and govmomi's sources (scripts/setup.sh --t
 
 from __future__ import annotations
 
+import base64
+import json
 import shutil
+import ssl
 import tempfile
+import urllib.parse
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
@@ -164,6 +169,27 @@ class VcsimLab:
             task = ref.EnterMaintenanceMode_Task(timeout=0) if on \
                 else ref.ExitMaintenanceMode_Task(timeout=0)
             wait_for_task(task, f"maintenance mode {'on' if on else 'off'} for {host}")
+
+    def xorg(self, host: str) -> dict[str, object]:
+        """What the simulator recorded of ``host``'s Xorg (no vSphere API says it): running,
+        restarts (each restart or start), active_policy (the assignment policy in effect)."""
+        query = urllib.parse.urlencode({"host": host})
+        login = base64.b64encode(
+            f"{self.shape.username}:{self.running.password}".encode()).decode()
+        parts = urllib.parse.urlsplit(self.url)
+        endpoint = urllib.parse.urlunsplit((parts.scheme, parts.netloc, "/vgpu-lab/xorg",
+                                            query, ""))
+        request = urllib.request.Request(endpoint, headers={"Authorization": f"Basic {login}"})
+        context = ssl.create_default_context(cafile=str(self.ca_file)) if self.ca_file else None
+        with urllib.request.urlopen(request, timeout=10, context=context) as answer:
+            return dict(json.loads(answer.read()))
+
+    def set_xorg_running(self, host: str, on: bool) -> None:
+        """Start or stop ``host``'s Xorg through its HostServiceSystem."""
+        with connect(self.target()) as session:
+            ref = resolve_placement(session, self.placement_names()).hosts[host]
+            services = ref.configManager.serviceSystem
+            services.StartService(id="xorg") if on else services.StopService(id="xorg")
 
     def recent_tasks(self) -> list[str]:
         """Ids of the tasks vCenter's TaskManager lists as recent (new tasks append)."""

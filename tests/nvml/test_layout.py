@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from vgpu.errors import InputError
+from vgpu.errors import InputError, ParameterError
 from vgpu.nvml import errors
-from vgpu.nvml.errors import LayoutError, MigError
+from vgpu.nvml.errors import MIG_DISABLED, MIG_SWITCH, LayoutError, MigError
 from vgpu.nvml.layout import apply_layout
 from vgpu.nvml.local_devices import mig_devices_for_bench
 from vgpu.nvml.simulator import SimulatedGpuBackend
@@ -133,7 +133,11 @@ def test_mig_disabled_without_enable_flag_is_an_input_error_and_changes_nothing(
     with pytest.raises(InputError) as exc:
         apply_layout(sim, layout_of("bm6"), store)
     assert exc.value.exit_code == 2
-    assert "--enable-mig" in str(exc.value) and "Nothing was changed" in str(exc.value)
+    # The domain names the parameter and the reason, never a flag (the CLI names it).
+    assert isinstance(exc.value, ParameterError)
+    assert (exc.value.parameter, exc.value.reason) == (MIG_SWITCH, MIG_DISABLED)
+    assert "--" not in str(exc.value)
+    assert "Nothing was changed" in str(exc.value)
     assert (tmp_path / "simgpu.json").read_text() == before
     assert not store.file_for(0).exists()
 

@@ -82,8 +82,9 @@ def test_bm6_layout_on_a_host_through_the_transport(tmp_path: Path, remote: Remo
 
 def test_remote_errors_keep_their_kind(tmp_path: Path, remote: RemoteMig) -> None:
     SimulatedGpuBackend(["A100-80GB"], state_file=tmp_path / "simgpu.json")
-    with pytest.raises(InputError, match="MIG mode is disabled on GPU 0"):
+    with pytest.raises(InputError, match="MIG mode is disabled on GPU 0") as disabled:
         remote.apply(layout_of("bm8"))
+    assert "fix: rerun with --enable-mig when the GPU is free" in str(disabled.value)
     with pytest.raises(LayoutError, match="bm-host: MIG mode on GPU 0 is now disabled"):
         remote.apply(layout_of("bm8"), enable_mig=True)
 

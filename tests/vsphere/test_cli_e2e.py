@@ -31,7 +31,9 @@ def test_scenario_8_applies_seven_mig_vms_reapplies_as_no_op_and_destroys_only_i
     vcsim_lab: VcsimLab, tmp_path: Path,
 ) -> None:
     inventory = str(vcsim_lab.write_inventory(tmp_path / "inv.yaml"))
-    vcsim_lab.make_foreign_vm("team-b-vm", "DC0_C0_H0", ("grid_a100d-2-20c",))
+    # Another host than the scenario's: on DC0_C0_H0 the running vGPU VM would forbid the
+    # Xorg restart the scenario's assignment policy needs (test_gpu_placement.py).
+    vcsim_lab.make_foreign_vm("team-b-vm", "DC0_C0_H1", ("grid_a100d-2-20c",))
 
     code, out, err = run_cli(["apply", "--no-provision", SCENARIO_8, "-i", inventory, "--yes"])
     assert code == 0, err

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from pyVmomi import vim
 
 from tests.cli.invoke import run_cli
 from tests.labs.vcsim import VcsimLab, lab_available
@@ -184,3 +185,55 @@ def test_compute_drift_flags_a_gone_gpu_and_a_branch_mismatch_as_breaking() -> N
     assert compute_drift(before, _report(VIB_VERSION, 2, [Check("driver branch", True,
                                                                 "branch 535")]), set()).rows == []
     assert json.loads(json.dumps(drift.to_json()))["breaking"] is True
+
+
+def test_an_advanced_option_or_the_assignment_policy_changed_on_one_host_shows_as_drift(
+    tmp_path: Path,
+) -> None:
+    inventory_path = tmp_path / "inv.yaml"
+    inventory, results = str(inventory_path), tmp_path / "pf"
+    with VcsimLab(LabShape(hosts=2, gpus_per_host=1)) as lab:
+        lab.write_inventory(inventory_path)
+        code, _, err = _preflight(inventory, results)
+        assert code == 0, err
+        [saved] = list(results.glob("preflight-*.json"))
+        host = json.loads(saved.read_text())["hosts"][1]
+        assert host["advanced_options"] == {"Power.CpuPolicy": "Balanced",
+                                            "VMkernel.Boot.disableACSCheck": "False",
+                                            "VMkernel.Boot.iovDisableIR": "False"}
+        code, out, err = _preflight(inventory, results, "--against", "last")
+        assert code == 0, err
+        assert f"drift since {saved.stem}: no change" in out
+
+        with connect(lab.target()) as session:
+            facts = read_state(session, lab.placement_names()).hosts["DC0_C0_H1"]
+            facts.option_manager.UpdateOptions(changedValue=[vim.option.OptionValue(
+                key="Power.CpuPolicy", value="High Performance")])
+            config = facts.graphics_config
+            facts.graphics_manager.UpdateGraphicsConfig(config=vim.host.GraphicsConfig(
+                hostDefaultGraphicsType=config.hostDefaultGraphicsType,
+                sharedPassthruAssignmentPolicy="consolidation",
+                deviceType=list(config.deviceType)))
+        code, out, err = _preflight(inventory, results, "--against", saved.stem)
+    assert code == 0, err
+    drift = max(results.glob("drift-*.json"), key=lambda p: p.stat().st_mtime_ns)
+    rows = [(r["host"], r["field"], r["before"], r["after"], r["breaking"])
+            for r in json.loads(drift.read_text())["rows"]]
+    assert rows == [
+        ("DC0_C0_H1", "GPU assignment policy", "performance", "consolidation", False),
+        ("DC0_C0_H1", "advanced option Power.CpuPolicy", "Balanced", "High Performance",
+         False)]
+    assert "advanced option Power.CpuPolicy" in out
+
+
+def test_compute_drift_compares_the_advanced_options_both_runs_read() -> None:
+    before = _report(VIB_VERSION, 1, [])
+    before.hosts[0].advanced_options = {"Power.CpuPolicy": "Balanced", "PCI.Ats": "1"}
+    after = _report(VIB_VERSION, 1, [])
+    after.hosts[0].advanced_options = {"Power.CpuPolicy": "Balanced", "PCI.Ats": None,
+                                       "Scenario.Only": "1"}
+    rows = compute_drift(before.to_json(), after, set()).rows
+    assert [(r.field, r.before, r.after, r.breaking) for r in rows] == [
+        ("advanced option PCI.Ats", "1", "-", False)]
+    after.hosts[0].advanced_options["PCI.Ats"] = "1"
+    assert compute_drift(before.to_json(), after, set()).rows == []

@@ -1,6 +1,7 @@
 """Where ESXi puts vGPU VMs, on the simulator lab: the host's GPU assignment policy decides
 it at power-on (performance spreads, consolidation fills a GPU first), apply sets
-consolidation where the plan shares a GPU and reads the real placement back, and one GPU's
+consolidation where the plan shares a GPU and restarts Xorg for it to take effect (refused
+while vGPU VMs run there) and reads the real placement back, and one GPU's
 tenants power on one at a time, largest first, so MIG instances do not fragment."""
 
 from __future__ import annotations
@@ -72,18 +73,26 @@ def test_seven_1g_vms_spread_under_performance_and_share_gpu_0_once_apply_consol
         spread = vms_per_gpu(lab)
         assert sorted(len(v) for v in spread.values()) == [1, 2, 2, 2]
 
-        # apply sets consolidation, then reads the placement back: the running VMs are
-        # not where the plan put them (all on GPU 0), and it says which.
+        # The policy takes effect only once Xorg restarts, which the running vGPU VMs
+        # forbid: a dry run says so, and apply refuses, naming them, before anything changes.
+        code, out, err = run_cli(["apply", "--no-provision", str(SCENARIO_8), "-i",
+                                  str(inventory), "--dry-run"])
+        assert code == 0, err
+        assert "note: apply would refuse: host DC0_C0_H0: GPU assignment policy " \
+            "performance -> consolidation takes effect only after Xorg restarts" \
+            in " ".join(out.split())
         code, out, err = run_cli(["apply", "--no-provision", str(SCENARIO_8), "-i",
                                   str(inventory), "--yes"])
         assert code == 1
         assert f"host {HOST}: GPU assignment policy performance -> consolidation" in out
-        assert policy_of(lab) == "consolidation"
-        gpu0, gpu1 = gpu_pci_ids(2)
-        moved = spread[gpu1][0]
-        assert f"VM {moved}: planned on GPU 0 ({gpu0}) of {HOST}, ESXi put it on GPU 1 " \
-               f"({gpu1})" in err
-        assert "power the VMs off and run `vgpu apply` again" in err
+        assert "takes effect only after Xorg restarts" in err
+        assert "s8-1g-1, s8-1g-2, s8-1g-3, s8-1g-4, s8-1g-5, s8-1g-6, s8-1g-7" in err
+        assert "Nothing was changed. Shut them down (or drain the host with `vgpu drain`)" \
+            in err
+        assert policy_of(lab) == "performance"
+        assert vms_per_gpu(lab) == spread
+        assert lab.xorg(HOST) == {"running": True, "restarts": 0,
+                                  "active_policy": "performance"}
 
         # Rebuilt under consolidation, the seven share GPU 0 as planned.
         code, _, err = run_cli(["destroy", "--scenario", "8", "-i", str(inventory), "--yes"])
@@ -92,9 +101,14 @@ def test_seven_1g_vms_spread_under_performance_and_share_gpu_0_once_apply_consol
         code, out, err = run_cli(["apply", "--no-provision", str(SCENARIO_8), "-i",
                                   str(inventory), "--yes"])
         assert code == 0, err
-        assert "GPU assignment policy" not in out  # already consolidation
+        assert f"set {HOST}: GPU assignment policy = consolidation" in out
+        assert f"{HOST}: Xorg restarted (GPU assignment policy performance -> " \
+            "consolidation in effect)" in out
         assert "the VMs share GPUs as planned" in out
+        assert lab.xorg(HOST) == {"running": True, "restarts": 1,
+                                  "active_policy": "consolidation"}
         placed = vms_per_gpu(lab)
+        gpu0 = gpu_pci_ids(1)[0]
         assert sorted(placed[gpu0]) == [f"s8-1g-{n}" for n in range(1, 8)]
         assert all(not placed[p] for p in gpu_pci_ids(4)[1:])
 

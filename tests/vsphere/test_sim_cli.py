@@ -12,9 +12,10 @@ import yaml
 from tests.cli.invoke import run_cli
 from tests.labs.vcsim import lab_available
 from vgpu.catalog import LOCAL_INVENTORY
+from vgpu.cli.sim import UPGRADED_BUILD, UPGRADED_VIB
 from vgpu.sim import state as simstate
 from vgpu.sim.build import binary_path, build
-from vgpu.sim.lab import pid_alive
+from vgpu.sim.lab import ESXI_BUILD, VIB_NAME, VIB_VERSION, pid_alive
 
 pytestmark = [pytest.mark.vcsim,
               pytest.mark.skipif(lab_available() is not None, reason=str(lab_available()))]
@@ -93,6 +94,44 @@ def test_sim_up_upgraded_lab_reports_its_build_vib_removed_type_and_maintenance(
         assert "grid_a100d-7-80c" in h0["vgpu_types"] and len(h0["vgpu_types"]) == 13
         assert (h0["in_maintenance"], h1["in_maintenance"]) == (False, True)
         assert code == 1 and "DC0_C0_H1: maintenance mode: in maintenance mode" in err
+    finally:
+        run_cli(["sim", "down"])
+
+
+def test_sim_status_tells_the_host_upgraded_in_place_from_the_other(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("VGPU_SIM_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_cli(["sim", "up", "--port", "0", "--hosts", "2", "--maintenance", "1"])
+    assert code == 0, err
+    old = f"ESXi 8.0.2 build {ESXI_BUILD}  host driver VIB {VIB_NAME} {VIB_VERSION}"
+    try:
+        code, out, err = run_cli(["sim", "status"])
+        assert code == 0, err
+        assert "hosts: 2" in out
+        assert f"DC0_C0_H0  {old}  no reboot pending\n" in out
+        assert f"DC0_C0_H1  {old}  no reboot pending  in maintenance mode" in out
+
+        code, _, err = run_cli(["sim", "upgrade", "--host", "DC0_C0_H0"])
+        text = " ".join(err.split())
+        assert code == 2
+        assert "command line --host: host DC0_C0_H0 is not in maintenance mode" in text
+        assert "run `vgpu drain --host DC0_C0_H0` first" in text
+
+        code, _, err = run_cli(["sim", "upgrade", "--host", "DC0_C0_H1", "--no-reboot"])
+        assert code == 0, err
+        code, out, _ = run_cli(["sim", "status"])
+        assert f"DC0_C0_H1  ESXi 8.0.2 build {ESXI_BUILD}  host driver VIB {VIB_NAME} " \
+            f"{UPGRADED_VIB}  reboot pending  in maintenance mode" in out
+        assert f"DC0_C0_H0  {old}  no reboot pending\n" in out
+
+        code, _, err = run_cli(["sim", "upgrade", "--host", "DC0_C0_H1"])
+        assert code == 0, err
+        code, out, _ = run_cli(["sim", "status"])
+        assert f"DC0_C0_H1  ESXi 8.0.2 build {UPGRADED_BUILD}  host driver VIB {VIB_NAME} " \
+            f"{UPGRADED_VIB}  no reboot pending  in maintenance mode" in out
+        assert f"DC0_C0_H0  {old}  no reboot pending\n" in out
     finally:
         run_cli(["sim", "down"])
 

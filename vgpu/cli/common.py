@@ -4,6 +4,8 @@ output."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -11,7 +13,7 @@ from rich.console import Console
 
 from vgpu import catalog
 from vgpu.cli.options import COMMAND_INVENTORY
-from vgpu.errors import InputError
+from vgpu.errors import InputError, ParameterError
 
 if TYPE_CHECKING:
     from vgpu.model.scenario import Scenario
@@ -55,3 +57,14 @@ def site_of(inventory: Path | None) -> Site:
     how = choice.how if choice is not None and choice.path == inventory else "--inventory"
     command.site = open_site(inventory, how)
     return command.site
+
+
+@contextmanager
+def flag_names(flags: dict[str, str], fixes: dict[str, str] | None = None) -> Iterator[None]:
+    """The domain's ParameterErrors raised inside, told in the command's terms: ``flags``
+    maps a parameter to the flag that gives it, ``fixes`` a reason to a fix worded with the
+    command's flags (else the domain's fix stays)."""
+    try:
+        yield
+    except ParameterError as exc:
+        raise exc.named(flags, fixes or {}) from None

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from vgpu.cli import common
 from vgpu.cli.options import InventoryReq
 from vgpu.cli.root import app
 from vgpu.errors import InputError
@@ -79,7 +80,8 @@ def discover(
     from vgpu.vsphere.connection import connect
 
     login = _login(vcenter, user, password_env, ca_file, insecure)
-    with connect(login.target) as session:
+    with connect(login.target) as session, common.flag_names(
+            {found.VCENTER: "--vcenter", found.CLUSTER: "--cluster"}):
         discovery = found.discover(session, cluster)
     typer.echo(found.render_inventory(discovery, login), nl=False)
 

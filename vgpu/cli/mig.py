@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 
-from vgpu.cli.common import console, scenario_from_args, site_of
+from vgpu.cli.common import console, flag_names, scenario_from_args, site_of
 from vgpu.cli.options import JsonOpt, ScenarioFile, ScenarioRef, inventory_option
 from vgpu.cli.root import app
 from vgpu.defaults import GPU_SIMULATOR_ENV as SIMULATOR_ENV
@@ -26,6 +27,18 @@ mig_app = typer.Typer(name="mig", no_args_is_help=True,
                       help="MIG layouts on this machine's GPUs (bare-metal baselines).")
 app.add_typer(mig_app, name="mig")
 notice = Console(stderr=True)
+
+
+
+def mig_flag_names() -> AbstractContextManager[None]:
+    """The MIG operations' bad parameters told with the flags that give them (--gpu,
+    --enable-mig, --host) and fixes worded with those."""
+    from vgpu.nvml.errors import GPU_INDEX, MIG_DISABLED, MIG_SWITCH, PLAN_HOST, TOO_FEW_GPUS
+
+    return flag_names({GPU_INDEX: "--gpu", MIG_SWITCH: "--enable-mig", PLAN_HOST: "--host"},
+                      {MIG_DISABLED: "rerun with --enable-mig when the GPU is free (or enable "
+                                     "it yourself: `sudo nvidia-smi -i {gpu} -mig 1`)",
+                       TOO_FEW_GPUS: "pass --gpu {needed} times"})
 
 SimulatorOpt = Annotated[str | None, typer.Option(
     "--simulator", help=f"use a simulated GPU of this model when NVML finds no GPU (same as "
@@ -127,7 +140,8 @@ def apply(
 
     source = sc.source or f"scenario {sc.id}"
     plan = site_of(inventory).plan(sc)
-    specs = layouts_from_plan(plan, gpu, host=host)
+    with mig_flag_names():
+        specs = layouts_from_plan(plan, gpu, host=host)
     for note in plan.notes:
         if not note.startswith("no inventory"):  # bare metal here needs none
             notice.print(f"note: {note}")
@@ -135,10 +149,11 @@ def apply(
         raise InputError.single("command line", "--state-file", "one state file cannot hold "
                                 f"the layouts of {len(specs)} GPUs", fix="leave it out")
     backend = _backend(simulator)
-    results = apply_layouts_here(backend, specs, lambda: _store(state_file), source=source,
-                                 gpu_flag_given=gpu is not None, enable_mig=enable_mig,
-                                 replace_existing=replace_existing, dry_run=dry_run,
-                                 log=notice.print)
+    with mig_flag_names():
+        results = apply_layouts_here(backend, specs, lambda: _store(state_file),
+                                     source=source, gpu_flag_given=gpu is not None,
+                                     enable_mig=enable_mig, replace_existing=replace_existing,
+                                     dry_run=dry_run, log=notice.print)
     if as_json:
         typer.echo(json.dumps({"simulated": backend.simulated, "results": [
             {"gpu": r.gpu, "dry_run": r.dry_run, "already_applied": r.already_applied,
@@ -167,8 +182,9 @@ def destroy(
 
     backend = _backend(simulator)
     for index in gpu or [g.index for g in backend.gpus()]:
-        result = destroy_layout(backend, index, _store(state_file), restore=restore,
-                                log=notice.print)
+        with mig_flag_names():
+            result = destroy_layout(backend, index, _store(state_file), restore=restore,
+                                    log=notice.print)
         for line in result.actions:
             console.print(f"GPU {index}: {line}")
 
@@ -183,7 +199,8 @@ def verify_catalogue(
     from vgpu.nvml.catalogue_check import check_catalogue
 
     backend = _backend(simulator)
-    report = check_catalogue(backend, gpu)
+    with mig_flag_names():
+        report = check_catalogue(backend, gpu)
     diffs, model = report.differences, report.model
     if as_json:
         payload: dict[str, Any] = {"gpu": gpu, "model": model.key,

@@ -184,8 +184,9 @@ def sim_down() -> None:
 
 @sim_app.command("status")
 def sim_status() -> None:
-    """Say whether a simulator lab started by `vgpu sim up` is running, where, and list its
-    guests (VM, IP, up or down, the simulated vGPU / MIG slice)."""
+    """Say whether a simulator lab started by `vgpu sim up` is running, where, each host's
+    ESXi build, installed host driver VIB and reboot pending, and list its guests (VM, IP,
+    up or down, the simulated vGPU / MIG slice)."""
     from vgpu.sim import state as simstate
 
     running = simstate.status()
@@ -197,6 +198,7 @@ def sim_status() -> None:
     out = common.console
     out.print(f"running at {running.url} (pid {running.pid}), inventory "
               f"{running.inventory}")
+    _print_hosts(Path(running.inventory))
     network = running.guest_network
     if network is None:
         out.print(f"guests: none (missing: {running.guests_missing})", highlight=False)
@@ -211,6 +213,20 @@ def sim_status() -> None:
                   highlight=False)
 
 
+def _print_hosts(inventory: Path) -> None:
+    """Each host's running build, installed host driver VIB and reboot pending."""
+    from vgpu.sim.hoststatus import read_host_status
+
+    try:
+        hosts = read_host_status(inventory)
+    except (RemoteError, InputError) as exc:
+        common.console.print(f"hosts: not read ({exc})", highlight=False, markup=False)
+        return
+    common.console.print(f"hosts: {len(hosts)}", highlight=False)
+    for host in hosts:
+        common.console.print(f"  {host.line()}", highlight=False, markup=False)
+
+
 def sim_upgrade_host(host: str | None, esxi_build: str, vib_version: str,
                      reboot: bool) -> None:
     """`vgpu sim upgrade --host H [--no-reboot]`: one host of the simulator lab upgraded
@@ -221,8 +237,13 @@ def sim_upgrade_host(host: str | None, esxi_build: str, vib_version: str,
     if host is None:
         raise InputError.single("command line", "--no-reboot", "--no-reboot is for one host",
                                 fix="pass --host HOST with it")
-    record, answer = simstate.upgrade_one_host(HostUpgrade(host, esxi_build, vib_version,
-                                                           reboot))
+    from vgpu.sim.hostupgrade import HOST, NOT_DRAINED
+
+    with common.flag_names({HOST: "--host"}, {NOT_DRAINED: "run `vgpu drain --host {host}` "
+                                              "first: an upgrade needs the host in "
+                                              "maintenance mode"}):
+        record, answer = simstate.upgrade_one_host(HostUpgrade(host, esxi_build, vib_version,
+                                                               reboot))
     pending = "" if reboot else "; reboot pending: the old build and driver still run"
     common.console.print(
         f"simulator lab at {record.url}: host {host} upgraded in place to ESXi build "

@@ -13,13 +13,17 @@ from vgpu.cli import common
 from vgpu.cli.options import DbOpt, InventoryReq
 from vgpu.cli.root import app
 from vgpu.defaults import DEFAULT_DB
-from vgpu.vsphere.drainrecord import DEFAULT_DIR
+from vgpu.vsphere.drainrecord import DEFAULT_DIR, HOST, NOT_DRAINED
 
 HostReq = Annotated[str, typer.Option("--host", help="the ESXi host, as vCenter names it",
                                       show_default=False)]
 FactsDirOpt = Annotated[Path, typer.Option(help="where preflight facts are saved")]
 RecordsDirOpt = Annotated[Path, typer.Option(help="where drain records are saved")]
 DEFAULT_FACTS = Path("vgpu-results/preflight")
+# The window's host parameter is --host here; a host never drained gets the command to run.
+WINDOW_FLAGS = {HOST: "--host"}
+WINDOW_FIXES = {NOT_DRAINED: "run `vgpu drain --host {host}` before the upgrade (it saves "
+                             "the facts the upgrade is checked against)"}
 
 
 def _say(text: str) -> None:
@@ -47,9 +51,10 @@ def drain_command(
     assert inventory is not None  # InventoryReq finds one or stops with exit 2
     loaded, path = common.site_of(inventory).require("drain needs an inventory",
                                                      fix="pass --inventory")
-    record = drain(loaded, path, host,
-                   WindowPaths(facts_dir, records_dir, db if store_exists(db) else None),
-                   shutdown_timeout, _say)
+    with common.flag_names(WINDOW_FLAGS, WINDOW_FIXES):
+        record = drain(loaded, path, host,
+                       WindowPaths(facts_dir, records_dir, db if store_exists(db) else None),
+                       shutdown_timeout, _say)
     if record.baselines:
         _say(f"pre-upgrade facts {record.facts_id} tied to baseline(s) "
              f"{', '.join(record.baselines)}")
@@ -71,7 +76,8 @@ def undrain_command(
     records_dir: RecordsDirOpt = DEFAULT_DIR,
 ) -> None:
     """After the upgrade of HOST: wait until it is connected, check the upgrade took (no
-    reboot pending, booted since the drain, the running host driver), then take it out of
+    reboot pending, booted since the drain, the running host driver), restart Xorg when
+    graphics settings changed meanwhile and require it running, then take it out of
     maintenance mode. Where the upgrade did not take, the host stays in maintenance mode
     and this exits 1 with the reason and the fix; 2 when it was never drained."""
     from vgpu.vsphere.drainrecord import load
@@ -80,9 +86,10 @@ def undrain_command(
     assert inventory is not None
     loaded, path = common.site_of(inventory).require("undrain needs an inventory",
                                                      fix="pass --inventory")
-    before = load(records_dir, host)  # exit 2 before vCenter is reached
-    facts = undrain(loaded, path, host,
-                    WindowPaths(facts_dir, records_dir, None), connect_timeout, upgrade, _say)
+    with common.flag_names(WINDOW_FLAGS, WINDOW_FIXES):
+        before = load(records_dir, host)  # exit 2 before vCenter is reached
+        facts = undrain(loaded, path, host, WindowPaths(facts_dir, records_dir, None),
+                        connect_timeout, upgrade, _say)
     driver = facts.host_driver
     running = f"{driver.name} {driver.version}" if driver else "-"
     _say(f"host {host} is out of maintenance mode: ESXi build {before.esxi_build} -> "

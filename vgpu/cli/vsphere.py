@@ -67,9 +67,12 @@ def preflight(
     sc = scenario_from_args(file, scenario) if (file or scenario) else None
 
     from vgpu.vsphere import commands
+    from vgpu.vsphere.preflight_saved import NONE_SAVED, SAVED_RUN
 
-    commands.preflight(inv, inv_path, sc, results_dir, as_json, common.console,
-                       against=against)
+    with common.flag_names({SAVED_RUN: "--against"},
+                           {NONE_SAVED: "run `vgpu preflight` once without --against first"}):
+        commands.preflight(inv, inv_path, sc, results_dir, as_json, common.console,
+                           against=against)
 
 
 @app.command()
@@ -168,10 +171,12 @@ def _check_provision_inputs(sc: Scenario, site: Site, dry_run: bool) -> None:
 def _apply_bare_metal(sc: Scenario, site: Site, enable_mig: bool, dry_run: bool,
                       accept_new_host_keys: bool) -> None:
     from vgpu.baremetal import apply_bare_metal
+    from vgpu.cli.mig import mig_flag_names
 
-    lines = apply_bare_metal(sc, site, enable_mig=enable_mig, dry_run=dry_run,
-                             accept_new_host_keys=accept_new_host_keys,
-                             log=lambda text: common.console.print(text, markup=False))
+    with mig_flag_names():
+        lines = apply_bare_metal(sc, site, enable_mig=enable_mig, dry_run=dry_run,
+                                 accept_new_host_keys=accept_new_host_keys,
+                                 log=lambda text: common.console.print(text, markup=False))
     for line in lines:
         common.console.print(line, markup=False, highlight=False)
     common.console.print(f"bare-metal scenario {sc.id}: MIG layout "

@@ -21,9 +21,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from vgpu.errors import VgpuError
+from vgpu.errors import ParameterError, VgpuError
 from vgpu.nvml.backend import GpuBackend
 from vgpu.nvml.catalogue_check import check_catalogue
+from vgpu.nvml.errors import GPU_INDEX, MIG_DISABLED, MIG_SWITCH
 from vgpu.nvml.layout import apply_layout
 from vgpu.nvml.local_devices import mig_devices_for_bench
 from vgpu.nvml.select import backend_for_this_machine
@@ -31,6 +32,11 @@ from vgpu.nvml.spec import LayoutSpec
 from vgpu.nvml.state import StateStore
 from vgpu.nvml.status import snapshots
 from vgpu.nvml.teardown import destroy_layout
+
+# This program's flags for the MIG operations' parameters, and the fixes worded with them.
+FLAGS = {GPU_INDEX: "--gpu", MIG_SWITCH: "--enable-mig"}
+FIXES = {MIG_DISABLED: "rerun with --enable-mig when the GPU is free (or enable it yourself: "
+                       "`sudo nvidia-smi -i {gpu} -mig 1`)"}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -97,7 +103,11 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:  # an unreadable layout
         out, code = {"error": str(exc), "kind": "InputError", "exit_code": 2}, 2
     except VgpuError as exc:
-        out = {"error": str(exc), "kind": type(exc).__name__, "exit_code": exc.exit_code}
+        if isinstance(exc, ParameterError):  # bad input, told with this program's flags
+            out = {"error": str(exc.named(FLAGS, FIXES)), "kind": "InputError"}
+        else:
+            out = {"error": str(exc), "kind": type(exc).__name__}
+        out["exit_code"] = exc.exit_code
         code = exc.exit_code
     else:
         code = 1 if out.get("differences") else 0

@@ -7,9 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from vgpu import mig
-from vgpu.errors import InputError
+from vgpu.errors import ParameterError
 from vgpu.nvml.backend import GpuBackend
-from vgpu.nvml.errors import NvmlUnavailable
+from vgpu.nvml.errors import GPU_INDEX, NvmlUnavailable
 from vgpu.nvml.types import GpuInstanceProfile
 
 
@@ -68,8 +68,8 @@ def check_catalogue(backend: GpuBackend, gpu: int) -> CatalogueReport:
     """Read the local GPU's profiles through ``backend`` and compare them (read-only)."""
     info = next((g for g in backend.gpus() if g.index == gpu), None)
     if info is None:
-        raise InputError.single("command line", "--gpu", f"this machine has no GPU {gpu}",
-                                fix="pick one from `vgpu mig status`")
+        raise ParameterError(GPU_INDEX, f"this machine has no GPU {gpu}",
+                             "pick one from `vgpu mig status`")
     model = info.model
     if model is None:
         raise NvmlUnavailable(f"GPU {gpu} ({info.name}, PCI device 0x{info.pci_device_id:04X}) "
@@ -78,8 +78,8 @@ def check_catalogue(backend: GpuBackend, gpu: int) -> CatalogueReport:
     notes: list[str] = []
     if not reported:
         mode = backend.mig_mode(gpu)
-        hint = ("; this driver lists profiles only with MIG mode on: run it again after "
-                "`vgpu mig apply --enable-mig`") if not mode.current else ""
+        hint = ("; this driver lists profiles only with MIG mode on: run it again once "
+                "MIG mode is on (`vgpu mig apply` can switch it on)") if not mode.current else ""
         raise NvmlUnavailable(f"NVML lists no MIG profiles on GPU {gpu} (MIG mode "
                               f"{mode.describe()}){hint}")
     if not all(p.placements_known for p in reported):

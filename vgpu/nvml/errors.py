@@ -5,6 +5,14 @@ from __future__ import annotations
 
 from vgpu.errors import RemoteError
 
+# The parameters of MIG operations a ParameterError names (the command line names their
+# flags), and the reasons a command words its own fix for.
+GPU_INDEX = "GPU index"  # the local GPU(s) an operation is for
+MIG_SWITCH = "MIG mode switch"  # whether vgpu may switch MIG mode on (a GPU reset)
+PLAN_HOST = "plan host"  # which host of the plan this machine is
+MIG_DISABLED = "MIG disabled"  # MIG mode is off and vgpu may not switch it on
+TOO_FEW_GPUS = "too few GPUs"  # fewer GPU indexes given than the plan's GPUs
+
 # NVML return codes (nvml.h, same values as pynvml's NVML_ERROR_*) that MIG work meets.
 INVALID_ARGUMENT = 2
 NOT_SUPPORTED = 3

@@ -3,8 +3,9 @@ metal gets exactly the slices (profiles and starts) the VMs of the vSphere scena
 
 from __future__ import annotations
 
-from vgpu.errors import InputError
+from vgpu.errors import InputError, ParameterError
 from vgpu.model.plan import Plan
+from vgpu.nvml.errors import GPU_INDEX, PLAN_HOST, TOO_FEW_GPUS
 from vgpu.nvml.spec import LayoutSpec, SliceSpec
 
 
@@ -23,19 +24,19 @@ def layouts_from_plan(plan: Plan, gpus: list[int] | None = None,
     if host is None and len(hosts) > 1:
         raise InputError.single(source, "vms", f"the plan puts MIG slices on {len(hosts)} "
                                 f"hosts ({', '.join(hosts)})",
-                                fix="run `vgpu mig apply` on each host with --host NAME")
+                                fix="apply it on each host, naming the host")
     if host is not None and host not in plan.hosts:
-        raise InputError.single("command line", "--host", f"the plan has no host '{host}'",
-                                fix=f"use one of {', '.join(plan.hosts)}")
+        raise ParameterError(PLAN_HOST, f"the plan has no host '{host}'",
+                             f"use one of {', '.join(plan.hosts)}")
     wanted = host or (hosts[0] if hosts else None)
     planned = [g for g in plan.gpus if g.mode == "mig" and g.host == wanted]
     if not planned:
         raise InputError.single(source, "vms", "the scenario asks for no MIG slices",
                                 fix="give the instances MIG profiles, e.g. vgpus: [1g.10gb]")
     if gpus is not None and len(gpus) < len(planned):
-        raise InputError.single("command line", "--gpu",
-                                f"the plan needs {len(planned)} GPUs, {len(gpus)} given",
-                                fix=f"pass --gpu {len(planned)} times")
+        raise ParameterError(GPU_INDEX, f"the plan needs {len(planned)} GPUs, {len(gpus)} "
+                             "given", f"give {len(planned)} GPU indexes", reason=TOO_FEW_GPUS,
+                             details={"needed": len(planned)})
     out = []
     for k, g in enumerate(planned):
         slices = tuple(SliceSpec(s.profile, s.start, s.owner) for s in g.slices

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from vgpu import mig
-from vgpu.errors import InputError
+from vgpu.errors import InputError, ParameterError
 from vgpu.nvml.backend import GpuBackend
-from vgpu.nvml.errors import LayoutError
+from vgpu.nvml.errors import GPU_INDEX, MIG_DISABLED, MIG_SWITCH, LayoutError
 from vgpu.nvml.spec import LayoutSpec
 from vgpu.nvml.state import LayoutState, StateStore
 from vgpu.nvml.types import GpuInfo, GpuInstanceProfile
@@ -29,24 +29,25 @@ def find_gpu(backend: GpuBackend, gpu: int) -> GpuInfo:
     for g in gpus:
         if g.index == gpu:
             return g
-    raise InputError.single("command line", "--gpu", f"this machine has no GPU {gpu} "
-                            f"({len(gpus)} GPU(s): {', '.join(str(g.index) for g in gpus)})",
-                            fix="pick a GPU index from `vgpu mig status`")
+    raise ParameterError(GPU_INDEX, f"this machine has no GPU {gpu} ({len(gpus)} GPU(s): "
+                         f"{', '.join(str(g.index) for g in gpus)})",
+                         "pick a GPU index from `vgpu mig status`")
 
 
 def check_gpus_present(backend: GpuBackend, specs: list[LayoutSpec], source: str,
                        gpu_flag_given: bool) -> None:
     """Every planned GPU exists here, checked before any layout is touched, so a plan that
-    needs more GPUs than this machine has changes nothing."""
+    needs more GPUs than this machine has changes nothing. ``gpu_flag_given``: the caller
+    chose the GPU indexes (they are wrong, not the scenario)."""
     have = [g.index for g in backend.gpus()]
     absent = [s.gpu for s in specs if s.gpu not in have]
     if not absent:
         return
     listed = ", ".join(str(i) for i in have) or "none"
     if gpu_flag_given:
-        raise InputError.single("command line", "--gpu", f"this machine has no GPU "
-                                f"{', '.join(map(str, absent))} ({len(have)} GPU(s): {listed})",
-                                fix="pick GPU indexes from `vgpu mig status`")
+        raise ParameterError(GPU_INDEX, f"this machine has no GPU "
+                             f"{', '.join(map(str, absent))} ({len(have)} GPU(s): {listed})",
+                             "pick GPU indexes from `vgpu mig status`")
     raise InputError.single(source, "vms", f"the layout needs {len(specs)} GPU(s) "
                             f"({', '.join(str(s.gpu) for s in specs)}); this machine has "
                             f"{len(have)} ({listed})",
@@ -60,8 +61,8 @@ def check_model(info: GpuInfo, spec: LayoutSpec, source: str) -> None:
     seen = info.model_key or f"not in vgpu's catalogue (PCI device 0x{info.pci_device_id:04X})"
     raise InputError.single(source, "gpu", f"the scenario is for {spec.model}, but GPU "
                             f"{info.index} is {info.name}: {seen}",
-                            fix="run on a host with that GPU, pick another --gpu, or use a "
-                                "scenario for this GPU model")
+                            fix="run on a host with that GPU, pick another GPU index, or use "
+                                "a scenario for this GPU model")
 
 
 def profile_by_name(profiles: list[GpuInstanceProfile], name: str, gpu: int
@@ -94,12 +95,12 @@ def ensure_mig_enabled(backend: GpuBackend, gpu: int, *, enable: bool, dry_run: 
     if mode.current:
         return []
     if not enable:
-        raise InputError.single(
-            "command line", "--enable-mig",
+        raise ParameterError(
+            MIG_SWITCH,
             f"MIG mode is disabled on GPU {gpu}; enabling it needs a GPU reset, which stops "
             "every process on the GPU, so vgpu never does it implicitly. Nothing was changed",
-            fix="rerun with --enable-mig when the GPU is free (or enable it yourself: "
-                f"`sudo nvidia-smi -i {gpu} -mig 1`)")
+            "let vgpu enable it when the GPU is free (or enable it yourself: "
+            f"`sudo nvidia-smi -i {gpu} -mig 1`)", reason=MIG_DISABLED, details={"gpu": gpu})
     busy = backend.running_processes(gpu)
     if busy:
         raise LayoutError(f"GPU {gpu} is busy (processes {', '.join(map(str, busy))}); "
@@ -114,5 +115,5 @@ def ensure_mig_enabled(backend: GpuBackend, gpu: int, *, enable: bool, dry_run: 
     if mode.reset_pending:
         raise LayoutError(f"MIG mode on GPU {gpu} is now {mode.describe()}. "
                           f"{RESET_HELP.format(gpu=gpu)}; then run the same `vgpu mig apply` "
-                          "again (without --enable-mig)")
+                          "again (MIG mode is on then: it needs no enabling)")
     return [f"enabled MIG mode on GPU {gpu}"]

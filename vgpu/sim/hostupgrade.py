@@ -15,9 +15,11 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from vgpu.errors import InputError, RemoteError
+from vgpu.errors import ParameterError, RemoteError
 
 UPGRADE_PATH = "/vgpu-lab/upgrade"
+HOST = "host"  # the parameter: the host to upgrade
+NOT_DRAINED = "not drained"  # the reason: the host is not in maintenance mode
 TIMEOUT_S = 30.0
 
 
@@ -51,13 +53,12 @@ def upgrade_host(url: str, username: str, password: str, ca_file: Path | None,
     except urllib.error.HTTPError as exc:
         detail = exc.read().decode("utf-8", errors="replace").strip()
         if exc.code == 409:
-            raise InputError.single("command line", "--host", detail,
-                                    fix=f"run `vgpu drain --host {upgrade.host}` first: an "
-                                        "upgrade needs the host in maintenance mode") from None
+            raise ParameterError(HOST, detail, "drain it first (`vgpu drain`): an upgrade "
+                                 "needs the host in maintenance mode", reason=NOT_DRAINED,
+                                 details={"host": upgrade.host}) from None
         if exc.code == 404:
-            raise InputError.single("command line", "--host", detail,
-                                    fix="name a host of the lab (`vgpu preflight` lists "
-                                        "them)") from None
+            raise ParameterError(HOST, detail, "name a host of the lab (`vgpu preflight` lists "
+                                 "them)") from None
         raise RemoteError(f"the simulator refused the upgrade of {upgrade.host} "
                           f"({exc.code}): {detail}") from None
     except (urllib.error.URLError, OSError) as exc:

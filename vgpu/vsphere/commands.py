@@ -31,6 +31,7 @@ from vgpu.vsphere.preflight_saved import find_saved, load_saved, save_report
 from vgpu.vsphere.reconcile import ClusterState, read_state
 from vgpu.vsphere.render import render_changes, render_drift, render_outcomes, render_preflight
 from vgpu.vsphere.workflow import ApplyPreparation, prepare_apply, prepare_destroy
+from vgpu.vsphere.xorg import XorgBlocked, refuse_if_vgpu_vms_run, restart_xorg
 
 Confirm = Callable[[str], bool]
 
@@ -181,8 +182,14 @@ def apply(scenario: Scenario, inventory: Inventory, inventory_path: Path, *, dry
             _fail_on_mismatch(mismatches)
             return
         if dry_run:
+            try:
+                _refuse_policy_under_vgpu_vms(prep)
+            except XorgBlocked as blocked:
+                console.print(f"[yellow]note:[/] apply would refuse: {blocked}",
+                              highlight=False)
             console.print("dry run: nothing changed")
             return
+        _refuse_policy_under_vgpu_vms(prep)
         if not confirm(f"apply {pending} change(s)?"):
             console.print("nothing changed")
             return
@@ -195,15 +202,28 @@ def apply(scenario: Scenario, inventory: Inventory, inventory_path: Path, *, dry
                                   "do now (above) is not what was confirmed; nothing was "
                                   "changed; run `vgpu apply` again")
             prep = again
+            _refuse_policy_under_vgpu_vms(prep)
             # Host settings (ATS) first: the VMs power on with them in place.
             for line in apply_host_options(prep.host_options):
                 console.print(f"set {line}")
             for line in apply_policy_changes(prep.policy_changes):
                 console.print(f"set {line}", highlight=False)
+            for change in prep.policy_changes:
+                console.print(restart_xorg(prep.state.hosts[change.host], [change.setting()]),
+                              highlight=False)
             failed = _execute(prep.state, prep.changes, concurrency, ip_timeout_s, console)
         mismatches = _check_placement(session, prep, inventory, inventory_path, console)
     _fail_if_any(failed, len(prep.changes.pending), "apply")
     _fail_on_mismatch(mismatches)
+
+
+def _refuse_policy_under_vgpu_vms(prep: ApplyPreparation) -> None:
+    """A policy change needs Xorg restarted, which vGPU VMs running on the host forbid:
+    refused before anything changes."""
+    for change in prep.policy_changes:
+        facts = prep.state.hosts.get(change.host)
+        if facts is not None:
+            refuse_if_vgpu_vms_run(facts, [change.setting()])
 
 
 def _fail_on_mismatch(mismatches: list[str]) -> None:

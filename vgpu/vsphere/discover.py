@@ -13,11 +13,13 @@ from typing import Any
 from pyVmomi import vim
 
 from vgpu import mig
-from vgpu.errors import InputError
+from vgpu.errors import ParameterError
 from vgpu.vsphere.connection import Session, VCenterTarget
 from vgpu.vsphere.facts import GpuDevice, HostFacts, read_hosts
 
 PREFERRED_NETWORK = "VM Network"
+VCENTER = "vCenter"  # the parameters of a discovery: which vCenter, which cluster of it
+CLUSTER = "cluster"
 DEFAULT_FORM_FACTOR = "pcie"  # the inventory's gpus[].form_factor default
 GIB = 1024 ** 3
 
@@ -64,9 +66,8 @@ def discover(session: Session, cluster: str | None) -> Discovery:
     content = session.content
     datacenters = session.by_name(content.rootFolder, vim.Datacenter)
     if not datacenters:
-        raise InputError.single("command line", "--vcenter", f"vCenter "
-                                f"{session.target.address} has no datacenter",
-                                fix="point --vcenter at the vCenter that holds the GPU hosts")
+        raise ParameterError(VCENTER, f"vCenter {session.target.address} has no datacenter",
+                             "point it at the vCenter that holds the GPU hosts")
     dc_name, cluster_name, root = _choose(session, datacenters, cluster)
     dc = datacenters[dc_name]
     return Discovery(
@@ -94,9 +95,9 @@ def _choose(session: Session, datacenters: dict[str, Any],
         for dc_name, name, ref in found:
             if name == wanted:
                 return dc_name, name, ref
-        raise InputError.single("command line", "--cluster", f"no cluster named '{wanted}'",
-                                fix="use one of: " + (", ".join(n for _, n, _ in found)
-                                                      or "none (leave --cluster out)"))
+        raise ParameterError(CLUSTER, f"no cluster named '{wanted}'",
+                             "use one of: " + (", ".join(n for _, n, _ in found)
+                                               or "none (name no cluster)"))
     for dc_name, name, ref in found:
         if any(h.gpus for h in read_hosts(session, ref, {}).values()):
             return dc_name, name, ref

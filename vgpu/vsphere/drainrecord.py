@@ -8,9 +8,11 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from vgpu.errors import InputError
+from vgpu.errors import InputError, ParameterError
 
 DEFAULT_DIR = Path("vgpu-results/upgrade")
+HOST = "host"  # the parameter: the host of the window
+NOT_DRAINED = "not drained"  # the reason: no drain of the host is recorded
 
 
 @dataclass
@@ -23,6 +25,9 @@ class DrainRecord:
     boot_time: str | None  # runtime.bootTime before the upgrade, the host's clock
     esxi_build: str | None
     host_driver: str | None  # the NVIDIA VIB's "name version"
+    # the GPU assignment policy at the drain; one set during the window takes effect only
+    # when Xorg restarts or the host boots
+    assignment_policy: str | None = None
     vms_shut_down: list[str] = field(default_factory=list)
     baselines: list[str] = field(default_factory=list)  # the baseline sets it is tied to
     undrained_at: str | None = None
@@ -45,10 +50,10 @@ def load(directory: Path, host: str) -> DrainRecord:
     """The drain of ``host``, or InputError (exit 2) saying to drain it first."""
     path = path_for(directory, host)
     if not path.is_file():
-        raise InputError.single("command line", "--host",
-                                f"no drain of host {host} is recorded in {directory}",
-                                fix=f"run `vgpu drain --host {host}` before the upgrade (it "
-                                    "saves the facts the upgrade is checked against)")
+        raise ParameterError(HOST, f"no drain of host {host} is recorded in {directory}",
+                             "drain it before the upgrade (`vgpu drain`: it saves the facts "
+                             "the upgrade is checked against)", reason=NOT_DRAINED,
+                             details={"host": host})
     try:
         return DrainRecord(**json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError, TypeError) as exc:

@@ -5,8 +5,8 @@ out. A row is breaking when the change stops the scenario from running as planne
 type it uses is no longer offered, a GPU is gone, a host (or the scenario) now fails a check
 it passed (the driver branch check among them), a GPU left Shared Direct. Everything else (a
 new build, a new VIB on a compatible branch, types added, a reboot pending or done, another
-hardware UUID, the vCenter version, a GPU's vGPU or passthrough mode) is shown and is not
-breaking.
+hardware UUID, the vCenter version, a GPU's vGPU or passthrough mode, the GPU assignment
+policy, an advanced option that matters to GPU VMs) is shown and is not breaking.
 
 ``compute_drift`` is the entry point for any command that revalidates a lab."""
 
@@ -99,6 +99,7 @@ def _scalar_rows(name: str, before: dict[str, Any], after: dict[str, Any]) -> li
     fields = [("ESXi version", "version"), ("ESXi build", "build"),
               ("connection", "connection_state"), ("maintenance", "in_maintenance"),
               ("graphics default", "graphics_default_type"),
+              ("GPU assignment policy", "assignment_policy"),
               ("reboot pending", "reboot_required"), ("boot time", "boot_time"),
               ("hardware UUID", "hardware_uuid")]
     rows = [DriftRow(name, label, _text(before.get(key)), _text(after.get(key)), False)
@@ -106,6 +107,15 @@ def _scalar_rows(name: str, before: dict[str, Any], after: dict[str, Any]) -> li
     if _driver(before) != _driver(after):
         rows.append(DriftRow(name, "host driver", _driver(before), _driver(after), False))
     return rows
+
+
+def _option_rows(name: str, before: dict[str, Any], after: dict[str, Any]) -> list[DriftRow]:
+    """The advanced options both runs read whose value changed (a key only one run asked
+    about, e.g. a scenario's, says nothing)."""
+    old = before.get("advanced_options") or {}
+    new = after.get("advanced_options") or {}
+    return [DriftRow(name, f"advanced option {key}", _text(old[key]), _text(new[key]), False)
+            for key in sorted(old) if key in new and _text(old[key]) != _text(new[key])]
 
 
 def _type_rows(name: str, before: dict[str, Any], after: dict[str, Any],
@@ -177,7 +187,8 @@ def _host_rows(name: str, before: dict[str, Any] | None, after: dict[str, Any] |
     if gone and before.get("connection_state") != "absent":
         return [DriftRow(name, "in vCenter", "present", "absent", True,
                          "the host and its GPUs are gone")]
-    return [*_scalar_rows(name, before, after), *_type_rows(name, before, after, used),
+    return [*_scalar_rows(name, before, after), *_option_rows(name, before, after),
+            *_type_rows(name, before, after, used),
             *_gpu_rows(name, before, after),
             *_check_rows(name, before.get("checks") or [], after.get("checks") or [])]
 

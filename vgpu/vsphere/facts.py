@@ -24,8 +24,8 @@ HOST_PATHS = [
     "hardware.pciDevice", "config.sharedPassthruGpuTypes", "config.graphicsConfig",
     "config.graphicsInfo", "config.pciPassthruInfo", "configManager.imageConfigManager",
     "configManager.advancedOption", "configManager.graphicsManager",
-    "hardware.systemInfo.uuid", "summary.rebootRequired", "runtime.bootTime",
-    "hardware.memorySize", "hardware.cpuInfo",
+    "configManager.serviceSystem", "hardware.systemInfo.uuid", "summary.rebootRequired",
+    "runtime.bootTime", "hardware.memorySize", "hardware.cpuInfo",
 ]
 NVIDIA_VIB_VENDORS = {"nvd", "nvidia"}
 VM_PATHS = [
@@ -113,6 +113,10 @@ class HostFacts:
     option_manager: Any = None  # the host's advanced options (configManager.advancedOption)
     graphics_manager: Any = None  # configManager.graphicsManager (UpdateGraphicsConfig)
     graphics_config: Any = None  # config.graphicsConfig as read
+    # pci id -> the graphics type in effect (graphicsInfo[].graphicsType): a configured one
+    # takes effect when Xorg restarts or the host boots
+    graphics_active_per_gpu: dict[str, str] = field(default_factory=dict)
+    service_system: Any = None  # configManager.serviceSystem (Xorg among its services)
     # pci id -> names of the powered-on VMs ESXi put on that GPU (graphicsInfo[].vm)
     vms_per_gpu: dict[str, tuple[str, ...]] = field(default_factory=dict)
     hardware_uuid: str | None = None  # hardware.systemInfo.uuid: the same machine over time
@@ -426,6 +430,10 @@ def _host_from_props(ref: Any, props: dict[str, Any], vms: dict[str, VmActual]) 
         option_manager=props.get("configManager.advancedOption"),
         graphics_manager=props.get("configManager.graphicsManager"),
         graphics_config=graphics,
+        graphics_active_per_gpu={g.pciId: str(g.graphicsType)
+                                 for g in props.get("config.graphicsInfo") or []
+                                 if g.graphicsType},
+        service_system=props.get("configManager.serviceSystem"),
         vms_per_gpu=_vms_per_gpu(props, vms),
         hardware_uuid=props.get("hardware.systemInfo.uuid") or None,
         reboot_required=_optional_bool(props.get("summary.rebootRequired")),

@@ -34,9 +34,11 @@ class PolicyChange:
     manager: Any = None
     config: Any = None
 
+    def setting(self) -> str:
+        return f"GPU assignment policy {self.current or 'unknown'} -> {CONSOLIDATION}"
+
     def describe(self) -> str:
-        return (f"host {self.host}: GPU assignment policy {self.current or 'unknown'} -> "
-                f"{CONSOLIDATION} (the plan shares {', '.join(self.shared)})")
+        return f"host {self.host}: {self.setting()} (the plan shares {', '.join(self.shared)})"
 
 
 def plan_policy_changes(plan: Plan, hosts: dict[str, HostFacts]) -> list[PolicyChange]:

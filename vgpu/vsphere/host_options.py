@@ -61,6 +61,24 @@ def read_option(facts: HostFacts, key: str) -> OptionRead:
     return OptionRead(key, current=exact.value)
 
 
+# ESXi advanced options that change how GPU VMs run, recorded with every host's facts so a
+# change between two runs shows as drift (the scenario's own, the ATS ones, are added):
+# the host power policy (CPU frequency under the benchmark's CPU-side work), interrupt
+# remapping (passthrough devices' interrupts) and the PCIe ACS check (peer-to-peer between
+# passthrough GPUs).
+GPU_VM_OPTIONS = ("Power.CpuPolicy", "VMkernel.Boot.iovDisableIR",
+                  "VMkernel.Boot.disableACSCheck")
+
+
+def read_options(facts: HostFacts, keys: list[str]) -> dict[str, str | None]:
+    """Each key's value on the host as text; None where the host does not know it."""
+    out: dict[str, str | None] = {}
+    for key in keys:
+        read = read_option(facts, key)
+        out[key] = None if read.current is None else str(read.current)
+    return out
+
+
 def matches(read: OptionRead, wanted: str) -> bool:
     return read.current is not None and str(read.current) == wanted
 

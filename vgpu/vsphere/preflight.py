@@ -17,7 +17,12 @@ from vgpu.vsphere.connection import Session
 from vgpu.vsphere.facts import HostFacts, read_host_drivers
 from vgpu.vsphere.from_inventory import placement_from_inventory
 from vgpu.vsphere.from_plan import desired_from_plan, held_from_facts
-from vgpu.vsphere.host_options import option_check_detail, read_option
+from vgpu.vsphere.host_options import (
+    GPU_VM_OPTIONS,
+    option_check_detail,
+    read_option,
+    read_options,
+)
 from vgpu.vsphere.host_resources import resource_summary
 from vgpu.vsphere.preflight_checks import (
     MIG_CAPABILITY_NOTE,
@@ -125,6 +130,12 @@ def run_preflight(session: Session, inventory: Inventory, inventory_path: Path,
     kinds = scenario_kinds(scenario) if scenario is not None else None
     reports = [host_report(name, state.hosts.get(name), held, inventory, list(state.hosts),
                             kinds) for name in wanted]
+    option_keys = sorted({*GPU_VM_OPTIONS,
+                          *(scenario.vm_settings.host_options() if scenario else {})})
+    for report in reports:
+        facts = state.hosts.get(report.name)
+        if facts is not None and facts.connection_state == "connected":
+            report.advanced_options = read_options(facts, option_keys)
     notes = [*notes, *(note for n in wanted if n in state.hosts
                        if (note := driver_version_note(state.hosts[n], inventory)))]
     notes += [note for n in wanted if n in state.hosts

@@ -77,6 +77,9 @@ class HostReport:
     hardware_uuid: str | None = None  # hardware.systemInfo.uuid
     reboot_required: bool | None = None  # summary.rebootRequired: installed, not running
     boot_time: str | None = None  # runtime.bootTime, ISO 8601 UTC
+    # the advanced options that matter to GPU VMs (host_options.GPU_VM_OPTIONS and the
+    # scenario's): key -> value, None where the host does not know the key
+    advanced_options: dict[str, str | None] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:

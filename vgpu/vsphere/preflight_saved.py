@@ -8,11 +8,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from vgpu.errors import InputError
+from vgpu.errors import InputError, ParameterError
 from vgpu.runpaths import new_run_file
 from vgpu.vsphere.preflight_checks import PreflightReport
 
 SAVED_PREFIX = "preflight-"
+SAVED_RUN = "saved run"  # the parameter: the run to compare with
+NONE_SAVED = "none saved"  # the reason: 'last' with no run of the inventory saved
 
 
 def save_report(report: PreflightReport, directory: Path) -> Path:
@@ -44,8 +46,8 @@ def load_saved(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError.single(str(path), "--against",
-                                f"cannot read it as preflight facts: {exc}", fix=fix) from None
+        raise ParameterError(SAVED_RUN, f"cannot read it as preflight facts: {exc}", fix,
+                             file=str(path)) from None
     hosts = data.get("hosts") if isinstance(data, dict) else None
     if not isinstance(hosts, list) or not all(
             isinstance(h, dict) and isinstance(h.get("name"), str) for h in hosts):
@@ -62,17 +64,16 @@ def find_saved(against: str, directory: Path, inventory_path: Path) -> Path:
         wanted = inventory_path.resolve()
         mine = [p for p in saved_reports(directory) if _saved_inventory(p) == wanted]
         if not mine:
-            raise InputError.single("command line", "--against", f"no preflight of "
-                                    f"{inventory_path} is saved in {directory}",
-                                    fix="run `vgpu preflight` once without --against first")
+            raise ParameterError(SAVED_RUN, f"no preflight of {inventory_path} is saved in "
+                                 f"{directory}", "save one first (`vgpu preflight`)",
+                                 reason=NONE_SAVED)
         return mine[-1]
     for candidate in (Path(against), directory / against, directory / f"{against}.json"):
         if candidate.is_file():
             return candidate
     known = ", ".join(p.stem for p in saved_reports(directory)[-5:]) or "none"
-    raise InputError.single("command line", "--against",
-                            f"'{against}' is neither a file nor a run id in {directory}",
-                            fix=f"use 'last' or one of the latest ids: {known}")
+    raise ParameterError(SAVED_RUN, f"'{against}' is neither a file nor a run id in "
+                         f"{directory}", f"use 'last' or one of the latest ids: {known}")
 
 
 def _saved_inventory(path: Path) -> Path | None:

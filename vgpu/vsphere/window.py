@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pyVmomi import vim
 
-from vgpu.errors import InputError, RemoteError
+from vgpu.errors import InputError, ParameterError, RemoteError
 from vgpu.model.inventory import Inventory
 from vgpu.results.store import ResultStore
 from vgpu.vsphere import drainrecord
@@ -26,6 +26,7 @@ from vgpu.vsphere.preflight import run_preflight
 from vgpu.vsphere.preflight_saved import save_report
 from vgpu.vsphere.reconcile import ClusterState, read_state
 from vgpu.vsphere.tasks import call
+from vgpu.vsphere.xorg import settle_graphics
 
 Say = Callable[[str], None]
 POLL_S = 0.5
@@ -46,9 +47,8 @@ def _host(state: ClusterState, host: str, inventory: Inventory) -> HostFacts:
     facts = state.hosts.get(host)
     if facts is None or host not in {h.name for h in inventory.hosts}:
         names = ", ".join(h.name for h in inventory.hosts) or "none"
-        raise InputError.single("command line", "--host",
-                                f"host {host} is not an inventory host in vCenter",
-                                fix=f"use one of: {names}")
+        raise ParameterError(drainrecord.HOST, f"host {host} is not an inventory host in "
+                             "vCenter", f"use one of: {names}")
     return facts
 
 
@@ -111,6 +111,7 @@ def drain(inventory: Inventory, inventory_path: Path, host: str, paths: WindowPa
         host=host, inventory=str(inventory_path.resolve()), drained_at=_now(),
         facts_id=facts_id, hardware_uuid=facts.hardware_uuid, boot_time=facts.boot_time,
         esxi_build=facts.build, host_driver=_driver(facts),
+        assignment_policy=facts.assignment_policy,
         vms_shut_down=[vm.name for vm in mine], baselines=_tie_baselines(paths.db, host,
                                                                          facts_id))
     drainrecord.save(record, paths.records_dir)
@@ -121,16 +122,16 @@ def _drained_already(records_dir: Path, host: str, say: Say) -> DrainRecord:
     try:
         record = drainrecord.load(records_dir, host)
     except InputError:
-        raise InputError.single("command line", "--host",
-                                f"host {host} is in maintenance mode, and not by `vgpu "
-                                "drain`: its facts before the upgrade are unknown",
-                                fix="exit maintenance mode in vCenter and drain it with vgpu "
-                                    "before the upgrade") from None
+        raise ParameterError(drainrecord.HOST,
+                             f"host {host} is in maintenance mode, and not by `vgpu drain`: "
+                             "its facts before the upgrade are unknown",
+                             "exit maintenance mode in vCenter and drain it with vgpu before "
+                             "the upgrade") from None
     if record.undrained_at is not None:
-        raise InputError.single("command line", "--host",
-                                f"host {host} is in maintenance mode again after its undrain "
-                                f"at {record.undrained_at}",
-                                fix="exit maintenance mode in vCenter and drain it again")
+        raise ParameterError(drainrecord.HOST,
+                             f"host {host} is in maintenance mode again after its undrain at "
+                             f"{record.undrained_at}",
+                             "exit maintenance mode in vCenter and drain it again")
     say(f"host {host} is in maintenance mode already (drained at {record.drained_at}): "
         "nothing changed")
     return record
@@ -217,6 +218,9 @@ def undrain(inventory: Inventory, inventory_path: Path, host: str, paths: Window
         if refusals:
             raise RemoteError("; ".join(r.reason for r in refusals) + f". Host {host} stays "
                               "in maintenance mode. Fix: " + "; ".join(r.fix for r in refusals))
+        booted = facts.boot_time is not None and record.boot_time is not None \
+            and facts.boot_time > record.boot_time
+        settle_graphics(facts, record.assignment_policy, booted, say)
         if facts.in_maintenance:
             call(f"exit maintenance mode on {host}", facts.ref.ExitMaintenanceMode_Task, 0)
         facts = _wait_connected(session, inventory, inventory_path, host,

@@ -245,13 +245,30 @@ func parseHostOptions(spec string) []types.BaseOptionValue {
 	return out
 }
 
+// withOption sets an option in the list: a key there already takes the new value.
+func withOption(settings []types.BaseOptionValue, value *types.OptionValue) []types.BaseOptionValue {
+	for i, setting := range settings {
+		if setting.GetOptionValue().Key == value.Key {
+			settings[i] = value
+			return settings
+		}
+	}
+	return append(settings, value)
+}
+
 // addOptionManager gives the host an advanced-option manager of its own (the simulator's
 // hosts share one list, so a change on one host would show on all).
 func addOptionManager(h *simulator.HostSystem, c labConfig) {
-	settings := []types.BaseOptionValue{&types.OptionValue{Key: "Config.HostAgent.log.level", Value: "info"}}
+	// ESXi's defaults of the options vgpu records with a host's facts (GPU_VM_OPTIONS).
+	settings := []types.BaseOptionValue{
+		&types.OptionValue{Key: "Config.HostAgent.log.level", Value: "info"},
+		&types.OptionValue{Key: "Power.CpuPolicy", Value: "Balanced"},
+		&types.OptionValue{Key: "VMkernel.Boot.iovDisableIR", Value: false},
+		&types.OptionValue{Key: "VMkernel.Boot.disableACSCheck", Value: false},
+	}
 	for _, option := range c.hostOptions {
 		value := *option.GetOptionValue()
-		settings = append(settings, &value)
+		settings = withOption(settings, &value)
 	}
 	ref := types.ManagedObjectReference{Type: "OptionManager", Value: "advoptions-" + h.Self.Value}
 	manager := simulator.NewOptionManager(&ref, settings)
@@ -348,6 +365,7 @@ func shapeHost(h *simulator.HostSystem, index int, c labConfig) {
 		}
 	}
 	addGraphicsManager(h)
+	addServiceSystem(h)
 	if c.passthrough[index] {
 		passthroughGpus(h)
 	}
@@ -566,6 +584,7 @@ func main() {
 	}
 
 	model.Service.ServeMux.HandleFunc(upgradePath, upgradeHandler(c))
+	model.Service.ServeMux.HandleFunc(xorgPath, xorgHandler(c))
 
 	public := *server.URL
 	public.User = nil
@@ -604,10 +623,13 @@ var (
 )
 
 // graphicsManager is a host's HostGraphicsManager: it keeps the graphics config (default
-// graphics type, assignment policy, per-device types) and the per-GPU VM lists.
+// graphics type, assignment policy, per-device types) and the per-GPU VM lists. As on ESXi,
+// a config change takes effect when Xorg restarts or the host boots: activePolicy is the
+// assignment policy in effect, and graphicsInfo[].graphicsType the active type per GPU.
 type graphicsManager struct {
 	mo.HostGraphicsManager
-	host *simulator.HostSystem
+	host         *simulator.HostSystem
+	activePolicy string
 }
 
 func (m *graphicsManager) UpdateGraphicsConfig(req *types.UpdateGraphicsConfig) soap.HasFault {
@@ -630,7 +652,10 @@ func (m *graphicsManager) RefreshGraphicsManager(req *types.RefreshGraphicsManag
 // addGraphicsManager gives the host its HostGraphicsManager, sharing the host's graphics
 // config and info.
 func addGraphicsManager(h *simulator.HostSystem) {
-	manager := &graphicsManager{host: h}
+	manager := &graphicsManager{host: h, activePolicy: "performance"}
+	if h.Config.GraphicsConfig != nil && h.Config.GraphicsConfig.SharedPassthruAssignmentPolicy != "" {
+		manager.activePolicy = h.Config.GraphicsConfig.SharedPassthruAssignmentPolicy
+	}
 	manager.Self = types.ManagedObjectReference{
 		Type: "HostGraphicsManager", Value: "graphicsmanager-" + h.Self.Value}
 	manager.GraphicsConfig = h.Config.GraphicsConfig
@@ -770,11 +795,13 @@ func (p *vgpuPlacer) hostGpus(host *simulator.HostSystem) []*gpuState {
 	return gpus
 }
 
+// hostPolicy is the assignment policy in effect on the host: the configured one only once
+// Xorg restarted or the host booted after it was set.
 func hostPolicy(host *simulator.HostSystem) string {
 	policy := "performance"
 	simulator.Map.WithLock(host, func() {
-		if host.Config.GraphicsConfig != nil && host.Config.GraphicsConfig.SharedPassthruAssignmentPolicy != "" {
-			policy = host.Config.GraphicsConfig.SharedPassthruAssignmentPolicy
+		if manager := placer.managers[host.Self]; manager != nil && manager.activePolicy != "" {
+			policy = manager.activePolicy
 		}
 	})
 	return policy
@@ -1279,6 +1306,7 @@ func upgradeHost(h *simulator.HostSystem, version, build, vib string, reboot boo
 	now := time.Now()
 	h.Runtime.BootTime = &now
 	h.Summary.RebootRequired = false
+	activateGraphics(h) // a boot starts Xorg with the configured graphics settings
 	return ""
 }
 
@@ -1290,4 +1318,156 @@ func installedEsxi(packages []types.SoftwarePackage) (string, string) {
 		return packages[0].Version, ""
 	}
 	return parts[0], parts[1]
+}
+
+// ---- the host's services: Xorg and the graphics settings it puts in effect ---------------
+//
+// ESXi's HostServiceSystem lists the host's services (xorg among them: the X.Org server the
+// vGPU manager's graphics settings are read by) and starts, stops and restarts them. The
+// simulator has no service system, so each host gets one here. A restart (or start) of
+// xorg puts the host's configured graphics settings in effect: the assignment policy and
+// each GPU's configured graphics type.
+
+const xorgPath = "/vgpu-lab/xorg"
+
+type serviceSystem struct {
+	mo.HostServiceSystem
+	host         *simulator.HostSystem
+	xorgRestarts int
+}
+
+var serviceSystems = map[types.ManagedObjectReference]*serviceSystem{}
+
+func (s *serviceSystem) service(key string) *types.HostService {
+	for i := range s.ServiceInfo.Service {
+		if s.ServiceInfo.Service[i].Key == key {
+			return &s.ServiceInfo.Service[i]
+		}
+	}
+	return nil
+}
+
+func (s *serviceSystem) setRunning(key string, running bool) *soap.Fault {
+	service := s.service(key)
+	if service == nil {
+		return simulator.Fault(fmt.Sprintf("no service %q on host %s", key, s.host.Name),
+			&types.NotFound{})
+	}
+	services := append([]types.HostService{}, s.ServiceInfo.Service...)
+	for i := range services {
+		if services[i].Key == key {
+			services[i].Running = running
+		}
+	}
+	s.ServiceInfo = types.HostServiceInfo{Service: services}
+	if key == "xorg" && running {
+		s.xorgRestarts++
+		simulator.Map.WithLock(s.host, func() { activateGraphics(s.host) })
+	}
+	return nil
+}
+
+func (s *serviceSystem) RestartService(req *types.RestartService) soap.HasFault {
+	if fault := s.setRunning(req.Id, true); fault != nil {
+		return &methods.RestartServiceBody{Fault_: fault}
+	}
+	return &methods.RestartServiceBody{Res: &types.RestartServiceResponse{}}
+}
+
+func (s *serviceSystem) StartService(req *types.StartService) soap.HasFault {
+	if fault := s.setRunning(req.Id, true); fault != nil {
+		return &methods.StartServiceBody{Fault_: fault}
+	}
+	return &methods.StartServiceBody{Res: &types.StartServiceResponse{}}
+}
+
+func (s *serviceSystem) StopService(req *types.StopService) soap.HasFault {
+	if fault := s.setRunning(req.Id, false); fault != nil {
+		return &methods.StopServiceBody{Fault_: fault}
+	}
+	return &methods.StopServiceBody{Res: &types.StopServiceResponse{}}
+}
+
+func (s *serviceSystem) RefreshServices(req *types.RefreshServices) soap.HasFault {
+	return &methods.RefreshServicesBody{Res: &types.RefreshServicesResponse{}}
+}
+
+// addServiceSystem gives the host its HostServiceSystem with the services of an ESXi 8
+// GPU host, Xorg running.
+func addServiceSystem(h *simulator.HostSystem) {
+	system := &serviceSystem{host: h}
+	system.Self = types.ManagedObjectReference{Type: "HostServiceSystem", Value: "servicesystem-" + h.Self.Value}
+	system.ServiceInfo = types.HostServiceInfo{Service: []types.HostService{
+		{Key: "TSM-SSH", Label: "SSH", Policy: "off"},
+		{Key: "ntpd", Label: "NTP Daemon", Policy: "on", Running: true},
+		{Key: "vpxa", Label: "VMware vCenter Agent", Required: true, Policy: "on", Running: true},
+		{Key: "xorg", Label: "X.Org Server", Policy: "on", Running: true},
+	}}
+	ref := simulator.Map.Put(system).Reference()
+	h.ConfigManager.ServiceSystem = &ref
+	serviceSystems[h.Self] = system
+}
+
+// activateGraphics puts the host's configured graphics settings in effect (call with the
+// host locked): the assignment policy, and each GPU's graphics type (its own, else the
+// host default).
+func activateGraphics(h *simulator.HostSystem) {
+	manager := placer.managers[h.Self]
+	config := h.Config.GraphicsConfig
+	if manager == nil || config == nil {
+		return
+	}
+	if config.SharedPassthruAssignmentPolicy != "" {
+		manager.activePolicy = config.SharedPassthruAssignmentPolicy
+	}
+	configured := map[string]string{}
+	for _, device := range config.DeviceType {
+		configured[device.DeviceId] = device.GraphicsType
+	}
+	info := make([]types.HostGraphicsInfo, len(h.Config.GraphicsInfo))
+	copy(info, h.Config.GraphicsInfo)
+	for i := range info {
+		if kind, ok := configured[info[i].PciId]; ok && kind != "" {
+			info[i].GraphicsType = kind
+		} else if config.HostDefaultGraphicsType != "" {
+			info[i].GraphicsType = config.HostDefaultGraphicsType
+		}
+	}
+	h.Config.GraphicsInfo = info
+	manager.GraphicsInfo = info
+}
+
+// xorgHandler answers GET xorgPath?host=H with what the simulator recorded of the host's
+// Xorg (a test's view, no vSphere API): running, how often it (re)started, and the
+// assignment policy in effect.
+func xorgHandler(c labConfig) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		user, password, ok := r.BasicAuth()
+		if !ok || user != c.username || password != c.password {
+			http.Error(w, "the lab's user and password are needed", http.StatusUnauthorized)
+			return
+		}
+		name := r.FormValue("host")
+		for _, obj := range simulator.Map.All("HostSystem") {
+			h := obj.(*simulator.HostSystem)
+			if h.Name != name {
+				continue
+			}
+			system := serviceSystems[h.Self]
+			if system == nil {
+				break
+			}
+			running, restarts := false, 0
+			simulator.Map.WithLock(system, func() {
+				if xorg := system.service("xorg"); xorg != nil {
+					running = xorg.Running
+				}
+				restarts = system.xorgRestarts
+			})
+			fmt.Fprintf(w, "{\"running\": %v, \"restarts\": %d, \"active_policy\": %q}\n",
+				running, restarts, hostPolicy(h))
+			return
+		}
+		http.Error(w, fmt.Sprintf("no host %q in the lab", name), http.StatusNotFound)
+	}
 }
