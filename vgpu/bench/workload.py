@@ -228,12 +228,14 @@ def harness_spec(
     cache_dir: str | None = None,
     accuracy: bool = True,
     stability: bool = True,
+    repeat: int = 0,
 ) -> InferenceRunSpec:
     """The harness run spec for one instance (docs/harness.md); ``device`` is a target's
     device section. Ship it as ``to_json()``. A workload with an accuracy target gets its
     accuracy pass unless ``accuracy`` is False (a calibration probe, which never runs
     under the MLPerf rules either: it only measures a rate); every run gets its stability
-    window unless ``stability`` is False (a probe again)."""
+    window unless ``stability`` is False (a probe again). A capacity search sends the
+    arrival pattern of ``repeat``, so both sides of an interleaved block send the same."""
     model = ModelSpec(workload.model, workload.variant, workload.precision)
     url = None
     if workload.backend == "triton":
@@ -261,8 +263,14 @@ def harness_spec(
         stability=stability_spec(workload, duration_s or workload.duration_s)
         if stability else None,
         slowdown=workload.slowdown,
-        llm=workload.llm,
+        llm=_for_repeat(workload.llm, repeat),
     )
+
+
+def _for_repeat(llm: LlmSpec | None, repeat: int) -> LlmSpec | None:
+    if llm is None or llm.capacity is None:
+        return llm
+    return replace(llm, capacity=replace(llm.capacity, repeat=repeat))
 
 
 def _rules_fields(workload: EffectiveWorkload, real_run: bool) -> dict[str, Any]:
