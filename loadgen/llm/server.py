@@ -135,6 +135,9 @@ def _completion(tokens: list[int], prompt_tokens: int | None) -> dict[str, Any]:
 
 class CompletionServer(ThreadingHTTPServer):
     daemon_threads = True
+    # an open-loop client opens a connection per worker at once: the default backlog of 5
+    # resets the rest
+    request_queue_size = 512
 
     def __init__(self, address: tuple[str, int], generator: OrtGenerator) -> None:
         super().__init__(address, CompletionHandler)

@@ -16,6 +16,8 @@ import pytest
 from loadgen.llm.slice_engine import SliceProfile
 from loadgen.llm.slice_sim import SliceSimulator
 from tests.bench.conftest import VGPU, RunVgpu, vgpu_env
+from vgpu.results.report import Table, build_report
+from vgpu.results.store import ResultStore
 
 # A step of 10 ms and 16 batch slots: the TTFT p99 target of 162 ms is met at 118.9/s and
 # missed at 141.4/s; 5% slower steps miss it at 118.9/s as well (capacity 100/s) — each
@@ -81,8 +83,9 @@ def _bench(run_vgpu: RunVgpu, cache: Path, tmp_path: Path,
             [*VGPU, "bench", "--scenario", "capvm", "--runs", "2", "--json"], cwd=tmp_path,
             env={**vgpu_env(cache), "VGPU_SCENARIOS": str(folder)}, capture_output=True,
             text=True, timeout=600, check=False)
-    assert done.returncode in (0, 1), done.stdout + done.stderr
-    report = run_vgpu("report", "r.html")
+    # exit 3: the verdict FAILed
+    assert done.returncode == (3 if vm_slowdown > 1 else 0), done.stdout + done.stderr
+    report = run_vgpu("report", "--out", "r.html")
     assert report.returncode == 0, report.stdout + report.stderr
     return done.stdout, (tmp_path / "r.html").read_text()
 
@@ -93,20 +96,29 @@ def _verdict(stdout: str) -> dict[str, str]:
     return {c["metric"]: c["verdict"] for c in workload["checks"]}
 
 
+def _report_checks(folder: Path) -> dict[str, str]:
+    """The report's checks of the compared series (the same store, judged again)."""
+    with ResultStore.open_existing(folder / "vgpu-results.db") as store:
+        checks = dict(build_report(store).sections)["Every check of the compared series"]
+    assert isinstance(checks, Table)
+    return {row[1]: row[7] for row in checks.rows}
+
+
 @pytest.mark.slow
 def test_a_slice_with_5_percent_slower_steps_fails_capacity(
         run_vgpu: RunVgpu, harness_cache: Path, tmp_path: Path) -> None:
     stdout, report = _bench(run_vgpu, harness_cache, tmp_path, 1.05)
     checks = _verdict(stdout)
+    assert _report_checks(tmp_path) == checks  # report shows the verdicts bench printed
     assert checks["capacity_at_slo"] == "FAIL", checks
     assert checks["valid_at_bare_metal_capacity"] == "FAIL", checks
     assert "inter_token_latency_p99_at_matched_load" in checks
     assert "output_token_throughput" not in checks
     assert "capacity_at_slo" in report and "FAIL" in report
-    with sqlite3.connect(tmp_path / "results.db") as db:
+    with sqlite3.connect(tmp_path / "vgpu-results.db") as db:
         stored = [json.loads(r[0]) for r in db.execute("SELECT result_json FROM instances")]
     searches = [s["capacity"] for s in stored if s.get("capacity")]
-    assert len(searches) == 6  # 2 repeats and a warm-up search, each side
+    assert len(searches) == 4  # 2 repeats a side (the unjudged warm-up is not stored)
     first = searches[0]
     assert {"capacity_qps", "confirmed", "runs", "slo_ms", "budget", "engine"} <= set(first)
     assert {"rate", "valid", "goodput", "ttft_p99_ms", "tpot_p99_ms", "itl_p99_ms",
@@ -121,5 +133,6 @@ def test_identical_slices_do_not_fail(run_vgpu: RunVgpu, harness_cache: Path,
                                       tmp_path: Path) -> None:
     stdout, _ = _bench(run_vgpu, harness_cache, tmp_path, 1.0)
     checks = _verdict(stdout)
+    assert _report_checks(tmp_path) == checks
     assert checks["capacity_at_slo"] != "FAIL", checks
     assert checks["valid_at_bare_metal_capacity"] != "FAIL", checks
