@@ -15,6 +15,7 @@ from loadgen.contract import (
     INFERENCE_MODELS,
     LLM_MODEL,
     MLPERF_TOKEN_TARGETS_MS,
+    TOKEN_SCENARIOS,
     AccuracySpec,
     BackendSpec,
     DeviceSpec,
@@ -87,8 +88,16 @@ class EffectiveWorkload:
         model = self.model if self.variant is None else f"{self.model}/{self.variant}"
         rules = ", MLPerf rules" if self.mlperf_rules else ""
         slowed = f", injected slowdown {self.slowdown:.0%}" if self.slowdown else ""
+        searched = ", capacity at the SLO" if self.capacity_search else ""
         return (f"{self.label} ({model} {self.precision} {self.scenario} b{self.batch} "
-                f"{self.backend}{rules}{slowed})")
+                f"{self.backend}{rules}{searched}{slowed})")
+
+    @property
+    def capacity_search(self) -> bool:
+        """Model llm's Server/Interactive measured as capacity at the SLO, never compared
+        with a LoadGen run at a fixed rate of the same name."""
+        return self.llm is not None and self.llm.capacity is not None and \
+            self.scenario in TOKEN_SCENARIOS
 
     @property
     def deploys_triton(self) -> bool:
