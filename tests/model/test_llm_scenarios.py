@@ -147,3 +147,17 @@ def test_a_scenario_breaking_an_llm_rule_names_file_field_and_fix(
     text = " ".join(err.split())
     assert str(path) in text and "workloads[0]" in text
     assert message in text and f"fix: {fix}" in text
+
+
+@pytest.mark.parametrize(("variant", "server", "interactive"), [
+    ("70b", (2000.0, 200.0), (450.0, 40.0)),  # MLPerf llama2-70b's own
+    ("8b", (2000.0, 100.0), (500.0, 30.0)),  # llama3.1-8b's
+])
+def test_a_served_llama_gets_its_own_mlperf_token_targets(
+        variant: str, server: tuple[float, float], interactive: tuple[float, float]) -> None:
+    for scenario, targets in (("Server", server), ("Interactive", interactive)):
+        workload = InferenceWorkload(model="llm", variant=variant, backend="openai",
+                                     url="http://vllm:8000", scenario=scenario,
+                                     target_qps=5)
+        llm = effective_workload(workload, True, BenchOverrides()).llm
+        assert llm is not None and (llm.ttft_ms, llm.tpot_ms) == targets

@@ -25,6 +25,7 @@ from loadgen.contract import (
     ModelSpec,
     StabilitySpec,
     is_builtin_model,
+    mlperf_token_targets,
 )
 from vgpu.defaults import DEFAULT_MAX_CLOCK_OFFSET_MS
 from vgpu.model.scenario import InferenceWorkload
@@ -192,7 +193,7 @@ def _cpu_token_targets(workload: InferenceWorkload, on_cpu: bool,
     llm = workload.llm_spec()
     if llm is None or not on_cpu or workload.scenario not in MLPERF_TOKEN_TARGETS_MS:
         return llm
-    ttft, tpot = MLPERF_TOKEN_TARGETS_MS[workload.scenario]
+    ttft, tpot = mlperf_token_targets(workload.variant)[workload.scenario]
     if llm.ttft_ms is None and llm.tpot_ms is None:
         notes.append(f"CPU only: token-latency targets TTFT p99 {ttft:g} ms, TPOT p99 "
                      f"{tpot:g} ms (MLPerf's {workload.scenario}; on a GPU the tiny model's "

@@ -326,10 +326,12 @@ class InferenceWorkload(StrictModel):
         None, description="model llm: prompt lengths {min, max} (default 16..64), seeded")
     ttft_ms: float | None = Field(
         None, gt=0, description="model llm, Server/Interactive: LoadGen's p99 time-to-first-"
-        "token target (default: MLPerf's 2000 / 500 ms for 8b and 70b, a tenth for tiny)")
+        "token target (default: MLPerf's 2000 / 500 ms for 8b, 2000 / 450 ms for 70b, a "
+        "tenth of 8b's for tiny)")
     tpot_ms: float | None = Field(
         None, gt=0, description="model llm, Server/Interactive: LoadGen's p99 time-per-"
-        "output-token target (default: MLPerf's 100 / 30 ms for 8b and 70b, a tenth for tiny)")
+        "output-token target (default: MLPerf's 100 / 30 ms for 8b, 200 / 40 ms for 70b, "
+        "a tenth of 8b's for tiny)")
     capacity: CapacitySettings | None = Field(
         None, description="model llm, Server/Interactive: measure capacity at the SLO (the "
         "highest Poisson rate whose p99 TTFT and TPOT meet the targets) instead of LoadGen "
