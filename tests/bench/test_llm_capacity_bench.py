@@ -115,6 +115,7 @@ def test_a_slice_with_5_percent_slower_steps_fails_capacity(
     assert "inter_token_latency_p99_at_matched_load" in checks
     assert "output_token_throughput" not in checks
     assert "capacity_at_slo" in report and "FAIL" in report
+    assert "Capacity at the latency SLO" in report  # the searches' table
     with sqlite3.connect(tmp_path / "vgpu-results.db") as db:
         stored = [json.loads(r[0]) for r in db.execute("SELECT result_json FROM instances")]
     searches = [s["capacity"] for s in stored if s.get("capacity")]

@@ -695,7 +695,9 @@ def build_report(
         sections.append(("Every check of the compared series",
                          comparison_table([j.comparison for j in judged])))
     sections += workload_sections(inference)
-    sections += token_sections(recent)
+    # a capacity search stores no samples/s: its series count here too
+    measured = [s for s in series if s.per_instance_throughput or capacity_rows(s)]
+    sections += token_sections(measured[-INSTANCE_TABLE_SERIES:])
     sections += runtime_sections(store)
     sections += _platform_sections(series, judged)
     sections += telemetry_sections(recent)
