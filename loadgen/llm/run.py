@@ -145,13 +145,7 @@ def _run_loadgen(state: RunRecord, sut: TokenSut, spec: Spec, warm_rate: float |
 
 
 def run_llm(spec: Spec, out_dir: str | Path, sync: StdinSync | None = None) -> dict[str, Any]:
-    """Run a model-llm spec and write ``out_dir/result.json``; returns the record. Server
-    and Interactive with ``llm.capacity`` are a capacity search (loadgen.llm.capacity_run)."""
-    if spec.llm is not None and spec.llm.capacity is not None and \
-            spec.loadgen.scenario in TOKEN_SCENARIOS:
-        from loadgen.llm.capacity_run import run_capacity
-
-        return run_capacity(spec, out_dir, sync)
+    """Run a model-llm spec and write ``out_dir/result.json``; returns the record."""
     out = fresh_out_dir(out_dir)
     binding = bind_device(spec.device)
     state = RunRecord(spec, out)
