@@ -21,6 +21,7 @@ KV_USAGE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
 KV_PEAK = "vgpu:kv_cache_peak_usage_perc"  # vgpu's servers: the highest since they started
 KV_BLOCKS_USED = "vgpu:kv_blocks_used"
 KV_BLOCKS_TOTAL = "vgpu:kv_blocks_total"
+KV_BLOCKS_PEAK = "vgpu:kv_blocks_peak"
 
 
 def _get(url: str, path: str) -> tuple[int, str] | None:
@@ -87,7 +88,8 @@ def cache_summary(before: Mapping[str, float] | None,
     where the engine keeps one), from two scrapes; None where not exposed."""
     out: dict[str, Any] = {"metrics_exposed": after is not None, "prefix_cache_hit_rate": None,
                            "kv_cache_usage": None, "kv_cache_peak_usage": None,
-                           "kv_blocks_used": None, "kv_blocks_total": None}
+                           "kv_blocks_used": None, "kv_blocks_peak": None,
+                           "kv_blocks_total": None}
     if after is None:
         return out
     hits, queries = _first(after, PREFIX_HITS), _first(after, PREFIX_QUERIES)
@@ -98,5 +100,6 @@ def cache_summary(before: Mapping[str, float] | None,
     out["kv_cache_usage"] = _first(after, KV_USAGE)
     out["kv_cache_peak_usage"] = after.get(KV_PEAK)
     out["kv_blocks_used"] = after.get(KV_BLOCKS_USED)
+    out["kv_blocks_peak"] = after.get(KV_BLOCKS_PEAK)
     out["kv_blocks_total"] = after.get(KV_BLOCKS_TOTAL)
     return out

@@ -1,14 +1,20 @@
 """The small Prometheus ``/metrics`` of vgpu's loopback server and slice simulator, in
 vLLM's names where vLLM has one (so one reader serves both): KV blocks in use (16 tokens a
-block, as vLLM's default), their peak, the pool's size and usage where the server has a
-pool, and the prefix-cache counters (these servers cache no prefix: every queried prompt
-token is a miss)."""
+block, as vLLM's default), their peak since the server started, the pool's size and usage
+where the server has a pool, and the prefix-cache counters (these servers cache no
+prefix: every queried prompt token is a miss)."""
 
 from __future__ import annotations
 
 import threading
 
-from loadgen.llm.engine_info import KV_BLOCKS_TOTAL, KV_BLOCKS_USED, KV_PEAK, KV_USAGE
+from loadgen.llm.engine_info import (
+    KV_BLOCKS_PEAK,
+    KV_BLOCKS_TOTAL,
+    KV_BLOCKS_USED,
+    KV_PEAK,
+    KV_USAGE,
+)
 
 BLOCK_TOKENS = 16
 
@@ -59,7 +65,7 @@ class KvAccount:
     def exposition(self) -> str:
         with self._lock:
             used, peak, prompts = self.used, self.peak, self.prompt_tokens
-        lines = [f"{KV_BLOCKS_USED} {blocks(used)}",
+        lines = [f"{KV_BLOCKS_USED} {blocks(used)}", f"{KV_BLOCKS_PEAK} {blocks(peak)}",
                  "vllm:prefix_cache_hits_total 0",
                  f"vllm:prefix_cache_queries_total {prompts}"]
         if self.pool_tokens:

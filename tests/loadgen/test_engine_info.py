@@ -28,7 +28,8 @@ def test_vllm_metrics_give_the_hit_rate_over_the_interval_and_the_kv_usage() -> 
 def test_an_endpoint_without_metrics_is_recorded_as_such() -> None:
     assert cache_summary(None, None) == {
         "metrics_exposed": False, "prefix_cache_hit_rate": None, "kv_cache_usage": None,
-        "kv_cache_peak_usage": None, "kv_blocks_used": None, "kv_blocks_total": None}
+        "kv_cache_peak_usage": None, "kv_blocks_used": None, "kv_blocks_peak": None,
+        "kv_blocks_total": None}
 
 
 def test_vgpus_servers_count_kv_blocks_and_their_peak() -> None:
@@ -38,6 +39,7 @@ def test_vgpus_servers_count_kv_blocks_and_their_peak() -> None:
     kv.release(33)
     summary = cache_summary(None, parse_prometheus(kv.exposition()))
     assert summary["kv_blocks_used"] == 0 and summary["kv_blocks_total"] == 10
+    assert summary["kv_blocks_peak"] == 3
     assert summary["kv_cache_usage"] == 0.0
     assert summary["kv_cache_peak_usage"] == 0.3
     assert summary["prefix_cache_hit_rate"] == 0.0

@@ -234,6 +234,7 @@ def test_a_capacity_spec_searches_the_loopback_server_and_records_its_caches(
     cache = search["engine"]["cache"]
     assert cache["metrics_exposed"] is True
     assert cache["kv_blocks_used"] == 0  # every answer ended, its cache released
+    assert cache["kv_blocks_peak"] >= 2  # a prompt of 8+ tokens and 12 answered
     assert cache["prefix_cache_hit_rate"] == 0.0
     assert record["accuracy"]["passed"] is True
     assert "tokens" not in record  # no LoadGen run at a fixed rate

@@ -5,7 +5,10 @@ of vgpu.results.capacity (``judge_capacity``), its checks turned into the compar
 checks. The capacity ratio carries its interval, so it joins the command's Holm family;
 the matched-load checks are gates without one, like the accuracy gate.
 
-Matched load: bare metal's capacity in each repeat. The VM's search ran its own rates, so
+Capacity here is each search's confirmed capacity, the highest rate VALID every time it
+ran (a rate that passed once and failed its rerun is the knee's noise, not a rate where
+the side is VALID); the search's own final point is stated beside it. Matched load: bare
+metal's (confirmed) capacity in each repeat. The VM's search ran its own rates, so
 the VM's run there is, in this order: its run at that very rate; else its highest INVALID
 run at or below it (INVALID where bare metal is VALID); else its lowest VALID run above it
 (VALID under more load than bare metal's); else its nearest run. The rate used is stated."""
@@ -45,10 +48,16 @@ def _paired(candidate: SeriesData, reference: SeriesData) -> list[tuple[int, int
     return [(i, i) for i in range(n)]
 
 
+def _confirmed(search: Mapping[str, Any]) -> float:
+    return float(search.get("confirmed_capacity_qps", search["capacity_qps"]))
+
+
 def _document(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The searches as judge_capacity reads them, each at its confirmed capacity."""
     first = runs[0]
     return {**{k: first.get(k) for k in SETUP_KEYS},
-            "repeats": [{**r, "repeat": i} for i, r in enumerate(runs)]}
+            "repeats": [{**r, "repeat": i, "capacity_qps": _confirmed(r), "confirmed": True}
+                        for i, r in enumerate(runs)]}
 
 
 def matched_run(vm: Mapping[str, Any], rate: float) -> Mapping[str, Any]:
@@ -116,12 +125,12 @@ def instance_checks(label: str, vm: Sequence[Mapping[str, Any]],
     allowed = max(capacity_pct, resolution * 100)
     suffix = f" {label}" if label else ""
     vm_doc, bare_doc = _document(vm), _document(bare)
-    caps = ([float(s["capacity_qps"]) for s in vm], [float(s["capacity_qps"]) for s in bare])
+    caps = ([_confirmed(s) for s in vm], [_confirmed(s) for s in bare])
     if min(caps[1]) <= 0 or min(caps[0]) <= 0:
         return [_as_check(CapacityCheck(CAPACITY_CHECK + suffix, False,
                                         "a search found no VALID rate on one side"),
                           "queries/s", caps)]
-    matched = [(float(b["capacity_qps"]), matched_run(v, float(b["capacity_qps"])))
+    matched = [(_confirmed(b), matched_run(v, _confirmed(b)))
                for v, b in zip(vm, bare, strict=True)]
     vm_matched = {**{k: vm_doc.get(k) for k in SETUP_KEYS},
                   "repeats": [{"repeat": i, "rate": rate, "matched": run}
@@ -136,17 +145,42 @@ def instance_checks(label: str, vm: Sequence[Mapping[str, Any]],
     for check in verdict.checks:
         named = CapacityCheck(check.name + suffix, check.passed, check.detail)
         if check.name == CAPACITY_CHECK:
-            checks.append(_as_check(named, "queries/s", caps, verdict, allowed))
+            finals = ", ".join(f"{float(v['capacity_qps']):.1f}/{float(b['capacity_qps']):.1f}"
+                               for v, b in zip(vm, bare, strict=True))
+            detail = (f"{named.detail}; confirmed capacities (VALID every time they ran), "
+                      f"the searches' final points VM/bare metal {finals}")
+            checks.append(_as_check(CapacityCheck(named.name, named.passed, detail),
+                                    "queries/s", caps, verdict, allowed))
         elif check.name == "valid_at_bare_metal_capacity":
             detail = named.detail + _matched_detail(matched)
-            checks.append(_as_check(CapacityCheck(named.name, named.passed, detail), "runs",
-                                    ([float(r["valid"]) for _, r in matched],
-                                     [1.0] * len(matched))))
+            checks.append(_valid_check(CapacityCheck(named.name, named.passed, detail),
+                                       [bool(r["valid"]) for _, r in matched]))
         else:
             key = "itl_p99_ms" if "inter_token" in check.name else "tpot_mean_ms"
             checks.append(_rise_check(named, [r.get(key) for _, r in matched],
                                       [_at_capacity(b).get(key) for b in bare], itl_pct))
     return checks
+
+
+def _valid_check(check: CapacityCheck, valid: Sequence[bool]) -> Check:
+    """judge_capacity's matched-load gate with an interval over the repeats (the share of
+    VM runs VALID where bare metal was VALID every time, in percentage points; band: no
+    fewer than all), so a FAIL joins the Holm family: a VM INVALID in every repeat stays
+    FAIL, one INVALID among VALID repeats at the knee is noise unless the family keeps it."""
+    shares = [100.0 if v else 0.0 for v in valid]
+    summary = summarize(shares)
+    se = df = ci = None
+    if len(shares) >= 2 and summary.stdev is not None:
+        df = float(len(shares) - 1)
+        se = summary.stdev / math.sqrt(len(shares))
+        half = t_quantile(0.975, len(shares) - 1) * se
+        ci = (summary.mean - 100 - half, summary.mean - 100 + half)
+    return Check(metric=check.name, unit="% of runs VALID", candidate=summary,
+                 reference_mean=100.0, reference=None, difference_pct=summary.mean - 100,
+                 ci_pct=ci, mdd_pct=None, band=Band(lower_pct=0.0),
+                 verdict="PASS" if check.passed else "FAIL", reason=check.detail,
+                 design="interleaved", se_pct=se, df=df, log_difference=summary.mean - 100,
+                 units=len(shares), shrinking_var=(se or 0.0) ** 2)
 
 
 def _rise_check(check: CapacityCheck, vm: Sequence[float | None],
@@ -175,7 +209,7 @@ def _rise_check(check: CapacityCheck, vm: Sequence[float | None],
 
 
 def _at_capacity(search: Mapping[str, Any]) -> Mapping[str, Any]:
-    at = [r for r in search["runs"] if r["valid"] and r["rate"] == search["capacity_qps"]]
+    at = [r for r in search["runs"] if r["valid"] and r["rate"] == _confirmed(search)]
     return at[-1] if at else {}
 
 

@@ -28,7 +28,7 @@ def _cache(search: Mapping[str, Any]) -> str:
     if not cache.get("metrics_exposed"):
         return "no /metrics"
     peak, hits = cache.get("kv_cache_peak_usage"), cache.get("prefix_cache_hit_rate")
-    blocks = cache.get("kv_blocks_used")
+    blocks = cache.get("kv_blocks_peak")
     kv = f"{peak:.1%}" if isinstance(peak, float) else \
         ("-" if blocks is None else f"{blocks:g} blocks")
     return f"{kv} / {'-' if hits is None else f'{hits:.0%}'}"
