@@ -54,3 +54,12 @@ def test_the_vm_run_standing_for_bare_metals_capacity() -> None:
     assert matched_run(search, 90) is runs[3]  # INVALID at a lower load than 90
     assert matched_run(search, 60) is runs[2]  # VALID under more load than 60
     assert matched_run({"runs": [_run(50, True)]}, 200)["rate"] == 50  # nearest
+
+
+def test_a_search_that_never_found_an_invalid_rate_is_only_a_lower_bound() -> None:
+    runs = [{"rate": r, "valid": True, "reasons": []} for r in (50.0, 100.0, 200.0, 200.0)]
+    open_ended = {"capacity_qps": 200.0, "confirmed_capacity_qps": 200.0, "runs": runs,
+                  "seed": 0}
+    [check] = instance_checks("", [open_ended], [_search(1.0, 0)], 2.0, 5.0)
+    assert check.verdict == "INCONCLUSIVE"
+    assert "VM repeat 0" in check.reason and "capacity.start_qps" in check.reason

@@ -75,15 +75,24 @@ def matched_run(vm: Mapping[str, Any], rate: float) -> Mapping[str, Any]:
     return min(runs, key=lambda r: abs(math.log(r["rate"] / rate)))
 
 
+def bracketed(search: Mapping[str, Any]) -> bool:
+    """Whether the search saw an INVALID rate above its capacity (else the capacity is a
+    lower bound: the budget ran out while doubling)."""
+    capacity = float(search["capacity_qps"])
+    return capacity <= 0 or any(not r["valid"] and r["rate"] > capacity
+                                for r in search.get("runs", []))
+
+
 def _as_check(check: CapacityCheck, unit: str, values: tuple[list[float], list[float]],
-              verdict: LlmVerdict | None = None, tolerance_pct: float = 0.0) -> Check:
+              verdict: LlmVerdict | None = None, tolerance_pct: float = 0.0,
+              inconclusive: bool = False) -> Check:
     cand, ref = summarize(values[0]), summarize(values[1])
     if verdict is None or cand.mean <= 0 or ref.mean <= 0:
         diff = 0.0 if ref.mean == 0 else (cand.mean / ref.mean - 1) * 100
+        outcome = "INCONCLUSIVE" if inconclusive else "PASS" if check.passed else "FAIL"
         return Check(metric=check.name, unit=unit, candidate=cand, reference_mean=ref.mean,
                      reference=ref, difference_pct=diff, ci_pct=None, mdd_pct=None,
-                     band=Band(), verdict="PASS" if check.passed else "FAIL",
-                     reason=check.detail)
+                     band=Band(), verdict=outcome, reason=check.detail)
     interval = verdict.capacity
     n = interval.repeats
     se = df = None
@@ -130,6 +139,13 @@ def instance_checks(label: str, vm: Sequence[Mapping[str, Any]],
         return [_as_check(CapacityCheck(CAPACITY_CHECK + suffix, False,
                                         "a search found no VALID rate on one side"),
                           "queries/s", caps)]
+    open_ended = [f"{side} repeat {i}" for side, searches in (("VM", vm), ("bare metal", bare))
+                  for i, search in enumerate(searches) if not bracketed(search)]
+    if open_ended:
+        return [_as_check(CapacityCheck(CAPACITY_CHECK + suffix, False, (
+            f"no INVALID rate above the capacity in {', '.join(open_ended)}: the search ran "
+            "out of runs while doubling, so its capacity is only a lower bound; raise "
+            "capacity.start_qps or capacity.runs")), "queries/s", caps, inconclusive=True)]
     matched = [(_confirmed(b), matched_run(v, _confirmed(b)))
                for v, b in zip(vm, bare, strict=True)]
     vm_matched = {**{k: vm_doc.get(k) for k in SETUP_KEYS},
