@@ -84,9 +84,21 @@ INPUT_NAMES: dict[str, tuple[str, ...]] = {
 # MLPerf Inference v6.1 llama3.1-8b: (TTFT p99 ms, TPOT p99 ms) per scenario.
 MLPERF_TOKEN_TARGETS_MS: dict[str, tuple[float, float]] = {
     "Server": (2000.0, 100.0), "Interactive": (500.0, 30.0)}
+# MLPerf Inference llama2-70b's own (TTFT p99 ms, TPOT p99 ms): a larger model is allowed
+# a slower token.
+LLAMA2_70B_TOKEN_TARGETS_MS: dict[str, tuple[float, float]] = {
+    "Server": (2000.0, 200.0), "Interactive": (450.0, 40.0)}
 # The tiny decoder's own targets: a tenth of MLPerf's (it is ~50 000x smaller than 8B).
 TINY_TOKEN_TARGETS_MS: dict[str, tuple[float, float]] = {
     "Server": (200.0, 10.0), "Interactive": (50.0, 3.0)}
+
+
+def mlperf_token_targets(variant: str | None) -> dict[str, tuple[float, float]]:
+    """MLPerf's token-latency targets for an llm variant: 70b has its own, every other
+    size llama3.1-8b's (the tiny decoder's are TINY_TOKEN_TARGETS_MS, a tenth of 8b's)."""
+    return LLAMA2_70B_TOKEN_TARGETS_MS if variant == "70b" else MLPERF_TOKEN_TARGETS_MS
+
+
 DEFAULT_TRITON_PORT: dict[str, int] = {"grpc": 8001, "http": 8000}
 TRITON_ONLY_OPTIONS = ("url", "protocol", "model_name", "in_flight")
 # backend openai (an OpenAI-compatible completions endpoint: vLLM, Triton with TensorRT-LLM,
@@ -232,6 +244,25 @@ class StabilitySpec:
 
 
 @dataclass(frozen=True)
+class CapacitySpec:
+    """Server/Interactive of model llm as capacity at the SLO (loadgen.llm.capacity): a
+    search of at most ``runs`` open-loop Poisson runs from ``start_qps``, each
+    ``max(min_queries, rate x duration_s)`` queries, bisected to ``resolution`` (a
+    fraction); ``repeat`` picks the seeded arrival pattern (the bench repeat, so that both
+    sides of a block send the same one)."""
+
+    start_qps: float = 50.0
+    runs: int = 5
+    resolution: float = 0.1
+    duration_s: float = 2.0
+    min_queries: int = 100
+    repeat: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class LlmSpec:
     """The token workload of model llm: each sample is a prompt of ``input_tokens_min`` to
     ``input_tokens_max`` token ids (uniform, from the run's seed) answered with
@@ -243,12 +274,15 @@ class LlmSpec:
     input_tokens_max: int = 64
     ttft_ms: float | None = None
     tpot_ms: float | None = None
+    capacity: CapacitySpec | None = None  # Server/Interactive measured as capacity at the SLO
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"max_output_tokens": self.max_output_tokens,
                                 "input_tokens": {"min": self.input_tokens_min,
                                                  "max": self.input_tokens_max}}
-        return {**data, **_present({"ttft_ms": self.ttft_ms, "tpot_ms": self.tpot_ms})}
+        return {**data, **_present({
+            "ttft_ms": self.ttft_ms, "tpot_ms": self.tpot_ms,
+            "capacity": None if self.capacity is None else self.capacity.to_json()})}
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from loadgen.contract import (
     TRITON_PROTOCOLS,
     AccuracySpec,
     BackendSpec,
+    CapacitySpec,
     DeviceSpec,
     InferenceRunSpec,
     LlmSpec,
@@ -168,7 +169,8 @@ def _read_openai_backend(r: SpecReader, b: dict[str, Any], threads: int | None) 
 _SPEC_FIELDS = {"model": "model.name", "backend": "backend.name", "url": "backend.url",
                 "variant": "model.variant", "scenario": "loadgen.scenario",
                 "target_qps": "loadgen.target_qps", "accuracy": "accuracy",
-                "mlperf_rules": "loadgen.mlperf_rules", "llm": "llm"}
+                "mlperf_rules": "loadgen.mlperf_rules", "llm": "llm",
+                "capacity": "llm.capacity"}
 
 
 def _check_llm(r: SpecReader, doc: dict[str, Any], model: ModelSpec, backend: BackendSpec,
@@ -180,7 +182,8 @@ def _check_llm(r: SpecReader, doc: dict[str, Any], model: ModelSpec, backend: Ba
         variant=model.variant, url=bool(backend.url),
         target_qps=loadgen.target_qps is not None,
         accuracy="accuracy" in doc, mlperf_rules=bool(loadgen.mlperf_rules),
-        llm_fields=_llm_keys(doc))
+        llm_fields=_llm_keys(doc),
+        capacity=isinstance(doc.get("llm"), dict) and "capacity" in doc["llm"])
     for found in llm_problems(workload, _SPEC_FIELDS):
         r.problem(found.field, found.message, found.fix)
 
@@ -196,7 +199,8 @@ def _llm_keys(doc: dict[str, Any]) -> list[str]:
 def _read_llm(r: SpecReader, doc: dict[str, Any], model: ModelSpec) -> LlmSpec | None:
     if model.name != LLM_MODEL:
         return None  # an llm section here is one of _check_llm's problems
-    section = r.section(doc, "llm", {"max_output_tokens", "input_tokens", "ttft_ms", "tpot_ms"})
+    section = r.section(doc, "llm", {"max_output_tokens", "input_tokens", "ttft_ms", "tpot_ms",
+                                     "capacity"})
     default = LlmSpec()
     tokens = section.get("input_tokens", {"min": default.input_tokens_min,
                                           "max": default.input_tokens_max})
@@ -216,7 +220,33 @@ def _read_llm(r: SpecReader, doc: dict[str, Any], model: ModelSpec) -> LlmSpec |
         input_tokens_min=low or default.input_tokens_min,
         input_tokens_max=high or default.input_tokens_max,
         ttft_ms=r.positive(section, "ttft_ms", "llm.ttft_ms"),
-        tpot_ms=r.positive(section, "tpot_ms", "llm.tpot_ms"))
+        tpot_ms=r.positive(section, "tpot_ms", "llm.tpot_ms"),
+        capacity=_read_capacity(r, section.get("capacity")))
+
+
+def _read_capacity(r: SpecReader, section: Any) -> CapacitySpec | None:
+    if section is None:
+        return None
+    if not isinstance(section, dict):
+        r.problem("llm.capacity", f"must be an object, got {section!r}",
+                  'write it as {"start_qps": 50, "runs": 5}')
+        return None
+    default = CapacitySpec()
+    r.unknown_keys(section, set(default.to_json()), "llm.capacity.")
+    resolution = r.positive(section, "resolution", "llm.capacity.resolution")
+    if resolution is not None and resolution >= 1:
+        r.problem("llm.capacity.resolution", f"{resolution} is not a fraction below 1",
+                  "give e.g. 0.1 (bisect until the bracket is 10% wide)")
+    return CapacitySpec(
+        start_qps=r.positive(section, "start_qps", "llm.capacity.start_qps")
+        or default.start_qps,
+        runs=r.integer(section, "runs", "llm.capacity.runs", default.runs, 3) or default.runs,
+        resolution=resolution or default.resolution,
+        duration_s=r.positive(section, "duration_s", "llm.capacity.duration_s")
+        or default.duration_s,
+        min_queries=r.integer(section, "min_queries", "llm.capacity.min_queries",
+                              default.min_queries, 1) or default.min_queries,
+        repeat=r.integer(section, "repeat", "llm.capacity.repeat", 0, 0) or 0)
 
 
 def _check_torch(r: SpecReader, model: ModelSpec, device: DeviceSpec) -> None:

@@ -16,7 +16,7 @@ LLM_BACKENDS = ("onnxruntime", "torch", "openai")
 IN_PROCESS_VARIANT = "tiny"  # the only variant that runs without a serving endpoint
 # role -> what it is; each side maps every role to its own field name
 ROLES = ("model", "backend", "url", "variant", "scenario", "target_qps", "accuracy",
-         "mlperf_rules", "llm")
+         "mlperf_rules", "llm", "capacity")
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,7 @@ class LlmWorkload:
     accuracy: bool = False
     mlperf_rules: bool = False
     llm_fields: Sequence[str] = ()
+    capacity: bool = False  # measured as capacity at the SLO (loadgen.llm.capacity)
 
 
 def llm_problems(workload: LlmWorkload, names: Mapping[str, str]) -> list[LlmProblem]:
@@ -79,9 +80,15 @@ def llm_problems(workload: LlmWorkload, names: Mapping[str, str]) -> list[LlmPro
                                 "model llm (its llama rules are for the real llama models)",
                                 f"remove {n['mlperf_rules']}; set the ttft_ms / tpot_ms "
                                 "targets of the llm workload instead"))
-    if w.scenario in TOKEN_SCENARIOS and not w.target_qps:
+    if w.scenario in TOKEN_SCENARIOS and not w.target_qps and not w.capacity:
         found.append(LlmProblem(n["target_qps"], f"{w.scenario} needs the query rate to "
-                                "hold", f"set {n['target_qps']}, e.g. 20"))
+                                "hold, or a capacity search", f"set {n['capacity']}, e.g. "
+                                "{start_qps: 50, runs: 5, resolution: 0.1, duration_s: 2}"))
+    if w.capacity and w.scenario not in TOKEN_SCENARIOS:
+        found.append(LlmProblem(n["capacity"], f"a capacity search is a Server or "
+                                f"Interactive measurement, not {w.scenario}'s (Offline "
+                                "states tokens/s)", f"remove {n['capacity']}, or set "
+                                f"{n['scenario']} to Server"))
     return found
 
 

@@ -13,10 +13,10 @@ import mlperf_loadgen as lg
 
 from loadgen.contract import (
     LLM_MODEL,
-    MLPERF_TOKEN_TARGETS_MS,
     TINY_TOKEN_TARGETS_MS,
     TOKEN_SCENARIOS,
     LlmSpec,
+    mlperf_token_targets,
 )
 from loadgen.device import bind_device
 from loadgen.gate import ACCURACY_LOG
@@ -52,7 +52,8 @@ def token_targets(spec: Spec) -> tuple[float, float] | None:
     if scenario not in TOKEN_SCENARIOS:
         return None
     llm = spec.llm or LlmSpec()
-    table = TINY_TOKEN_TARGETS_MS if spec.model.variant == "tiny" else MLPERF_TOKEN_TARGETS_MS
+    variant = spec.model.variant
+    table = TINY_TOKEN_TARGETS_MS if variant == "tiny" else mlperf_token_targets(variant)
     ttft, tpot = table[scenario]
     return (llm.ttft_ms or ttft, llm.tpot_ms or tpot)
 
@@ -189,7 +190,7 @@ def run_llm(spec: Spec, out_dir: str | Path, sync: StdinSync | None = None) -> d
     record["tokens"] = token_metrics(
         out / DETAIL_LOG, spec.loadgen.scenario, sut.timings if sut else [],
         (timed[1] - timed[0]) if timed[0] and timed[1] else None, token_targets(spec),
-        MLPERF_TOKEN_TARGETS_MS.get(spec.loadgen.scenario))
+        mlperf_token_targets(spec.model.variant).get(spec.loadgen.scenario))
     if spec.loadgen.scenario == "Interactive":
         record["scenario"] = "Interactive"
     write_result(out, record)

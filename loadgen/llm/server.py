@@ -18,7 +18,9 @@ from typing import Any
 
 import numpy as np
 
+from loadgen.contract import HARNESS_VERSION
 from loadgen.llm.engines import OrtGenerator
+from loadgen.llm.server_metrics import KvAccount
 
 MODEL_ID = "vgpu-tiny-decoder"
 READY_LINE = "listening on "
@@ -55,9 +57,22 @@ class CompletionHandler(BaseHTTPRequestHandler):
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
         self.wfile.flush()
 
+    def _text(self, body: str) -> None:
+        data = body.encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain; version=0.0.4")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
     def do_GET(self) -> None:
-        if self.path.rstrip("/") == "/v1/models":
+        path = self.path.rstrip("/")
+        if path == "/v1/models":
             self._json(200, {"object": "list", "data": [{"id": MODEL_ID, "object": "model"}]})
+        elif path == "/version":
+            self._json(200, {"version": f"vgpu-loopback {HARNESS_VERSION}"})
+        elif path == "/metrics":
+            self._text(self.server.kv.exposition())
         else:
             self._json(404, {"error": {"message": f"no route {self.path}"}})
 
@@ -86,9 +101,15 @@ class CompletionHandler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         count = 0
-        for token in self.server.generator.stream(prompt, max_tokens):
-            self._chunk(STREAM_CHUNK % (token, token))
-            count += 1
+        kv = self.server.kv
+        kv.admit(len(prompt))
+        try:
+            for token in self.server.generator.stream(prompt, max_tokens):
+                self._chunk(STREAM_CHUNK % (token, token))
+                kv.grow()
+                count += 1
+        finally:
+            kv.release(len(prompt) + count)
         if usage:
             self._chunk(json.dumps({"id": "cmpl-vgpu", "object": "text_completion",
                                     "model": MODEL_ID, "choices": [], "usage": {
@@ -114,10 +135,14 @@ def _completion(tokens: list[int], prompt_tokens: int | None) -> dict[str, Any]:
 
 class CompletionServer(ThreadingHTTPServer):
     daemon_threads = True
+    # an open-loop client opens a connection per worker at once: the default backlog of 5
+    # resets the rest
+    request_queue_size = 512
 
     def __init__(self, address: tuple[str, int], generator: OrtGenerator) -> None:
         super().__init__(address, CompletionHandler)
         self.generator = generator
+        self.kv = KvAccount()  # no pool: each answer holds its own cache
 
 
 def main(argv: list[str] | None = None) -> int:

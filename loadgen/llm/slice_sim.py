@@ -14,9 +14,11 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import asdict
 from http.server import ThreadingHTTPServer
 
 from loadgen.llm.server import READY_LINE, CompletionHandler
+from loadgen.llm.server_metrics import KvAccount
 from loadgen.llm.slice_engine import BatchEngine, SimSequence, SliceProfile, StallClock
 
 SIM_MODEL_ID = "vgpu-slice-simulator"
@@ -41,6 +43,7 @@ class RealtimeEngine:
 
     def __init__(self, profile: SliceProfile) -> None:
         self.engine = BatchEngine(profile)
+        self.kv = KvAccount(profile.kv_tokens)
         self.inbox: queue.SimpleQueue[SimSequence] = queue.SimpleQueue()
         self._wake = threading.Event()
         self._stopped = False
@@ -48,6 +51,7 @@ class RealtimeEngine:
         self._thread.start()
 
     def submit(self, seq: SimSequence) -> None:
+        self.kv.queried(seq.prompt_tokens)
         self.inbox.put(seq)
         self._wake.set()
 
@@ -72,6 +76,7 @@ class RealtimeEngine:
                 start = time.perf_counter()
                 continue
             step = self.engine.step()
+            self.kv.set_used(self.engine.kv_used)
             end = start + step.seconds + stalls.extra(start)
             if (pause := end - time.perf_counter()) > 0:
                 time.sleep(pause)
@@ -138,9 +143,15 @@ class SliceHandler(CompletionHandler):
         self.wfile.flush()
 
     def do_GET(self) -> None:
-        if self.path.rstrip("/") == "/v1/models":
+        path = self.path.rstrip("/")
+        if path == "/v1/models":
             self._json(200, {"object": "list",
                              "data": [{"id": SIM_MODEL_ID, "object": "model"}]})
+        elif path == "/version":
+            self._json(200, {"version": "vgpu-slice-simulator",
+                             "profile": asdict(self.server.engine.engine.profile)})
+        elif path == "/metrics":
+            self._text(self.server.engine.kv.exposition())
         else:
             self._json(404, {"error": {"message": f"no route {self.path}"}})
 

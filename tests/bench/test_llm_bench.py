@@ -1,20 +1,45 @@
-"""`vgpu bench` of scenario 6's LLM workload on this CPU, against its bare-metal twin: the
-token panel, the verdict with the token checks, the report's TTFT/TPOT table and the MLPerf
-export of LoadGen's token-latency logs."""
+"""`vgpu bench` of scenario 6's LLM workload run as a LoadGen Server workload at a fixed
+rate (`target_qps` in place of its `capacity`: what a scenario keeps for MLPerf's logs) on
+this CPU, against its bare-metal twin: the token panel, the verdict with the token checks,
+the report's TTFT/TPOT table and the MLPerf export of LoadGen's token-latency logs. The
+capacity verdict is tests/bench/test_llm_capacity_bench.py's."""
 
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
-from tests.bench.conftest import RunVgpu
+from tests.bench.conftest import VGPU, vgpu_env
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _at_fixed_rate(folder: Path) -> None:
+    """Scenarios 6 and bm6 with the LLM workload at target_qps 100 instead of a search."""
+    folder.mkdir()
+    for name in ("mig_4g_2g_1g.yaml", "bm_mig_4g_2g_1g.yaml"):
+        data = yaml.safe_load((ROOT / "scenarios" / name).read_text())
+        for workload in data["workloads"]:
+            if workload.get("model") == "llm":
+                del workload["capacity"]
+                workload["target_qps"] = 100
+        (folder / name).write_text(yaml.safe_dump(data))
 
 
 @pytest.mark.slow
 def test_scenario_6_llm_workload_ends_in_a_verdict_and_exports_token_logs(
-        run_vgpu: RunVgpu, tmp_path: Path) -> None:
+        harness_cache: Path, tmp_path: Path) -> None:
+    _at_fixed_rate(tmp_path / "scenarios")
+    env = {**vgpu_env(harness_cache), "VGPU_SCENARIOS": str(tmp_path / "scenarios")}
+
+    def run_vgpu(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*VGPU, *args], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=300, check=False)
+
     # the workload's own 5 s: LoadGen's early stopping needs ~460 queries at 100/s
     done = run_vgpu("bench", "--scenario", "6", "--workload", "llm-server", "--runs", "1",
                     "--report", "r.html")

@@ -214,3 +214,36 @@ def test_over_http_every_query_gets_a_prompt_of_its_own(tiny_model: Path) -> Non
     finally:
         unique.stop()
         plain.stop()
+
+
+def test_a_capacity_spec_searches_the_loopback_server_and_records_its_caches(
+        model_cache: Path, tmp_path: Path) -> None:
+    # onnxruntime: the harness serves the tiny model on a loopback port for the search
+    doc = llm_doc(model_cache, "Server", accuracy={"target": 1.0, "samples": 2})
+    del doc["loadgen"]["target_qps"]
+    doc["llm"] = {**LLM.to_json(), "ttft_ms": 2000, "tpot_ms": 100, "capacity": {
+        "start_qps": 20, "runs": 3, "duration_s": 0.5, "min_queries": 20, "repeat": 1}}
+    record = run(parse_spec(doc), tmp_path)
+    assert record["status"] == "ok", record["reason"]
+    search = record["capacity"]
+    assert len(search["runs"]) == 3 and search["repeat"] == 1
+    assert search["runs"][0]["rate"] == 20 and search["runs"][0]["queries"] == 20
+    assert record["validity"]["result"] == ("VALID" if search["capacity_qps"] else "INVALID")
+    assert search["slo_ms"] == {"ttft_ms": 2000, "tpot_ms": 100}
+    assert search["engine"]["version"]["version"].startswith("vgpu-loopback")
+    cache = search["engine"]["cache"]
+    assert cache["metrics_exposed"] is True
+    assert cache["kv_blocks_used"] == 0  # every answer ended, its cache released
+    assert cache["kv_blocks_peak"] >= 2  # a prompt of 8+ tokens and 12 answered
+    assert cache["prefix_cache_hit_rate"] == 0.0
+    assert record["accuracy"]["passed"] is True
+    assert "tokens" not in record  # no LoadGen run at a fixed rate
+
+
+def test_a_capacity_budget_under_three_runs_names_its_field(model_cache: Path) -> None:
+    doc = llm_doc(model_cache, "Server")
+    doc["llm"] = {**LLM.to_json(), "capacity": {"runs": 2, "resolution": 1.5}}
+    with pytest.raises(SpecError) as err:
+        parse_spec(doc)
+    assert "llm.capacity.runs" in str(err.value)
+    assert "llm.capacity.resolution" in str(err.value)

@@ -100,6 +100,26 @@ def test_llm_fields_are_checked(fields: dict[str, Any], message: str) -> None:
         InferenceWorkload(**fields)
 
 
+def test_a_capacity_budget_below_three_runs_names_its_field(tmp_path: Path) -> None:
+    path = write_scenario(tmp_path, ["7g.80gb"], {
+        "model": "llm", "scenario": "Server", "capacity": {"start_qps": 10, "runs": 2}})
+    code, _, err = run_cli(["plan", str(path)])
+    assert code == 2
+    text = " ".join(err.split())
+    assert str(path) in text and "workloads[0].capacity.runs" in text
+
+
+def test_a_capacity_workload_ships_its_search_with_the_repeat_as_arrival_pattern() -> None:
+    workload = InferenceWorkload(model="llm", scenario="Server",
+                                 capacity={"start_qps": 20, "runs": 4})
+    effective = effective_workload(workload, True, BenchOverrides())
+    spec = harness_spec(effective, instance="i0", device={"kind": "cpu"}, threads=1,
+                        repeat=3).to_json()
+    assert spec["llm"]["capacity"] == {"start_qps": 20.0, "runs": 4, "resolution": 0.1,
+                                       "duration_s": 2.0, "min_queries": 100, "repeat": 3}
+    assert "target_qps" not in spec["loadgen"]
+
+
 def test_mlperf_rules_leave_the_llm_workload_on_its_token_targets() -> None:
     workload = InferenceWorkload(model="llm", scenario="Server", target_qps=50)
     effective = effective_workload(workload, True, BenchOverrides(mlperf_rules=True))
@@ -114,6 +134,9 @@ def test_mlperf_rules_leave_the_llm_workload_on_its_token_targets() -> None:
      "use variant tiny, or backend openai with url"),
     ({"model": "bert", "scenario": "Offline", "backend": "openai"},
      "backend openai serves only model llm", "set model to llm or choose another backend"),
+    ({"model": "llm", "scenario": "Offline", "capacity": {"start_qps": 10}},
+     "a capacity search is a Server or Interactive measurement, not Offline's",
+     "remove capacity, or set scenario to Server"),
 ])
 def test_a_scenario_breaking_an_llm_rule_names_file_field_and_fix(
         tmp_path: Path, workload: dict[str, Any], message: str, fix: str) -> None:
@@ -124,3 +147,17 @@ def test_a_scenario_breaking_an_llm_rule_names_file_field_and_fix(
     text = " ".join(err.split())
     assert str(path) in text and "workloads[0]" in text
     assert message in text and f"fix: {fix}" in text
+
+
+@pytest.mark.parametrize(("variant", "server", "interactive"), [
+    ("70b", (2000.0, 200.0), (450.0, 40.0)),  # MLPerf llama2-70b's own
+    ("8b", (2000.0, 100.0), (500.0, 30.0)),  # llama3.1-8b's
+])
+def test_a_served_llama_gets_its_own_mlperf_token_targets(
+        variant: str, server: tuple[float, float], interactive: tuple[float, float]) -> None:
+    for scenario, targets in (("Server", server), ("Interactive", interactive)):
+        workload = InferenceWorkload(model="llm", variant=variant, backend="openai",
+                                     url="http://vllm:8000", scenario=scenario,
+                                     target_qps=5)
+        llm = effective_workload(workload, True, BenchOverrides()).llm
+        assert llm is not None and (llm.ttft_ms, llm.tpot_ms) == targets

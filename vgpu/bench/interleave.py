@@ -8,6 +8,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from vgpu.bench.capacity_plan import plan_note
 from vgpu.bench.fanout import RoundTimeouts, run_round
 from vgpu.bench.outcome import BenchListener, BenchOutcome, QuietListener, WorkloadOutcome
 from vgpu.bench.pacing import Budget, pacing_for
@@ -97,6 +98,11 @@ def _run_blocks(store: ResultStore, sides: tuple[Side, Side],
             return
     _share_rates(sides, pair)
     candidate = sides[1]
+    if pair[1].workload.capacity_search:
+        sequential = False
+        stated = plan_note(pair[1].workload, repeats)
+        pair[1].workload.notes.append(stated)
+        listen.phase(f"{pair[1].workload.label}: {stated}")
     pacing = pacing_for(candidate.overrides, repeats, budget, step=2, always=sequential)
     if pacing is not None:
         stated = (f"interleaved blocks: looks planned from the pilot's noise after {repeats} "

@@ -198,6 +198,7 @@ def run_repeat(
         t.instance: harness_spec(
             effective, instance=t.instance, device=t.device, threads=t.threads,
             seed=overrides.seed, target_qps=result.calibrated_qps.get(t.instance),
+            repeat=repeat,
         ).to_json()
         for t in targets
     }

@@ -9,8 +9,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from vgpu.bench.outcome import BenchOutcome, WorkloadOutcome
-from vgpu.results import telemetry_view, token_view
+from vgpu.results import capacity_view, telemetry_view, token_view
 from vgpu.results.accuracy import ACCURACY_REFERENCE, InstanceAccuracy, instance_accuracies
+from vgpu.results.capacity_view import capacity_rows
 from vgpu.results.compare import Comparison, check_as_dict
 from vgpu.results.format import number
 from vgpu.results.platforms import describe_changes
@@ -101,6 +102,21 @@ def token_table(outcome: WorkloadOutcome) -> Table | None:
     return table
 
 
+def capacity_table(outcome: WorkloadOutcome) -> Table | None:
+    """An LLM workload measured as capacity at the SLO: its searches per instance (in
+    place of the samples/s table, which a search does not fill); None otherwise."""
+    rows = capacity_rows(outcome.series) if outcome.series is not None else []
+    if not rows:
+        return None
+    table = Table(title=f"{escape(outcome.workload.key)}: capacity at the SLO (valid "
+                  "repeats)", title_justify="left")
+    for column in capacity_view.HEADERS:
+        table.add_column(column, justify="left" if column == "instance" else "right")
+    for row in rows:
+        table.add_row(*(escape(cell) for cell in row))
+    return table
+
+
 def telemetry_table(outcome: WorkloadOutcome) -> Table | None:
     """What the harness sampled per instance, over the repeats: GPU utilisation, memory,
     power, SM clock (NVML; "not supported on a MIG slice" where NVML refuses) and the
@@ -141,7 +157,11 @@ def render(outcome: BenchOutcome, console: Console, db: str, report: str | None)
     for workload in outcome.workloads:
         for note in workload.workload.notes:
             console.print(f"[dim]note:[/dim] {escape(note)}")
-        console.print(workload_table(workload))
+        capacity = capacity_table(workload)
+        if capacity is None:
+            console.print(workload_table(workload))
+        else:
+            console.print(capacity)
         if (tokens := token_table(workload)) is not None:
             console.print(tokens)
         if (telemetry := telemetry_table(workload)) is not None:

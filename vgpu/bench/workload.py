@@ -15,6 +15,7 @@ from loadgen.contract import (
     INFERENCE_MODELS,
     LLM_MODEL,
     MLPERF_TOKEN_TARGETS_MS,
+    TOKEN_SCENARIOS,
     AccuracySpec,
     BackendSpec,
     DeviceSpec,
@@ -24,6 +25,7 @@ from loadgen.contract import (
     ModelSpec,
     StabilitySpec,
     is_builtin_model,
+    mlperf_token_targets,
 )
 from vgpu.defaults import DEFAULT_MAX_CLOCK_OFFSET_MS
 from vgpu.model.scenario import InferenceWorkload
@@ -87,8 +89,16 @@ class EffectiveWorkload:
         model = self.model if self.variant is None else f"{self.model}/{self.variant}"
         rules = ", MLPerf rules" if self.mlperf_rules else ""
         slowed = f", injected slowdown {self.slowdown:.0%}" if self.slowdown else ""
+        searched = ", capacity at the SLO" if self.capacity_search else ""
         return (f"{self.label} ({model} {self.precision} {self.scenario} b{self.batch} "
-                f"{self.backend}{rules}{slowed})")
+                f"{self.backend}{rules}{searched}{slowed})")
+
+    @property
+    def capacity_search(self) -> bool:
+        """Model llm's Server/Interactive measured as capacity at the SLO, never compared
+        with a LoadGen run at a fixed rate of the same name."""
+        return self.llm is not None and self.llm.capacity is not None and \
+            self.scenario in TOKEN_SCENARIOS
 
     @property
     def deploys_triton(self) -> bool:
@@ -183,7 +193,7 @@ def _cpu_token_targets(workload: InferenceWorkload, on_cpu: bool,
     llm = workload.llm_spec()
     if llm is None or not on_cpu or workload.scenario not in MLPERF_TOKEN_TARGETS_MS:
         return llm
-    ttft, tpot = MLPERF_TOKEN_TARGETS_MS[workload.scenario]
+    ttft, tpot = mlperf_token_targets(workload.variant)[workload.scenario]
     if llm.ttft_ms is None and llm.tpot_ms is None:
         notes.append(f"CPU only: token-latency targets TTFT p99 {ttft:g} ms, TPOT p99 "
                      f"{tpot:g} ms (MLPerf's {workload.scenario}; on a GPU the tiny model's "
@@ -228,12 +238,14 @@ def harness_spec(
     cache_dir: str | None = None,
     accuracy: bool = True,
     stability: bool = True,
+    repeat: int = 0,
 ) -> InferenceRunSpec:
     """The harness run spec for one instance (docs/harness.md); ``device`` is a target's
     device section. Ship it as ``to_json()``. A workload with an accuracy target gets its
     accuracy pass unless ``accuracy`` is False (a calibration probe, which never runs
     under the MLPerf rules either: it only measures a rate); every run gets its stability
-    window unless ``stability`` is False (a probe again)."""
+    window unless ``stability`` is False (a probe again). A capacity search sends the
+    arrival pattern of ``repeat``, so both sides of an interleaved block send the same."""
     model = ModelSpec(workload.model, workload.variant, workload.precision)
     url = None
     if workload.backend == "triton":
@@ -261,8 +273,14 @@ def harness_spec(
         stability=stability_spec(workload, duration_s or workload.duration_s)
         if stability else None,
         slowdown=workload.slowdown,
-        llm=workload.llm,
+        llm=_for_repeat(workload.llm, repeat),
     )
+
+
+def _for_repeat(llm: LlmSpec | None, repeat: int) -> LlmSpec | None:
+    if llm is None or llm.capacity is None:
+        return llm
+    return replace(llm, capacity=replace(llm.capacity, repeat=repeat))
 
 
 def _rules_fields(workload: EffectiveWorkload, real_run: bool) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from loadgen.contract import (
     LLM_MODEL,
     ONNX_SUFFIX,
     TRAINING_MODELS,
+    CapacitySpec,
     CommBackend,
     InferenceBackend,
     LlmSpec,
@@ -252,12 +253,36 @@ class InputTokens(StrictModel):
         return self
 
 
+class CapacitySettings(StrictModel):
+    """Model llm, Server/Interactive: the capacity search each repeat runs per instance
+    (loadgen.llm.capacity): at most ``runs`` open-loop runs from ``start_qps``, each
+    ``max(min_queries, rate x duration_s)`` seeded Poisson queries, bisected until the
+    bracket is ``resolution`` wide."""
+
+    start_qps: float = Field(50.0, gt=0, description="the first rate tried (queries/s); "
+                             "the search doubles or halves from it")
+    runs: int = Field(5, ge=3, le=30, description="runs per search, the confirming rerun "
+                      "included (at least 3: bracket both sides and rerun)")
+    resolution: float = Field(0.1, gt=0, lt=1, description="bisect until the bracket is "
+                              "this fraction wide; a capacity ratio finer than it is noise")
+    duration_s: float = Field(2.0, gt=0, le=3600, description="seconds of arrivals per run "
+                              "(at least min_queries queries)")
+    min_queries: int = Field(100, ge=1, le=1_000_000, description="fewest queries a run "
+                             "sends (its p99 rests on them)")
+
+    def spec(self, repeat: int) -> CapacitySpec:
+        return CapacitySpec(start_qps=self.start_qps, runs=self.runs,
+                            resolution=self.resolution, duration_s=self.duration_s,
+                            min_queries=self.min_queries, repeat=repeat)
+
+
 # model llm's fields, and each role of loadgen.llm.rules by its name in a workload
-_LLM_ONLY_FIELDS = ("max_output_tokens", "input_tokens", "ttft_ms", "tpot_ms", "url")
+_LLM_ONLY_FIELDS = ("max_output_tokens", "input_tokens", "ttft_ms", "tpot_ms", "url",
+                    "capacity")
 _SCENARIO_FIELDS = {"model": "model", "backend": "backend", "url": "url",
                     "variant": "variant", "scenario": "scenario", "target_qps": "target_qps",
                     "accuracy": "accuracy_target", "mlperf_rules": "--mlperf-rules",
-                    "llm": ", ".join(_LLM_ONLY_FIELDS)}
+                    "llm": ", ".join(_LLM_ONLY_FIELDS), "capacity": "capacity"}
 
 
 class InferenceWorkload(StrictModel):
@@ -301,10 +326,16 @@ class InferenceWorkload(StrictModel):
         None, description="model llm: prompt lengths {min, max} (default 16..64), seeded")
     ttft_ms: float | None = Field(
         None, gt=0, description="model llm, Server/Interactive: LoadGen's p99 time-to-first-"
-        "token target (default: MLPerf's 2000 / 500 ms for 8b and 70b, a tenth for tiny)")
+        "token target (default: MLPerf's 2000 / 500 ms for 8b, 2000 / 450 ms for 70b, a "
+        "tenth of 8b's for tiny)")
     tpot_ms: float | None = Field(
         None, gt=0, description="model llm, Server/Interactive: LoadGen's p99 time-per-"
-        "output-token target (default: MLPerf's 100 / 30 ms for 8b and 70b, a tenth for tiny)")
+        "output-token target (default: MLPerf's 100 / 30 ms for 8b, 200 / 40 ms for 70b, "
+        "a tenth of 8b's for tiny)")
+    capacity: CapacitySettings | None = Field(
+        None, description="model llm, Server/Interactive: measure capacity at the SLO (the "
+        "highest Poisson rate whose p99 TTFT and TPOT meet the targets) instead of LoadGen "
+        "at target_qps; the verdict is the capacity ratio VM/bare metal")
 
     @field_validator("model")
     @classmethod
@@ -320,7 +351,8 @@ class InferenceWorkload(StrictModel):
         if self.variant is not None and allowed is not None and self.variant not in allowed:
             raise ValueError(f"variant '{self.variant}' is not one of {self.model}'s: "
                              f"{', '.join(sorted(allowed))}")
-        if self.scenario in ("Server", "Interactive") and self.target_qps is None:
+        if self.scenario in ("Server", "Interactive") and self.target_qps is None and \
+                self.capacity is None:
             raise ValueError(f"a {self.scenario} workload needs target_qps")
         self._token_fields_consistent()
         if self.accuracy_dataset is not None and self.accuracy_target is None:
@@ -341,7 +373,8 @@ class InferenceWorkload(StrictModel):
             variant=self.variant, url=self.url is not None,
             target_qps=self.target_qps is not None,
             accuracy=self.accuracy_target is not None,
-            llm_fields=given if self.model != LLM_MODEL else [])
+            llm_fields=given if self.model != LLM_MODEL else [],
+            capacity=self.capacity is not None)
         found = llm_problems(workload, _SCENARIO_FIELDS)
         if found:
             raise PydanticCustomError("vgpu_llm_rules", "{message}", {
@@ -352,15 +385,17 @@ class InferenceWorkload(StrictModel):
     def label(self) -> str:
         return self.name or f"{self.model}-{self.scenario.lower()}"
 
-    def llm_spec(self) -> LlmSpec | None:
-        """The harness's llm section; None for the other models."""
+    def llm_spec(self, repeat: int = 0) -> LlmSpec | None:
+        """The harness's llm section (a capacity search's arrival pattern that of
+        ``repeat``); None for the other models."""
         if self.model != LLM_MODEL:
             return None
         default = LlmSpec()
         tokens = self.input_tokens or InputTokens()
         return LlmSpec(max_output_tokens=self.max_output_tokens or default.max_output_tokens,
                        input_tokens_min=tokens.min, input_tokens_max=tokens.max,
-                       ttft_ms=self.ttft_ms, tpot_ms=self.tpot_ms)
+                       ttft_ms=self.ttft_ms, tpot_ms=self.tpot_ms,
+                       capacity=None if self.capacity is None else self.capacity.spec(repeat))
 
 
 class TrainingNetwork(StrictModel):

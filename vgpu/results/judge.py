@@ -11,6 +11,7 @@ from typing import cast
 
 from vgpu.model.scenario import Scenario
 from vgpu.results.accuracy import with_accuracy_gate
+from vgpu.results.capacity_checks import capacity_checks
 from vgpu.results.compare import (
     Band,
     Check,
@@ -137,6 +138,8 @@ def compare_series(
             if kind == "vm-vs-bare-metal"
             else f"{candidate.label} vs baseline {reference.label}"
         )
+    # model llm's Server/Interactive: capacity at the SLO, judged by its own rule
+    checks += capacity_checks(candidate, reference, per_metric, tolerance)
     return Comparison(
         kind=kind, title=title, candidate=candidate.label, reference=reference.label,
         checks=checks, platform_changes=platform_changes(candidate, reference),

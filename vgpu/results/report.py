@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING
 
 from vgpu.errors import VgpuError
 from vgpu.model.load import load_scenario
+from vgpu.results import capacity_view, telemetry_view, token_view
 from vgpu.results import format as fmt
-from vgpu.results import telemetry_view, token_view
+from vgpu.results.capacity_view import capacity_rows
 from vgpu.results.compare import Band, Check, Comparison, compare_samples
 from vgpu.results.judge import judge_stored_all
 from vgpu.results.platforms import FIELD_LABELS, series_platform
@@ -469,13 +470,19 @@ def _series_telemetry(data: SeriesData) -> list[telemetry_view.InstanceTelemetry
 
 
 def token_sections(series: Sequence[SeriesData]) -> list[tuple[str, Section]]:
-    """The TTFT / TPOT panel of every LLM series (model llm)."""
+    """The TTFT / TPOT panel of every LLM series (model llm), and the capacity panel of
+    those measured as capacity at the SLO."""
     sections: list[tuple[str, Section]] = []
     for data in series:
         rows = token_rows(data)
         if rows:
             sections.append((f"Tokens: TTFT / TPOT and output tokens/s: {data.label}",
                              Table(list(token_view.HEADERS), rows, html_id="tokens")))
+        capacity = capacity_rows(data)
+        if capacity:
+            sections.append((f"Capacity at the latency SLO: {data.label}",
+                             Table(list(capacity_view.HEADERS), capacity,
+                                   html_id="capacity")))
     return sections
 
 
@@ -688,7 +695,9 @@ def build_report(
         sections.append(("Every check of the compared series",
                          comparison_table([j.comparison for j in judged])))
     sections += workload_sections(inference)
-    sections += token_sections(recent)
+    # a capacity search stores no samples/s: its series count here too
+    measured = [s for s in series if s.per_instance_throughput or capacity_rows(s)]
+    sections += token_sections(measured[-INSTANCE_TABLE_SERIES:])
     sections += runtime_sections(store)
     sections += _platform_sections(series, judged)
     sections += telemetry_sections(recent)

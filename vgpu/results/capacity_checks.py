@@ -1,0 +1,253 @@
+"""The LLM serving checks of a comparison between two stored series whose runs measured
+capacity at the SLO (loadgen.llm.capacity_run): each instance position's searches, paired
+repeat by repeat (block by block when the series ran interleaved), judged by the one rule
+of vgpu.results.capacity (``judge_capacity``), its checks turned into the comparison's
+checks. The capacity ratio carries its interval, so it joins the command's Holm family;
+the matched-load checks are gates without one, like the accuracy gate.
+
+Capacity here is each search's confirmed capacity, the highest rate VALID every time it
+ran (a rate that passed once and failed its rerun is the knee's noise, not a rate where
+the side is VALID); the search's own final point is stated beside it. Matched load: bare
+metal's (confirmed) capacity in each repeat. The VM's search ran its own rates, so
+the VM's run there is, in this order: its run at that very rate; else its highest INVALID
+run at or below it (INVALID where bare metal is VALID); else its lowest VALID run above it
+(VALID under more load than bare metal's); else its nearest run. The rate used is stated."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from vgpu.results.capacity import CapacityCheck, LlmVerdict, judge_capacity
+from vgpu.results.compare import Band, Check
+from vgpu.results.series import SeriesData, interleaved_pairs
+from vgpu.results.stats import summarize, t_quantile
+
+CAPACITY_CHECK = "capacity_at_slo"
+SETUP_KEYS = ("seed", "slo_ms", "shape")
+
+
+def searches(series: SeriesData) -> list[list[Mapping[str, Any]]]:
+    """Per valid repeat, each instance's stored search (in the run's instance order);
+    empty when the series measured no capacity."""
+    out = []
+    for run_id in series.valid_run_ids:
+        found = [inst.result.result.get("capacity") for inst in series.instances[run_id]]
+        if not found or not all(isinstance(f, dict) for f in found):
+            return []
+        out.append(found)
+    return out
+
+
+def _paired(candidate: SeriesData, reference: SeriesData) -> list[tuple[int, int]]:
+    pairs = interleaved_pairs(candidate, reference)
+    if pairs is not None:
+        return pairs.positions
+    n = min(candidate.valid_count, reference.valid_count)
+    return [(i, i) for i in range(n)]
+
+
+def _confirmed(search: Mapping[str, Any]) -> float:
+    return float(search.get("confirmed_capacity_qps", search["capacity_qps"]))
+
+
+def _document(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The searches as judge_capacity reads them, each at its confirmed capacity."""
+    first = runs[0]
+    return {**{k: first.get(k) for k in SETUP_KEYS},
+            "repeats": [{**r, "repeat": i, "capacity_qps": _confirmed(r), "confirmed": True}
+                        for i, r in enumerate(runs)]}
+
+
+def matched_run(vm: Mapping[str, Any], rate: float) -> Mapping[str, Any]:
+    """The VM search's run that stands for the VM at ``rate`` (the module's order)."""
+    runs = vm["runs"]
+    exact = [r for r in runs if math.isclose(r["rate"], rate, rel_tol=1e-9)]
+    if exact:
+        return exact[-1]
+    invalid_below = [r for r in runs if not r["valid"] and r["rate"] <= rate]
+    if invalid_below:
+        return max(invalid_below, key=lambda r: r["rate"])
+    valid_above = [r for r in runs if r["valid"] and r["rate"] >= rate]
+    if valid_above:
+        return min(valid_above, key=lambda r: r["rate"])
+    return min(runs, key=lambda r: abs(math.log(r["rate"] / rate)))
+
+
+def bracketed(search: Mapping[str, Any]) -> bool:
+    """Whether the search saw an INVALID rate above its capacity (else the capacity is a
+    lower bound: the budget ran out while doubling)."""
+    capacity = float(search["capacity_qps"])
+    return capacity <= 0 or any(not r["valid"] and r["rate"] > capacity
+                                for r in search.get("runs", []))
+
+
+def _as_check(check: CapacityCheck, unit: str, values: tuple[list[float], list[float]],
+              verdict: LlmVerdict | None = None, tolerance_pct: float = 0.0,
+              inconclusive: bool = False) -> Check:
+    cand, ref = summarize(values[0]), summarize(values[1])
+    if verdict is None or cand.mean <= 0 or ref.mean <= 0:
+        diff = 0.0 if ref.mean == 0 else (cand.mean / ref.mean - 1) * 100
+        outcome = "INCONCLUSIVE" if inconclusive else "PASS" if check.passed else "FAIL"
+        return Check(metric=check.name, unit=unit, candidate=cand, reference_mean=ref.mean,
+                     reference=ref, difference_pct=diff, ci_pct=None, mdd_pct=None,
+                     band=Band(), verdict=outcome, reason=check.detail)
+    interval = verdict.capacity
+    n = interval.repeats
+    se = df = None
+    ci = None
+    if n >= 2:
+        df = float(n - 1)
+        se = 100 * (math.log(interval.high) - math.log(interval.low)) / \
+            (2 * t_quantile(0.975, n - 1))
+        ci = ((interval.low - 1) * 100, (interval.high - 1) * 100)
+    return Check(metric=check.name, unit=unit, candidate=cand, reference_mean=ref.mean,
+                 reference=ref, difference_pct=(interval.ratio - 1) * 100, ci_pct=ci,
+                 mdd_pct=None, band=Band(lower_pct=-tolerance_pct),
+                 verdict="PASS" if check.passed else "FAIL", reason=check.detail,
+                 design="interleaved", se_pct=se, df=df,
+                 log_difference=100 * math.log(interval.ratio), units=n,
+                 shrinking_var=(se or 0.0) ** 2)
+
+
+def _matched_detail(rates: Sequence[tuple[float, Mapping[str, Any]]]) -> str:
+    parts = []
+    for rate, run in rates:
+        at = "" if math.isclose(run["rate"], rate, rel_tol=1e-9) else \
+            f" (its run at {run['rate']:.1f}/s)"
+        ttft, tpot = run.get("ttft_p99_ms"), run.get("tpot_p99_ms")
+        parts.append(f"{rate:.1f}/s{at}: TTFT p99 "
+                     f"{'-' if ttft is None else f'{ttft:.1f}'} ms, TPOT p99 "
+                     f"{'-' if tpot is None else f'{tpot:.2f}'} ms")
+    return "; VM at bare metal's capacity " + ", ".join(parts)
+
+
+def instance_checks(label: str, vm: Sequence[Mapping[str, Any]],
+                    bare: Sequence[Mapping[str, Any]], capacity_pct: float,
+                    itl_pct: float) -> list[Check]:
+    """One instance position's checks from its paired searches (``vm[i]`` with
+    ``bare[i]``). The allowed capacity loss is at least the search's resolution: a finer
+    ratio is within the bisection's bracket."""
+    resolution = max((float((s.get("budget") or {}).get("resolution") or 0) for s in bare),
+                     default=0.0)
+    allowed = max(capacity_pct, resolution * 100)
+    suffix = f" {label}" if label else ""
+    vm_doc, bare_doc = _document(vm), _document(bare)
+    caps = ([_confirmed(s) for s in vm], [_confirmed(s) for s in bare])
+    if min(caps[1]) <= 0 or min(caps[0]) <= 0:
+        return [_as_check(CapacityCheck(CAPACITY_CHECK + suffix, False,
+                                        "a search found no VALID rate on one side"),
+                          "queries/s", caps)]
+    open_ended = [f"{side} repeat {i}" for side, searches in (("VM", vm), ("bare metal", bare))
+                  for i, search in enumerate(searches) if not bracketed(search)]
+    if open_ended:
+        return [_as_check(CapacityCheck(CAPACITY_CHECK + suffix, False, (
+            f"no INVALID rate above the capacity in {', '.join(open_ended)}: the search ran "
+            "out of runs while doubling, so its capacity is only a lower bound; raise "
+            "capacity.start_qps or capacity.runs")), "queries/s", caps, inconclusive=True)]
+    matched = [(_confirmed(b), matched_run(v, _confirmed(b)))
+               for v, b in zip(vm, bare, strict=True)]
+    vm_matched = {**{k: vm_doc.get(k) for k in SETUP_KEYS},
+                  "repeats": [{"repeat": i, "rate": rate, "matched": run}
+                              for i, (rate, run) in enumerate(matched)]}
+    try:
+        verdict = judge_capacity(bare_doc, vm_doc, vm_matched, capacity_pct=allowed,
+                                 itl_pct=itl_pct, tpot_pct=itl_pct)
+    except ValueError as exc:
+        return [_as_check(CapacityCheck(CAPACITY_CHECK + suffix, False, str(exc)),
+                          "queries/s", caps)]
+    checks = []
+    for check in verdict.checks:
+        named = CapacityCheck(check.name + suffix, check.passed, check.detail)
+        if check.name == CAPACITY_CHECK:
+            finals = ", ".join(f"{float(v['capacity_qps']):.1f}/{float(b['capacity_qps']):.1f}"
+                               for v, b in zip(vm, bare, strict=True))
+            detail = (f"{named.detail}; confirmed capacities (VALID every time they ran), "
+                      f"the searches' final points VM/bare metal {finals}")
+            checks.append(_as_check(CapacityCheck(named.name, named.passed, detail),
+                                    "queries/s", caps, verdict, allowed))
+        elif check.name == "valid_at_bare_metal_capacity":
+            detail = named.detail + _matched_detail(matched)
+            checks.append(_valid_check(CapacityCheck(named.name, named.passed, detail),
+                                       [bool(r["valid"]) for _, r in matched]))
+        else:
+            key = "itl_p99_ms" if "inter_token" in check.name else "tpot_mean_ms"
+            checks.append(_rise_check(named, [r.get(key) for _, r in matched],
+                                      [_at_capacity(b).get(key) for b in bare], itl_pct))
+    return checks
+
+
+def _valid_check(check: CapacityCheck, valid: Sequence[bool]) -> Check:
+    """judge_capacity's matched-load gate with an interval over the repeats (the share of
+    VM runs VALID where bare metal was VALID every time, in percentage points; band: no
+    fewer than all), so a FAIL joins the Holm family: a VM INVALID in every repeat stays
+    FAIL, one INVALID among VALID repeats at the knee is noise unless the family keeps it."""
+    shares = [100.0 if v else 0.0 for v in valid]
+    summary = summarize(shares)
+    se = df = ci = None
+    if len(shares) >= 2 and summary.stdev is not None:
+        df = float(len(shares) - 1)
+        se = summary.stdev / math.sqrt(len(shares))
+        half = t_quantile(0.975, len(shares) - 1) * se
+        ci = (summary.mean - 100 - half, summary.mean - 100 + half)
+    return Check(metric=check.name, unit="% of runs VALID", candidate=summary,
+                 reference_mean=100.0, reference=None, difference_pct=summary.mean - 100,
+                 ci_pct=ci, mdd_pct=None, band=Band(lower_pct=0.0),
+                 verdict="PASS" if check.passed else "FAIL", reason=check.detail,
+                 design="interleaved", se_pct=se, df=df, log_difference=summary.mean - 100,
+                 units=len(shares), shrinking_var=(se or 0.0) ** 2)
+
+
+def _rise_check(check: CapacityCheck, vm: Sequence[float | None],
+                bare: Sequence[float | None], allowed_pct: float) -> Check:
+    """judge_capacity's latency-rise check with the interval of its per-repeat log ratios
+    (VM over bare metal, paired), so that a FAIL joins the Holm family: one repeat's stall
+    on shared cores is not a finding unless the repeats agree."""
+    pairs = [(float(v), float(b)) for v, b in zip(vm, bare, strict=True)
+             if v is not None and b is not None and v > 0 and b > 0]
+    cand, ref = summarize([v for v, _ in pairs] or [0.0]), summarize([b for _, b in pairs] or [0.0])
+    logs = [100 * math.log(v / b) for v, b in pairs]
+    diffs = summarize(logs or [0.0])
+    se = df = ci = None
+    if len(logs) >= 2 and diffs.stdev is not None:
+        df = float(len(logs) - 1)
+        se = diffs.stdev / math.sqrt(len(logs))
+        half = t_quantile(0.975, len(logs) - 1) * se
+        ci = (100 * math.expm1((diffs.mean - half) / 100),
+              100 * math.expm1((diffs.mean + half) / 100))
+    return Check(metric=check.name, unit="ms", candidate=cand, reference_mean=ref.mean,
+                 reference=ref, difference_pct=(cand.mean / ref.mean - 1) * 100
+                 if ref.mean else 0.0, ci_pct=ci, mdd_pct=None,
+                 band=Band(upper_pct=allowed_pct), verdict="PASS" if check.passed else "FAIL",
+                 reason=check.detail, design="interleaved", se_pct=se, df=df,
+                 log_difference=diffs.mean, units=len(logs), shrinking_var=(se or 0.0) ** 2)
+
+
+def _at_capacity(search: Mapping[str, Any]) -> Mapping[str, Any]:
+    at = [r for r in search["runs"] if r["valid"] and r["rate"] == _confirmed(search)]
+    return at[-1] if at else {}
+
+
+def capacity_checks(candidate: SeriesData, reference: SeriesData,
+                    tolerances: Mapping[str, float], default_tolerance: float) -> list[Check]:
+    """The checks of every instance position both series measured capacity on; none when
+    either measured none. ``tolerances``: the comparison's per-metric bands (fractions);
+    the capacity band is ``default_tolerance`` (the throughput band), the inter-token one
+    the token band (tpot_pct)."""
+    cand, ref = searches(candidate), searches(reference)
+    if not cand or not ref:
+        return []
+    pairs = _paired(candidate, reference)
+    if not pairs:
+        return []
+    positions = min(len(cand[0]), len(ref[0]))
+    itl = 100 * tolerances.get("inter_token_latency_p99", 0.05)
+    checks: list[Check] = []
+    names = [inst.result.name for inst in candidate.instances[candidate.valid_run_ids[0]]]
+    for position in range(positions):
+        label = names[position] if positions > 1 else ""
+        checks += instance_checks(
+            label, [cand[i][position] for i, _ in pairs], [ref[j][position] for _, j in pairs],
+            100 * default_tolerance, itl)
+    return checks
