@@ -148,6 +148,12 @@ def provision_scenario(
     _, inventory_path = _needed(site)
     sc, harness = _on_simulator_guests(sc, site, harness)
     jobs, all_jobs, inv = provision_jobs(sc, site, hosts=hosts, harness=harness)
+    if sc.platform == "vsphere":
+        from vgpu.provision.host_drivers import judge_against_guest_hosts
+
+        jobs, notes = judge_against_guest_hosts(jobs, inv, inventory_path)
+        for note in notes:
+            console.print(f"note: {note}", highlight=False)
     options = ConnectOptions(connect_timeout=inv.ssh.connect_timeout_s,
                              command_timeout=inv.ssh.command_timeout_s, retries=retries,
                              accept_new_host_keys=accept_new_host_keys)

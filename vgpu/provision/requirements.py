@@ -100,6 +100,9 @@ class GuestRequirements:
     # the guest branches the inventory declares it runs beyond NVIDIA's table.
     host_driver_version: str | None = None
     compatible_guest_branches: tuple[int, ...] = ()
+    # The ESXi host vCenter reports the VM on, when host_driver_version is that host's VIB
+    # as vCenter reports it; None: the inventory's drivers.host_driver_version.
+    host_name: str | None = None
     toolkit_repo: ToolkitRepo = field(default_factory=ToolkitRepo)
     feature_type: int = VGPU_FEATURE_TYPE
     licence_token_file: Path | None = None
