@@ -17,6 +17,7 @@ from vgpu.defaults import DEFAULT_BASELINE, DEFAULT_DB
 from vgpu.errors import InputError
 
 if TYPE_CHECKING:
+    from vgpu.container.images import HeldImage
     from vgpu.model.scenario import Scenario
     from vgpu.results.store import ResultStore
     from vgpu.revalidate.flow import Converge
@@ -76,6 +77,10 @@ def revalidate_command(
         DEFAULT_FACTS,
     state_dir: Annotated[Path, typer.Option(help="where progress is saved for "
                                             "--resume")] = DEFAULT_STATE,
+    rebuild_image: Annotated[bool, typer.Option(
+        "--rebuild-image", help="make the harness image anew for the guest driver (as `vgpu "
+        "provision` does) instead of running the baseline's image by its ID; the verdicts "
+        "then name what else changed with it (CUDA, ONNX Runtime, ...)")] = False,
     as_json_flag: JsonOpt = False,
 ) -> None:
     """Preflight with drift since the baseline's facts -> apply -> provision -> bench
@@ -117,7 +122,7 @@ def revalidate_command(
                                               if lab is not None else None)),
             facts_dir=facts_dir, state_dir=state_dir, baseline=baseline,
             capture_baseline=capture_baseline, resume=resume, references=references,
-            choice=choice)
+            choice=choice, rebuild_image=rebuild_image)
         outcome = revalidate(request, store, out,
                              converge=_converger(site, yes, out) if converge
                              else _leave_as_is)
@@ -172,7 +177,7 @@ def _say_baseline(store: ResultStore, choice: BaselineChoice, capture: bool,
             "bare metal only; run with --capture-baseline before an upgrade to record one")
 
 
-def _leave_as_is(scenario: Scenario, host: str | None) -> None:
+def _leave_as_is(scenario: Scenario, host: str | None, image: HeldImage | None) -> None:
     """--no-converge: the lab is benched as it is."""
 
 
@@ -182,7 +187,7 @@ def _converger(site: Site, yes: bool, console: Console) -> Converge:
     are left as they are: their MIG layout is made once per host with `vgpu apply`, which
     needs the host's GPU."""
 
-    def converge(sc: Scenario, host: str | None) -> None:
+    def converge(sc: Scenario, host: str | None, image: HeldImage | None) -> None:
         from vgpu.cli.provision import provision_scenario
         from vgpu.vsphere import commands
         from vgpu.vsphere.limits import DEFAULT_CONCURRENCY, DEFAULT_IP_TIMEOUT_S
@@ -199,6 +204,6 @@ def _converger(site: Site, yes: bool, console: Console) -> Converge:
             for guest in site.lab.start_for_apply(site.plan(sc, pin_host=host)):
                 console.print(f"simulator guest {guest.vm} at {guest.address} "
                               f"({guest.hardware}, simulated)", highlight=False)
-        provision_scenario(sc, site)
+        provision_scenario(sc, site, held_image=image)
 
     return converge
