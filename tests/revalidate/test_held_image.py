@@ -10,7 +10,9 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import yaml
 
+from tests.cli.invoke import run_cli
 from vgpu.container.images import HeldImage, driver_at_least, ngc_base_for_cuda
 from vgpu.errors import InputError
 from vgpu.results.records import InstanceResult, Platform, RunStart
@@ -23,6 +25,7 @@ from vgpu.revalidate.image import (
     verdict_image_notes,
 )
 
+ROOT = Path(__file__).resolve().parents[2]
 IMAGE_X = "sha256:" + "a" * 64
 IMAGE_Y = "sha256:" + "b" * 64
 BASELINE = Platform(host="DC0_C0_H0", runtime="container", container_image="vgpu-harness:0.9",
@@ -64,7 +67,8 @@ def test_an_image_whose_cuda_the_new_guest_driver_cannot_run_is_refused() -> Non
         f"scenario 6's baseline ran harness image vgpu-harness:0.9 ({IMAGE_X}), built on "
         "CUDA 12.8, which needs NVIDIA driver 570.124.06 or newer; the guests get driver "
         "550.90.07, under which that image cannot run")
-    assert problem.fix is not None and "--rebuild-image" in problem.fix
+    assert problem.fix is not None and problem.fix.startswith(
+        "rebuild the harness image for the new driver")
     refuse_unrunnable([image], "570.124.06", "lab.yaml")  # the minimum itself runs it
     refuse_unrunnable([image], "580.65.06", "lab.yaml")
     refuse_unrunnable([image], None, "lab.yaml")  # no guest driver known: nothing to judge
@@ -104,3 +108,29 @@ def test_verdict_notes_come_from_the_stored_runs(tmp_path: Path) -> None:
         [note] = verdict_image_notes(store, base, "after")
     assert note.startswith(f"harness image changed: vgpu-harness:0.9 {IMAGE_X} -> ")
     assert note.endswith("with it: CUDA 12.8 -> 12.4")
+
+
+def test_the_cli_refuses_an_unrunnable_baseline_image_before_anything_changes(
+        tmp_path: Path) -> None:
+    data = yaml.safe_load((ROOT / "inventory" / "sim.yaml").read_text(encoding="utf-8"))
+    data["drivers"] = {"guest_driver_version": "550.90.07"}
+    inventory = tmp_path / "lab.yaml"
+    inventory.write_text(yaml.safe_dump(data), encoding="utf-8")
+    db = tmp_path / "r.db"
+    with ResultStore.open(db) as store:
+        run = _record(store, "base", BASELINE)
+        store.set_baseline(run, "pre-upgrade:6:resnet50-offline")
+    state, facts = tmp_path / "state", tmp_path / "facts"
+    code, out, err = run_cli(["revalidate", "-i", str(inventory), "--db", str(db),
+                              "--state-dir", str(state), "--facts-dir", str(facts),
+                              "--no-report", "--yes"])
+    text = " ".join((out + err).split())
+    assert code == 2, text
+    assert f"harness image vgpu-harness:0.9 ({IMAGE_X}), built on CUDA 12.8, which needs " \
+        "NVIDIA driver 570.124.06 or newer; the guests get driver 550.90.07" in text
+    assert "command line --rebuild-image: without it each scenario runs the harness image " \
+        "its baseline ran (fix: pass --rebuild-image to build the image for the new guest " \
+        "driver)" in text
+    assert not state.exists() and not facts.exists()  # nothing run, nothing written
+    with ResultStore.open(db) as store:
+        assert len(store.runs()) == 1

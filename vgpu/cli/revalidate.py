@@ -14,7 +14,7 @@ from vgpu.cli import common
 from vgpu.cli.options import DbOpt, HostOpt, InventoryReq, JsonOpt, RunsOpt
 from vgpu.cli.root import app
 from vgpu.defaults import DEFAULT_BASELINE, DEFAULT_DB
-from vgpu.errors import InputError
+from vgpu.errors import InputError, Problem
 
 if TYPE_CHECKING:
     from vgpu.container.images import HeldImage
@@ -97,6 +97,7 @@ def revalidate_command(
     from vgpu.results.report import build_report, write_report
     from vgpu.results.store import ResultStore
     from vgpu.revalidate.flow import RevalidateRequest, revalidate
+    from vgpu.revalidate.image import ImageCannotRun
     from vgpu.revalidate.render import as_json, render_outcome
 
     assert inventory is not None  # InventoryReq finds one or stops with exit 2
@@ -123,9 +124,15 @@ def revalidate_command(
             facts_dir=facts_dir, state_dir=state_dir, baseline=baseline,
             capture_baseline=capture_baseline, resume=resume, references=references,
             choice=choice, rebuild_image=rebuild_image)
-        outcome = revalidate(request, store, out,
-                             converge=_converger(site, yes, out) if converge
-                             else _leave_as_is)
+        try:
+            outcome = revalidate(request, store, out,
+                                 converge=_converger(site, yes, out) if converge
+                                 else _leave_as_is)
+        except ImageCannotRun as exc:
+            raise InputError([*exc.problems, Problem(
+                "command line", "--rebuild-image", "without it each scenario runs the harness "
+                "image its baseline ran", fix="pass --rebuild-image to build the image for "
+                "the new guest driver")]) from None
         if report is not None and not no_report:
             write_report(build_report(store, outcome.comparisons,
                                       title="vgpu revalidation"), report)

@@ -24,6 +24,10 @@ IMAGE_COMPONENTS = (
 )
 
 
+class ImageCannotRun(InputError):
+    """A baseline's harness image needs a newer driver than the guests get."""
+
+
 @dataclass(frozen=True)
 class BaselineImage:
     """The harness image a scenario's baseline ran, and the platform it recorded."""
@@ -59,7 +63,7 @@ def baseline_image(store: ResultStore, set_name: str, scenario_id: str
 
 def refuse_unrunnable(images: Sequence[BaselineImage], guest_driver: str | None,
                       source: str) -> None:
-    """InputError (exit 2, before anything changes) when a baseline image's CUDA needs a
+    """ImageCannotRun (exit 2, before anything changes) when a baseline image's CUDA needs a
     newer driver than ``guest_driver``, the guest driver the guests are converged to."""
     if guest_driver is None:
         return
@@ -69,15 +73,15 @@ def refuse_unrunnable(images: Sequence[BaselineImage], guest_driver: str | None,
         if base is None or driver_at_least(guest_driver, base.min_driver):
             continue
         image = found.image
-        raise InputError.single(
+        raise ImageCannotRun.single(
             source, "drivers.guest_driver",
             f"scenario {found.scenario_id}'s baseline ran harness image {image.reference} "
             f"({image.image_id}), built on CUDA {cuda}, which needs NVIDIA driver "
             f"{base.min_driver} or newer; the guests get driver {guest_driver}, under which "
             "that image cannot run",
-            fix="rebuild the harness image for the new driver with --rebuild-image (the "
-                "verdict then names what else changed with it: CUDA, ONNX Runtime, ...), or "
-                f"keep a guest driver of {base.min_driver} or newer")
+            fix="rebuild the harness image for the new driver (the verdict then names what "
+                "else changed with it: CUDA, ONNX Runtime, ...), or keep a guest driver of "
+                f"{base.min_driver} or newer")
 
 
 def image_notes(baseline: Platform | None, runs: Sequence[Platform]) -> list[str]:
