@@ -23,6 +23,7 @@ from vgpu.bench.job import BenchRequest
 from vgpu.bench.remote import vsphere_placements
 from vgpu.bench.runtime import RuntimeOptions
 from vgpu.bench.workload import BenchOverrides
+from vgpu.container.images import HeldImage
 from vgpu.model.load import load_inventory, load_scenario
 from vgpu.model.scenario import Scenario
 from vgpu.provision.adapter import HarnessOptions, harness_spec
@@ -65,7 +66,7 @@ class Lab:
         self.harness = harness_spec(HarnessOptions(
             install_requirements=False, extra_site_dirs=(sysconfig.get_paths()["purelib"],)))
 
-    def converge(self, sc: Scenario, host: str | None) -> None:
+    def converge(self, sc: Scenario, host: str | None, image: HeldImage | None) -> None:
         """What `vgpu apply` + `vgpu provision` do, with the guests reached in the lab."""
         inventory = load_inventory(self.inventory)
         commands.apply(sc, inventory, self.inventory, dry_run=False, confirm=lambda _: True,

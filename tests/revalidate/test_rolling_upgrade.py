@@ -31,6 +31,7 @@ from vgpu.bench.job import BenchRequest
 from vgpu.bench.remote import vsphere_placements
 from vgpu.bench.runtime import RuntimeOptions
 from vgpu.bench.workload import BenchOverrides
+from vgpu.container.images import HeldImage
 from vgpu.model.load import load_inventory
 from vgpu.model.scenario import Scenario
 from vgpu.provision.adapter import HarnessOptions, harness_spec
@@ -76,7 +77,7 @@ class RollingLab:
         return ["-i", str(self.inventory), "--facts-dir", str(self.folder / "facts"),
                 "--records-dir", str(self.folder / "upgrade")]
 
-    def converge(self, sc: Scenario, host: str | None) -> None:
+    def converge(self, sc: Scenario, host: str | None, image: HeldImage | None) -> None:
         """`vgpu apply --host` (the CLI) and what `vgpu provision` does, over the SSH lab."""
         code, out = self.vgpu("apply", "-i", str(self.inventory), "--scenario", sc.id,
                               "--host", str(host), "--yes", "--no-provision")

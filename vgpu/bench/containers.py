@@ -31,11 +31,17 @@ class ContainerLaunch:
     memlock_unlimited: bool = True
     user: str | None = None  # uid:gid the harness runs as (the login's, so it owns results)
     cache_dir: str | None = None  # host model cache mounted into every container
+    held: bool = False  # run ``image_id`` itself (a revalidation's baseline image), not the tag
+
+    @property
+    def run_image(self) -> str:
+        """What `docker run` is given: the held image's ID, else the image's reference."""
+        return self.image_id if self.held and self.image_id else self.image
 
     def spec(self, instance: str, work_dir: str, tag: str,
              env: dict[str, str]) -> ContainerSpec:
         return ContainerSpec(
-            image=self.image, run_id=f"{self.session}-{tag}", instance=instance,
+            image=self.run_image, run_id=f"{self.session}-{tag}", instance=instance,
             work_dir=Path(work_dir), command=harness_run_command(SPEC_FILE, "."),
             devices=self.devices, cpus=self.cpus, env=env,
             memlock_unlimited=self.memlock_unlimited, user=self.user,

@@ -47,16 +47,21 @@ def _venv_providers(transport: Transport, python: str, name: str) -> list[str]:
 
 
 def _image_id(transport: Transport, launch: ContainerLaunch, name: str) -> str:
-    found = transport.run(shlex.join(docker.image_id_argv(launch.image, launch.cli)),
+    found = transport.run(shlex.join(docker.image_id_argv(launch.run_image, launch.cli)),
                           timeout=120)
     if not found.ok or not found.stdout.strip():
+        if launch.held:
+            raise RemoteError(f"{name}: the held harness image {launch.image} "
+                              f"({launch.image_id}) is not there ({found.tail()}); put it "
+                              "back (docker pull by digest, or docker save / docker load "
+                              "from a guest that has it), or rebuild it")
         raise RemoteError(f"{name}: no harness image {launch.image} there ({found.tail()}); "
                           "run `vgpu provision` for this scenario (step harness-image)")
     return found.stdout.strip().splitlines()[-1]
 
 
 def _image_providers(transport: Transport, launch: ContainerLaunch, name: str) -> list[str]:
-    spec = ContainerSpec(image=launch.image, run_id=f"{launch.session}-probe", instance=name,
+    spec = ContainerSpec(image=launch.run_image, run_id=f"{launch.session}-probe", instance=name,
                          work_dir=Path(transport_home(transport)), command=("--version",),
                          interactive=False, memlock_unlimited=launch.memlock_unlimited)
     probe = transport.run(shlex.join(docker.run_argv(spec, launch.cli)), timeout=300)

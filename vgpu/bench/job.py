@@ -174,11 +174,17 @@ def _twin_then_scenario(sc: Scenario, request: BenchRequest, store: ResultStore,
             return _interleaved(plan.scenario, plan.workloads, prepared, request, store, out,
                                 quiet)
         twin_request = replace(request, workloads=plan.workloads,
-                               overrides=replace(request.overrides, slowdown=0.0))
+                               overrides=replace(request.overrides, slowdown=0.0),
+                               runtime=_own_image(request.runtime))
         _run_twin(plan.scenario, twin_request, store, out, quiet)
         return run_prepared(prepared, request, store)
     finally:
         prepared.close()
+
+
+def _own_image(runtime: RuntimeOptions) -> RuntimeOptions:
+    """The twin's runtime: its hosts' own harness image, never one held for the guests."""
+    return replace(runtime, held=None)
 
 
 def _interleavable(prepared: Prepared, request: BenchRequest) -> bool:
@@ -197,7 +203,8 @@ def _interleaved(twin: Scenario, workloads: list[str], prepared: Prepared,
     out.print(f"[bold]Interleaved with its baseline:[/] scenario {twin.id} ({twin.name}) and "
               f"scenario {prepared.scenario.id} alternate block by block (ABBA)")
     twin_request = replace(request, workloads=workloads,
-                           overrides=replace(request.overrides, slowdown=0.0))
+                           overrides=replace(request.overrides, slowdown=0.0),
+                           runtime=_own_image(request.runtime))
     twin_prepared = prepare(twin, twin_request, store)
     try:
         twin_outcome, outcome = run_interleaved(

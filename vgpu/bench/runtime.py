@@ -14,7 +14,7 @@ from typing import Literal
 from vgpu.bench.containers import ContainerLaunch
 from vgpu.bench.hostprobe import HOST_CACHE
 from vgpu.container.docker import DockerCli
-from vgpu.container.images import DEFAULT_BASE_IMAGE, ImageBuild, default_tag
+from vgpu.container.images import DEFAULT_BASE_IMAGE, HeldImage, ImageBuild, default_tag
 from vgpu.container.local import ensure_image, memlock_unlimited_allowed
 from vgpu.model.inventory import Inventory
 from vgpu.model.scenario import Scenario
@@ -31,6 +31,7 @@ class RuntimeOptions:
     image: str | None = None  # harness image tag (built here when missing)
     base_image: str = DEFAULT_BASE_IMAGE
     docker_host: str | None = None
+    held: HeldImage | None = None  # the remote instances run this image by its ID
 
     @property
     def cli(self) -> DockerCli:
@@ -70,10 +71,14 @@ def remote_container(scenario: Scenario, inventory: Inventory,
                      options: RuntimeOptions) -> ContainerLaunch | None:
     """The launch for the instances on an inventory's guests or hosts: the scenario's
     ``guest.runtime`` unless --runtime says otherwise; the image is the one `vgpu
-    provision` made there (step harness-image), under vgpu's tag."""
+    provision` made there (step harness-image), under vgpu's tag, or the held image by its
+    ID."""
     runtime = options.runtime or scenario.guest.effective_runtime
     if runtime != "container":
         return None
-    return ContainerLaunch(image=default_tag(), session=new_session(),
+    held = options.held
+    return ContainerLaunch(image=held.reference if held else default_tag(),
+                           image_id=held.image_id if held else None, held=held is not None,
+                           session=new_session(),
                            cli=inventory.docker_cli(),
                            memlock_unlimited=inventory.docker.unlimited_memlock)

@@ -16,6 +16,7 @@ from vgpu.errors import InputError, RemoteError
 from vgpu.runpaths import new_run_dir
 
 if TYPE_CHECKING:  # paramiko behind these: loaded when provisioning runs
+    from vgpu.container.images import HeldImage
     from vgpu.model.inventory import Inventory
     from vgpu.model.scenario import Scenario
     from vgpu.provision.adapter import HarnessOptions
@@ -139,7 +140,7 @@ def provision_scenario(
     sc: Scenario, site: Site, *, hosts: list[str] | None = None,
     dry_run: bool = False, accept_new_host_keys: bool = False, concurrency: int = 16,
     log_dir: Path = DEFAULT_LOG_DIR, state_dir: Path = DEFAULT_STATE_DIR, retries: int = 3,
-    harness: HarnessOptions | None = None,
+    harness: HarnessOptions | None = None, held_image: HeldImage | None = None,
 ) -> RunReport:
     """Plan the scenario on the site's inventory and provision its guests (also run by
     `vgpu apply` once the VMs are up)."""
@@ -148,6 +149,16 @@ def provision_scenario(
     _, inventory_path = _needed(site)
     sc, harness = _on_simulator_guests(sc, site, harness)
     jobs, all_jobs, inv = provision_jobs(sc, site, hosts=hosts, harness=harness)
+    if held_image is not None:
+        from vgpu.provision.adapter import holding_image
+
+        jobs = holding_image(jobs, held_image)
+    if sc.platform == "vsphere":
+        from vgpu.provision.host_drivers import judge_against_guest_hosts
+
+        jobs, notes = judge_against_guest_hosts(jobs, inv, inventory_path)
+        for note in notes:
+            console.print(f"note: {note}", highlight=False)
     options = ConnectOptions(connect_timeout=inv.ssh.connect_timeout_s,
                              command_timeout=inv.ssh.command_timeout_s, retries=retries,
                              accept_new_host_keys=accept_new_host_keys)

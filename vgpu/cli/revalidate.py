@@ -14,9 +14,10 @@ from vgpu.cli import common
 from vgpu.cli.options import DbOpt, HostOpt, InventoryReq, JsonOpt, RunsOpt
 from vgpu.cli.root import app
 from vgpu.defaults import DEFAULT_BASELINE, DEFAULT_DB
-from vgpu.errors import InputError
+from vgpu.errors import InputError, Problem
 
 if TYPE_CHECKING:
+    from vgpu.container.images import HeldImage
     from vgpu.model.scenario import Scenario
     from vgpu.results.store import ResultStore
     from vgpu.revalidate.flow import Converge
@@ -76,6 +77,10 @@ def revalidate_command(
         DEFAULT_FACTS,
     state_dir: Annotated[Path, typer.Option(help="where progress is saved for "
                                             "--resume")] = DEFAULT_STATE,
+    rebuild_image: Annotated[bool, typer.Option(
+        "--rebuild-image", help="make the harness image anew for the guest driver (as `vgpu "
+        "provision` does) instead of running the baseline's image by its ID; the verdicts "
+        "then name what else changed with it (CUDA, ONNX Runtime, ...)")] = False,
     as_json_flag: JsonOpt = False,
 ) -> None:
     """Preflight with drift since the baseline's facts -> apply -> provision -> bench
@@ -92,6 +97,7 @@ def revalidate_command(
     from vgpu.results.report import build_report, write_report
     from vgpu.results.store import ResultStore
     from vgpu.revalidate.flow import RevalidateRequest, revalidate
+    from vgpu.revalidate.image import ImageCannotRun
     from vgpu.revalidate.render import as_json, render_outcome
 
     assert inventory is not None  # InventoryReq finds one or stops with exit 2
@@ -117,10 +123,16 @@ def revalidate_command(
                                               if lab is not None else None)),
             facts_dir=facts_dir, state_dir=state_dir, baseline=baseline,
             capture_baseline=capture_baseline, resume=resume, references=references,
-            choice=choice)
-        outcome = revalidate(request, store, out,
-                             converge=_converger(site, yes, out) if converge
-                             else _leave_as_is)
+            choice=choice, rebuild_image=rebuild_image)
+        try:
+            outcome = revalidate(request, store, out,
+                                 converge=_converger(site, yes, out) if converge
+                                 else _leave_as_is)
+        except ImageCannotRun as exc:
+            raise InputError([*exc.problems, Problem(
+                "command line", "--rebuild-image", "without it each scenario runs the harness "
+                "image its baseline ran", fix="pass --rebuild-image to build the image for "
+                "the new guest driver")]) from None
         if report is not None and not no_report:
             write_report(build_report(store, outcome.comparisons,
                                       title="vgpu revalidation"), report)
@@ -172,7 +184,7 @@ def _say_baseline(store: ResultStore, choice: BaselineChoice, capture: bool,
             "bare metal only; run with --capture-baseline before an upgrade to record one")
 
 
-def _leave_as_is(scenario: Scenario, host: str | None) -> None:
+def _leave_as_is(scenario: Scenario, host: str | None, image: HeldImage | None) -> None:
     """--no-converge: the lab is benched as it is."""
 
 
@@ -182,7 +194,7 @@ def _converger(site: Site, yes: bool, console: Console) -> Converge:
     are left as they are: their MIG layout is made once per host with `vgpu apply`, which
     needs the host's GPU."""
 
-    def converge(sc: Scenario, host: str | None) -> None:
+    def converge(sc: Scenario, host: str | None, image: HeldImage | None) -> None:
         from vgpu.cli.provision import provision_scenario
         from vgpu.vsphere import commands
         from vgpu.vsphere.limits import DEFAULT_CONCURRENCY, DEFAULT_IP_TIMEOUT_S
@@ -199,6 +211,6 @@ def _converger(site: Site, yes: bool, console: Console) -> Converge:
             for guest in site.lab.start_for_apply(site.plan(sc, pin_host=host)):
                 console.print(f"simulator guest {guest.vm} at {guest.address} "
                               f"({guest.hardware}, simulated)", highlight=False)
-        provision_scenario(sc, site)
+        provision_scenario(sc, site, held_image=image)
 
     return converge

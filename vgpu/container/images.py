@@ -72,6 +72,30 @@ def ngc_base_for_driver(version: str) -> NgcBase:
                               f"knows no NGC base image (known: {known})")
 
 
+def ngc_base_for_cuda(cuda: str) -> NgcBase | None:
+    """The known NGC base of a CUDA release (``12.8`` or ``12.8.93``: major.minor count)."""
+    wanted = ".".join(cuda.strip().split(".")[:2])
+    return next((b for b in NGC_BASES if b.cuda == wanted), None)
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", version.split("-", 1)[0]))
+
+
+def driver_at_least(version: str, minimum: str) -> bool:
+    """Whether NVIDIA driver ``version`` is ``minimum`` or newer (550.54.15 < 550.127.05)."""
+    return _version_key(version) >= _version_key(minimum)
+
+
+@dataclass(frozen=True)
+class HeldImage:
+    """A harness image held fixed by its content: what docker reports as its ID
+    (``sha256:...``) on the guests, and the reference it was made under, for output."""
+
+    reference: str
+    image_id: str
+
+
 @dataclass(frozen=True)
 class HarnessBase:
     image: str

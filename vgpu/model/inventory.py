@@ -259,7 +259,8 @@ class Drivers(StrictModel):
         "guest_driver file name (NVIDIA-Linux-x86_64-535.161.08-grid.run)")
     host_driver_version: str | None = Field(
         None, description="expected host driver (VIB) version, e.g. 535.161.05; preflight "
-        "says when a host's VIB differs")
+        "says when a host's VIB differs; a guest's running driver is judged against it only "
+        "where vCenter cannot report the VIB of the host the guest runs on")
     licence_token: str | None = Field(None, description="client configuration token file "
                                                          "(.tok) for nvidia-gridd")
     compatible_guest_branches: list[int] = Field(

@@ -3,12 +3,14 @@ and what each should end up with. Pure: reads local files only for their existen
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
 import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
 from vgpu import stepnames
+from vgpu.container.images import HeldImage, UnknownDriverBranch, driver_branch
 from vgpu.model.inventory import BareMetalHost, Inventory, SshDefaults
 from vgpu.model.plan import Plan, PlannedVgpu, PlannedVM
 from vgpu.model.scenario import Scenario
@@ -73,10 +75,21 @@ def harness_spec(options: HarnessOptions, gpu: bool = False) -> HarnessSpec:
 def image_spec(scenario: Scenario, gpu: bool, inventory: Inventory | None = None
                ) -> HarnessImageSpec:
     """The harness image for a container guest: ONNX Runtime's GPU build where a GPU is
-    planned, as for the host venv; built FROM the base matched to the guest driver."""
+    planned, as for the host venv; built FROM the base matched to the guest driver, and
+    labelled with that driver's branch."""
+    drivers = inventory.drivers if inventory and scenario.platform == "vsphere" else None
+    version = drivers.guest_version() if drivers else None
     return HarnessImageSpec(base_image=harness_base_for(scenario, inventory).image,
                             pull=scenario.guest.harness_image,
-                            ort_package=GPU_BUILDS["onnxruntime"] if gpu else "onnxruntime")
+                            ort_package=GPU_BUILDS["onnxruntime"] if gpu else "onnxruntime",
+                            driver_branch=_branch(version))
+
+
+def _branch(version: str | None) -> int | None:
+    try:
+        return driver_branch(version) if version else None
+    except UnknownDriverBranch:
+        return None
 
 
 @dataclass(frozen=True)
@@ -200,6 +213,14 @@ def jobs_from_plan(
                                       guests[any(vm.vgpus for vm in vms)], devices,
                                       inventory_dir)))
     return jobs
+
+
+def holding_image(jobs: list[Job], held: HeldImage) -> list[Job]:
+    """The jobs with the harness image held fixed on every container guest (step
+    harness-image then only checks that image is there, by its ID)."""
+    return [dataclasses.replace(job, requirements=dataclasses.replace(
+        job.requirements, image=dataclasses.replace(job.requirements.image, held=held)))
+        if job.requirements.image is not None else job for job in jobs]
 
 
 def missing_addresses(plan: Plan) -> list[str]:

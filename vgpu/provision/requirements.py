@@ -9,7 +9,7 @@ from typing import Literal
 
 import loadgen
 from vgpu.container.docker import DOCKER, DockerCli
-from vgpu.container.images import DEFAULT_BASE_IMAGE, default_tag
+from vgpu.container.images import DEFAULT_BASE_IMAGE, HeldImage, default_tag
 
 DriverKind = Literal["vgpu-guest", "datacenter"]
 # gridd.conf FeatureType, as the driver's gridd.conf.template numbers them.
@@ -58,13 +58,18 @@ class HarnessSpec:
 @dataclass(frozen=True)
 class HarnessImageSpec:
     """The harness image a container guest gets: built on the guest FROM ``base_image``
-    with ``ort_package``, or, where ``pull`` names a registry image, pulled and tagged."""
+    with ``ort_package`` for guest driver branch ``driver_branch`` (labelled with it; None:
+    not known), or, where ``pull`` names a registry image, pulled and tagged. ``held``: an
+    image that must already be on the guest and is used as it is, by its ID (a
+    revalidation runs its baseline's image; nothing is built or pulled)."""
 
     base_image: str = DEFAULT_BASE_IMAGE
     pull: str | None = None
     ort_package: str = "onnxruntime"
     tag: str = field(default_factory=default_tag)
     version: str = loadgen.HARNESS_VERSION
+    driver_branch: int | None = None
+    held: HeldImage | None = None
 
 
 @dataclass(frozen=True)
@@ -100,6 +105,9 @@ class GuestRequirements:
     # the guest branches the inventory declares it runs beyond NVIDIA's table.
     host_driver_version: str | None = None
     compatible_guest_branches: tuple[int, ...] = ()
+    # The ESXi host vCenter reports the VM on, when host_driver_version is that host's VIB
+    # as vCenter reports it; None: the inventory's drivers.host_driver_version.
+    host_name: str | None = None
     toolkit_repo: ToolkitRepo = field(default_factory=ToolkitRepo)
     feature_type: int = VGPU_FEATURE_TYPE
     licence_token_file: Path | None = None

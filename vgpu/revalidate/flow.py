@@ -15,6 +15,7 @@ from rich.console import Console
 
 from vgpu.bench.job import BenchRequest, TwinChoice, bench_with_twin
 from vgpu.bench.summary import render
+from vgpu.container.images import HeldImage
 from vgpu.defaults import DEFAULT_BASELINE
 from vgpu.errors import InputError, VgpuError
 from vgpu.model.inventory import Inventory
@@ -32,10 +33,12 @@ from vgpu.results.series import SeriesData, load_series
 from vgpu.results.store import ResultStore
 from vgpu.revalidate import state as saved
 from vgpu.revalidate.hosts import BaselineChoice
+from vgpu.revalidate.image import baseline_image, refuse_unrunnable, verdict_image_notes
 from vgpu.revalidate.preflight import HostPin, PreflightPhase, run_preflight_phase
 from vgpu.revalidate.verdicts import WorkloadVerdict, exit_code
 
-Converge = Callable[[Scenario, str | None], None]  # the scenario, the host pinned
+# The scenario, the host pinned, the harness image held fixed (None: made as planned).
+Converge = Callable[[Scenario, str | None, HeldImage | None], None]
 
 
 def baseline_key(name: str, scenario_id: str, workload: str) -> str:
@@ -56,6 +59,7 @@ class RevalidateRequest:
     resume: bool = False
     references: Path | None = None  # `vgpu baseline calibrate`: used where no baseline is
     choice: BaselineChoice | None = None  # the sets recorded and judged (default: baseline)
+    rebuild_image: bool = False  # False: each scenario runs its baseline's harness image
 
     @property
     def sets(self) -> BaselineChoice:
@@ -91,6 +95,7 @@ class RevalidateOutcome:
 
 def revalidate(request: RevalidateRequest, store: ResultStore, console: Console,
                converge: Converge) -> RevalidateOutcome:
+    held = held_images(request, store)
     state = _state(request)
     outcome = RevalidateOutcome(state, host=request.host)
     recorded = store.baseline_set(request.sets.judged)
@@ -98,7 +103,8 @@ def revalidate(request: RevalidateRequest, store: ResultStore, console: Console,
     for sc in request.scenarios:
         progress = state.progress(sc.id)
         if progress.status != "done":
-            _run_one(sc, request, store, console, converge, blockers.get(sc.id), progress)
+            _run_one(sc, request, store, console, converge, blockers.get(sc.id), progress,
+                     held.get(sc.id))
             state.save()
         if progress.status == "done":
             outcome.verdicts += _judge(store, sc, progress.series, request)
@@ -112,6 +118,19 @@ def revalidate(request: RevalidateRequest, store: ResultStore, console: Console,
             request.sets.recorded, request.host, outcome.host_uuid, state.preflight_id,
             time.time()))
     return outcome
+
+
+def held_images(request: RevalidateRequest, store: ResultStore) -> dict[str, HeldImage]:
+    """Per scenario, the harness image its baseline ran, which this run holds fixed (none
+    when capturing a baseline or asked to rebuild it); InputError, before anything changes,
+    where the new guest driver cannot run one."""
+    if request.capture_baseline or request.rebuild_image:
+        return {}
+    found = [image for sc in request.scenarios if sc.platform == "vsphere"
+             and (image := baseline_image(store, request.sets.judged, sc.id)) is not None]
+    refuse_unrunnable(found, request.inventory.drivers.guest_version(),
+                      str(request.inventory_path))
+    return {image.scenario_id: image.image for image in found}
 
 
 def _state(request: RevalidateRequest) -> saved.Revalidation:
@@ -144,14 +163,20 @@ def _preflight(request: RevalidateRequest, state: saved.Revalidation,
 
 
 def _run_one(sc: Scenario, request: RevalidateRequest, store: ResultStore, console: Console,
-             converge: Converge, blocker: str | None, progress: saved.ScenarioProgress) -> None:
+             converge: Converge, blocker: str | None, progress: saved.ScenarioProgress,
+             held: HeldImage | None) -> None:
     if blocker is not None:
         progress.status, progress.reason = "could-not-run", blocker
         return
     try:
         console.print(f"[bold]Scenario {sc.id} ({sc.name})[/]")
-        converge(sc, request.host)
-        bench = bench_with_twin(sc, request.bench, store, twin=TwinChoice(), out=console)
+        if held is not None:
+            console.print(f"harness image held fixed: the baseline's {held.reference} "
+                          f"({held.image_id})", highlight=False)
+        converge(sc, request.host, held)
+        bench_request = replace(request.bench, runtime=replace(request.bench.runtime,
+                                                               held=held))
+        bench = bench_with_twin(sc, bench_request, store, twin=TwinChoice(), out=console)
     except VgpuError as exc:
         progress.status, progress.reason = "could-not-run", str(exc)
         return
@@ -188,6 +213,7 @@ def _judge(store: ResultStore, sc: Scenario, series: dict[str, str],
         elif named.series_id == series_id:
             notes.append(f"this run is baseline '{judged}'")
         else:
+            notes += verdict_image_notes(store, named.run_id, series_id)
             vs_baseline = compare_series(
                 "run-vs-baseline", data, load_series(store, named.series_id),
                 tolerance=sc.tolerances.throughput_pct / 100.0,

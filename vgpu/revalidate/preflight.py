@@ -104,8 +104,9 @@ def run_preflight_phase(inventory: Inventory, inventory_path: Path,
         fits = {s.id: run_preflight(session, inventory, inventory_path, s, pin_host=pin.host)
                 for s in vm_scenarios}
     phase = PreflightPhase(None, None, host_uuid=host_uuid)
-    # Provisioning judges each guest's running driver against drivers.host_driver_version
-    # (vgpu.provision.running_driver): say where a host's VIB is another.
+    # Preflight judged the intended guest driver against drivers.host_driver_version: say
+    # where a host's VIB is another (provisioning judges the running one against the VIB
+    # vCenter reports for its host, vgpu.provision.host_drivers).
     phase.notes += [n for n in report.notes if "drivers.host_driver_version" in n]
     used = {s.id: scenario_vgpu_types(vgpu_requests(s)) for s in vm_scenarios}
     if before is None:

@@ -1,7 +1,9 @@
 """The harness image on a container guest (step harness-image): built there from vgpu's
 Dockerfile FROM the scenario's base image, or pulled from a registry and tagged, always
 through the inventory's docker CLI. Done when the image carries this vgpu's harness version
-(label vgpu.harness.version) and, for a build, the planned ONNX Runtime build and base."""
+(label vgpu.harness.version) and, for a build, the planned ONNX Runtime build, base and
+guest driver branch. An image held fixed (a revalidation runs its baseline's image) is
+only looked for, by its ID: it is never built or pulled over."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from pathlib import Path
 
 from vgpu import stepnames
 from vgpu.container import docker
-from vgpu.container.images import ImageBuild, write_build_context
+from vgpu.container.images import HeldImage, ImageBuild, write_build_context
 from vgpu.container.local import host_ca_bundle
 from vgpu.container.spec import HARNESS_PYTHON
 from vgpu.provision.requirements import GuestRequirements, HarnessImageSpec
@@ -33,6 +35,7 @@ VERSION_LABEL = "vgpu.harness.version"
 ORT_PACKAGE_LABEL = "vgpu.harness.ort-package"
 ORT_VERSION_LABEL = "vgpu.harness.ort-version"
 BASE_LABEL = "vgpu.harness.base-image"
+DRIVER_BRANCH_LABEL = "vgpu.harness.driver-branch"  # the guest driver branch it was made for
 INSPECT_FORMAT = "{{.Id}} {{json .Config.Labels}}"
 CONTEXT_ARCHIVE = "context.tar.gz"
 BUILD_TIMEOUT_S = 3600.0
@@ -80,12 +83,19 @@ def image_problems(facts: ImageFacts, spec: HarnessImageSpec) -> list[str]:
         if base != spec.base_image:
             problems.append(f"image built FROM {base or 'an unknown base'}; want "
                             f"{spec.base_image}")
+        branch = facts.labels.get(DRIVER_BRANCH_LABEL)
+        if spec.driver_branch is not None and branch != str(spec.driver_branch):
+            problems.append(f"image made for guest driver branch {branch or '(no label)'}; "
+                            f"want {spec.driver_branch}")
     return problems
 
 
 def image_build(spec: HarnessImageSpec) -> ImageBuild:
+    labels = {BASE_LABEL: spec.base_image}
+    if spec.driver_branch is not None:
+        labels[DRIVER_BRANCH_LABEL] = str(spec.driver_branch)
     return ImageBuild(tag=spec.tag, base_image=spec.base_image, ort_package=spec.ort_package,
-                      network="host", labels={BASE_LABEL: spec.base_image})
+                      network="host", labels=labels)
 
 
 def _normalised(info: tarfile.TarInfo) -> tarfile.TarInfo:
@@ -159,6 +169,8 @@ class HarnessImageStep(Step):
     def check(self, ctx: HostContext) -> Check:
         spec = self._spec(ctx)
         self.unusable, self.found = None, None
+        if spec.held is not None:
+            return self._check_held(ctx, spec.held)
         wanted = spec.pull or spec.tag
         facts = self._facts(ctx, wanted)
         if facts is None:
@@ -176,11 +188,32 @@ class HarnessImageStep(Step):
         self.found = facts
         return Check(True, facts.summary(spec.tag))
 
+    def _check_held(self, ctx: HostContext, held: HeldImage) -> Check:
+        facts = self._facts(ctx, held.image_id)
+        if facts is None:
+            if self.unusable is not None:
+                return Check(False, f"docker cannot be asked about {held.image_id}: "
+                             f"{output_tail(self.unusable, 3)}")
+            return Check(False, f"the held harness image {held.reference} ({held.image_id}) "
+                         "is not on the guest")
+        self.found = facts
+        return Check(True, f"{held.reference} {facts.image_id} held fixed; harness "
+                     f"{facts.labels.get(VERSION_LABEL, '?')}")
+
     def apply(self, ctx: HostContext) -> None:
         spec = self._spec(ctx)
         if self.unusable is not None:
             raise self._docker_failed(ctx, "docker is not usable", self.unusable,
                                       "see the host log")
+        if spec.held is not None:
+            held = spec.held
+            raise self.fail(
+                ctx, f"the harness image held fixed, {held.reference} ({held.image_id}), is "
+                "not on the guest, and a held image is never built or pulled over",
+                "put that image back on the guest (`docker pull` it by digest from the "
+                "registry it came from, or `docker save` it where it is and `docker load` "
+                "it there), or build a new one, which changes the software benchmarked "
+                "with the upgrade (revalidate --rebuild-image)")
         if spec.pull:
             self._pull(ctx, spec)
         else:

@@ -130,7 +130,7 @@ class DriverStep(Step):
         if running is None or req.host_driver_version is None:
             return
         problem = judge_running_driver(ctx.name, running, req.host_driver_version,
-                                       req.compatible_guest_branches)
+                                       req.compatible_guest_branches, req.host_name)
         if problem is not None:
             raise self.fail(ctx, problem.message, problem.fix)
 
