@@ -19,6 +19,7 @@ from tests.labs.postgres import SUPERUSER, PostgresLab
 from vgpu.errors import InputError
 from vgpu.results.dialect import redacted, translate_ddl
 from vgpu.results.migrations import MIGRATIONS, SCHEMA_VERSION
+from vgpu.results.noise import BASELINE_SERIES_FLOOR, FROM_BASELINE, NoiseLevels
 from vgpu.results.records import InstanceResult, Metric, Platform, RunStart, SeriesReference
 from vgpu.results.store import ResultStore
 
@@ -146,6 +147,19 @@ def test_the_reference_a_series_stored_reads_back_and_is_replaced(store: ResultS
                     kind="run-vs-baseline", tolerances={}, note="baseline 'lab'")
     store.put_series_reference(named)  # a later look at the same series
     assert store.series_reference("s1") == named and store.series_reference("bm") is None
+
+
+def test_a_baselines_own_spread_reads_back_per_series_and_metric(store: ResultStore) -> None:
+    spread = NoiseLevels(repeat_cv=0.004, series_cv=0.011, series_df=1.7, series=3,
+                         repeats=9)
+    store.save_baseline_noise("base", "system_throughput", spread, ["s1", "s2", "base"])
+    found = store.baseline_noise("base", "system_throughput")
+    assert found is not None
+    assert (found.series_cv, found.series_df, found.series, found.repeats) == (
+        0.011, 1.7, 3, 9)
+    assert (found.origin, found.floor) == (FROM_BASELINE, BASELINE_SERIES_FLOOR)
+    assert store.baseline_noise("base", "worst_p99_ms") is None
+    assert store.baseline_noise("s1", "system_throughput") is None
 
 
 def test_an_interrupted_run_is_marked_aborted_and_other_hosts_runs_are_left(

@@ -17,7 +17,7 @@ import os
 import socket
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, fields
+from dataclasses import asdict, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,7 @@ from vgpu.results.dialect import (
     redacted,
 )
 from vgpu.results.migrations import SCHEMA_VERSION, apply_migrations
-from vgpu.results.noise import NoiseLevels
+from vgpu.results.noise import BASELINE_SERIES_FLOOR, FROM_BASELINE, NoiseLevels
 from vgpu.results.records import (
     LATENCY_PERCENTILES,
     RUN_STATUSES,
@@ -50,6 +50,8 @@ from vgpu.results.records import (
 )
 
 LOGS_DIRNAME = "vgpu-results"
+# The noise levels key of a baseline series' own spread (the series it was captured from)
+BASELINE_NOISE_KEY = "baseline series {}"
 _LATENCY_COLUMNS = (*LATENCY_PERCENTILES, "min", "max", "mean")
 _PLATFORM_FIELDS = tuple(f.name for f in fields(Platform))
 _RUN_COLUMNS = (
@@ -563,6 +565,21 @@ class ResultStore:
                            series_df=row["series_df"], series=row["series"],
                            repeats=row["repeats"], measured_at=row["measured_at"],
                            source=class_key)
+
+    def save_baseline_noise(self, series_id: str, metric: str, levels: NoiseLevels,
+                            series_ids: Sequence[str]) -> None:
+        """Store the spread between the series a baseline was captured from
+        (``series_ids``), for the baseline series ``series_id`` and ``metric``; kept in
+        the noise levels table under the key of that series (BASELINE_NOISE_KEY)."""
+        self.save_noise(BASELINE_NOISE_KEY.format(series_id), metric, levels, series_ids, {})
+
+    def baseline_noise(self, series_id: str, metric: str) -> NoiseLevels | None:
+        """The spread stored with the baseline series ``series_id`` for ``metric``
+        (judged at its upper bound, at least BASELINE_SERIES_FLOOR), or None."""
+        found = self.noise(BASELINE_NOISE_KEY.format(series_id), metric)
+        if found is None:
+            return None
+        return replace(found, origin=FROM_BASELINE, floor=BASELINE_SERIES_FLOOR)
 
     def latest_series(
         self, *, scenario_id: str, workload: str, target_kind: str | None = None,

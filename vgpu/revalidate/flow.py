@@ -14,6 +14,7 @@ from typing import Any
 from rich.console import Console
 
 from vgpu.bench.job import BenchRequest, TwinChoice, bench_with_twin
+from vgpu.bench.outcome import BenchOutcome
 from vgpu.bench.summary import render
 from vgpu.defaults import DEFAULT_BASELINE
 from vgpu.errors import InputError, VgpuError
@@ -24,13 +25,14 @@ from vgpu.results.accuracy import ACCURACY_REFERENCE, accuracy_check
 from vgpu.results.calibration import compare_calibrated, parse_references
 from vgpu.results.compare import Comparison
 from vgpu.results.judge import compare_series, judge_against_baseline, judged_as_one_family
-from vgpu.results.noise import NoiseLevels
-from vgpu.results.noise_store import levels_for
+from vgpu.results.noise import FROM_BASELINE, NoiseLevels
+from vgpu.results.noise_store import levels_against, levels_for
 from vgpu.results.records import BaselineSet
 from vgpu.results.referee import metric_tolerances
 from vgpu.results.series import SeriesData, load_series
 from vgpu.results.store import ResultStore
 from vgpu.revalidate import state as saved
+from vgpu.revalidate.capture import CapturePlan, record_spread
 from vgpu.revalidate.hosts import BaselineChoice
 from vgpu.revalidate.preflight import HostPin, PreflightPhase, run_preflight_phase
 from vgpu.revalidate.verdicts import WorkloadVerdict, exit_code
@@ -56,6 +58,8 @@ class RevalidateRequest:
     resume: bool = False
     references: Path | None = None  # `vgpu baseline calibrate`: used where no baseline is
     choice: BaselineChoice | None = None  # the sets recorded and judged (default: baseline)
+    # with capture_baseline: series and their spacing
+    capture: CapturePlan = field(default_factory=CapturePlan)
 
     @property
     def sets(self) -> BaselineChoice:
@@ -148,24 +152,45 @@ def _run_one(sc: Scenario, request: RevalidateRequest, store: ResultStore, conso
     if blocker is not None:
         progress.status, progress.reason = "could-not-run", blocker
         return
+    count = request.capture.series if request.capture_baseline else 1
+    benches: list[BenchOutcome] = []
     try:
         console.print(f"[bold]Scenario {sc.id} ({sc.name})[/]")
         converge(sc, request.host)
-        bench = bench_with_twin(sc, request.bench, store, twin=TwinChoice(), out=console)
+        started = time.monotonic()
+        for index in range(count):
+            if index:
+                _pause_between_series(request.capture, index, count, started, console)
+            bench = bench_with_twin(sc, request.bench, store, twin=TwinChoice(), out=console)
+            render(bench, console, str(store.path), None)
+            benches.append(bench)
+            if bench.failure:
+                break
     except VgpuError as exc:
         progress.status, progress.reason = "could-not-run", str(exc)
         return
-    render(bench, console, str(store.path), None)
+    bench = benches[-1]
     progress.series = {w.workload.label: w.series_id for w in bench.workloads
                        if w.series is not None}
     if bench.failure:
         progress.status, progress.reason = "could-not-run", bench.failure
         return
     if request.capture_baseline:
+        record_spread(store, benches, console)
         for label, series_id in progress.series.items():
             run = store.runs(series_id=series_id, status="ok")[0]
             store.set_baseline(run.id, baseline_key(request.sets.recorded, sc.id, label))
     progress.status, progress.reason = "done", None
+
+
+def _pause_between_series(plan: CapturePlan, index: int, count: int, started: float,
+                          console: Console) -> None:
+    per_series = (time.monotonic() - started - (index - 1) * plan.pause_s) / index
+    left = (count - index) * per_series + (count - index) * plan.pause_s
+    console.print(f"baseline series {index + 1}/{count} in {plan.pause_s:.0f} s (one series "
+                  f"took about {per_series:.0f} s: about {left:.0f} s left for this "
+                  "scenario)", highlight=False)
+    time.sleep(plan.pause_s)
 
 
 def _judge(store: ResultStore, sc: Scenario, series: dict[str, str],
@@ -188,11 +213,15 @@ def _judge(store: ResultStore, sc: Scenario, series: dict[str, str],
         elif named.series_id == series_id:
             notes.append(f"this run is baseline '{judged}'")
         else:
+            reference = load_series(store, named.series_id)
+            levels = levels_against(store, data, reference)
+            if levels.origin != FROM_BASELINE:
+                notes.append(f"baseline '{judged}' stored no spread of its own (captured "
+                             f"from one series): judged with the {levels.judged_by}")
             vs_baseline = compare_series(
-                "run-vs-baseline", data, load_series(store, named.series_id),
+                "run-vs-baseline", data, reference,
                 tolerance=sc.tolerances.throughput_pct / 100.0,
-                tolerances=metric_tolerances(sc.tolerances),
-                levels=levels_for(store, data))
+                tolerances=metric_tolerances(sc.tolerances), levels=levels)
             vs_baseline = _same_host_only(vs_baseline, request, judged, notes)
         verdicts.append(WorkloadVerdict(sc.id, label, series_id, vs_bare_metal, vs_baseline,
                                         accuracy_check(data), tuple(notes)))
