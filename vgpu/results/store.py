@@ -274,6 +274,18 @@ class ResultStore:
                 (status, reason, time.time(), sync_skew_s, run_id),
             )
 
+    def set_aside_run(self, run_id: int, reason: str) -> None:
+        """Take a finished ok run out of its series, keeping its results and logs: it is
+        stored as aborted with ``reason`` (a block other load disturbed, run again)."""
+        with self._db.transaction():
+            row = self._db.query_one("SELECT status FROM runs WHERE id = ?", (run_id,))
+            if row is None:
+                raise KeyError(f"no run {run_id}")
+            if row["status"] != "ok":
+                raise ValueError(f"run {run_id} is {row['status']}, not ok")
+            self._db.execute("UPDATE runs SET status = 'aborted', reason = ? WHERE id = ?",
+                             (reason, run_id))
+
     def _insert_instance(self, run_id: int, instance: InstanceResult) -> None:
         platform_id = self._insert_platform(instance.platform)
         latency = [instance.latency_ns.get(key) for key in _LATENCY_COLUMNS]
