@@ -97,11 +97,13 @@ def test_a_block_a_cpu_hog_disturbed_is_set_aside_and_run_again(
             ref_out, cand_out = run_interleaved(sides[0], sides[1], store, runs=2,
                                                 workload_names=[WORKLOAD], listener=listener)
             runs = store.runs()
+            stored = [m.name for m in store.metrics(runs[0].id) if m.instance is None]
             [mine] = cand_out.workloads
             series = load_series(store, mine.series_id)
     finally:
         listener.stop()
     assert listener.done, listener.phases  # the hog ran beside that run
+    assert OTHER_CPU in stored and len(stored) == len(set(stored))  # each metric once
     set_aside = [r for r in runs if r.status == "aborted"]
     # the run beside the hog and its block's twin run; other load may have set aside more
     hogged = next((r for r in set_aside if r.scenario_id == "6" and r.repeat_index == 1

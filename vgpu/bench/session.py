@@ -225,7 +225,6 @@ def run_repeat(
                  *clock_metrics((t.instance, t.clock) for t in targets if t.clock),
                  *_measurement_metrics(round_result.outcomes),
                  *disturbance_metrics(round_result.outcomes),
-                 *disturbance_metrics(round_result.outcomes),
                  *token_metrics(outcome_records(round_result.outcomes))],
         sync_skew_s=round_result.skew_s,
     )
