@@ -217,7 +217,8 @@ def _judge(store: ResultStore, sc: Scenario, series: dict[str, str],
             levels = levels_against(store, data, reference)
             if levels.origin != FROM_BASELINE:
                 notes.append(f"baseline '{judged}' stored no spread of its own (captured "
-                             f"from one series): judged with the {levels.judged_by}")
+                             "from one series, or before baselines stored one): judged "
+                             f"with the {levels.judged_by}")
             vs_baseline = compare_series(
                 "run-vs-baseline", data, reference,
                 tolerance=sc.tolerances.throughput_pct / 100.0,
