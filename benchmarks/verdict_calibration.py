@@ -253,7 +253,7 @@ def markdown(parts: list[Part], total_s: float, args: argparse.Namespace) -> str
     budget = "the default budget" if args.max_repeats is None else \
         f"--max-repeats {args.max_repeats}"
     lines = [f"`vgpu bench --scenario 6 -w {WORKLOAD} --duration {args.duration:g}` "
-             f"({budget}); total wall time {total_s / 60:.1f} min", "",
+             f"({budget}), parts {args.parts}; total wall time {total_s / 60:.1f} min", "",
              "| part | n | FAIL | INCONCLUSIVE | PASS | CI excludes 0 | disturbance named "
              "| mean blocks | mean s per decision |",
              "|---|---|---|---|---|---|---|---|---|"]
