@@ -92,6 +92,9 @@ def test_a_baseline_captured_from_three_series_judges_with_their_spread(
     assert (f"series level {stored.judged_series_cv * 100:.2f}% from this baseline's 3 "
             "series") in throughput["noise"]
     assert not any("no spread" in note for note in verdict["notes"])
+    level = f"{stored.judged_series_cv * 100:.1f}%"
+    assert (f"against baseline 'pre-upgrade': judged with the series level {level} from "
+            "this baseline's 3 series") in verdict["notes"]
 
 
 def test_cannot_run_exits_1_resume_keeps_what_finished_and_references_judge_a_new_lab(

@@ -215,7 +215,10 @@ def _judge(store: ResultStore, sc: Scenario, series: dict[str, str],
         else:
             reference = load_series(store, named.series_id)
             levels = levels_against(store, data, reference)
-            if levels.origin != FROM_BASELINE:
+            if levels.origin == FROM_BASELINE:
+                notes.append(f"against baseline '{judged}': judged with the "
+                             f"{levels.judged_by}")
+            else:
                 notes.append(f"baseline '{judged}' stored no spread of its own (captured "
                              "from one series, or before baselines stored one): judged "
                              f"with the {levels.judged_by}")
