@@ -110,6 +110,20 @@ def test_run_lifecycle_reads_back_exactly(store: ResultStore) -> None:
         store.finish_run(run_id, "failed")
 
 
+def test_a_run_set_aside_keeps_its_results_out_of_its_series(store: ResultStore) -> None:
+    kept = store.record_run(START, "ok", instances=[InstanceResult("a", "ok", throughput=1)],
+                            metrics=[Metric("other_cpu_share", 60.0, "%")])
+    store.set_aside_run(kept, "set aside: disturbed; block 1 was run again")
+    run = store.run(kept)
+    assert run is not None and run.status == "aborted"
+    assert run.reason == "set aside: disturbed; block 1 was run again"
+    assert [i.result.throughput for i in store.instances(kept)] == [1]
+    assert store.metrics(kept) == [Metric("other_cpu_share", 60.0, "%")]
+    assert store.runs(series_id=START.series_id, status="ok") == []
+    with pytest.raises(ValueError, match="is aborted, not ok"):
+        store.set_aside_run(kept, "again")
+
+
 def test_a_failed_write_leaves_nothing_half_done(store: ResultStore) -> None:
     run_id = store.begin_run(START)
     twin = InstanceResult(name="same", status="ok", throughput=1.0)
