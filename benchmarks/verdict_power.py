@@ -19,6 +19,16 @@ the band (> -2%) is false; a PASS outside it (< -2%) is false. The parameters co
 measured A/A (docs/results.md): repeat CV 1.2%, series level 1.0%, a first run 7% slower
 (13,889/s against 14,669-15,240/s), 3 instances. The period effect and drift are assumed.
 
+The **Server** rows add the latency check a Server series has (judge.py: the worst p99 of
+the instances per run, band <= +5%, the scenario's default latency tolerance) to the same
+Holm family as the throughputs. Each instance's p99 follows the run's throughput factors
+inverted (a slower run waits longer: cold first run, period, drift, the series level and
+the true difference, with elasticity LATENCY_ELASTICITY) times its own noise: CV 3% per run
+shared by the instances plus 2% per instance (assumed: a tail percentile of a short run
+varies more than its mean rate). A -5% throughput difference is then a +5.3% p99, just
+outside its band, and -10% a +11%. The separate path judges the latency with the
+uncalibrated default series level, as an uncalibrated class would be.
+
     .venv/bin/python benchmarks/verdict_power.py [--draws 400] [--seed 1]
 """
 
@@ -43,6 +53,20 @@ DIFFERENCES_PCT = (0.0, -2.0, -5.0, -10.0)
 MEAN = 5000.0  # per instance
 
 
+LATENCY_TOLERANCE_PCT = 5.0  # Tolerances.latency_pct's default
+LATENCY_BAND = Band(upper_pct=LATENCY_TOLERANCE_PCT)
+LATENCY_ELASTICITY = 1.0  # p99 rises as 1 / throughput factor ** this
+P99_MS = 20.0
+
+
+@dataclass(frozen=True)
+class Run:
+    """One simulated run: each instance's throughput, and the worst instance p99."""
+
+    throughputs: list[float]
+    worst_p99_ms: float
+
+
 @dataclass(frozen=True)
 class Setting:
     """What a simulated session looks like (fractions)."""
@@ -59,6 +83,9 @@ class Setting:
     max_blocks: int = 20  # the default budget (--max-repeats)
     looks: int = 3
     reference_repeats: int = 3  # separate series: the stored reference
+    server: bool = False  # judge the worst p99 too (a Server series)
+    latency_cv: float = 0.03  # p99 run to run, shared by the instances of a run
+    latency_instance_cv: float = 0.02  # each instance's p99, on top
 
 
 @dataclass(frozen=True)
@@ -77,29 +104,41 @@ def memoize_t_quantile() -> None:
 
 
 def _run(setting: Setting, rng: random.Random, level: float, position: int,
-         second: bool) -> list[float]:
-    """One run's per-instance throughputs: ``level`` (relative), the run's position in
-    the session (cold first run, drift) and whether it is the second of its block."""
+         second: bool) -> Run:
+    """One run: ``level`` (relative), the run's position in the session (cold first run,
+    drift) and whether it is the second of its block set its throughput factor; each
+    instance's throughput and p99 follow it, with their own noise."""
     factor = level * (1.0 + setting.drift_per_run * position)
-    factor *= math.exp(rng.gauss(0.0, setting.repeat_cv))
     if position == 0:
         factor *= 1.0 + setting.cold_first
     if second:
         factor *= 1.0 + setting.period
-    return [MEAN * factor * math.exp(rng.gauss(0.0, setting.instance_cv))
-            for _ in range(setting.instances)]
+    throughput = factor * math.exp(rng.gauss(0.0, setting.repeat_cv))
+    wait = factor ** -LATENCY_ELASTICITY * math.exp(rng.gauss(0.0, setting.latency_cv))
+    return Run([MEAN * throughput * math.exp(rng.gauss(0.0, setting.instance_cv))
+                for _ in range(setting.instances)],
+               max(P99_MS * wait * math.exp(rng.gauss(0.0, setting.latency_instance_cv))
+                   for _ in range(setting.instances)))
 
 
-def _checks(candidate: Sequence[list[float]], reference: Sequence[list[float]],
-            paired: bool) -> list[Check]:
-    """System throughput and each instance's, as judge.py builds them."""
-    columns = [("system_throughput", [sum(r) for r in candidate], [sum(r) for r in reference])]
-    columns += [(f"throughput i{k}", [r[k] for r in candidate], [r[k] for r in reference])
-                for k in range(len(candidate[0]))]
+def _checks(candidate: Sequence[Run], reference: Sequence[Run], paired: bool,
+            server: bool) -> list[Check]:
+    """System throughput and each instance's, and for a Server series the worst p99, as
+    judge.py builds them: one Holm family."""
+    columns = [("system_throughput", BAND, [sum(r.throughputs) for r in candidate],
+                [sum(r.throughputs) for r in reference])]
+    columns += [(f"throughput i{k}", BAND, [r.throughputs[k] for r in candidate],
+                 [r.throughputs[k] for r in reference])
+                for k in range(len(candidate[0].throughputs))]
+    if server:
+        columns.append(("latency_p99_worst", LATENCY_BAND,
+                        [r.worst_p99_ms for r in candidate],
+                        [r.worst_p99_ms for r in reference]))
     if paired:
-        return holm([compare_paired(name, c, r, BAND) for name, c, r in columns])
+        return holm([compare_paired(name, c, r, band) for name, band, c, r in columns])
     levels = uncalibrated()
-    return holm([compare_samples(name, c, r, BAND, levels=levels) for name, c, r in columns])
+    return holm([compare_samples(name, c, r, band, levels=levels)
+                 for name, band, c, r in columns])
 
 
 def interleaved_series(setting: Setting, difference_pct: float,
@@ -113,8 +152,8 @@ def interleaved_series(setting: Setting, difference_pct: float,
         _run(setting, rng, 1.0, 0, False)
         _run(setting, rng, candidate_level, 1, True)
         position = 2
-    cand: list[list[float]] = []
-    ref: list[list[float]] = []
+    cand: list[Run] = []
+    ref: list[Run] = []
     total, index = setting.pilot, 1
     while True:
         while len(cand) < total:
@@ -126,7 +165,8 @@ def interleaved_series(setting: Setting, difference_pct: float,
             ref.append(first if ref_first else second)
             cand.append(second if ref_first else first)
             position += 2
-        step = look(_checks(cand, ref, paired=True), len(cand), index, design)
+        step = look(_checks(cand, ref, paired=True, server=setting.server), len(cand),
+                    index, design)
         design = with_schedule(design, step)
         if step.stop:
             return step.verdict, len(cand)
@@ -143,12 +183,13 @@ def separate_series(setting: Setting, difference_pct: float,
     design = Design(min_repeats=setting.pilot, max_repeats=setting.max_blocks,
                     looks=setting.looks)
     start = 1 if setting.warm_up else 0
-    cand: list[list[float]] = []
+    cand: list[Run] = []
     total, index = setting.pilot, 1
     while True:
         while len(cand) < total:
             cand.append(_run(setting, rng, cand_level, start + len(cand), False))
-        step = look(_checks(cand, ref, paired=False), len(cand), index, design)
+        step = look(_checks(cand, ref, paired=False, server=setting.server), len(cand),
+                    index, design)
         design = with_schedule(design, step)
         if step.stop:
             return step.verdict, len(cand)
@@ -184,10 +225,16 @@ def main() -> None:
     rows = [("interleaved, warm-up, period term", interleaved_rates, base),
             ("interleaved, no warm-up (cold first run judged)", interleaved_rates,
              replace(base, warm_up=False)),
-            ("separate series, uncalibrated default", separate_rates, base)]
+            ("separate series, uncalibrated default", separate_rates, base),
+            ("Server: interleaved, throughput + p99 latency", interleaved_rates,
+             replace(base, server=True)),
+            ("Server: separate series, throughput + p99 latency", separate_rates,
+             replace(base, server=True))]
     print(f"band >= -{TOLERANCE_PCT:g}%, {args.draws} series per cell, budget "
           f"{base.max_blocks} blocks (repeats), pilot {base.pilot}, {base.looks} looks, "
-          f"{base.instances + 1} checks")
+          f"{base.instances + 1} checks (Server: {base.instances + 2}, latency band <= "
+          f"+{LATENCY_TOLERANCE_PCT:g}%, p99 CV {base.latency_cv:.0%} per run + "
+          f"{base.latency_instance_cv:.0%} per instance)")
     print("| path | true difference | FAIL | PASS | INCONCLUSIVE | mean blocks (repeats) |")
     print("|---|---|---|---|---|---|")
     for name, rates, setting in rows:

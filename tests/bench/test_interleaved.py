@@ -17,7 +17,8 @@ from vgpu.bench.devices import cpu_device
 from vgpu.bench.interleave import Side, run_interleaved
 from vgpu.bench.local import local_targets
 from vgpu.bench.workload import BenchOverrides
-from vgpu.results.records import InstanceResult
+from vgpu.results.disturbance import IGNORE_ENV, OTHER_CPU
+from vgpu.results.records import InstanceResult, Metric
 from vgpu.results.store import ResultStore
 
 WORKLOAD = "resnet50-offline"
@@ -174,3 +175,51 @@ def test_an_undecided_pilot_adds_blocks_in_pairs_within_the_stated_cap(
     assert any("at most 12 blocks (24 runs) unless decided sooner" in n for n in notes)
     looks = [n for n in notes if n.startswith("sequential repeats")]
     assert looks[0].startswith("sequential repeats: look 1 at 4: undecided")
+
+
+def _busy(order: list[tuple[str, int]], other_cpu: Iterator[float]) -> Any:
+    """Repeats that store a steady throughput and the next share of other processes' CPU
+    (percent of the machine) as their run metric."""
+    def run_repeat(store: ResultStore, scenario: Any, targets: Any, result: Any,
+                   repeat: int, repeats: int, *_: Any) -> list[Any]:
+        order.append((scenario.id, repeat))
+        run_id = session._begin_run(store, scenario, targets, result, repeat, repeats)
+        store.finish_run(run_id, "ok", instances=[InstanceResult(
+            name="a", status="ok", device_kind="cpu", validity="VALID", throughput=1000.0)],
+            metrics=[Metric(OTHER_CPU, next(other_cpu), "%")])
+        return []
+    return run_repeat
+
+
+def test_a_disturbed_block_is_set_aside_and_run_again_up_to_the_limit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(IGNORE_ENV, raising=False)  # disturbance judged
+    order: list[tuple[str, int]] = []
+    # block 1's twin run is disturbed, then every run once block 2 began
+    shares = iter([2.0, 3.0, 2.0, 60.0, *([2.0, 2.0]), *([70.0] * 40)])
+    monkeypatch.setattr(interleave, "run_repeat", _busy(order, shares))
+    monkeypatch.setattr(interleave, "warm_up", _warm(order))
+    monkeypatch.setattr(interleave, "calibrate", lambda *_: True)
+    reference, candidate = _sides(tmp_path, BenchOverrides())
+    with ResultStore.open(tmp_path / "r.db") as store:
+        _, cand_out = run_interleaved(reference, candidate, store, runs=4,
+                                      workload_names=[WORKLOAD])
+        runs = store.runs()
+        set_aside = [r for r in runs if r.status == "aborted"]
+    judged = [block for _, block in order if block >= 0]
+    # blocks 0, 1 (disturbed), 1 again, then block 2 set aside twice (3 replacements in
+    # all) and disturbed a third time: the session stops there
+    assert judged == [0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2]
+    assert [(r.scenario_id, r.repeat_index) for r in set_aside] == [
+        ("6", 1), ("bm6", 1), ("bm6", 2), ("6", 2), ("bm6", 2), ("6", 2)]
+    assert all(r.reason and r.reason.startswith("set aside: ") for r in set_aside)
+    [mine] = cand_out.workloads
+    notes = [n for n in mine.workload.notes if "set aside" in n or "disturbed after" in n]
+    assert notes[0].startswith("block 2 set aside (") and "replacement 1 of at most 3" in notes[0]
+    assert notes[-1].startswith("block 3 disturbed after 3 blocks set aside")
+    # the block disturbed after the last replacement stays: INCONCLUSIVE, naming its runs
+    assert mine.comparison is not None and mine.comparison.verdict == "INCONCLUSIVE"
+    last = [r.id for r in runs if r.status == "ok" and r.repeat_index == 2]
+    assert len(last) == 2
+    assert any(f"during run {run_id}" in why for why in mine.comparison.disturbed
+               for run_id in last)

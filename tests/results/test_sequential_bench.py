@@ -64,7 +64,7 @@ def _bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, values: Iterable[flo
     monkeypatch.setattr(session, "calibrate", lambda *_: True)
     # a class calibrated quiet: repeats are what decides here (the series level that
     # stops a sequential series has its own test below)
-    monkeypatch.setattr(judge, "levels_for", lambda *_: levels)
+    monkeypatch.setattr(judge, "levels_against", lambda *_: levels)
     workload = next(w for w in scenario.workloads
                     if isinstance(w, InferenceWorkload) and w.label == WORKLOAD)
     with ResultStore.open(tmp_path / "r.db") as store:

@@ -19,6 +19,7 @@ from tests.labs.postgres import SUPERUSER, PostgresLab
 from vgpu.errors import InputError
 from vgpu.results.dialect import redacted, translate_ddl
 from vgpu.results.migrations import MIGRATIONS, SCHEMA_VERSION
+from vgpu.results.noise import BASELINE_SERIES_FLOOR, FROM_BASELINE, NoiseLevels
 from vgpu.results.records import InstanceResult, Metric, Platform, RunStart, SeriesReference
 from vgpu.results.store import ResultStore
 
@@ -109,6 +110,20 @@ def test_run_lifecycle_reads_back_exactly(store: ResultStore) -> None:
         store.finish_run(run_id, "failed")
 
 
+def test_a_run_set_aside_keeps_its_results_out_of_its_series(store: ResultStore) -> None:
+    kept = store.record_run(START, "ok", instances=[InstanceResult("a", "ok", throughput=1)],
+                            metrics=[Metric("other_cpu_share", 60.0, "%")])
+    store.set_aside_run(kept, "set aside: disturbed; block 1 was run again")
+    run = store.run(kept)
+    assert run is not None and run.status == "aborted"
+    assert run.reason == "set aside: disturbed; block 1 was run again"
+    assert [i.result.throughput for i in store.instances(kept)] == [1]
+    assert store.metrics(kept) == [Metric("other_cpu_share", 60.0, "%")]
+    assert store.runs(series_id=START.series_id, status="ok") == []
+    with pytest.raises(ValueError, match="is aborted, not ok"):
+        store.set_aside_run(kept, "again")
+
+
 def test_a_failed_write_leaves_nothing_half_done(store: ResultStore) -> None:
     run_id = store.begin_run(START)
     twin = InstanceResult(name="same", status="ok", throughput=1.0)
@@ -146,6 +161,19 @@ def test_the_reference_a_series_stored_reads_back_and_is_replaced(store: ResultS
                     kind="run-vs-baseline", tolerances={}, note="baseline 'lab'")
     store.put_series_reference(named)  # a later look at the same series
     assert store.series_reference("s1") == named and store.series_reference("bm") is None
+
+
+def test_a_baselines_own_spread_reads_back_per_series_and_metric(store: ResultStore) -> None:
+    spread = NoiseLevels(repeat_cv=0.004, series_cv=0.011, series_df=1.7, series=3,
+                         repeats=9)
+    store.save_baseline_noise("base", "system_throughput", spread, ["s1", "s2", "base"])
+    found = store.baseline_noise("base", "system_throughput")
+    assert found is not None
+    assert (found.series_cv, found.series_df, found.series, found.repeats) == (
+        0.011, 1.7, 3, 9)
+    assert (found.origin, found.floor) == (FROM_BASELINE, BASELINE_SERIES_FLOOR)
+    assert store.baseline_noise("base", "worst_p99_ms") is None
+    assert store.baseline_noise("s1", "system_throughput") is None
 
 
 def test_an_interrupted_run_is_marked_aborted_and_other_hosts_runs_are_left(

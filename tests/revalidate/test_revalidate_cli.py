@@ -5,6 +5,7 @@ the regression, and --resume keeping what finished."""
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 from pathlib import Path
 
@@ -12,6 +13,8 @@ import pytest
 
 from tests.bench.conftest import VGPU, vgpu_env
 from tests.labs.cpuquota import cpu_quota, quota_available
+from vgpu.results.noise import estimate_levels
+from vgpu.results.series import SYSTEM_THROUGHPUT, load_series
 from vgpu.results.store import ResultStore
 
 pytestmark = pytest.mark.slow
@@ -35,9 +38,11 @@ def _runs(folder: Path) -> list[str]:
 def test_capture_then_a_slowed_machine_fails_against_the_baseline(
     tmp_path: Path, harness_cache: Path,
 ) -> None:
-    first = _revalidate(tmp_path, harness_cache, "-s", "bm5", "--capture-baseline", *STEADY)
+    first = _revalidate(tmp_path, harness_cache, "-s", "bm5", "--capture-baseline",
+                        "--baseline-series", "1", *STEADY)
     assert first.returncode == 0, first.stdout + first.stderr
     assert "recorded as baseline 'pre-upgrade'" in first.stdout
+    assert "1 series per scenario: the baseline stores no spread" in first.stdout
     with ResultStore.open(tmp_path / "vgpu-results.db") as store:
         assert [b.name for b in store.baselines()] == ["pre-upgrade:bm5:resnet50-offline"]
 
@@ -54,7 +59,42 @@ def test_capture_then_a_slowed_machine_fails_against_the_baseline(
     throughput = verdict["vs_baseline"]["checks"][0]
     # 0.4 of a core: far slower, though by how much depends on what else the machine runs
     assert throughput["verdict"] == "FAIL" and throughput["difference_pct"] < -15
+    # a baseline of one series has no spread of its own: the default judged, and is named
+    assert throughput["noise"].startswith("uncalibrated default 2.0%")
+    assert any("stored no spread of its own" in note and "uncalibrated default 2.0%" in note
+               for note in verdict["notes"])
     assert _runs(tmp_path) == ["bm5"] * 6
+
+
+def test_a_baseline_captured_from_three_series_judges_with_their_spread(
+    tmp_path: Path, harness_cache: Path,
+) -> None:
+    first = _revalidate(tmp_path, harness_cache, "-s", "bm5", "--capture-baseline",
+                        "--baseline-series", "3", "--baseline-pause", "0", *STEADY)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "3 series per scenario, 0 s apart" in " ".join(first.stdout.split())
+    with ResultStore.open(tmp_path / "vgpu-results.db") as store:
+        series = list(dict.fromkeys(r.series_id for r in store.runs(status="ok")))
+        members = [load_series(store, s) for s in series]
+        [named] = store.baselines()
+        assert len(members) == 3 and named.series_id == series[-1]
+        stored = store.baseline_noise(named.series_id, SYSTEM_THROUGHPUT)
+    expected = estimate_levels([m.samples[SYSTEM_THROUGHPUT].values for m in members])
+    valid = sum(len(m.samples[SYSTEM_THROUGHPUT].values) for m in members)
+    assert stored is not None and (stored.series, stored.repeats) == (3, valid)
+    assert math.isclose(stored.series_cv, expected.series_cv, rel_tol=1e-9)
+
+    again = _revalidate(tmp_path, harness_cache, "--json", *STEADY)
+    assert again.returncode == 0, again.stdout + again.stderr
+    [verdict] = json.loads(again.stdout)["verdicts"]
+    throughput = verdict["vs_baseline"]["checks"][0]
+    assert throughput["metric"] == SYSTEM_THROUGHPUT
+    assert (f"series level {stored.judged_series_cv * 100:.2f}% from this baseline's 3 "
+            "series") in throughput["noise"]
+    assert not any("no spread" in note for note in verdict["notes"])
+    level = f"{stored.judged_series_cv * 100:.1f}%"
+    assert (f"against baseline 'pre-upgrade': judged with the series level {level} from "
+            "this baseline's 3 series") in verdict["notes"]
 
 
 def test_cannot_run_exits_1_resume_keeps_what_finished_and_references_judge_a_new_lab(

@@ -32,6 +32,7 @@ from vgpu.provision.requirements import GuestRequirements
 from vgpu.remote.redact import Redactor
 from vgpu.remote.targets import ConnectOptions
 from vgpu.results.store import ResultStore
+from vgpu.revalidate.capture import CapturePlan
 from vgpu.revalidate.flow import RevalidateOutcome, RevalidateRequest, revalidate
 from vgpu.sim.lab import LabShape
 from vgpu.site import open_site
@@ -90,7 +91,8 @@ class Lab:
                                runtime=RuntimeOptions(runtime="host"),
                                host_target_hook=self.to_lab, connect=FAST),
             facts_dir=self.folder / "facts", state_dir=self.folder / "state-revalidate",
-            capture_baseline=capture)
+            # one series per capture: the spread has its own tests
+            capture_baseline=capture, capture=CapturePlan(series=1))
         with ResultStore.open(self.folder / "results.db") as store:
             return revalidate(request, store, Console(file=io.StringIO()), self.converge)
 

@@ -40,6 +40,7 @@ from vgpu.provision.requirements import GuestRequirements
 from vgpu.remote.redact import Redactor
 from vgpu.remote.targets import ConnectOptions
 from vgpu.results.store import ResultStore
+from vgpu.revalidate.capture import CapturePlan
 from vgpu.revalidate.flow import RevalidateOutcome, RevalidateRequest, revalidate
 from vgpu.revalidate.hosts import choose_baseline
 from vgpu.sim import guests
@@ -103,7 +104,8 @@ class RollingLab:
                                    runtime=RuntimeOptions(runtime="host"),
                                    host_target_hook=self.to_lab, connect=FAST),
                 facts_dir=self.folder / "facts", state_dir=self.folder / "revalidate",
-                capture_baseline=capture, choice=choice)
+                # one series per capture: the spread has its own tests
+                capture_baseline=capture, choice=choice, capture=CapturePlan(series=1))
             return revalidate(request, store, Console(file=io.StringIO()), self.converge)
 
     def vms(self) -> dict[str, tuple[str, bool]]:

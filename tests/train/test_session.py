@@ -21,7 +21,7 @@ from tests.results.conftest import QUIET
 from vgpu.cli import _register, app
 from vgpu.model import load_scenario
 from vgpu.model.scenario import Baseline, Scenario
-from vgpu.results import judge, noise_store
+from vgpu.results import noise_store
 from vgpu.results.records import RunStart, TargetKind
 from vgpu.results.store import ResultStore
 from vgpu.site import Site
@@ -45,7 +45,6 @@ WORKLOAD = "resnet50-train"
 def _quiet_class(monkeypatch: pytest.MonkeyPatch) -> None:
     """The classes here are calibrated quiet: these tests are about which series and
     metrics are judged, not the series level (tests/results/test_noise.py)."""
-    monkeypatch.setattr(judge, "levels_for", lambda *_: QUIET)
     monkeypatch.setattr(noise_store, "levels_for", lambda *_: QUIET)
 
 def _record(images_per_s: float, step_p99_s: float = 0.1, comm_share: float = 0.2,

@@ -7,12 +7,14 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from vgpu.bench.capacity_plan import plan_note
 from vgpu.bench.fanout import RoundTimeouts, run_round
 from vgpu.bench.outcome import BenchListener, BenchOutcome, QuietListener, WorkloadOutcome
 from vgpu.bench.pacing import Budget, pacing_for
 from vgpu.bench.session import calibrate, inference_workloads, judge_series, recalibrate, run_repeat
+from vgpu.bench.setaside import DisturbedBlocks
 from vgpu.bench.targets import Target
 from vgpu.bench.workload import BenchOverrides, effective_workload, harness_spec
 from vgpu.errors import RemoteError
@@ -46,7 +48,8 @@ def run_interleaved(
     (vgpu.results.sequential). The block count is even (complete ABBA pairs), and
     each side first runs one warm-up run that is not judged (the session's first runs are
     cold). Offline sides share one expected QPS per instance position (the larger probe),
-    so their queries have the same size."""
+    so their queries have the same size. A block other load disturbed is set aside and
+    run again (vgpu.bench.setaside), at most MAX_REPLACED_BLOCKS times."""
     listen: BenchListener = listener or QuietListener()
     ref_workloads, _ = inference_workloads(reference.scenario, workload_names)
     cand_workloads, notes = inference_workloads(candidate.scenario, workload_names)
@@ -112,8 +115,10 @@ def _run_blocks(store: ResultStore, sides: tuple[Side, Side],
         pair[1].workload.notes.append(stated)
         listen.phase(f"{pair[1].workload.label}: {stated}")
     total, block, started = repeats, 0, time.monotonic()
+    disturbed = DisturbedBlocks()
     while block < total:
         order = (0, 1) if block % 2 == 0 else (1, 0)
+        run_ids: list[int] = []
         for index in order:
             side, result = sides[index], pair[index]
             listen.phase(f"{result.workload.label}: block {block + 1}/{total}, scenario "
@@ -123,13 +128,38 @@ def _run_blocks(store: ResultStore, sides: tuple[Side, Side],
             if ran is None:
                 pair[1 - index].failure = f"stopped with scenario {side.scenario.id}"
                 return
+            run_ids += result.run_ids[-1:]  # the run this repeat stored
             if result.calibrated_qps:
                 recalibrate(result, ran)
         _share_rates(sides, pair)
+        step = _after_block(store, disturbed, block, run_ids, pair, listen)
+        if step == "again":
+            continue
+        if step == "stop":
+            return  # disturbed again after the last replacement: INCONCLUSIVE, named
         block += 1
         if block == total and pacing is not None:
             total = pacing.next_total(store, candidate.scenario, pair[1], total,
                                       time.monotonic() - started, listen)
+
+
+def _after_block(store: ResultStore, disturbed: DisturbedBlocks, block: int,
+                 run_ids: list[int], pair: tuple[WorkloadOutcome, WorkloadOutcome],
+                 listen: BenchListener) -> Literal["next", "again", "stop"]:
+    """"next" when no other load disturbed the block's runs; "again" when they were set
+    aside and the block is to run again; "stop" when they were disturbed once the
+    replacements were spent (they stay: the verdict is INCONCLUSIVE, naming them)."""
+    found = disturbed.check(store, run_ids)
+    if not found:
+        return "next"
+    note = disturbed.set_aside(store, block, run_ids, found)
+    step: Literal["again", "stop"] = "again"
+    if note is None:
+        note, step = disturbed.exhausted(block, found), "stop"
+    for result in pair:
+        result.workload.notes.append(note)
+    listen.phase(f"{pair[1].workload.label}: {note}")
+    return step
 
 
 def warm_up(store: ResultStore, side: Side, result: WorkloadOutcome, listen: BenchListener,

@@ -171,7 +171,7 @@ def compare(
     """Judge a run's series against another series, a named baseline or reference values.
     Exit code 3 when the verdict is FAIL."""
     from vgpu.results.judge import compare_series
-    from vgpu.results.noise_store import levels_for
+    from vgpu.results.noise_store import levels_against, levels_for
     from vgpu.results.referee import kind_between
     from vgpu.results.series import load_series, series_of_run
     from vgpu.results.store import ResultStore
@@ -188,7 +188,8 @@ def compare(
                                    else kind_between(store, cand, ref))
             comparison = compare_series(
                 chosen, cand, ref, tolerance=tolerance / 100.0,
-                min_gain=None if min_gain is None else min_gain / 100.0, levels=levels,
+                min_gain=None if min_gain is None else min_gain / 100.0,
+                levels=levels_against(store, cand, ref),
             )
     _emit_comparison(comparison, junit, as_json_flag)
 

@@ -13,13 +13,19 @@ from vgpu import catalog
 from vgpu.cli import common
 from vgpu.cli.options import DbOpt, HostOpt, InventoryReq, JsonOpt, RunsOpt
 from vgpu.cli.root import app
-from vgpu.defaults import DEFAULT_BASELINE, DEFAULT_DB
+from vgpu.defaults import (
+    DEFAULT_BASELINE,
+    DEFAULT_CAPTURE_PAUSE_S,
+    DEFAULT_CAPTURE_SERIES,
+    DEFAULT_DB,
+)
 from vgpu.errors import InputError, Problem
 
 if TYPE_CHECKING:
     from vgpu.container.images import HeldImage
     from vgpu.model.scenario import Scenario
     from vgpu.results.store import ResultStore
+    from vgpu.revalidate.capture import CapturePlan
     from vgpu.revalidate.flow import Converge
     from vgpu.revalidate.hosts import BaselineChoice
     from vgpu.site import Site
@@ -47,6 +53,13 @@ def revalidate_command(
     replace: Annotated[bool, typer.Option(
         "--replace", help="with --capture-baseline: overwrite the scenarios' existing "
         "baseline")] = False,
+    baseline_series: Annotated[int, typer.Option(
+        "--baseline-series", min=1, help="with --capture-baseline: series per scenario, "
+        "spaced in time; their spread is stored with the baseline and judges later series "
+        "against it (1: no spread of its own)")] = DEFAULT_CAPTURE_SERIES,
+    baseline_pause: Annotated[float, typer.Option(
+        "--baseline-pause", min=0.0, help="with --capture-baseline: seconds between its "
+        "series")] = DEFAULT_CAPTURE_PAUSE_S,
     host: HostOpt = None,
     other_host: Annotated[str | None, typer.Option(
         "--other-host", help="with --host: judge against the baseline captured on this "
@@ -96,6 +109,7 @@ def revalidate_command(
     from vgpu.results.junit import write_junit
     from vgpu.results.report import build_report, write_report
     from vgpu.results.store import ResultStore
+    from vgpu.revalidate.capture import CapturePlan
     from vgpu.revalidate.flow import RevalidateRequest, revalidate
     from vgpu.revalidate.image import ImageCannotRun
     from vgpu.revalidate.render import as_json, render_outcome
@@ -114,7 +128,8 @@ def revalidate_command(
         out.print(f"note: {lab.runtime_note()}; the guests have no GPU, so each run is "
                   "a functional check on the CPU", highlight=False)
     with ResultStore.open(db) as store:
-        _say_baseline(store, choice, capture_baseline, out)
+        capture = CapturePlan(baseline_series, baseline_pause)
+        _say_baseline(store, choice, capture if capture_baseline else None, out)
         request = RevalidateRequest(
             inventory=loaded, inventory_path=path, scenarios=scenarios,
             bench=BenchRequest(site, runs, workload, BenchOverrides(duration_s=duration),
@@ -123,7 +138,7 @@ def revalidate_command(
                                               if lab is not None else None)),
             facts_dir=facts_dir, state_dir=state_dir, baseline=baseline,
             capture_baseline=capture_baseline, resume=resume, references=references,
-            choice=choice, rebuild_image=rebuild_image)
+            choice=choice, rebuild_image=rebuild_image, capture=capture)
         try:
             outcome = revalidate(request, store, out,
                                  converge=_converger(site, yes, out) if converge
@@ -167,14 +182,15 @@ def _baseline_and_scenarios(db: str, baseline: str, host: str | None,
     return choice, [catalog.load(i) for i in dict.fromkeys(ids)]
 
 
-def _say_baseline(store: ResultStore, choice: BaselineChoice, capture: bool,
+def _say_baseline(store: ResultStore, choice: BaselineChoice, capture: CapturePlan | None,
                   out: Console) -> None:
     from vgpu.revalidate.hosts import scenarios_in_set
 
     name = choice.recorded if capture else choice.judged
     stored = scenarios_in_set(store, name)
     if capture:
-        out.print(f"this run's series will be recorded as baseline '{name}'")
+        out.print(f"this run's series will be recorded as baseline '{name}': "
+                  f"{capture.describe()}", highlight=False)
     elif choice.across_hosts:
         out.print(f"[yellow]judged against host {choice.other_host}'s baseline '{name}':[/] "
                   f"the host is a difference, not the same measurement")

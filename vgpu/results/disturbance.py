@@ -2,7 +2,9 @@
 target's machine while a run was timed, the stated limits beyond which a run counts as
 disturbed, and the sentence that says so. A disturbed run stays in its series' numbers,
 shown and marked (vgpu.results.series), and a comparison with it can neither PASS nor
-FAIL: INCONCLUSIVE, naming the run and the load (vgpu.results.compare.Comparison)."""
+FAIL: INCONCLUSIVE, naming the run and the load (vgpu.results.compare.Comparison). In
+an interleaved session the disturbed block is set aside and run again instead, a bounded
+number of times (vgpu.bench.setaside)."""
 
 from __future__ import annotations
 

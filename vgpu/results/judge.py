@@ -25,7 +25,7 @@ from vgpu.results.compare import (
     one_family,
 )
 from vgpu.results.noise import NoiseLevels, uncalibrated
-from vgpu.results.noise_store import levels_for
+from vgpu.results.noise_store import levels_against
 from vgpu.results.platforms import platform_changes
 from vgpu.results.records import SeriesReference
 from vgpu.results.referee import choose_reference, reference_of
@@ -193,10 +193,10 @@ def judge_stored(store: ResultStore, candidate: SeriesData,
         gate = with_accuracy_gate(None, candidate)
         return StoredVerdict(None if gate is None else
                        replace(gate, shortfalls=_shortfalls(candidate)), None)
+    reference = load_series(store, chosen.reference_series)
     comparison = compare_series(
-        cast(ComparisonKind, chosen.kind), candidate,
-        load_series(store, chosen.reference_series), tolerance=chosen.tolerance,
-        tolerances=chosen.tolerances, levels=levels_for(store, candidate))
+        cast(ComparisonKind, chosen.kind), candidate, reference, tolerance=chosen.tolerance,
+        tolerances=chosen.tolerances, levels=levels_against(store, candidate, reference))
     return StoredVerdict(with_accuracy_gate(comparison, candidate), chosen)
 
 

@@ -34,6 +34,15 @@ from typing import NamedTuple
 from vgpu.results.stats import chi2_quantile
 
 BOUND_CONFIDENCE = 0.90  # the series level a comparison uses: its 90% upper bound
+# The least series CV a baseline's own spread is judged with: three series of a quiet
+# configuration can agree by chance far closer than series of it usually do. Half the
+# series-means sd of MEASURED_AA (1.2%).
+BASELINE_SERIES_FLOOR = 0.006
+
+# Where a comparison's series level comes from, most specific first.
+FROM_BASELINE = "baseline"  # the spread of the baseline's own series (captured together)
+FROM_CLASS = "class"  # `vgpu calibrate noise` of the series' class
+FROM_DEFAULT = "default"  # never calibrated: DEFAULT_SERIES_CV
 
 
 class MeasuredAA(NamedTuple):
@@ -68,16 +77,19 @@ class NoiseLevels:
     measured_at: float | None = None  # unix time of the newest series used
     source: str = ""  # e.g. "vgpu calibrate noise, 5 series" or the class key
     metric: str = ""  # the metric these levels were measured on ("": any)
+    origin: str = FROM_CLASS  # FROM_BASELINE, FROM_CLASS or FROM_DEFAULT
+    floor: float = 0.0  # the least series CV judged (BASELINE_SERIES_FLOOR for a baseline)
     # levels of the class's other metrics, by metric name
     others: dict[str, NoiseLevels] = field(default_factory=dict, compare=False, hash=False)
 
     @property
     def judged_series_cv(self) -> float:
         """The series CV a comparison uses: the stated default, or the 90% upper
-        confidence bound of the calibration (never 0 when the series differ at all)."""
+        confidence bound of the calibration (never 0 when the series differ at all), at
+        least ``floor``."""
         if not self.calibrated:
             return self.series_cv
-        return series_cv_bound(self)
+        return max(series_cv_bound(self), self.floor)
 
     @property
     def judged_series_df(self) -> float:
@@ -93,13 +105,32 @@ class NoiseLevels:
             return self
         return uncalibrated(metric=metric)
 
+    @property
+    def judged_by(self) -> str:
+        """Which series level judged, in a few words with its value."""
+        level = f"{self.judged_series_cv * 100:.1f}%"
+        if not self.calibrated:
+            return f"uncalibrated default {level}"
+        if self.origin == FROM_BASELINE:
+            return f"series level {level} from this baseline's {self.series} series"
+        return f"class calibration {level} ({self.series} series)"
+
     def describe(self) -> str:
+        """Which series level judged, and its value: the baseline's own, the class
+        calibration or the uncalibrated default."""
         if not self.calibrated:
             what = f" ({self.metric})" if self.metric else ""
-            return (f"noise between series not calibrated for this class{what}: assumed CV "
+            return (f"uncalibrated default {self.series_cv * 100:.1f}%: noise between series "
+                    f"not calibrated for this class{what}: assumed CV "
                     f"{self.series_cv * 100:.1f}% (the upper bound of a measured A/A); run "
                     "`vgpu calibrate noise`")
-        return (f"noise between series CV {self.series_cv * 100:.2f}%, judged at its 90% "
+        if self.origin == FROM_BASELINE:
+            return (f"series level {self.judged_series_cv * 100:.2f}% from this baseline's "
+                    f"{self.series} series (90% upper bound of their CV "
+                    f"{self.series_cv * 100:.2f}%, floor {self.floor * 100:.1f}%; repeats "
+                    f"{self.repeat_cv * 100:.2f}%, {self.series_df:.1f} df)")
+        return (f"class calibration: noise between series CV {self.series_cv * 100:.2f}%, "
+                f"judged at its 90% "
                 f"upper bound {self.judged_series_cv * 100:.2f}% (repeats "
                 f"{self.repeat_cv * 100:.2f}%), calibrated from {self.series} series / "
                 f"{self.repeats} repeats")
@@ -143,7 +174,7 @@ DEFAULT_SERIES_DF = math.inf  # a bound, used as known
 def uncalibrated(repeat_cv: float = 0.0, metric: str = "") -> NoiseLevels:
     return NoiseLevels(repeat_cv=repeat_cv, series_cv=DEFAULT_SERIES_CV,
                        series_df=DEFAULT_SERIES_DF, series=0, repeats=0, calibrated=False,
-                       source="default", metric=metric)
+                       source="default", metric=metric, origin=FROM_DEFAULT)
 
 
 def with_metrics(levels: NoiseLevels, others: dict[str, NoiseLevels]) -> NoiseLevels:

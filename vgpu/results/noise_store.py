@@ -56,3 +56,45 @@ def calibrate_series(store: ResultStore, members: Sequence[SeriesData]) -> Noise
         except ValueError:  # a metric that averages zero or has one repeat per series
             continue
     return levels
+
+
+def levels_against(store: ResultStore, series: SeriesData,
+                   reference: SeriesData) -> NoiseLevels:
+    """The levels a comparison of ``series`` with ``reference`` is judged with: per
+    metric, the spread of the series ``reference`` was captured from when it is a
+    baseline that stored one (:func:`store_baseline_spread`), else :func:`levels_for`
+    (the class calibration, else the uncalibrated default)."""
+    fallback = levels_for(store, series)
+    own = {name: found for name in series.samples
+           if (found := store.baseline_noise(reference.series_id, name)) is not None}
+    headline = own.get(series.headline)
+    if headline is None and not own:
+        return fallback
+    others = {name: own.get(name) or fallback.for_metric(name) for name in series.samples
+              if name != series.headline}
+    first = replace(headline, metric=series.headline) if headline is not None else fallback
+    return with_metrics(first, others)
+
+
+def store_baseline_spread(store: ResultStore, baseline: SeriesData,
+                          members: Sequence[SeriesData]) -> NoiseLevels | None:
+    """Estimate the spread between ``members`` (the series of one configuration a
+    baseline was captured from, ``baseline`` among them) per metric and store it with
+    ``baseline``; the headline's levels, or None when there are too few series (fewer
+    than 2, or no series with 2 repeats) to estimate one."""
+    ids = [m.series_id for m in members]
+    newest = max(run.started_at for m in members for run in m.runs)
+    found: NoiseLevels | None = None
+    for name in baseline.samples:
+        values = [m.samples[name].values for m in members if name in m.samples]
+        if len(values) != len(members):
+            continue
+        try:
+            levels = estimate_levels(values, measured_at=newest,
+                                     source=f"baseline {baseline.series_id}")
+        except ValueError:  # one series, one repeat each, or a metric that averages 0
+            continue
+        store.save_baseline_noise(baseline.series_id, name, levels, ids)
+        if name == baseline.headline:
+            found = store.baseline_noise(baseline.series_id, name)
+    return found

@@ -17,7 +17,7 @@ import os
 import socket
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, fields
+from dataclasses import asdict, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,7 @@ from vgpu.results.dialect import (
     redacted,
 )
 from vgpu.results.migrations import SCHEMA_VERSION, apply_migrations
-from vgpu.results.noise import NoiseLevels
+from vgpu.results.noise import BASELINE_SERIES_FLOOR, FROM_BASELINE, NoiseLevels
 from vgpu.results.records import (
     LATENCY_PERCENTILES,
     RUN_STATUSES,
@@ -50,6 +50,8 @@ from vgpu.results.records import (
 )
 
 LOGS_DIRNAME = "vgpu-results"
+# The noise levels key of a baseline series' own spread (the series it was captured from)
+BASELINE_NOISE_KEY = "baseline series {}"
 _LATENCY_COLUMNS = (*LATENCY_PERCENTILES, "min", "max", "mean")
 _PLATFORM_FIELDS = tuple(f.name for f in fields(Platform))
 _RUN_COLUMNS = (
@@ -271,6 +273,18 @@ class ResultStore:
                 "WHERE id = ?",
                 (status, reason, time.time(), sync_skew_s, run_id),
             )
+
+    def set_aside_run(self, run_id: int, reason: str) -> None:
+        """Take a finished ok run out of its series, keeping its results and logs: it is
+        stored as aborted with ``reason`` (a block other load disturbed, run again)."""
+        with self._db.transaction():
+            row = self._db.query_one("SELECT status FROM runs WHERE id = ?", (run_id,))
+            if row is None:
+                raise KeyError(f"no run {run_id}")
+            if row["status"] != "ok":
+                raise ValueError(f"run {run_id} is {row['status']}, not ok")
+            self._db.execute("UPDATE runs SET status = 'aborted', reason = ? WHERE id = ?",
+                             (reason, run_id))
 
     def _insert_instance(self, run_id: int, instance: InstanceResult) -> None:
         platform_id = self._insert_platform(instance.platform)
@@ -563,6 +577,21 @@ class ResultStore:
                            series_df=row["series_df"], series=row["series"],
                            repeats=row["repeats"], measured_at=row["measured_at"],
                            source=class_key)
+
+    def save_baseline_noise(self, series_id: str, metric: str, levels: NoiseLevels,
+                            series_ids: Sequence[str]) -> None:
+        """Store the spread between the series a baseline was captured from
+        (``series_ids``), for the baseline series ``series_id`` and ``metric``; kept in
+        the noise levels table under the key of that series (BASELINE_NOISE_KEY)."""
+        self.save_noise(BASELINE_NOISE_KEY.format(series_id), metric, levels, series_ids, {})
+
+    def baseline_noise(self, series_id: str, metric: str) -> NoiseLevels | None:
+        """The spread stored with the baseline series ``series_id`` for ``metric``
+        (judged at its upper bound, at least BASELINE_SERIES_FLOOR), or None."""
+        found = self.noise(BASELINE_NOISE_KEY.format(series_id), metric)
+        if found is None:
+            return None
+        return replace(found, origin=FROM_BASELINE, floor=BASELINE_SERIES_FLOOR)
 
     def latest_series(
         self, *, scenario_id: str, workload: str, target_kind: str | None = None,

@@ -14,6 +14,7 @@ from typing import Any
 from rich.console import Console
 
 from vgpu.bench.job import BenchRequest, TwinChoice, bench_with_twin
+from vgpu.bench.outcome import BenchOutcome
 from vgpu.bench.summary import render
 from vgpu.container.images import HeldImage
 from vgpu.defaults import DEFAULT_BASELINE
@@ -25,13 +26,14 @@ from vgpu.results.accuracy import ACCURACY_REFERENCE, accuracy_check
 from vgpu.results.calibration import compare_calibrated, parse_references
 from vgpu.results.compare import Comparison
 from vgpu.results.judge import compare_series, judge_against_baseline, judged_as_one_family
-from vgpu.results.noise import NoiseLevels
-from vgpu.results.noise_store import levels_for
+from vgpu.results.noise import FROM_BASELINE, NoiseLevels
+from vgpu.results.noise_store import levels_against, levels_for
 from vgpu.results.records import BaselineSet
 from vgpu.results.referee import metric_tolerances
 from vgpu.results.series import SeriesData, load_series
 from vgpu.results.store import ResultStore
 from vgpu.revalidate import state as saved
+from vgpu.revalidate.capture import CapturePlan, record_spread
 from vgpu.revalidate.hosts import BaselineChoice
 from vgpu.revalidate.image import baseline_image, refuse_unrunnable, verdict_image_notes
 from vgpu.revalidate.preflight import HostPin, PreflightPhase, run_preflight_phase
@@ -60,6 +62,8 @@ class RevalidateRequest:
     references: Path | None = None  # `vgpu baseline calibrate`: used where no baseline is
     choice: BaselineChoice | None = None  # the sets recorded and judged (default: baseline)
     rebuild_image: bool = False  # False: each scenario runs its baseline's harness image
+    # with capture_baseline: series and their spacing
+    capture: CapturePlan = field(default_factory=CapturePlan)
 
     @property
     def sets(self) -> BaselineChoice:
@@ -168,6 +172,8 @@ def _run_one(sc: Scenario, request: RevalidateRequest, store: ResultStore, conso
     if blocker is not None:
         progress.status, progress.reason = "could-not-run", blocker
         return
+    count = request.capture.series if request.capture_baseline else 1
+    benches: list[BenchOutcome] = []
     try:
         console.print(f"[bold]Scenario {sc.id} ({sc.name})[/]")
         if held is not None:
@@ -176,21 +182,40 @@ def _run_one(sc: Scenario, request: RevalidateRequest, store: ResultStore, conso
         converge(sc, request.host, held)
         bench_request = replace(request.bench, runtime=replace(request.bench.runtime,
                                                                held=held))
-        bench = bench_with_twin(sc, bench_request, store, twin=TwinChoice(), out=console)
+        started = time.monotonic()
+        for index in range(count):
+            if index:
+                _pause_between_series(request.capture, index, count, started, console)
+            bench = bench_with_twin(sc, bench_request, store, twin=TwinChoice(), out=console)
+            render(bench, console, str(store.path), None)
+            benches.append(bench)
+            if bench.failure:
+                break
     except VgpuError as exc:
         progress.status, progress.reason = "could-not-run", str(exc)
         return
-    render(bench, console, str(store.path), None)
+    bench = benches[-1]
     progress.series = {w.workload.label: w.series_id for w in bench.workloads
                        if w.series is not None}
     if bench.failure:
         progress.status, progress.reason = "could-not-run", bench.failure
         return
     if request.capture_baseline:
+        record_spread(store, benches, console)
         for label, series_id in progress.series.items():
             run = store.runs(series_id=series_id, status="ok")[0]
             store.set_baseline(run.id, baseline_key(request.sets.recorded, sc.id, label))
     progress.status, progress.reason = "done", None
+
+
+def _pause_between_series(plan: CapturePlan, index: int, count: int, started: float,
+                          console: Console) -> None:
+    per_series = (time.monotonic() - started - (index - 1) * plan.pause_s) / index
+    left = (count - index) * per_series + (count - index) * plan.pause_s
+    console.print(f"baseline series {index + 1}/{count} in {plan.pause_s:.0f} s (one series "
+                  f"took about {per_series:.0f} s: about {left:.0f} s left for this "
+                  "scenario)", highlight=False)
+    time.sleep(plan.pause_s)
 
 
 def _judge(store: ResultStore, sc: Scenario, series: dict[str, str],
@@ -214,11 +239,19 @@ def _judge(store: ResultStore, sc: Scenario, series: dict[str, str],
             notes.append(f"this run is baseline '{judged}'")
         else:
             notes += verdict_image_notes(store, named.run_id, series_id)
+            reference = load_series(store, named.series_id)
+            levels = levels_against(store, data, reference)
+            if levels.origin == FROM_BASELINE:
+                notes.append(f"against baseline '{judged}': judged with the "
+                             f"{levels.judged_by}")
+            else:
+                notes.append(f"baseline '{judged}' stored no spread of its own (captured "
+                             "from one series, or before baselines stored one): judged "
+                             f"with the {levels.judged_by}")
             vs_baseline = compare_series(
-                "run-vs-baseline", data, load_series(store, named.series_id),
+                "run-vs-baseline", data, reference,
                 tolerance=sc.tolerances.throughput_pct / 100.0,
-                tolerances=metric_tolerances(sc.tolerances),
-                levels=levels_for(store, data))
+                tolerances=metric_tolerances(sc.tolerances), levels=levels)
             vs_baseline = _same_host_only(vs_baseline, request, judged, notes)
         verdicts.append(WorkloadVerdict(sc.id, label, series_id, vs_bare_metal, vs_baseline,
                                         accuracy_check(data), tuple(notes)))
