@@ -5,14 +5,16 @@
 #   sudo bash scripts/tour.sh            # after `bash scripts/setup.sh --test` (or test.sh):
 #                                        # the simulator, sshd, docker.io, debootstrap
 # VGPU (default: this checkout's .venv/bin/vgpu), TOUR_DIR (default: a new temp folder,
-# kept: results, logs, report) and TOUR_BENCH (arguments for the bench and revalidate runs;
+# kept: results, logs, report), TOUR_BENCH (arguments for the bench and revalidate runs;
 # default one workload, two repeats: the CPU functional check; empty for the scenarios'
-# own) change it. Exit 0 when every step passed and `vgpu sim down` left nothing behind.
+# own) and TOUR_CAPTURE (how the baseline is captured; default three series 10 s apart)
+# change it. Exit 0 when every step passed and `vgpu sim down` left nothing behind.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 read -r -a vgpu <<< "${VGPU:-$repo/.venv/bin/vgpu}"
 tour_dir=${TOUR_DIR:-$(mktemp -d -t vgpu-tour-XXXXXX)}
 read -r -a bench_args <<< "${TOUR_BENCH---workload resnet50-offline --runs 2}"
+read -r -a capture_args <<< "${TOUR_CAPTURE---baseline-series 3 --baseline-pause 10}"
 export VGPU_SIM_STATE_DIR=${VGPU_SIM_STATE_DIR:-$tour_dir/sim-state}
 unset VGPU_INVENTORY
 cd "$tour_dir"
@@ -52,7 +54,7 @@ judged bench --scenario 8 "${bench_args[@]}"   # in containers on the seven gues
 step destroy --scenario 8 --yes       # the pool's first addresses are scenario 6's next
 step bench --scenario bm6 "${bench_args[@]}"
 # After an upgrade: one host, its own baseline, the upgrade window around it
-judged revalidate --host DC0_C0_H0 --scenario 6 --capture-baseline --yes "${bench_args[@]}"
+judged revalidate --host DC0_C0_H0 --scenario 6 --capture-baseline "${capture_args[@]}" --yes "${bench_args[@]}"
 step drain --host DC0_C0_H0             # vgpu's VMs shut down, facts saved, maintenance mode
 step sim upgrade --host DC0_C0_H0       # a new ESXi build and host driver VIB, rebooted
 step undrain --host DC0_C0_H0           # checks the upgrade took, out of maintenance

@@ -42,6 +42,7 @@ def run_tour(folder: Path, bench: str | None) -> str:
     env.pop("VGPU_INVENTORY", None)
     if bench is not None:
         env["TOUR_BENCH"] = bench
+        env["TOUR_CAPTURE"] = "--baseline-series 1"  # the three-series capture: revalidate's tests
     done = subprocess.run(["bash", str(REPO / "scripts" / "tour.sh")], capture_output=True,
                           text=True, env=env, timeout=880, check=False)
     out = done.stdout + done.stderr
