@@ -24,7 +24,7 @@ from tests.labs.vcsim import lab_available
 from vgpu.sim import dockerd, state
 
 REPO = Path(__file__).resolve().parents[2]
-BENCH = ("--workload", "resnet50-offline", "--runs", "1", "--duration", "3")
+BENCH = ("--workload", "resnet50-offline", "--runs", "1", "--duration", "1.5")
 pytestmark = [pytest.mark.vcsim, pytest.mark.sshd, pytest.mark.docker, pytest.mark.slow,
               pytest.mark.timeout(1800),
               pytest.mark.skipif(lab_available() is not None, reason=str(lab_available())),
@@ -88,7 +88,8 @@ def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lab]:
 
 def test_revalidation_runs_the_baseline_image_by_id_and_rebuilds_only_when_asked(
         lab: Lab) -> None:
-    lab.vgpu("revalidate", "--scenario", "6", "--capture-baseline", "--yes", *BENCH,
+    lab.vgpu("revalidate", "--scenario", "6", "--capture-baseline", "--baseline-series", "1",
+             "--yes", *BENCH,
              codes=(0, 3))
     [(tag, image_x)] = lab.images()
     assert image_x.startswith("sha256:")
