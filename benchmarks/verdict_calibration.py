@@ -52,6 +52,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the hog lives with the tests' labs
+from tests.labs.cpuhog import other_process_hog
+
 VGPU = [sys.executable, "-m", "vgpu"]
 WORKLOAD = "resnet50-offline"
 PARTS = ("aa", "ab", "hog", "separate")
@@ -123,15 +126,6 @@ def bench(db: Path, args: argparse.Namespace, slowdown: float = 0.0,
                     seconds, named)
 
 
-def _other_process_hog() -> int:
-    """A busy loop outside this process's tree (its shell parent exits at once), as
-    another team's job on the machine would be; its pid."""
-    started = subprocess.run(
-        ["sh", "-c", f'"{sys.executable}" -c "while True: pass" >/dev/null 2>&1 & echo $!'],
-        capture_output=True, text=True, check=True, timeout=30)
-    return int(started.stdout.strip())
-
-
 def _running_hog_run(db: Path, hogged: set[int]) -> tuple[int, int] | None:
     """The running scenario-6 run of a HOG_BLOCKS block not hogged yet (run id, block),
     or None."""
@@ -173,7 +167,7 @@ def hog_beside_blocks(db: Path, child: subprocess.Popen[str]) -> Iterator[None]:
                 continue
             run_id, block = found
             hogged.add(block)
-            pids = [_other_process_hog() for _ in range(os.cpu_count() or 1)]
+            pids = [other_process_hog() for _ in range(os.cpu_count() or 1)]
             try:
                 while not stop.is_set() and _run_is_running(db, run_id):
                     time.sleep(0.1)

@@ -7,8 +7,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,6 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tests.labs.cpuhog import other_process_hog
 from vgpu import catalog
 from vgpu.bench.devices import cpu_device
 from vgpu.bench.interleave import Side, run_interleaved
@@ -29,15 +28,6 @@ from vgpu.results.store import ResultStore
 
 pytestmark = pytest.mark.slow
 WORKLOAD = "resnet50-offline"
-
-
-def _other_process_hog() -> int:
-    """A busy loop outside this process's tree (its shell parent exits at once), as
-    another team's job on the machine would be; its pid."""
-    started = subprocess.run(
-        ["sh", "-c", f'"{sys.executable}" -c "while True: pass" >/dev/null 2>&1 & echo $!'],
-        capture_output=True, text=True, check=True, timeout=30)
-    return int(started.stdout.strip())
 
 
 class HogDuringOneRun(QuietListener):
@@ -56,7 +46,7 @@ class HogDuringOneRun(QuietListener):
 
     def begin_round(self, instances: Sequence[str], expected_s: float) -> None:
         if self.armed:
-            self.hogs = [_other_process_hog() for _ in range(os.cpu_count() or 1)]
+            self.hogs = [other_process_hog() for _ in range(os.cpu_count() or 1)]
             time.sleep(0.3)
 
     def end_round(self) -> None:

@@ -18,6 +18,7 @@ import pytest
 from loadgen.runner import run
 from loadgen.spec import DeviceSpec, parse_spec
 from loadgen.telemetry import HostLoad, ProcessSampler, Telemetry
+from tests.labs.cpuhog import other_process_hog
 from tests.labs.pynvml_simulator import DRIVER_VERSION, PynvmlSimulator, SimulatedReadings
 from tests.loadgen.harness_helpers import base_spec
 from vgpu.nvml.simulator import SimulatedGpuBackend
@@ -138,20 +139,11 @@ def test_mig_backed_vgpu_guest_samples_its_mig_device() -> None:
     assert gpu["parent_name"] == "GRID A100D-2-20C"
 
 
-def _other_process_hog() -> int:
-    """A busy loop that is not in this process's tree (its shell parent exits at once, so
-    it is reparented), as another team's job on the machine would be; its pid."""
-    started = subprocess.run(
-        ["sh", "-c", f'"{sys.executable}" -c "while True: pass" >/dev/null 2>&1 & echo $!'],
-        capture_output=True, text=True, check=True, timeout=30)
-    return int(started.stdout.strip())
-
-
 def test_a_cpu_hog_during_a_real_harness_run_is_seen(model_cache: Path, tmp_path: Path) -> None:
     """A tiny resnet50 Offline run on the CPU while busy loops (one per core) run beside
     it: the record's host load counts their CPU as other processes', beyond the limit
     that marks a run disturbed; the harness's own CPU is not in it."""
-    hogs = [_other_process_hog() for _ in range(os.cpu_count() or 1)]
+    hogs = [other_process_hog() for _ in range(os.cpu_count() or 1)]
     try:
         time.sleep(0.3)
         doc = base_spec(model_cache)
