@@ -192,3 +192,13 @@ def test_small_simulation_holds_the_goals() -> None:
     slow5 = interleaved_rates(setting, -5.0, 40, rng)
     assert aa.fail <= 0.05 and aa.passed >= 0.7
     assert slow10.fail >= 0.9 and slow5.passed == 0.0
+
+
+def test_a_first_look_says_how_many_repeats_a_pass_would_need_past_the_cap() -> None:
+    noisy = [940.0, 1060.0, 1000.0, 965.0]  # CV about 5%: 2% needs far more than 20
+    first = decide(noisy, REFERENCE, THROUGHPUT_BAND, index=1)
+    assert first.schedule[-1] == 20 and first.needed is not None and first.needed > 20
+    assert first.needed == plan_repeats(noisy, REFERENCE, THROUGHPUT_BAND, cap=10_000)
+    assert f"needs about {first.needed}, the budget stops at 20" in first.describe()
+    quiet = decide([999.0, 1001.0, 1000.0], REFERENCE, THROUGHPUT_BAND, index=1)
+    assert quiet.needed is None and "needs about" not in quiet.describe()

@@ -94,10 +94,15 @@ class Look:
     why: str | None = None  # why it stops undecided, and what would decide
     schedule: tuple[int, ...] = ()
     level: float | None = None  # the look's nominal one-sided level
+    needed: int | None = None  # the first look's uncapped plan, when the cap cuts it
 
     def describe(self) -> str:
         planned = "" if not self.schedule else \
             f" (looks at {', '.join(map(str, self.schedule))})"
+        if self.needed is not None and self.schedule:
+            planned += (f"; at this noise a PASS of no difference needs about "
+                        f"{self.needed}, the budget stops at {self.schedule[-1]}: expect "
+                        "INCONCLUSIVE unless the difference is clear")
         if not self.stop:
             return (f"look {self.index} at {self.n}: undecided, next look at "
                     f"{self.next_total}{planned}")
@@ -235,24 +240,37 @@ def repeats_cannot_decide(check: Check, design: Design) -> bool:
         math.sqrt(check.fixed_var) >= _edge_margin(check)
 
 
-def plan_total(check: Check, design: Design) -> int:
+NEED_LIMIT = 10_000  # repeats (blocks): beyond this, "needs more than 10000"
+
+
+def plan_total(check: Check, design: Design, limit: int | None = None) -> int:
     """From the variance alone: the fewest repeats (blocks) at which a true difference of
     0 PASSes with ``design.power``: (t(1 - alpha) + t(power)) * se(n) <= the band's margin,
     se(n)^2 = shrinking * n_now / n + fixed, the shrinking part at the 80% upper bound of
     the pilot's variance (a pilot of few repeats underestimates it half the time);
-    ``max_repeats`` when none up to it does."""
+    ``limit`` (default ``max_repeats``) when none up to it does."""
     n_now = max(check.units, 1)
     if check.se_pct is None or check.df is None:
         return design.max_repeats
     margin = _edge_margin(check)
     shrinking = variance_upper_bound(check.shrinking_var, check.df, PLAN_CONFIDENCE) \
         if check.shrinking_var > 0 else 0.0
-    for n in range(max(n_now, 2), design.max_repeats + 1):
-        df = check.df + (n - n_now)
+    top = design.max_repeats if limit is None else limit
+
+    def decides(n: int) -> bool:  # falls with n: se shrinks and df grows
         se = math.sqrt(shrinking * n_now / n + check.fixed_var)
-        if _factor(design, df) * se <= margin:
-            return n
-    return design.max_repeats
+        return _factor(design, check.df + (n - n_now)) * se <= margin
+
+    low = max(n_now, 2)
+    if low > top or not decides(top):
+        return top
+    while low < top:
+        middle = (low + top) // 2
+        if decides(middle):
+            top = middle
+        else:
+            low = middle + 1
+    return low
 
 
 def check_ci(check: Check, alpha: float) -> tuple[float, float] | None:
@@ -277,12 +295,15 @@ def look(checks: Sequence[Check], n: int, index: int, design: Design,
                     schedule=design.schedule)
     stats = [c for c in checks if c.se_pct is not None and c.df is not None]
     plan = design.schedule
+    needed: int | None = None
     if not plan:
         if any(repeats_cannot_decide(c, design) for c in stats):
             plan = (n,)  # more repeats cannot help: this look is the only one
         else:
-            total = max((plan_total(c, design) for c in stats), default=design.max_repeats)
+            total = max((plan_total(c, design, NEED_LIMIT) for c in stats),
+                        default=design.max_repeats)
             plan = schedule(n, min(total, design.max_repeats), design)
+            needed = total if total > plan[-1] else None
     position = next((k for k, total in enumerate(plan) if total >= n), len(plan) - 1)
     final = n >= plan[-1] or n >= design.max_repeats or position == len(plan) - 1
     levels = nominal_levels(plan, design.alpha, position if final else None)
@@ -301,9 +322,10 @@ def look(checks: Sequence[Check], n: int, index: int, design: Design,
         why = series_advice(stuck[0], design) if stuck else \
             None if undecided is None else advice(undecided)
         return Look(n, index, True, "INCONCLUSIVE", True, n, mdd, why=why, schedule=plan,
-                    level=level)
+                    level=level, needed=needed)
     return Look(n, index, False, "INCONCLUSIVE", False, plan[position + 1]
-                if plan[position] <= n else plan[position], mdd, schedule=plan, level=level)
+                if plan[position] <= n else plan[position], mdd, schedule=plan, level=level,
+                needed=needed)
 
 
 def series_advice(check: Check, design: Design) -> str:
