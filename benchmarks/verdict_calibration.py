@@ -4,7 +4,7 @@ this machine, judged by vgpu itself.
 Every bench is the main job exactly as `scripts/bench.sh` runs it by default (`vgpu bench
 --scenario 6`: a new database, so scenario 6 runs interleaved block by block with its
 bare-metal twin bm6 that the database lacks, warm-up run first, sequential looks up to the
-default budget of DEFAULT_MAX_REPEATS blocks, disturbance judged: VGPU_IGNORE_DISTURBANCE
+default budget of DEFAULT_MAX_BLOCKS blocks, disturbance judged: VGPU_IGNORE_DISTURBANCE
 is removed from the child's environment), except `-w resnet50-offline`, `--duration`, and
 the output options `--db`, `--json`, `--no-report`; `--max-repeats` only when given.
 

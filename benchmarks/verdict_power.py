@@ -18,6 +18,9 @@ FAIL, PASS and INCONCLUSIVE, and the mean blocks (repeats). A FAIL at a differen
 the band (> -2%) is false; a PASS outside it (< -2%) is false. The parameters come from the
 measured A/A (docs/results.md): repeat CV 1.2%, series level 1.0%, a first run 7% slower
 (13,889/s against 14,669-15,240/s), 3 instances. The period effect and drift are assumed.
+The row "this machine's real noise" takes the noise of real 3 s runs recorded here
+(docs/results.md: block log ratios of the system throughput with an sd of 5.9%, i.e. a run
+CV of 4.2% shared by the instances) with no period effect or drift.
 
 The **Server** rows add the latency check a Server series has (judge.py: the worst p99 of
 the instances per run, band <= +5%, the scenario's default latency tolerance) to the same
@@ -45,9 +48,16 @@ import vgpu.results.compare as compare_module
 import vgpu.results.stats as stats_module
 from vgpu.results.compare import Band, Check, Verdict, compare_paired, compare_samples, holm
 from vgpu.results.noise import uncalibrated
-from vgpu.results.sequential import Design, look, with_schedule
+from vgpu.results.sequential import (
+    DEFAULT_MAX_BLOCKS,
+    DEFAULT_MAX_REPEATS,
+    Design,
+    look,
+    with_schedule,
+)
 
 TOLERANCE_PCT = 2.0
+REAL_RUN_CV = 0.0416  # 5.9% block sd / sqrt(2): real 3 s runs of scenario 6 here
 BAND = Band(lower_pct=-TOLERANCE_PCT)
 DIFFERENCES_PCT = (0.0, -2.0, -5.0, -10.0)
 MEAN = 5000.0  # per instance
@@ -80,7 +90,8 @@ class Setting:
     drift_per_run: float = -0.0005
     warm_up: bool = True
     pilot: int = 4  # blocks (interleaved) or repeats (separate)
-    max_blocks: int = 20  # the default budget (--max-repeats)
+    max_blocks: int = DEFAULT_MAX_BLOCKS  # the default budget of interleaved blocks
+    max_repeats: int = DEFAULT_MAX_REPEATS  # ... and of a separate series' repeats
     looks: int = 3
     reference_repeats: int = 3  # separate series: the stored reference
     server: bool = False  # judge the worst p99 too (a Server series)
@@ -180,7 +191,7 @@ def separate_series(setting: Setting, difference_pct: float,
     cand_level = (1.0 + difference_pct / 100.0) * math.exp(rng.gauss(0.0, setting.series_sd))
     ref = [_run(setting, rng, ref_level, k + 1, False)
            for k in range(setting.reference_repeats)]
-    design = Design(min_repeats=setting.pilot, max_repeats=setting.max_blocks,
+    design = Design(min_repeats=setting.pilot, max_repeats=setting.max_repeats,
                     looks=setting.looks)
     start = 1 if setting.warm_up else 0
     cand: list[Run] = []
@@ -225,6 +236,8 @@ def main() -> None:
     rows = [("interleaved, warm-up, period term", interleaved_rates, base),
             ("interleaved, no warm-up (cold first run judged)", interleaved_rates,
              replace(base, warm_up=False)),
+            ("interleaved, this machine's real noise (block sd 5.9%)", interleaved_rates,
+             replace(base, repeat_cv=REAL_RUN_CV, period=0.0, drift_per_run=0.0)),
             ("separate series, uncalibrated default", separate_rates, base),
             ("Server: interleaved, throughput + p99 latency", interleaved_rates,
              replace(base, server=True)),

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from vgpu.results.compare import band_for, compare_paired, holm
 from vgpu.results.disturbance import LIMITS, OTHER_CPU
-from vgpu.results.sequential import Design, look, with_schedule
+from vgpu.results.sequential import DEFAULT_MAX_BLOCKS, Design, look, with_schedule
 
 PILOT_BLOCKS = 4  # scenario 6's 3 repeats completed to ABBA pairs
 TOLERANCE = 0.02
@@ -141,7 +141,7 @@ def main() -> None:
     parser.add_argument("db", type=Path, nargs="+", help="recorded sessions")
     parser.add_argument("--stride", type=int, default=2,
                         help="also replay sessions starting every STRIDE blocks (0: off)")
-    parser.add_argument("--max-blocks", type=int, default=Design().max_repeats)
+    parser.add_argument("--max-blocks", type=int, default=DEFAULT_MAX_BLOCKS)
     args = parser.parse_args()
     print(f"band >= -{TOLERANCE:.0%}, pilot {PILOT_BLOCKS} blocks, budget "
           f"{args.max_blocks} blocks, disturbance limit {LIMITS[OTHER_CPU]:g}% other CPU")

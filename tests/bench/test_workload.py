@@ -17,10 +17,10 @@ def _resnet(**fields: object) -> InferenceWorkload:
 
 def test_cpu_run_shrinks_model_and_duration_and_says_so() -> None:
     effective = effective_workload(_resnet(), on_cpu=True, overrides=BenchOverrides())
-    assert (effective.variant, effective.duration_s, effective.precision) == ("tiny", 10, "fp16")
+    assert (effective.variant, effective.duration_s, effective.precision) == ("tiny", 3, "fp16")
     assert effective.key == "resnet50-offline (resnet50/tiny fp16 Offline b64 onnxruntime)"
     assert any("'tiny' variant" in n for n in effective.notes)
-    assert any("600 s -> 10 s" in n and "cpu_duration_s" in n for n in effective.notes)
+    assert any("600 s -> 3 s" in n and "cpu_duration_s" in n for n in effective.notes)
 
 
 def test_gpu_run_keeps_the_scenario_and_explicit_choices_win() -> None:
@@ -52,7 +52,7 @@ def test_harness_spec_is_accepted_by_the_harness_validator(tmp_path: Path) -> No
     assert (parsed.model.name, parsed.model.variant, parsed.model.precision) == (
         "resnet50", "tiny", "fp16")
     assert parsed.backend.threads == 1
-    assert parsed.loadgen.min_duration_ms == 10_000
+    assert parsed.loadgen.min_duration_ms == 3_000
     assert parsed.loadgen.target_qps == pytest.approx(1234.5)
     assert parsed.batch_size == 64
 

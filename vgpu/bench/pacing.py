@@ -13,6 +13,8 @@ from vgpu.model.scenario import Scenario
 from vgpu.results.compare import Check
 from vgpu.results.judge import judge_against_baseline
 from vgpu.results.sequential import (
+    DEFAULT_MAX_BLOCKS,
+    DEFAULT_MAX_REPEATS,
     Design,
     Pilot,
     budget_total,
@@ -100,7 +102,8 @@ def pacing_for(overrides: BenchOverrides, repeats: int, budget: Budget | None,
     blocks (every look at complete pairs)."""
     if not (always or overrides.until_decided or budget is not None):
         return None
-    cap = max(repeats, overrides.max_repeats or Design().max_repeats)
+    default = DEFAULT_MAX_BLOCKS if step == 2 else DEFAULT_MAX_REPEATS
+    cap = max(repeats, overrides.max_repeats or default)
     cap -= cap % step
     return Pacing(Design(min_repeats=repeats, max_repeats=max(cap, repeats), step=step),
                   budget)

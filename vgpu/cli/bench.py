@@ -83,7 +83,8 @@ UntilDecidedOpt = Annotated[bool, typer.Option(
     "its verdict against the baseline is decided or --max-repeats is reached "
     "(sequential design with error rates <= 5%, docs/results.md)")]
 MaxRepeatsOpt = Annotated[int | None, typer.Option(
-    "--max-repeats", min=2, help="cap of --until-decided / --budget (default 20)")]
+    "--max-repeats", min=2, help="cap of --until-decided / --budget (default 40 blocks "
+    "interleaved with the bare-metal twin, else 20 repeats)")]
 BudgetOpt = Annotated[str | None, typer.Option(
     "--budget", help="wall time for the scenario's series, e.g. 45m, 2h, 900s: after each "
     "workload's pilot, repeats until decided within its share of what is left")]

@@ -297,7 +297,7 @@ class InferenceWorkload(StrictModel):
     target_qps: float | None = Field(None, gt=0)
     target_latency_ms: float | None = Field(None, gt=0)
     duration_s: float = Field(600, gt=0, description="LoadGen min_duration on a GPU lab")
-    cpu_duration_s: float = Field(10, gt=0, description="min_duration used when only a CPU "
+    cpu_duration_s: float = Field(3, gt=0, description="min_duration used when only a CPU "
                                   "is there (a CPU run is a functional check, not a figure)")
     accuracy_target: float | None = Field(
         None, gt=0, le=1, description="e.g. 0.999: every instance also runs a LoadGen "

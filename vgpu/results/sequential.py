@@ -60,6 +60,9 @@ from vgpu.results.stats import (
 )
 
 DEFAULT_MAX_REPEATS = 20
+# Interleaved blocks: their noise is the machine's from one run to the next, so the
+# budget buys short blocks, many of them (docs/results.md, real runs).
+DEFAULT_MAX_BLOCKS = 40
 DEFAULT_LOOKS = 3
 ONE_SIDED_ALPHA = ALPHA / 2  # per direction: false FAIL, false PASS
 PLAN_CONFIDENCE = 0.80  # the schedule plans with this upper bound of the pilot's variance
