@@ -6,22 +6,25 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from loadgen.llm.capacity import Budget, LoadShape, Slo, find_capacity
 from loadgen.llm.slice_engine import SliceProfile, simulated_run
 from vgpu.results.capacity_checks import instance_checks, matched_run
 
 SHAPE = LoadShape(16, 48, 16)
-SLO = Slo(162.0, 50.0)
-BUDGET = Budget(runs=6, min_queries=100, duration_s=1.0, resolution=0.05)
+# a TPOT target on a step that grows with the batch's context: capacity ~65/s
+SLO = Slo(200.0, 16.0)
+BUDGET = Budget(runs=9, min_queries=100, duration_s=1.0, resolution=0.025)
 
 
 def _search(slowdown: float, repeat: int) -> dict[str, Any]:
-    profile = SliceProfile(step_ms=10.0, max_num_seqs=16, slowdown=slowdown)
+    profile = SliceProfile(step_ms=4.0, context_us=16.0, slowdown=slowdown)
     result = find_capacity(
         lambda rate, _run: simulated_run(profile, rate, SHAPE, SLO, 0, repeat, BUDGET),
         50.0, BUDGET)
-    return {**result.to_json(), "seed": 0, "slo_ms": {"ttft_ms": 162.0, "tpot_ms": 50.0},
-            "shape": {"input_min": 16}, "budget": {"resolution": 0.05}}
+    return {**result.to_json(), "seed": 0, "slo_ms": {"ttft_ms": 200.0, "tpot_ms": 16.0},
+            "shape": {"input_min": 16}, "budget": {"resolution": 0.025}}
 
 
 def _verdicts(vm_slowdown: float) -> dict[str, str]:
@@ -63,3 +66,40 @@ def test_a_search_that_never_found_an_invalid_rate_is_only_a_lower_bound() -> No
     [check] = instance_checks("", [open_ended], [_search(1.0, 0)], 2.0, 5.0)
     assert check.verdict == "INCONCLUSIVE"
     assert "VM repeat 0" in check.reason and "capacity.start_qps" in check.reason
+
+
+def _bracketed(low: float, high: float) -> dict[str, Any]:
+    """A search whose final bracket is ``low`` (VALID) to ``high`` (INVALID)."""
+    runs = [{"rate": low, "valid": True, "reasons": []},
+            {"rate": high, "valid": False, "reasons": ["p99 TPOT over 16 ms"]}]
+    return {"capacity_qps": low, "confirmed_capacity_qps": low, "runs": runs, "seed": 0,
+            "budget": {"resolution": 0.025}}
+
+
+def _capacity_check(vm: list[dict[str, Any]], bare: list[dict[str, Any]]) -> Any:
+    return next(c for c in instance_checks("", vm, bare, 2.0, 5.0)
+                if c.metric == "capacity_at_slo")
+
+
+def test_the_interval_is_never_narrower_than_the_searches_brackets() -> None:
+    check = _capacity_check([_bracketed(100, 102)] * 3, [_bracketed(100, 102)] * 3)
+    low, high = check.ci_pct
+    assert low == pytest.approx((100 / 102 - 1) * 100)
+    assert high == pytest.approx((102 / 100 - 1) * 100)
+    assert check.band.lower_pct == -5.0  # two resolutions of 2.5%
+    assert check.verdict == "PASS"
+
+
+def test_brackets_the_runs_could_not_narrow_are_inconclusive_and_say_so() -> None:
+    wide = [_bracketed(100, 141.4)] * 2
+    check = _capacity_check(wide, wide)
+    assert check.verdict == "INCONCLUSIVE"
+    assert "raise capacity.runs" in check.reason and "bare metal repeat 1" in check.reason
+
+
+def test_identical_sides_whose_knee_flipped_in_one_repeat_still_pass() -> None:
+    bare = [_bracketed(100, 102.2), _bracketed(100, 102.2)]
+    vm = [_bracketed(100, 102.2), _bracketed(97.8, 100)]
+    check = _capacity_check(vm, bare)
+    assert check.verdict == "PASS", check.reason
+    assert "the 2 repeats' range: their hull" in check.reason

@@ -19,12 +19,13 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from vgpu.results.capacity import CapacityCheck, LlmVerdict, judge_capacity
+from vgpu.results.capacity import CapacityCheck, LlmVerdict, judge_capacity, search_bracket
 from vgpu.results.compare import Band, Check
 from vgpu.results.series import SeriesData, interleaved_pairs
 from vgpu.results.stats import summarize, t_quantile
 
 CAPACITY_CHECK = "capacity_at_slo"
+RESOLUTIONS_ALLOWED = 2  # the allowed capacity loss, in the searches' resolutions
 SETUP_KEYS = ("seed", "slo_ms", "shape")
 
 
@@ -86,6 +87,10 @@ def bracketed(search: Mapping[str, Any]) -> bool:
 def _as_check(check: CapacityCheck, unit: str, values: tuple[list[float], list[float]],
               verdict: LlmVerdict | None = None, tolerance_pct: float = 0.0,
               inconclusive: bool = False) -> Check:
+    """The capacity check as a comparison's check: its verdict is the interval's (PASS
+    wholly above the line, FAIL wholly below, else INCONCLUSIVE); for Holm the interval's
+    half-width stands for 1.96 standard errors (it is no t interval: its resolution part is
+    a bound)."""
     cand, ref = summarize(values[0]), summarize(values[1])
     if verdict is None or cand.mean <= 0 or ref.mean <= 0:
         diff = 0.0 if ref.mean == 0 else (cand.mean / ref.mean - 1) * 100
@@ -95,20 +100,33 @@ def _as_check(check: CapacityCheck, unit: str, values: tuple[list[float], list[f
                      band=Band(), verdict=outcome, reason=check.detail)
     interval = verdict.capacity
     n = interval.repeats
-    se = df = None
-    ci = None
-    if n >= 2:
-        df = float(n - 1)
-        se = 100 * (math.log(interval.high) - math.log(interval.low)) / \
-            (2 * t_quantile(0.975, n - 1))
-        ci = ((interval.low - 1) * 100, (interval.high - 1) * 100)
+    df = math.inf
+    se = 100 * (math.log(interval.high) - math.log(interval.low)) / (2 * t_quantile(0.975, df))
+    ci = ((interval.low - 1) * 100, (interval.high - 1) * 100)
+    outcome = interval.verdict(1 - tolerance_pct / 100)
     return Check(metric=check.name, unit=unit, candidate=cand, reference_mean=ref.mean,
                  reference=ref, difference_pct=(interval.ratio - 1) * 100, ci_pct=ci,
                  mdd_pct=None, band=Band(lower_pct=-tolerance_pct),
-                 verdict="PASS" if check.passed else "FAIL", reason=check.detail,
+                 verdict=outcome, reason=check.detail,
                  design="interleaved", se_pct=se, df=df,
                  log_difference=100 * math.log(interval.ratio), units=n,
                  shrinking_var=(se or 0.0) ** 2)
+
+
+def _bracket_advice(vm: Sequence[Mapping[str, Any]], bare: Sequence[Mapping[str, Any]],
+                    resolution: float) -> str:
+    """The searches whose final bracket is wider than the resolution asked for (the budget
+    of runs ran out first), and the knob that would narrow them."""
+    wide = []
+    for side, found in (("VM", vm), ("bare metal", bare)):
+        for i, search in enumerate(found):
+            b = search_bracket({**search, "capacity_qps": _confirmed(search)})
+            if b.high / b.low - 1 > resolution * 1.0001:
+                wide.append(f"{side} repeat {i} {b.low:.1f}-{b.high:.1f}/s")
+    if not wide:
+        return ""
+    return (f"; brackets wider than the resolution {resolution:.0%} ({', '.join(wide)}): "
+            "the runs ran out before the bisection did; raise capacity.runs")
 
 
 def _matched_detail(rates: Sequence[tuple[float, Mapping[str, Any]]]) -> str:
@@ -127,11 +145,13 @@ def instance_checks(label: str, vm: Sequence[Mapping[str, Any]],
                     bare: Sequence[Mapping[str, Any]], capacity_pct: float,
                     itl_pct: float) -> list[Check]:
     """One instance position's checks from its paired searches (``vm[i]`` with
-    ``bare[i]``). The allowed capacity loss is at least the search's resolution: a finer
-    ratio is within the bisection's bracket."""
-    resolution = max((float((s.get("budget") or {}).get("resolution") or 0) for s in bare),
-                     default=0.0)
-    allowed = max(capacity_pct, resolution * 100)
+    ``bare[i]``). The allowed capacity loss is at least two resolutions
+    (``RESOLUTIONS_ALLOWED``): each side's capacity is known only within its bracket, so
+    the ratio of two is known to about one resolution either way, and a side whose
+    outcome at the knee flipped in one repeat moves by one more."""
+    resolution = max((float((s.get("budget") or {}).get("resolution") or 0)
+                      for s in (*bare, *vm)), default=0.0)
+    allowed = max(capacity_pct, RESOLUTIONS_ALLOWED * resolution * 100)
     suffix = f" {label}" if label else ""
     vm_doc, bare_doc = _document(vm), _document(bare)
     caps = ([_confirmed(s) for s in vm], [_confirmed(s) for s in bare])
@@ -164,7 +184,8 @@ def instance_checks(label: str, vm: Sequence[Mapping[str, Any]],
             finals = ", ".join(f"{float(v['capacity_qps']):.1f}/{float(b['capacity_qps']):.1f}"
                                for v, b in zip(vm, bare, strict=True))
             detail = (f"{named.detail}; confirmed capacities (VALID every time they ran), "
-                      f"the searches' final points VM/bare metal {finals}")
+                      f"the searches' final points VM/bare metal {finals}"
+                      f"{_bracket_advice(vm, bare, resolution)}")
             checks.append(_as_check(CapacityCheck(named.name, named.passed, detail),
                                     "queries/s", caps, verdict, allowed))
         elif check.name == "valid_at_bare_metal_capacity":
