@@ -4,46 +4,66 @@ judge_capacity and turned into the comparison's checks."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from loadgen.llm.capacity import Budget, LoadShape, Slo, find_capacity
 from loadgen.llm.slice_engine import SliceProfile, simulated_run
-from vgpu.results.capacity_checks import instance_checks, matched_run
+from vgpu.results.capacity_checks import instance_checks, matched_run, shared_load
+from vgpu.results.compare import holm
 
 SHAPE = LoadShape(16, 48, 16)
-# a TPOT target on a step that grows with the batch's context: capacity ~65/s
-SLO = Slo(200.0, 16.0)
-BUDGET = Budget(runs=9, min_queries=100, duration_s=1.0, resolution=0.025)
+# tests/bench/test_llm_capacity_bench.py's slice: a TPOT target on 10 ms steps that grow
+# with the batch's context; capacity 53-58/s
+PROFILE = SliceProfile(step_ms=10.0, context_us=12.0)
+SLO = Slo(300.0, 20.0)
+BUDGET = Budget(runs=8, min_queries=100, duration_s=1.0, resolution=0.025)
 
 
-def _search(slowdown: float, repeat: int) -> dict[str, Any]:
-    profile = SliceProfile(step_ms=4.0, context_us=16.0, slowdown=slowdown)
+def _search(profile: SliceProfile, repeat: int) -> dict[str, Any]:
     result = find_capacity(
         lambda rate, _run: simulated_run(profile, rate, SHAPE, SLO, 0, repeat, BUDGET),
         50.0, BUDGET)
-    return {**result.to_json(), "seed": 0, "slo_ms": {"ttft_ms": 200.0, "tpot_ms": 16.0},
+    return {**result.to_json(), "seed": 0, "slo_ms": {"ttft_ms": 300.0, "tpot_ms": 20.0},
             "shape": {"input_min": 16}, "budget": {"resolution": 0.025}}
 
 
-def _verdicts(vm_slowdown: float) -> dict[str, str]:
-    vm = [_search(vm_slowdown, r) for r in range(2)]
-    bare = [_search(1.0, r) for r in range(2)]
-    return {c.metric: c.verdict for c in instance_checks("", vm, bare, 2.0, 5.0)}
+def _verdicts(vm_profile: SliceProfile) -> dict[str, str]:
+    vm = [_search(vm_profile, r) for r in range(2)]
+    bare = [_search(PROFILE, r) for r in range(2)]
+    return {c.metric: c.verdict for c in holm(instance_checks("", vm, bare, 2.0, 5.0))}
 
 
 def test_identical_slices_pass() -> None:
-    assert _verdicts(1.0) == {
+    assert _verdicts(PROFILE) == {
         "capacity_at_slo": "PASS", "valid_at_bare_metal_capacity": "PASS",
         "inter_token_latency_p99_at_matched_load": "PASS",
         "time_per_output_token_mean_at_matched_load": "PASS"}
 
 
 def test_a_5_percent_slower_step_fails_capacity_and_the_matched_load() -> None:
-    checks = _verdicts(1.05)
+    checks = _verdicts(replace(PROFILE, slowdown=1.05))
     assert checks["capacity_at_slo"] == "FAIL"
     assert checks["valid_at_bare_metal_capacity"] == "FAIL"
+
+
+def test_periodic_stalls_fail_the_pooled_itl_p99_while_mean_tpot_passes() -> None:
+    checks = _verdicts(replace(PROFILE, stall_every_ms=400.0, stall_ms=5.0))
+    assert checks["inter_token_latency_p99_at_matched_load"] == "FAIL"
+    assert checks["time_per_output_token_mean_at_matched_load"] == "PASS"
+    assert checks["capacity_at_slo"] != "FAIL"
+
+
+def test_latencies_compare_at_the_highest_load_both_searches_ran() -> None:
+    bare, vm = _search(PROFILE, 0), _search(replace(PROFILE, slowdown=1.05), 0)
+    rate, vm_run, bare_run = shared_load(vm, bare)
+    assert rate <= bare["confirmed_capacity_qps"]
+    assert vm_run["rate"] == bare_run["rate"] == rate
+    assert rate == max(r["rate"] for r in bare["runs"]
+                       if r["rate"] <= bare["confirmed_capacity_qps"]
+                       and any(v["rate"] == r["rate"] for v in vm["runs"]))
 
 
 def _run(rate: float, valid: bool) -> dict[str, Any]:
@@ -63,7 +83,7 @@ def test_a_search_that_never_found_an_invalid_rate_is_only_a_lower_bound() -> No
     runs = [{"rate": r, "valid": True, "reasons": []} for r in (50.0, 100.0, 200.0, 200.0)]
     open_ended = {"capacity_qps": 200.0, "confirmed_capacity_qps": 200.0, "runs": runs,
                   "seed": 0}
-    [check] = instance_checks("", [open_ended], [_search(1.0, 0)], 2.0, 5.0)
+    [check] = instance_checks("", [open_ended], [_search(PROFILE, 0)], 2.0, 5.0)
     assert check.verdict == "INCONCLUSIVE"
     assert "VM repeat 0" in check.reason and "capacity.start_qps" in check.reason
 
