@@ -37,6 +37,11 @@ class CapacityCheck:
     name: str
     passed: bool
     detail: str
+    verdict: str | None = None  # INCONCLUSIVE where neither PASS nor FAIL is supported
+
+    @property
+    def outcome(self) -> str:
+        return self.verdict or ("PASS" if self.passed else "FAIL")
 
 
 @dataclass(frozen=True)
@@ -77,9 +82,14 @@ class LlmVerdict:
     def passed(self) -> bool:
         return all(c.passed for c in self.checks)
 
+    @property
+    def verdict(self) -> str:
+        outcomes = {c.outcome for c in self.checks}
+        return "FAIL" if "FAIL" in outcomes else \
+            "INCONCLUSIVE" if "INCONCLUSIVE" in outcomes else "PASS"
+
     def lines(self) -> list[str]:
-        return [f"{c.name}: {c.detail} ({'PASS' if c.passed else 'FAIL'})"
-                for c in self.checks]
+        return [f"{c.name}: {c.detail} ({c.outcome})" for c in self.checks]
 
 
 def bracket_interval(vm: Sequence[Bracket], bare: Sequence[Bracket],
@@ -221,9 +231,8 @@ def judge_capacity(bare: Mapping[str, Any], vm: Mapping[str, Any],
         f"VM/bare metal {interval.ratio:.3f} [{interval.low:.3f}, {interval.high:.3f}] "
         f"over {interval.repeats} repeats (the searches' brackets +/-"
         f"{interval.resolution_pct:.1f}%, plus {interval.spread})"
-        f"{'' if outcome != 'INCONCLUSIVE' else ', inconclusive'}"
         f"{f', {unconfirmed} capacities unconfirmed by their rerun' if unconfirmed else ''}"
-        f", allowed -{capacity_pct:g}%")]
+        f", allowed -{capacity_pct:g}%", outcome)]
     reference = _confirming_runs(bare)
     matched = _matched_runs(vm_matched)
     invalid = [r for r in matched if not r["valid"]]
