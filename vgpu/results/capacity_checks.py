@@ -105,10 +105,14 @@ def _as_check(check: CapacityCheck, unit: str, values: tuple[list[float], list[f
     se = 100 * (math.log(interval.high) - math.log(interval.low)) / (2 * t_quantile(0.975, df))
     ci = ((interval.low - 1) * 100, (interval.high - 1) * 100)
     outcome = interval.verdict(1 - tolerance_pct / 100)
+    reason = check.detail
+    if outcome == "INCONCLUSIVE" and "raise capacity.runs" not in reason:
+        reason += ("; the interval straddles the line: more repeats (from 3 a t interval of "
+                   "their spread), or a finer resolution with the runs it needs, would decide")
     return Check(metric=check.name, unit=unit, candidate=cand, reference_mean=ref.mean,
                  reference=ref, difference_pct=(interval.ratio - 1) * 100, ci_pct=ci,
                  mdd_pct=None, band=Band(lower_pct=-tolerance_pct),
-                 verdict=outcome, reason=check.detail,
+                 verdict=outcome, reason=reason,
                  design="interleaved", se_pct=se, df=df,
                  log_difference=100 * math.log(interval.ratio), units=n,
                  shrinking_var=(se or 0.0) ** 2)

@@ -39,8 +39,9 @@ class PooledQuantile:
 
     def describe(self) -> str:
         few = f", fewer than {FEW_TAIL_SAMPLES}" if self.tail_samples < FEW_TAIL_SAMPLES else ""
-        return (f"{self.value:.2f} ms [{self.low:.2f}, {self.high:.2f}] of {self.pooled} "
-                f"pooled, {self.tail_samples} tail samples above it{few}")
+        clipped = "" if self.complete else " (lower bound clipped to the stored tails)"
+        return (f"{self.value:.2f} ms [{self.low:.2f}, {self.high:.2f}]{clipped} of "
+                f"{self.pooled} pooled, {self.tail_samples} tail samples above it{few}")
 
 
 @dataclass(frozen=True)
