@@ -7,9 +7,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
 import pytest
 
-from loadgen.llm.capacity import Budget, LoadShape, Slo, find_capacity
+from loadgen.llm.capacity import Budget, LoadShape, Slo, find_capacity, tail
 from loadgen.llm.slice_engine import SliceProfile, simulated_run
 from vgpu.results.capacity_checks import instance_checks, matched_run, shared_load
 from vgpu.results.compare import holm
@@ -128,3 +129,30 @@ def test_identical_sides_whose_knee_flipped_in_one_repeat_still_pass() -> None:
                 if c.metric == "valid_at_bare_metal_capacity")
     assert gate.verdict == "PASS", gate.reason
     assert "95.0/s (its run at 97.8/s)" in gate.reason
+
+
+def _with_gaps(low: float, gaps_ms: list[float]) -> dict[str, Any]:
+    """A search bracketed at ``low``/``low * 1.02`` whose run at ``low`` had these gaps."""
+    search = _bracketed(low, low * 1.02)
+    at = search["runs"][0]
+    at.update(itl_p99_ms=float(np.percentile(gaps_ms, 99, method="higher")),
+              tpot_mean_ms=float(np.mean(gaps_ms)),
+              tails={"itl": tail([g / 1e3 for g in gaps_ms])})
+    return search
+
+
+def test_one_repeats_stall_of_the_machine_is_no_itl_fail() -> None:
+    rng = np.random.default_rng(0)
+    steady = [list(rng.normal(20.0, 0.5, 1500)) for _ in range(2)]
+    hiccup = [*steady[1][:1440], *([60.0] * 60)]  # one 40 ms stall across every stream
+    bare = [_with_gaps(100, steady[0]), _with_gaps(100, steady[1])]
+    checks = {c.metric: c for c in instance_checks(
+        "", [_with_gaps(100, steady[0]), _with_gaps(100, hiccup)], bare, 2.0, 5.0)}
+    itl = checks["inter_token_latency_p99_at_matched_load"]
+    assert itl.ci_pct is not None and itl.ci_pct[0] > 5.0  # the pooled interval alone
+    assert itl.verdict == "INCONCLUSIVE", itl.reason
+    assert "the repeats disagree" in itl.reason and "tail samples" in itl.reason
+    stalled = [[*s[:1440], *([26.0] * 60)] for s in steady]  # both repeats, +30%
+    checks = {c.metric: c for c in instance_checks(
+        "", [_with_gaps(100, stalled[0]), _with_gaps(100, stalled[1])], bare, 2.0, 5.0)}
+    assert checks["inter_token_latency_p99_at_matched_load"].verdict == "FAIL"

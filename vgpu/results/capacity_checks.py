@@ -306,7 +306,13 @@ def _tail_check(name: str,
     if itl is None:
         return None
     line = 1 + allowed_pct / 100
-    verdict = "FAIL" if itl.low > line else "PASS" if itl.ratio <= line else "INCONCLUSIVE"
+    own = [float(v["itl_p99_ms"]) / float(b["itl_p99_ms"]) for v, b in zip(
+        vm_runs, bare_runs, strict=True) if v.get("itl_p99_ms") and b.get("itl_p99_ms")]
+    # the gaps of one stall of the machine are many tail samples but one event: a FAIL
+    # needs every repeat's own p99 above the line as well, not one repeat's hiccup
+    agree = len(own) == len(pairs) and min(own) > line
+    verdict = "FAIL" if itl.low > line and agree else "PASS" if itl.ratio <= line \
+        else "INCONCLUSIVE"
     stated = [f"ITL p99 VM {itl.vm.describe()} vs bare metal {itl.bare.describe()}"]
     for latency, label in (("ttft", "TTFT"), ("tpot", "TPOT")):
         other = tail_ratio(vm_runs, bare_runs, latency)
@@ -315,10 +321,13 @@ def _tail_check(name: str,
                           f"{other.bare.describe()} ({(other.ratio - 1) * 100:+.1f}% "
                           f"[{(other.low - 1) * 100:+.1f}%, {(other.high - 1) * 100:+.1f}%])")
     rates = ", ".join(f"{rate:.1f}/s" for rate, _, _ in pairs)
+    repeats = ", ".join(f"{(r - 1) * 100:+.1f}%" for r in own)
+    disagree = "" if agree or itl.low <= line else \
+        "; the repeats disagree (a stall of the shared machine in one run?): not a FAIL"
     reason = (f"pooled over {len(pairs)} repeats at the load both searches ran ({rates}): "
               f"rise {(itl.ratio - 1) * 100:+.1f}% [{(itl.low - 1) * 100:+.1f}%, "
-              f"{(itl.high - 1) * 100:+.1f}%], allowed +{allowed_pct:g}%; "
-              + "; ".join(stated))
+              f"{(itl.high - 1) * 100:+.1f}%], each repeat's own {repeats}, allowed "
+              f"+{allowed_pct:g}%{disagree}; " + "; ".join(stated))
     se = 100 * math.log(itl.high / itl.low) / (2 * t_quantile(0.975, math.inf))
     values = ([float(v["itl_p99_ms"] or 0) for v in vm_runs],
               [float(b["itl_p99_ms"] or 0) for b in bare_runs])
