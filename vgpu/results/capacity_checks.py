@@ -26,7 +26,7 @@ from vgpu.results.stats import summarize, t_quantile
 from vgpu.results.tails import tail_ratio
 
 CAPACITY_CHECK = "capacity_at_slo"
-RESOLUTIONS_ALLOWED = 2  # the allowed capacity loss, in the searches' resolutions
+RESOLUTIONS_ALLOWED = 3  # the allowed capacity loss, in the searches' resolutions
 SETUP_KEYS = ("seed", "slo_ms", "shape")
 
 
@@ -150,10 +150,11 @@ def instance_checks(label: str, vm: Sequence[Mapping[str, Any]],
                     bare: Sequence[Mapping[str, Any]], capacity_pct: float,
                     itl_pct: float) -> list[Check]:
     """One instance position's checks from its paired searches (``vm[i]`` with
-    ``bare[i]``). The allowed capacity loss is at least two resolutions
+    ``bare[i]``). The allowed capacity loss is at least three resolutions
     (``RESOLUTIONS_ALLOWED``): each side's capacity is known only within its bracket, so
     the ratio of two is known to about one resolution either way, and a side whose
-    outcome at the knee flipped in one repeat moves by one more."""
+    outcome at the knee flipped in one repeat moves by one or two more (identical slices
+    on shared cores lost two brackets in one repeat of five; docs/results.md)."""
     resolution = max((float((s.get("budget") or {}).get("resolution") or 0)
                       for s in (*bare, *vm)), default=0.0)
     allowed = max(capacity_pct, RESOLUTIONS_ALLOWED * resolution * 100)
