@@ -266,7 +266,7 @@ class CapacitySettings(StrictModel):
                       "included (at least enough to bisect a doubling bracket to the "
                       "resolution: 8 for 0.025)")
     resolution: float = Field(0.025, gt=0, lt=1, description="bisect until the bracket is "
-                              "this fraction wide; the capacity verdict allows a loss of two "
+                              "this fraction wide; the capacity verdict allows a loss of three "
                               "resolutions (a finer ratio is within the brackets)")
     duration_s: float = Field(2.0, gt=0, le=3600, description="seconds of arrivals per run "
                               "(at least min_queries queries)")
