@@ -156,3 +156,14 @@ def test_one_repeats_stall_of_the_machine_is_no_itl_fail() -> None:
     checks = {c.metric: c for c in instance_checks(
         "", [_with_gaps(100, stalled[0]), _with_gaps(100, stalled[1])], bare, 2.0, 5.0)}
     assert checks["inter_token_latency_p99_at_matched_load"].verdict == "FAIL"
+
+
+def test_a_search_whose_only_valid_rate_failed_its_rerun_is_inconclusive() -> None:
+    runs = [{"rate": 50.0, "valid": True, "reasons": []},
+            {"rate": 100.0, "valid": False, "reasons": ["p99 TPOT over 20 ms"]},
+            {"rate": 50.0, "valid": False, "reasons": ["p99 TPOT over 20 ms"]}]
+    knee = {"capacity_qps": 50.0, "confirmed_capacity_qps": 0.0, "runs": runs, "seed": 0}
+    [check] = instance_checks("", [knee], [_search(PROFILE, 0)], 2.0, 5.0)
+    assert check.verdict == "INCONCLUSIVE"
+    assert "VM repeat 0 (50.0/s VALID, INVALID on its rerun)" in check.reason
+    assert "capacity.start_qps" in check.reason

@@ -161,6 +161,16 @@ def instance_checks(label: str, vm: Sequence[Mapping[str, Any]],
     suffix = f" {label}" if label else ""
     vm_doc, bare_doc = _document(vm), _document(bare)
     caps = ([_confirmed(s) for s in vm], [_confirmed(s) for s in bare])
+    unconfirmed = [f"{side} repeat {i} ({float(search['capacity_qps']):.1f}/s VALID, "
+                   "INVALID on its rerun)"
+                   for side, found in (("VM", vm), ("bare metal", bare))
+                   for i, search in enumerate(found)
+                   if _confirmed(search) <= 0 < float(search["capacity_qps"])]
+    if unconfirmed:
+        return [_as_check(CapacityCheck(CAPACITY_CHECK + suffix, False, (
+            f"no rate VALID every time it ran in {', '.join(unconfirmed)}: the capacity "
+            "lies below the lowest rate tried, or that run was disturbed; lower "
+            "capacity.start_qps")), "queries/s", caps, inconclusive=True)]
     if min(caps[1]) <= 0 or min(caps[0]) <= 0:
         return [_as_check(CapacityCheck(CAPACITY_CHECK + suffix, False,
                                         "a search found no VALID rate on one side"),
