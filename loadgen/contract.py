@@ -252,8 +252,8 @@ class CapacitySpec:
     sides of a block send the same one)."""
 
     start_qps: float = 50.0
-    runs: int = 5
-    resolution: float = 0.1
+    runs: int = 9
+    resolution: float = 0.025
     duration_s: float = 2.0
     min_queries: int = 100
     repeat: int = 0

@@ -108,6 +108,20 @@ class RunResult:
     longest_stall_ms: float | None
     goodput: float
     output_tokens: int
+    # per latency (ttft, tpot, itl): how many values the run had and its largest ones,
+    # enough to pool a p99 with its order-statistic interval over repeats
+    tails: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+TAIL_SHARE = 0.05  # the share of a run's largest latencies kept (plus TAIL_EXTRA)
+TAIL_EXTRA = 10
+
+
+def tail(values_s: Sequence[float]) -> dict[str, Any]:
+    """A latency's count and its largest values (ms, descending)."""
+    keep = min(len(values_s), math.ceil(TAIL_SHARE * len(values_s)) + TAIL_EXTRA)
+    top = sorted(values_s, reverse=True)[:keep]
+    return {"n": len(values_s), "top_ms": [round(v * 1e3, 4) for v in top]}
 
 
 def _pct(values: Sequence[float], q: float) -> float | None:
@@ -153,7 +167,8 @@ def summarise(rate: float, timings: Sequence[QueryTiming], slo: Slo,
         itl_p99_ms=_pct(gaps, 99), itl_p999_ms=_pct(gaps, 99.9),
         longest_stall_ms=max(gaps) * 1e3 if gaps else None,
         goodput=good / span if span > 0 else 0.0,
-        output_tokens=sum(t.tokens for t in ok))
+        output_tokens=sum(t.tokens for t in ok),
+        tails={"ttft": tail(ttft), "tpot": tail(tpot), "itl": tail(gaps)})
 
 
 def unit_arrivals(seed: int, repeat: int, count: int) -> np.ndarray:
@@ -179,6 +194,13 @@ def make_prompt(seed: int, repeat: int, run: int, index: int, shape: LoadShape) 
 
 
 Measure = Callable[[float, int], RunResult]  # (rate, run number) -> the run
+
+
+def runs_to_resolve(resolution: float) -> int:
+    """The runs a search needs to bisect a doubling bracket (two runs, a factor of 2)
+    until it is ``resolution`` wide, the confirming rerun included."""
+    bisections = math.ceil(math.log2(math.log(2) / math.log1p(resolution)) - 1e-9)
+    return 2 + max(bisections, 0) + 1
 
 
 @dataclass

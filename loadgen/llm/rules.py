@@ -83,7 +83,7 @@ def llm_problems(workload: LlmWorkload, names: Mapping[str, str]) -> list[LlmPro
     if w.scenario in TOKEN_SCENARIOS and not w.target_qps and not w.capacity:
         found.append(LlmProblem(n["target_qps"], f"{w.scenario} needs the query rate to "
                                 "hold, or a capacity search", f"set {n['capacity']}, e.g. "
-                                "{start_qps: 50, runs: 5, resolution: 0.1, duration_s: 2}"))
+                                "{start_qps: 50, runs: 9, resolution: 0.025, duration_s: 2}"))
     if w.capacity and w.scenario not in TOKEN_SCENARIOS:
         found.append(LlmProblem(n["capacity"], f"a capacity search is a Server or "
                                 f"Interactive measurement, not {w.scenario}'s (Offline "

@@ -109,13 +109,26 @@ def test_a_capacity_budget_below_three_runs_names_its_field(tmp_path: Path) -> N
     assert str(path) in text and "workloads[0].capacity.runs" in text
 
 
+def test_a_capacity_budget_too_small_for_its_resolution_names_the_runs_it_needs(
+        tmp_path: Path) -> None:
+    path = write_scenario(tmp_path, ["7g.80gb"], {
+        "model": "llm", "scenario": "Server",
+        "capacity": {"start_qps": 50, "runs": 5, "resolution": 0.1}})
+    code, _, err = run_cli(["plan", str(path)])
+    assert code == 2
+    text = " ".join(err.split())
+    assert str(path) in text and "workloads[0].capacity" in text
+    assert "runs 5 cannot bisect a doubling bracket to resolution 0.1" in text
+    assert "set runs to 6 or more" in text
+
+
 def test_a_capacity_workload_ships_its_search_with_the_repeat_as_arrival_pattern() -> None:
     workload = InferenceWorkload(model="llm", scenario="Server",
-                                 capacity={"start_qps": 20, "runs": 4})
+                                 capacity={"start_qps": 20, "runs": 8})
     effective = effective_workload(workload, True, BenchOverrides())
     spec = harness_spec(effective, instance="i0", device={"kind": "cpu"}, threads=1,
                         repeat=3).to_json()
-    assert spec["llm"]["capacity"] == {"start_qps": 20.0, "runs": 4, "resolution": 0.1,
+    assert spec["llm"]["capacity"] == {"start_qps": 20.0, "runs": 8, "resolution": 0.025,
                                        "duration_s": 2.0, "min_queries": 100, "repeat": 3}
     assert "target_qps" not in spec["loadgen"]
 

@@ -4,43 +4,67 @@ judge_capacity and turned into the comparison's checks."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
-from loadgen.llm.capacity import Budget, LoadShape, Slo, find_capacity
+import numpy as np
+import pytest
+
+from loadgen.llm.capacity import Budget, LoadShape, Slo, find_capacity, tail
 from loadgen.llm.slice_engine import SliceProfile, simulated_run
-from vgpu.results.capacity_checks import instance_checks, matched_run
+from vgpu.results.capacity_checks import instance_checks, matched_run, shared_load
+from vgpu.results.compare import holm
 
 SHAPE = LoadShape(16, 48, 16)
-SLO = Slo(162.0, 50.0)
-BUDGET = Budget(runs=6, min_queries=100, duration_s=1.0, resolution=0.05)
+# tests/bench/test_llm_capacity_bench.py's slice: a TPOT target on 10 ms steps that grow
+# with the batch's context; capacity 53-58/s
+PROFILE = SliceProfile(step_ms=10.0, context_us=12.0)
+SLO = Slo(300.0, 20.0)
+BUDGET = Budget(runs=8, min_queries=100, duration_s=1.0, resolution=0.025)
 
 
-def _search(slowdown: float, repeat: int) -> dict[str, Any]:
-    profile = SliceProfile(step_ms=10.0, max_num_seqs=16, slowdown=slowdown)
+def _search(profile: SliceProfile, repeat: int) -> dict[str, Any]:
     result = find_capacity(
         lambda rate, _run: simulated_run(profile, rate, SHAPE, SLO, 0, repeat, BUDGET),
         50.0, BUDGET)
-    return {**result.to_json(), "seed": 0, "slo_ms": {"ttft_ms": 162.0, "tpot_ms": 50.0},
-            "shape": {"input_min": 16}, "budget": {"resolution": 0.05}}
+    return {**result.to_json(), "seed": 0, "slo_ms": {"ttft_ms": 300.0, "tpot_ms": 20.0},
+            "shape": {"input_min": 16}, "budget": {"resolution": 0.025}}
 
 
-def _verdicts(vm_slowdown: float) -> dict[str, str]:
-    vm = [_search(vm_slowdown, r) for r in range(2)]
-    bare = [_search(1.0, r) for r in range(2)]
-    return {c.metric: c.verdict for c in instance_checks("", vm, bare, 2.0, 5.0)}
+def _verdicts(vm_profile: SliceProfile) -> dict[str, str]:
+    vm = [_search(vm_profile, r) for r in range(2)]
+    bare = [_search(PROFILE, r) for r in range(2)]
+    return {c.metric: c.verdict for c in holm(instance_checks("", vm, bare, 2.0, 5.0))}
 
 
 def test_identical_slices_pass() -> None:
-    assert _verdicts(1.0) == {
+    assert _verdicts(PROFILE) == {
         "capacity_at_slo": "PASS", "valid_at_bare_metal_capacity": "PASS",
         "inter_token_latency_p99_at_matched_load": "PASS",
         "time_per_output_token_mean_at_matched_load": "PASS"}
 
 
 def test_a_5_percent_slower_step_fails_capacity_and_the_matched_load() -> None:
-    checks = _verdicts(1.05)
+    checks = _verdicts(replace(PROFILE, slowdown=1.05))
     assert checks["capacity_at_slo"] == "FAIL"
     assert checks["valid_at_bare_metal_capacity"] == "FAIL"
+
+
+def test_periodic_stalls_fail_the_pooled_itl_p99_while_mean_tpot_passes() -> None:
+    checks = _verdicts(replace(PROFILE, stall_every_ms=400.0, stall_ms=5.0))
+    assert checks["inter_token_latency_p99_at_matched_load"] == "FAIL"
+    assert checks["time_per_output_token_mean_at_matched_load"] == "PASS"
+    assert checks["capacity_at_slo"] != "FAIL"
+
+
+def test_latencies_compare_at_the_highest_load_both_searches_ran() -> None:
+    bare, vm = _search(PROFILE, 0), _search(replace(PROFILE, slowdown=1.05), 0)
+    rate, vm_run, bare_run = shared_load(vm, bare)
+    assert rate <= bare["confirmed_capacity_qps"]
+    assert vm_run["rate"] == bare_run["rate"] == rate
+    assert rate == max(r["rate"] for r in bare["runs"]
+                       if r["rate"] <= bare["confirmed_capacity_qps"]
+                       and any(v["rate"] == r["rate"] for v in vm["runs"]))
 
 
 def _run(rate: float, valid: bool) -> dict[str, Any]:
@@ -60,6 +84,86 @@ def test_a_search_that_never_found_an_invalid_rate_is_only_a_lower_bound() -> No
     runs = [{"rate": r, "valid": True, "reasons": []} for r in (50.0, 100.0, 200.0, 200.0)]
     open_ended = {"capacity_qps": 200.0, "confirmed_capacity_qps": 200.0, "runs": runs,
                   "seed": 0}
-    [check] = instance_checks("", [open_ended], [_search(1.0, 0)], 2.0, 5.0)
+    [check] = instance_checks("", [open_ended], [_search(PROFILE, 0)], 2.0, 5.0)
     assert check.verdict == "INCONCLUSIVE"
     assert "VM repeat 0" in check.reason and "capacity.start_qps" in check.reason
+
+
+def _bracketed(low: float, high: float) -> dict[str, Any]:
+    """A search whose final bracket is ``low`` (VALID) to ``high`` (INVALID)."""
+    runs = [{"rate": low, "valid": True, "reasons": []},
+            {"rate": high, "valid": False, "reasons": ["p99 TPOT over 16 ms"]}]
+    return {"capacity_qps": low, "confirmed_capacity_qps": low, "runs": runs, "seed": 0,
+            "budget": {"resolution": 0.025}}
+
+
+def _capacity_check(vm: list[dict[str, Any]], bare: list[dict[str, Any]]) -> Any:
+    return next(c for c in instance_checks("", vm, bare, 2.0, 5.0)
+                if c.metric == "capacity_at_slo")
+
+
+def test_the_interval_is_never_narrower_than_the_searches_brackets() -> None:
+    check = _capacity_check([_bracketed(100, 102)] * 3, [_bracketed(100, 102)] * 3)
+    low, high = check.ci_pct
+    assert low == pytest.approx((100 / 102 - 1) * 100)
+    assert high == pytest.approx((102 / 100 - 1) * 100)
+    assert check.band.lower_pct == pytest.approx(-7.5)  # three resolutions of 2.5%
+    assert check.verdict == "PASS"
+
+
+def test_brackets_the_runs_could_not_narrow_are_inconclusive_and_say_so() -> None:
+    wide = [_bracketed(100, 141.4)] * 2
+    check = _capacity_check(wide, wide)
+    assert check.verdict == "INCONCLUSIVE"
+    assert "raise capacity.runs" in check.reason and "bare metal repeat 1" in check.reason
+
+
+def test_identical_sides_whose_knee_flipped_in_one_repeat_still_pass() -> None:
+    bare = [_bracketed(100, 102.2), _bracketed(100, 102.2)]
+    vm = [_bracketed(100, 102.2), _bracketed(97.8, 100)]
+    check = _capacity_check(vm, bare)
+    assert check.verdict == "PASS", check.reason
+    assert "the 2 repeats' range: their hull" in check.reason
+    # VALID at bare metal's capacity less the allowed 7.5%: the VM's run at 97.8/s
+    gate = next(c for c in instance_checks("", vm, bare, 2.0, 5.0)
+                if c.metric == "valid_at_bare_metal_capacity")
+    assert gate.verdict == "PASS", gate.reason
+    assert "92.5/s (its run at 97.8/s)" in gate.reason
+
+
+def _with_gaps(low: float, gaps_ms: list[float]) -> dict[str, Any]:
+    """A search bracketed at ``low``/``low * 1.02`` whose run at ``low`` had these gaps."""
+    search = _bracketed(low, low * 1.02)
+    at = search["runs"][0]
+    at.update(itl_p99_ms=float(np.percentile(gaps_ms, 99, method="higher")),
+              tpot_mean_ms=float(np.mean(gaps_ms)),
+              tails={"itl": tail([g / 1e3 for g in gaps_ms])})
+    return search
+
+
+def test_one_repeats_stall_of_the_machine_is_no_itl_fail() -> None:
+    rng = np.random.default_rng(0)
+    steady = [list(rng.normal(20.0, 0.5, 1500)) for _ in range(2)]
+    hiccup = [*steady[1][:1440], *([60.0] * 60)]  # one 40 ms stall across every stream
+    bare = [_with_gaps(100, steady[0]), _with_gaps(100, steady[1])]
+    checks = {c.metric: c for c in instance_checks(
+        "", [_with_gaps(100, steady[0]), _with_gaps(100, hiccup)], bare, 2.0, 5.0)}
+    itl = checks["inter_token_latency_p99_at_matched_load"]
+    assert itl.ci_pct is not None and itl.ci_pct[0] > 5.0  # the pooled interval alone
+    assert itl.verdict == "INCONCLUSIVE", itl.reason
+    assert "the repeats disagree" in itl.reason and "tail samples" in itl.reason
+    stalled = [[*s[:1440], *([26.0] * 60)] for s in steady]  # both repeats, +30%
+    checks = {c.metric: c for c in instance_checks(
+        "", [_with_gaps(100, stalled[0]), _with_gaps(100, stalled[1])], bare, 2.0, 5.0)}
+    assert checks["inter_token_latency_p99_at_matched_load"].verdict == "FAIL"
+
+
+def test_a_search_whose_only_valid_rate_failed_its_rerun_is_inconclusive() -> None:
+    runs = [{"rate": 50.0, "valid": True, "reasons": []},
+            {"rate": 100.0, "valid": False, "reasons": ["p99 TPOT over 20 ms"]},
+            {"rate": 50.0, "valid": False, "reasons": ["p99 TPOT over 20 ms"]}]
+    knee = {"capacity_qps": 50.0, "confirmed_capacity_qps": 0.0, "runs": runs, "seed": 0}
+    [check] = instance_checks("", [knee], [_search(PROFILE, 0)], 2.0, 5.0)
+    assert check.verdict == "INCONCLUSIVE"
+    assert "VM repeat 0 (50.0/s VALID, INVALID on its rerun)" in check.reason
+    assert "capacity.start_qps" in check.reason

@@ -48,12 +48,12 @@ def compare_capacity(
                                 fix="run every search with the same --seed, --repeats, "
                                 "--ttft-ms, --tpot-ms and --output-tokens") from exc
     if as_json:
-        typer.echo(json.dumps({"passed": verdict.passed,
+        typer.echo(json.dumps({"passed": verdict.passed, "verdict": verdict.verdict,
                                "capacity": asdict(verdict.capacity),
                                "checks": [asdict(c) for c in verdict.checks]}, indent=2))
     else:
         for line in verdict.lines():
             common.console.print(line, markup=False)
-        common.console.print(f"LLM verdict: {'PASS' if verdict.passed else 'FAIL'}")
-    if not verdict.passed:
+        common.console.print(f"LLM verdict: {verdict.verdict}")
+    if verdict.verdict == "FAIL":
         raise VerdictFailed("LLM capacity verdict: FAIL")

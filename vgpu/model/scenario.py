@@ -38,6 +38,7 @@ from loadgen.contract import (
     llm_problems,
 )
 from loadgen.contract import InferencePrecision as Precision
+from loadgen.llm.capacity import runs_to_resolve
 from vgpu import mig
 from vgpu.container.images import DEFAULT_BASE_IMAGE
 from vgpu.container.triton import DEFAULT_TRITON_IMAGE
@@ -261,14 +262,27 @@ class CapacitySettings(StrictModel):
 
     start_qps: float = Field(50.0, gt=0, description="the first rate tried (queries/s); "
                              "the search doubles or halves from it")
-    runs: int = Field(5, ge=3, le=30, description="runs per search, the confirming rerun "
-                      "included (at least 3: bracket both sides and rerun)")
-    resolution: float = Field(0.1, gt=0, lt=1, description="bisect until the bracket is "
-                              "this fraction wide; a capacity ratio finer than it is noise")
+    runs: int = Field(9, ge=3, le=30, description="runs per search, the confirming rerun "
+                      "included (at least enough to bisect a doubling bracket to the "
+                      "resolution: 8 for 0.025)")
+    resolution: float = Field(0.025, gt=0, lt=1, description="bisect until the bracket is "
+                              "this fraction wide; the capacity verdict allows a loss of three "
+                              "resolutions (a finer ratio is within the brackets)")
     duration_s: float = Field(2.0, gt=0, le=3600, description="seconds of arrivals per run "
                               "(at least min_queries queries)")
     min_queries: int = Field(100, ge=1, le=1_000_000, description="fewest queries a run "
                              "sends (its p99 rests on them)")
+
+    @model_validator(mode="after")
+    def _runs_reach_resolution(self) -> CapacitySettings:
+        needed = runs_to_resolve(self.resolution)
+        if self.runs < needed:
+            raise ValueError(
+                f"runs {self.runs} cannot bisect a doubling bracket to resolution "
+                f"{self.resolution:g} (it needs {needed}: two to bracket, the bisections, "
+                f"the rerun), so the capacity would be known only within a wider bracket; "
+                f"set runs to {needed} or more, or a coarser resolution")
+        return self
 
     def spec(self, repeat: int) -> CapacitySpec:
         return CapacitySpec(start_qps=self.start_qps, runs=self.runs,

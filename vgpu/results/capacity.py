@@ -3,10 +3,11 @@ MLPerf Inference's Server scenario reports) rather than tokens/s at a fixed offe
 which any slice that keeps up matches. Three checks:
 
 - capacity: the ratio of the VM's capacity to bare metal's, repeats paired by seed (the
-  same arrival pattern on both sides), as the exponentiated mean log ratio with a t
-  interval; FAIL below ``1 - capacity_pct``. The interval says whether the ratio is
-  conclusive (entirely on one side of the line) and is shown, not judged: with few repeats
-  it is wide.
+  same arrival pattern on both sides). A search knows its capacity only within its final
+  bracket (the highest rate VALID every time it ran, the lowest INVALID rate above it), so
+  the interval (``bracket_interval``) is the brackets' ratio range plus the repeats'
+  disagreement, never narrower than the searches resolved; PASS when the whole interval
+  is above ``1 - capacity_pct``, FAIL when it is wholly below, else INCONCLUSIVE.
 - matched load: the VM run at bare metal's capacity rate must be VALID; the VM INVALID
   where bare metal is VALID is FAIL.
 - inter-token latency p99 at that load: may not rise more than ``itl_pct`` over bare
@@ -36,14 +37,40 @@ class CapacityCheck:
     name: str
     passed: bool
     detail: str
+    verdict: str | None = None  # INCONCLUSIVE where neither PASS nor FAIL is supported
+
+    @property
+    def outcome(self) -> str:
+        return self.verdict or ("PASS" if self.passed else "FAIL")
 
 
 @dataclass(frozen=True)
 class RatioInterval:
+    """VM over bare metal: the estimate and its interval (``low``, ``high``);
+    ``resolution_pct``: the part of the half-width the searches' brackets make (log
+    percent), ``spread``: how the repeats' disagreement entered."""
+
     ratio: float
     low: float
     high: float
     repeats: int
+    resolution_pct: float = 0.0
+    spread: str = ""
+
+    def verdict(self, line: float) -> str:
+        """PASS when the whole interval is at or above ``line``, FAIL when it is wholly
+        below, else INCONCLUSIVE."""
+        return "PASS" if self.low >= line else "FAIL" if self.high < line \
+            else "INCONCLUSIVE"
+
+
+@dataclass(frozen=True)
+class Bracket:
+    """Where a search's capacity lies: at least ``low`` (VALID every time it ran), below
+    ``high`` (INVALID at least once; equal to ``low`` when unknown)."""
+
+    low: float
+    high: float
 
 
 @dataclass(frozen=True)
@@ -55,27 +82,55 @@ class LlmVerdict:
     def passed(self) -> bool:
         return all(c.passed for c in self.checks)
 
+    @property
+    def verdict(self) -> str:
+        outcomes = {c.outcome for c in self.checks}
+        return "FAIL" if "FAIL" in outcomes else \
+            "INCONCLUSIVE" if "INCONCLUSIVE" in outcomes else "PASS"
+
     def lines(self) -> list[str]:
-        return [f"{c.name}: {c.detail} ({'PASS' if c.passed else 'FAIL'})"
-                for c in self.checks]
+        return [f"{c.name}: {c.detail} ({c.outcome})" for c in self.checks]
+
+
+def bracket_interval(vm: Sequence[Bracket], bare: Sequence[Bracket],
+                     confidence: float = CONFIDENCE) -> RatioInterval:
+    """VM over bare metal from brackets paired by repeat, on the log scale. Per repeat
+    the ratio lies between ``vm.low / bare.high`` and ``vm.high / bare.low``; the estimate
+    is the mean of these ranges' centres. The half-width is the ranges' mean half-width
+    (what the searches resolved: never less) plus the repeats' disagreement: with 3 or
+    more repeats the t interval of the centres; with 2 half their range, so that the
+    interval is the hull of the two repeats' ranges (a t interval on one degree of freedom
+    is 6.4 times the range and could never decide); with 1 none."""
+    if len(vm) != len(bare) or not vm:
+        raise ValueError(f"capacity repeats must pair up: {len(vm)} VM, {len(bare)} bare "
+                         "metal; run both sides with the same --repeats and --seed")
+    if min(b.low for b in (*vm, *bare)) <= 0:
+        raise ValueError("a repeat found no VALID rate (capacity 0): lower --start-qps or "
+                         "loosen the SLO")
+    lows = [math.log(v.low / b.high) for v, b in zip(vm, bare, strict=True)]
+    highs = [math.log(v.high / b.low) for v, b in zip(vm, bare, strict=True)]
+    centres = [(lo + hi) / 2 for lo, hi in zip(lows, highs, strict=True)]
+    resolution = fmean((hi - lo) / 2 for lo, hi in zip(lows, highs, strict=True))
+    n = len(centres)
+    if n >= 3:
+        spread = t_quantile(0.5 + confidence / 2, n - 1) * stdev(centres) / math.sqrt(n)
+        how = f"{confidence:.0%} t interval of {n} repeats"
+    elif n == 2:
+        spread = (max(centres) - min(centres)) / 2
+        how = "half the 2 repeats' range: their hull"
+    else:
+        spread, how = 0.0, "1 repeat, no spread"
+    centre = fmean(centres)
+    half = resolution + spread
+    return RatioInterval(math.exp(centre), math.exp(centre - half), math.exp(centre + half),
+                         n, 100 * resolution, how)
 
 
 def ratio_interval(vm: Sequence[float], bare: Sequence[float],
                    confidence: float = CONFIDENCE) -> RatioInterval:
-    """VM over bare metal from repeats paired by index: exp of the mean log ratio, with a
-    t interval over the repeats (a single repeat: no interval, low = high = ratio)."""
-    if len(vm) != len(bare) or not vm:
-        raise ValueError(f"capacity repeats must pair up: {len(vm)} VM, {len(bare)} bare "
-                         "metal; run both sides with the same --repeats and --seed")
-    if min(*vm, *bare) <= 0:
-        raise ValueError("a repeat found no VALID rate (capacity 0): lower --start-qps or "
-                         "loosen the SLO")
-    logs = [math.log(v / b) for v, b in zip(vm, bare, strict=True)]
-    centre = fmean(logs)
-    half = 0.0 if len(logs) < 2 else \
-        t_quantile(0.5 + confidence / 2, len(logs) - 1) * stdev(logs) / math.sqrt(len(logs))
-    return RatioInterval(math.exp(centre), math.exp(centre - half), math.exp(centre + half),
-                         len(logs))
+    """:func:`bracket_interval` of capacities known exactly (brackets of no width)."""
+    return bracket_interval([Bracket(v, v) for v in vm], [Bracket(b, b) for b in bare],
+                            confidence)
 
 
 class CapacityFileError(ValueError):
@@ -119,8 +174,17 @@ def _check_same_setup(bare: Mapping[str, Any], others: Mapping[str, Mapping[str,
                                  f"{bare[key]}: the sides did not send the same load")
 
 
-def _capacities(search: Mapping[str, Any]) -> list[float]:
-    return [float(r["capacity_qps"]) for r in search["repeats"]]
+def search_bracket(repeat: Mapping[str, Any]) -> Bracket:
+    """A stored search's bracket: its capacity and the lowest rate above it that was
+    INVALID at least once (the capacity itself when no such run is stored)."""
+    low = float(repeat["capacity_qps"])
+    above = [float(r["rate"]) for r in repeat.get("runs", [])
+             if not r["valid"] and float(r["rate"]) > low]
+    return Bracket(low, min(above, default=low))
+
+
+def _brackets(search: Mapping[str, Any]) -> list[Bracket]:
+    return [search_bracket(r) for r in search["repeats"]]
 
 
 def _matched_runs(search: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -158,17 +222,17 @@ def judge_capacity(bare: Mapping[str, Any], vm: Mapping[str, Any],
     """The verdict from bare metal's and the VM's capacity searches and the VM's runs at
     bare metal's capacity (``vm_matched``)."""
     _check_same_setup(bare, {"VM search": vm, "VM matched runs": vm_matched})
-    interval = ratio_interval(_capacities(vm), _capacities(bare))
+    interval = bracket_interval(_brackets(vm), _brackets(bare))
     unconfirmed = sum(1 for side in (bare, vm) for r in side["repeats"]
                       if not r.get("confirmed", True))
-    conclusive = interval.low >= 1 - capacity_pct / 100 or \
-        interval.high < 1 - capacity_pct / 100
+    outcome = interval.verdict(1 - capacity_pct / 100)
     checks = [CapacityCheck(
-        "capacity_at_slo", interval.ratio >= 1 - capacity_pct / 100,
+        "capacity_at_slo", outcome == "PASS",
         f"VM/bare metal {interval.ratio:.3f} [{interval.low:.3f}, {interval.high:.3f}] "
-        f"over {interval.repeats} repeats{'' if conclusive else ', inconclusive'}"
+        f"over {interval.repeats} repeats (the searches' brackets +/-"
+        f"{interval.resolution_pct:.1f}%, plus {interval.spread})"
         f"{f', {unconfirmed} capacities unconfirmed by their rerun' if unconfirmed else ''}"
-        f", allowed -{capacity_pct:g}%")]
+        f", allowed -{capacity_pct:g}%", outcome)]
     reference = _confirming_runs(bare)
     matched = _matched_runs(vm_matched)
     invalid = [r for r in matched if not r["valid"]]

@@ -19,12 +19,14 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from vgpu.results.capacity import CapacityCheck, LlmVerdict, judge_capacity
+from vgpu.results.capacity import CapacityCheck, LlmVerdict, judge_capacity, search_bracket
 from vgpu.results.compare import Band, Check
 from vgpu.results.series import SeriesData, interleaved_pairs
 from vgpu.results.stats import summarize, t_quantile
+from vgpu.results.tails import tail_ratio
 
 CAPACITY_CHECK = "capacity_at_slo"
+RESOLUTIONS_ALLOWED = 3  # the allowed capacity loss, in the searches' resolutions
 SETUP_KEYS = ("seed", "slo_ms", "shape")
 
 
@@ -86,6 +88,10 @@ def bracketed(search: Mapping[str, Any]) -> bool:
 def _as_check(check: CapacityCheck, unit: str, values: tuple[list[float], list[float]],
               verdict: LlmVerdict | None = None, tolerance_pct: float = 0.0,
               inconclusive: bool = False) -> Check:
+    """The capacity check as a comparison's check: its verdict is the interval's (PASS
+    wholly above the line, FAIL wholly below, else INCONCLUSIVE); for Holm the interval's
+    half-width stands for 1.96 standard errors (it is no t interval: its resolution part is
+    a bound)."""
     cand, ref = summarize(values[0]), summarize(values[1])
     if verdict is None or cand.mean <= 0 or ref.mean <= 0:
         diff = 0.0 if ref.mean == 0 else (cand.mean / ref.mean - 1) * 100
@@ -95,20 +101,37 @@ def _as_check(check: CapacityCheck, unit: str, values: tuple[list[float], list[f
                      band=Band(), verdict=outcome, reason=check.detail)
     interval = verdict.capacity
     n = interval.repeats
-    se = df = None
-    ci = None
-    if n >= 2:
-        df = float(n - 1)
-        se = 100 * (math.log(interval.high) - math.log(interval.low)) / \
-            (2 * t_quantile(0.975, n - 1))
-        ci = ((interval.low - 1) * 100, (interval.high - 1) * 100)
+    df = math.inf
+    se = 100 * (math.log(interval.high) - math.log(interval.low)) / (2 * t_quantile(0.975, df))
+    ci = ((interval.low - 1) * 100, (interval.high - 1) * 100)
+    outcome = interval.verdict(1 - tolerance_pct / 100)
+    reason = check.detail
+    if outcome == "INCONCLUSIVE" and "raise capacity.runs" not in reason:
+        reason += ("; the interval straddles the line: more repeats (from 3 a t interval of "
+                   "their spread), or a finer resolution with the runs it needs, would decide")
     return Check(metric=check.name, unit=unit, candidate=cand, reference_mean=ref.mean,
                  reference=ref, difference_pct=(interval.ratio - 1) * 100, ci_pct=ci,
                  mdd_pct=None, band=Band(lower_pct=-tolerance_pct),
-                 verdict="PASS" if check.passed else "FAIL", reason=check.detail,
+                 verdict=outcome, reason=reason,
                  design="interleaved", se_pct=se, df=df,
                  log_difference=100 * math.log(interval.ratio), units=n,
                  shrinking_var=(se or 0.0) ** 2)
+
+
+def _bracket_advice(vm: Sequence[Mapping[str, Any]], bare: Sequence[Mapping[str, Any]],
+                    resolution: float) -> str:
+    """The searches whose final bracket is wider than the resolution asked for (the budget
+    of runs ran out first), and the knob that would narrow them."""
+    wide = []
+    for side, found in (("VM", vm), ("bare metal", bare)):
+        for i, search in enumerate(found):
+            b = search_bracket({**search, "capacity_qps": _confirmed(search)})
+            if b.high / b.low - 1 > resolution * 1.0001:
+                wide.append(f"{side} repeat {i} {b.low:.1f}-{b.high:.1f}/s")
+    if not wide:
+        return ""
+    return (f"; brackets wider than the resolution {resolution:.0%} ({', '.join(wide)}): "
+            "the runs ran out before the bisection did; raise capacity.runs")
 
 
 def _matched_detail(rates: Sequence[tuple[float, Mapping[str, Any]]]) -> str:
@@ -120,21 +143,34 @@ def _matched_detail(rates: Sequence[tuple[float, Mapping[str, Any]]]) -> str:
         parts.append(f"{rate:.1f}/s{at}: TTFT p99 "
                      f"{'-' if ttft is None else f'{ttft:.1f}'} ms, TPOT p99 "
                      f"{'-' if tpot is None else f'{tpot:.2f}'} ms")
-    return "; VM at bare metal's capacity " + ", ".join(parts)
+    return "; VM at bare metal's capacity less the allowed loss " + ", ".join(parts)
 
 
 def instance_checks(label: str, vm: Sequence[Mapping[str, Any]],
                     bare: Sequence[Mapping[str, Any]], capacity_pct: float,
                     itl_pct: float) -> list[Check]:
     """One instance position's checks from its paired searches (``vm[i]`` with
-    ``bare[i]``). The allowed capacity loss is at least the search's resolution: a finer
-    ratio is within the bisection's bracket."""
-    resolution = max((float((s.get("budget") or {}).get("resolution") or 0) for s in bare),
-                     default=0.0)
-    allowed = max(capacity_pct, resolution * 100)
+    ``bare[i]``). The allowed capacity loss is at least three resolutions
+    (``RESOLUTIONS_ALLOWED``): each side's capacity is known only within its bracket, so
+    the ratio of two is known to about one resolution either way, and a side whose
+    outcome at the knee flipped in one repeat moves by one or two more (identical slices
+    on shared cores lost two brackets in one repeat of five; docs/results.md)."""
+    resolution = max((float((s.get("budget") or {}).get("resolution") or 0)
+                      for s in (*bare, *vm)), default=0.0)
+    allowed = max(capacity_pct, RESOLUTIONS_ALLOWED * resolution * 100)
     suffix = f" {label}" if label else ""
     vm_doc, bare_doc = _document(vm), _document(bare)
     caps = ([_confirmed(s) for s in vm], [_confirmed(s) for s in bare])
+    unconfirmed = [f"{side} repeat {i} ({float(search['capacity_qps']):.1f}/s VALID, "
+                   "INVALID on its rerun)"
+                   for side, found in (("VM", vm), ("bare metal", bare))
+                   for i, search in enumerate(found)
+                   if _confirmed(search) <= 0 < float(search["capacity_qps"])]
+    if unconfirmed:
+        return [_as_check(CapacityCheck(CAPACITY_CHECK + suffix, False, (
+            f"no rate VALID every time it ran in {', '.join(unconfirmed)}: the capacity "
+            "lies below the lowest rate tried, or that run was disturbed; lower "
+            "capacity.start_qps")), "queries/s", caps, inconclusive=True)]
     if min(caps[1]) <= 0 or min(caps[0]) <= 0:
         return [_as_check(CapacityCheck(CAPACITY_CHECK + suffix, False,
                                         "a search found no VALID rate on one side"),
@@ -146,7 +182,10 @@ def instance_checks(label: str, vm: Sequence[Mapping[str, Any]],
             f"no INVALID rate above the capacity in {', '.join(open_ended)}: the search ran "
             "out of runs while doubling, so its capacity is only a lower bound; raise "
             "capacity.start_qps or capacity.runs")), "queries/s", caps, inconclusive=True)]
-    matched = [(_confirmed(b), matched_run(v, _confirmed(b)))
+    # the gate's load: bare metal's capacity less the loss the capacity check allows (a
+    # stricter gate would fail what the ratio passes: an outcome flipped at the knee)
+    floor = 1 - allowed / 100
+    matched = [(_confirmed(b) * floor, matched_run(v, _confirmed(b) * floor))
                for v, b in zip(vm, bare, strict=True)]
     vm_matched = {**{k: vm_doc.get(k) for k in SETUP_KEYS},
                   "repeats": [{"repeat": i, "rate": rate, "matched": run}
@@ -164,18 +203,47 @@ def instance_checks(label: str, vm: Sequence[Mapping[str, Any]],
             finals = ", ".join(f"{float(v['capacity_qps']):.1f}/{float(b['capacity_qps']):.1f}"
                                for v, b in zip(vm, bare, strict=True))
             detail = (f"{named.detail}; confirmed capacities (VALID every time they ran), "
-                      f"the searches' final points VM/bare metal {finals}")
+                      f"the searches' final points VM/bare metal {finals}"
+                      f"{_bracket_advice(vm, bare, resolution)}")
             checks.append(_as_check(CapacityCheck(named.name, named.passed, detail),
                                     "queries/s", caps, verdict, allowed))
         elif check.name == "valid_at_bare_metal_capacity":
-            detail = named.detail + _matched_detail(matched)
+            valid = sum(bool(r["valid"]) for _, r in matched)
+            invalid = [r for _, r in matched if not r["valid"]]
+            detail = (f"{valid}/{len(matched)} VM runs VALID at bare metal's capacity less "
+                      f"the allowed {allowed:g}%"
+                      + (f"; {invalid[0]['reasons'][0]}" if invalid else "")
+                      + _matched_detail(matched))
+            named = CapacityCheck(named.name, not invalid, detail)
             checks.append(_valid_check(CapacityCheck(named.name, named.passed, detail),
                                        [bool(r["valid"]) for _, r in matched]))
         else:
             key = "itl_p99_ms" if "inter_token" in check.name else "tpot_mean_ms"
-            checks.append(_rise_check(named, [r.get(key) for _, r in matched],
-                                      [_at_capacity(b).get(key) for b in bare], itl_pct))
+            pairs = [shared_load(v, b) for v, b in zip(vm, bare, strict=True)]
+            pooled = _tail_check(named.name, pairs, itl_pct) if key == "itl_p99_ms" \
+                else None
+            checks.append(pooled or _rise_check(named.name, key, pairs, itl_pct))
     return checks
+
+
+def shared_load(vm: Mapping[str, Any], bare: Mapping[str, Any]) \
+        -> tuple[float, Mapping[str, Any], Mapping[str, Any]]:
+    """The load both sides of a repeat ran, for the latency checks: the highest rate at
+    or below bare metal's capacity that both searches ran (each side's last run there;
+    the same seeded arrivals, so the latencies compare query for query), else bare
+    metal's capacity with the VM's run standing for it (``matched_run``). A latency
+    depends on the load (a longer batch, longer steps): a VM run at another rate would
+    compare loads, not slices."""
+    capacity = _confirmed(bare)
+    at_or_below = sorted({float(r["rate"]) for r in bare["runs"]
+                          if float(r["rate"]) <= capacity * (1 + 1e-9)}, reverse=True)
+    for rate in at_or_below:
+        vm_there = [r for r in vm["runs"] if math.isclose(r["rate"], rate, rel_tol=1e-9)]
+        if vm_there:
+            bare_there = [r for r in bare["runs"]
+                          if math.isclose(r["rate"], rate, rel_tol=1e-9)]
+            return rate, vm_there[-1], bare_there[-1]
+    return capacity, matched_run(vm, capacity), _at_capacity(bare)
 
 
 def _valid_check(check: CapacityCheck, valid: Sequence[bool]) -> Check:
@@ -199,16 +267,26 @@ def _valid_check(check: CapacityCheck, valid: Sequence[bool]) -> Check:
                  units=len(shares), shrinking_var=(se or 0.0) ** 2)
 
 
-def _rise_check(check: CapacityCheck, vm: Sequence[float | None],
-                bare: Sequence[float | None], allowed_pct: float) -> Check:
-    """judge_capacity's latency-rise check with the interval of its per-repeat log ratios
-    (VM over bare metal, paired), so that a FAIL joins the Holm family: one repeat's stall
-    on shared cores is not a finding unless the repeats agree."""
-    pairs = [(float(v), float(b)) for v, b in zip(vm, bare, strict=True)
-             if v is not None and b is not None and v > 0 and b > 0]
-    cand, ref = summarize([v for v, _ in pairs] or [0.0]), summarize([b for _, b in pairs] or [0.0])
-    logs = [100 * math.log(v / b) for v, b in pairs]
-    diffs = summarize(logs or [0.0])
+def _rise_check(name: str, key: str,
+                pairs: Sequence[tuple[float, Mapping[str, Any], Mapping[str, Any]]],
+                allowed_pct: float) -> Check:
+    """A latency rise at the load both sides ran (``shared_load``), VM over bare metal,
+    with the interval of its per-repeat log ratios (paired), so that a FAIL joins the Holm
+    family: one repeat's stall on shared cores is not a finding unless the repeats agree.
+    PASS when the mean rise is within ``allowed_pct``."""
+    measured = [(float(v[key]), float(b[key])) for _, v, b in pairs
+                if v.get(key) is not None and b.get(key) is not None
+                and v[key] > 0 and b[key] > 0]
+    rates = ", ".join(f"{rate:.1f}/s" for rate, _, _ in pairs)
+    if not measured:
+        return Check(metric=name, unit="ms", candidate=summarize([0.0]), reference_mean=0.0,
+                     reference=None, difference_pct=0.0, ci_pct=None, mdd_pct=None,
+                     band=Band(upper_pct=allowed_pct), verdict="FAIL",
+                     reason=f"not measured on both sides at {rates}")
+    cand, ref = summarize([v for v, _ in measured]), summarize([b for _, b in measured])
+    rise = (cand.mean / ref.mean - 1) * 100
+    logs = [100 * math.log(v / b) for v, b in measured]
+    diffs = summarize(logs)
     se = df = ci = None
     if len(logs) >= 2 and diffs.stdev is not None:
         df = float(len(logs) - 1)
@@ -216,12 +294,62 @@ def _rise_check(check: CapacityCheck, vm: Sequence[float | None],
         half = t_quantile(0.975, len(logs) - 1) * se
         ci = (100 * math.expm1((diffs.mean - half) / 100),
               100 * math.expm1((diffs.mean + half) / 100))
-    return Check(metric=check.name, unit="ms", candidate=cand, reference_mean=ref.mean,
-                 reference=ref, difference_pct=(cand.mean / ref.mean - 1) * 100
-                 if ref.mean else 0.0, ci_pct=ci, mdd_pct=None,
-                 band=Band(upper_pct=allowed_pct), verdict="PASS" if check.passed else "FAIL",
-                 reason=check.detail, design="interleaved", se_pct=se, df=df,
-                 log_difference=diffs.mean, units=len(logs), shrinking_var=(se or 0.0) ** 2)
+    reason = (f"VM {cand.mean:.2f} ms vs bare metal {ref.mean:.2f} ms ({rise:+.1f}%, "
+              f"allowed +{allowed_pct:g}%) at the load both searches ran per repeat: {rates}")
+    return Check(metric=name, unit="ms", candidate=cand, reference_mean=ref.mean,
+                 reference=ref, difference_pct=rise, ci_pct=ci, mdd_pct=None,
+                 band=Band(upper_pct=allowed_pct),
+                 verdict="PASS" if rise <= allowed_pct else "FAIL", reason=reason,
+                 design="interleaved", se_pct=se, df=df, log_difference=diffs.mean,
+                 units=len(logs), shrinking_var=(se or 0.0) ** 2)
+
+
+def _tail_check(name: str,
+                pairs: Sequence[tuple[float, Mapping[str, Any], Mapping[str, Any]]],
+                allowed_pct: float) -> Check | None:
+    """Inter-token latency p99 at the shared load, pooled over the repeats (every gap of
+    the runs; vgpu.results.tails) with its order-statistic interval: FAIL when the whole
+    interval of the rise is above ``allowed_pct``, PASS when the pooled rise is within it,
+    else INCONCLUSIVE. The pooled TTFT and TPOT p99 are stated beside it. None when a run
+    stored no tails."""
+    vm_runs, bare_runs = [v for _, v, _ in pairs], [b for _, _, b in pairs]
+    itl = tail_ratio(vm_runs, bare_runs, "itl")
+    if itl is None:
+        return None
+    line = 1 + allowed_pct / 100
+    own = [float(v["itl_p99_ms"]) / float(b["itl_p99_ms"]) for v, b in zip(
+        vm_runs, bare_runs, strict=True) if v.get("itl_p99_ms") and b.get("itl_p99_ms")]
+    # the gaps of one stall of the machine are many tail samples but one event: a FAIL
+    # needs every repeat's own p99 above the line as well, not one repeat's hiccup
+    agree = len(own) == len(pairs) and min(own) > line
+    verdict = "FAIL" if itl.low > line and agree else "PASS" if itl.ratio <= line \
+        else "INCONCLUSIVE"
+    stated = [f"ITL p99 VM {itl.vm.describe()} vs bare metal {itl.bare.describe()}"]
+    for latency, label in (("ttft", "TTFT"), ("tpot", "TPOT")):
+        other = tail_ratio(vm_runs, bare_runs, latency)
+        if other is not None:
+            stated.append(f"{label} p99 VM {other.vm.describe()} vs bare metal "
+                          f"{other.bare.describe()} ({(other.ratio - 1) * 100:+.1f}% "
+                          f"[{(other.low - 1) * 100:+.1f}%, {(other.high - 1) * 100:+.1f}%])")
+    rates = ", ".join(f"{rate:.1f}/s" for rate, _, _ in pairs)
+    repeats = ", ".join(f"{(r - 1) * 100:+.1f}%" for r in own)
+    disagree = "" if agree or itl.low <= line else \
+        "; the repeats disagree (a stall of the shared machine in one run?): not a FAIL"
+    reason = (f"pooled over {len(pairs)} repeats at the load both searches ran ({rates}): "
+              f"rise {(itl.ratio - 1) * 100:+.1f}% [{(itl.low - 1) * 100:+.1f}%, "
+              f"{(itl.high - 1) * 100:+.1f}%], each repeat's own {repeats}, allowed "
+              f"+{allowed_pct:g}%{disagree}; " + "; ".join(stated))
+    se = 100 * math.log(itl.high / itl.low) / (2 * t_quantile(0.975, math.inf))
+    values = ([float(v["itl_p99_ms"] or 0) for v in vm_runs],
+              [float(b["itl_p99_ms"] or 0) for b in bare_runs])
+    return Check(metric=name, unit="ms", candidate=summarize(values[0]),
+                 reference_mean=itl.bare.value, reference=summarize(values[1]),
+                 difference_pct=(itl.ratio - 1) * 100,
+                 ci_pct=((itl.low - 1) * 100, (itl.high - 1) * 100), mdd_pct=None,
+                 band=Band(upper_pct=allowed_pct), verdict=verdict, reason=reason,
+                 design="interleaved", se_pct=se, df=math.inf,
+                 log_difference=100 * math.log(itl.ratio), units=len(pairs),
+                 shrinking_var=se ** 2)
 
 
 def _at_capacity(search: Mapping[str, Any]) -> Mapping[str, Any]:
