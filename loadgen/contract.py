@@ -17,6 +17,7 @@ from loadgen.llm.rules import TOKEN_SCENARIOS as TOKEN_SCENARIOS
 from loadgen.llm.rules import LlmProblem as LlmProblem
 from loadgen.llm.rules import LlmWorkload as LlmWorkload
 from loadgen.llm.rules import llm_problems as llm_problems
+from loadgen.llm.rules import runs_to_resolve as runs_to_resolve
 
 # The decoder sizes and their memory arithmetic (standard library only), for vgpu's checks.
 from loadgen.llm_sizes import GIB as GIB

@@ -196,13 +196,6 @@ def make_prompt(seed: int, repeat: int, run: int, index: int, shape: LoadShape) 
 Measure = Callable[[float, int], RunResult]  # (rate, run number) -> the run
 
 
-def runs_to_resolve(resolution: float) -> int:
-    """The runs a search needs to bisect a doubling bracket (two runs, a factor of 2)
-    until it is ``resolution`` wide, the confirming rerun included."""
-    bisections = math.ceil(math.log2(math.log(2) / math.log1p(resolution)) - 1e-9)
-    return 2 + max(bisections, 0) + 1
-
-
 @dataclass
 class CapacityResult:
     """``capacity``: the search's final point, the highest rate whose run was VALID

@@ -6,6 +6,7 @@ problem with the field to change and how."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -106,3 +107,10 @@ def _other_model_problems(w: LlmWorkload, n: Mapping[str, str]) -> list[LlmProbl
                                 "latencies)", f"use Server for this model, or set "
                                 f"{n['model']} to llm"))
     return found
+
+
+def runs_to_resolve(resolution: float) -> int:
+    """The runs a search needs to bisect a doubling bracket (two runs, a factor of 2)
+    until it is ``resolution`` wide, the confirming rerun included."""
+    bisections = math.ceil(math.log2(math.log(2) / math.log1p(resolution)) - 1e-9)
+    return 2 + max(bisections, 0) + 1

@@ -36,9 +36,9 @@ from loadgen.contract import (
     TrainingModel,
     TrainingPrecision,
     llm_problems,
+    runs_to_resolve,
 )
 from loadgen.contract import InferencePrecision as Precision
-from loadgen.llm.capacity import runs_to_resolve
 from vgpu import mig
 from vgpu.container.images import DEFAULT_BASE_IMAGE
 from vgpu.container.triton import DEFAULT_TRITON_IMAGE
