@@ -1,8 +1,8 @@
 """The report, the bench summary, the export and `vgpu results --run` on runs the real
-harness measured: `vgpu bench --scenario 1` on this machine (its bare-metal twin bm1 benched
-and stored first), two workloads of different models, two repeats each. The HTML report is opened in
-headless Chromium: a screenshot that is not blank and a DOM whose verdict table holds
-one row per scenario and workload."""
+harness measured: `vgpu bench --scenario 1` on this machine (its bare-metal twin bm1
+benched and stored first), two workloads of different models, two repeats each. The HTML
+report is opened in headless Chromium: a screenshot that is not blank and a DOM whose
+verdict table holds one row per scenario and workload."""
 
 from __future__ import annotations
 
