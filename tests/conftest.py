@@ -15,7 +15,8 @@ from vgpu.results.disturbance import IGNORE_ENV
 # fixture).
 os.environ.setdefault(IGNORE_ENV, "1")
 
-pytest_plugins = ["tests.labs.required", "tests.labs.dockerlab"]
+# tests.bench.recording: one real recording of scenario 6, shared by tests of two folders
+pytest_plugins = ["tests.labs.required", "tests.labs.dockerlab", "tests.bench.recording"]
 
 
 @pytest.fixture(autouse=True)

@@ -58,7 +58,7 @@ def _default_sigint() -> None:
 def test_killing_one_instance_fails_the_run_and_keeps_earlier_runs(
     tmp_path: Path, harness_cache: Path
 ) -> None:
-    bench = _start(tmp_path, harness_cache, "--runs", "2", "--duration", "3")
+    bench = _start(tmp_path, harness_cache, "--runs", "2", "--duration", "2")
     try:
         # run 1 is the first repeat; kill an instance of run 2 once its timed test began
         _wait_for(tmp_path / "vgpu-results" / "2" / "s6-2g" / "mlperf_log_detail.txt", bench)

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 import xmlschema
 
 from tests.bench.conftest import VGPU, vgpu_env
+from tests.bench.recording import Scenario6Recording as Recording
 from tests.cli.counting import count_loads_and_plans
 from tests.cli.invoke import run_cli
 from vgpu.catalog import INVENTORY_ENV
@@ -21,18 +20,6 @@ from vgpu.results.store import ResultStore
 pytestmark = pytest.mark.slow
 JUNIT_XSD = Path(__file__).parent.parent / "results" / "junit.xsd"
 PLANNED = {"s6-4g": "4g.40gb", "s6-2g": "2g.20gb", "s6-1g": "1g.10gb"}
-FAST = ["--workload", "resnet50-offline", "--runs", "2", "--duration", "1", "--json"]
-
-
-@dataclass
-class Benched:
-    folder: Path
-    bare_metal: dict[str, Any]
-    scenario6: subprocess.CompletedProcess[str]
-
-    @property
-    def six(self) -> dict[str, Any]:
-        return json.loads(self.scenario6.stdout)
 
 
 def _vgpu(folder: Path, cache: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -40,20 +27,10 @@ def _vgpu(folder: Path, cache: Path, *args: str) -> subprocess.CompletedProcess[
                           text=True, timeout=300, check=False)
 
 
-@pytest.fixture(scope="module")
-def benched(tmp_path_factory: pytest.TempPathFactory, harness_cache: Path) -> Benched:
-    folder = tmp_path_factory.mktemp("bench")
-    bm = _vgpu(folder, harness_cache, "bench", "--scenario", "bm6", *FAST)
-    assert bm.returncode == 0, bm.stderr
-    six = _vgpu(folder, harness_cache, "bench", "--scenario", "6", *FAST)
-    return Benched(folder, json.loads(bm.stdout), six)
-
-
 def test_scenario_6_runs_three_instances_stored_with_summary_and_report(
-    benched: Benched,
+    scenario6_recording: Recording,
 ) -> None:
-    out = benched.six
-    assert benched.scenario6.returncode in (0, 3), benched.scenario6.stderr
+    out = json.loads(scenario6_recording.again.stdout)
     assert [t["instance"] for t in out["targets"]] == ["s6-4g", "s6-2g", "s6-1g"]
     assert all(t["device"].startswith("CPU, no MIG slice (planned ") for t in out["targets"])
     assert any("no GPU or MIG slice is used" in note for note in out["notes"])
@@ -68,8 +45,8 @@ def test_scenario_6_runs_three_instances_stored_with_summary_and_report(
     assert system["values"] == pytest.approx(per_repeat)
     assert all(0 <= skew < 1.0 for skew in workload["sync_skew_s"])
 
-    with ResultStore.open(benched.folder / "vgpu-results.db") as store:
-        runs = store.runs(scenario_id="6")
+    with ResultStore.open_existing(scenario6_recording.store) as store:
+        runs = store.runs(series_id=workload["series_id"])
         assert [(r.status, r.repeat_index) for r in runs] == [("ok", 0), ("ok", 1)]
         assert runs[0].scenario_revision is not None  # the catalogue file is in git
         for run in runs:
@@ -87,69 +64,75 @@ def test_scenario_6_runs_three_instances_stored_with_summary_and_report(
             run_level = [m.name for m in store.metrics(run.id) if m.instance is None]
             assert "other_cpu_share" in run_level
             assert len(run_level) == len(set(run_level)), run_level  # each stored once
-    html = (benched.folder / "vgpu-report.html").read_text()
+    html = (scenario6_recording.folder / "vgpu-report.html").read_text()
     assert html.count("data:image/png;base64,") >= 2
 
 
-def test_scenario_6_is_judged_against_its_bare_metal_baseline(benched: Benched) -> None:
-    [workload] = benched.six["workloads"]
+def test_scenario_6_is_judged_against_its_bare_metal_baseline(
+    scenario6_recording: Recording,
+) -> None:
+    workload = scenario6_recording.workload(scenario6_recording.again)
     assert workload["baseline"] == "scenario bm6"
     assert workload["verdict"] in ("PASS", "FAIL", "INCONCLUSIVE")
     assert [c["metric"] for c in workload["checks"]] == ["system_throughput"]
-    assert (benched.scenario6.returncode == 3) == (workload["verdict"] == "FAIL")
-    [bm_workload] = benched.bare_metal["workloads"]
-    assert "no baseline" in bm_workload["baseline"]
+    assert (scenario6_recording.again.returncode == 3) == (workload["verdict"] == "FAIL")
 
 
-def test_results_baseline_and_compare_commands(benched: Benched, harness_cache: Path) -> None:
-    folder = benched.folder
-    listing = _vgpu(folder, harness_cache, "results", "--export", "csv")
+def test_results_baseline_and_compare_commands(scenario6_recording: Recording,
+                                               tmp_path: Path) -> None:
+    folder = tmp_path
+    scenario6_recording.copy_store(folder)
+    listing = scenario6_recording.vgpu(folder, "results", "--export", "csv")
     assert listing.returncode == 0
     rows = listing.stdout.strip().splitlines()
-    assert len(rows) == 1 + 4 * 3  # header + 4 runs x 3 instances
-    bm_run, six_run = benched.bare_metal["workloads"][0]["run_ids"][0], \
-        benched.six["workloads"][0]["run_ids"][0]
-    named = _vgpu(folder, harness_cache, "baseline", "set", str(bm_run), "--name", "bm6-cpu")
+    assert len(rows) == 1 + 6 * 3  # header + (4 interleaved + 2) runs x 3 instances
+    with ResultStore.open(folder / "vgpu-results.db") as store:
+        bm_run = store.runs(scenario_id="bm6")[0].id
+    six_run = scenario6_recording.workload(scenario6_recording.again)["run_ids"][0]
+    named = scenario6_recording.vgpu(folder, "baseline", "set", str(bm_run), "--name", "bm6-cpu")
     assert named.returncode == 0 and "bm6-cpu" in named.stdout
     junit = folder / "verdict.xml"
-    compared = _vgpu(folder, harness_cache, "compare", str(six_run), "--baseline", "bm6-cpu",
+    compared = scenario6_recording.vgpu(folder, "compare", str(six_run), "--baseline", "bm6-cpu",
                      "--junit", str(junit), "--json", "--tolerance", "50")
     verdict = json.loads(compared.stdout)
     assert verdict["kind"] == "run-vs-baseline"
     assert compared.returncode == (3 if verdict["verdict"] == "FAIL" else 0)
     xmlschema.XMLSchema(JUNIT_XSD).validate(str(junit))
-    report = _vgpu(folder, harness_cache, "report", "--out", "r.html", "--markdown", "r.md")
+    report = scenario6_recording.vgpu(folder, "report", "--out", "r.html", "--markdown", "r.md")
     assert report.returncode == 0, report.stderr
     assert (folder / "r-png" / "verdict_ratios.png").exists()
 
 
 def test_bench_interleaves_the_missing_twin_and_with_baseline_runs_it_again(
-    tmp_path: Path, harness_cache: Path
+    scenario6_recording: Recording, tmp_path: Path
 ) -> None:
-    args = ("bench", "--scenario", "6", "--workload", "resnet50-offline", "--duration", "1",
-            "--json", "--no-report")
-    first = _vgpu(tmp_path, harness_cache, *args, "--runs", "2")
-    assert first.returncode in (0, 3), first.stderr
+    first = scenario6_recording.interleaved
     assert "No stored run of scenario bm6" in " ".join(first.stderr.split())
     [workload] = json.loads(first.stdout)["workloads"]
     assert workload["baseline"] == "scenario bm6, run interleaved with this one"
     assert workload["verdict"] in ("PASS", "FAIL", "INCONCLUSIVE")
     assert workload["checks"][0]["design"] == "interleaved"
-    again = _vgpu(tmp_path, harness_cache, *args, "--runs", "1")  # the twin is stored now
+    assert (first.returncode == 3) == (workload["verdict"] == "FAIL")
+    again = scenario6_recording.again  # the twin is stored now
     assert again.returncode in (0, 3), again.stderr
     assert "bm6" not in again.stderr
-    forced = _vgpu(tmp_path, harness_cache, *args, "--runs", "1", "--with-baseline")
+    scenario6_recording.copy_store(tmp_path)  # the runs below go to a copy
+    args = ("bench", "--scenario", "6", "--workload", "resnet50-offline", "--duration", "1",
+            "--json", "--no-report")
+    forced = scenario6_recording.vgpu(tmp_path, *args, "--runs", "1", "--with-baseline")
     assert forced.returncode in (0, 3), forced.stderr
-    both = _vgpu(tmp_path, harness_cache, *args, "--with-baseline", "--no-baseline")
+    [workload] = json.loads(forced.stdout)["workloads"]
+    assert workload["baseline"] == "scenario bm6, run interleaved with this one"
+    both = scenario6_recording.vgpu(tmp_path, *args, "--with-baseline", "--no-baseline")
     assert both.returncode == 2 and "contradict" in both.stderr
-    skipped = _vgpu(tmp_path, harness_cache, *args, "--runs", "1", "--no-baseline",
+    skipped = scenario6_recording.vgpu(tmp_path, *args, "--runs", "1", "--no-baseline",
                     "--db", "other.db")
     assert skipped.returncode == 0, skipped.stderr
     assert json.loads(skipped.stdout)["workloads"][0]["verdict"] is None
     with ResultStore.open(tmp_path / "vgpu-results.db") as store:
-        # ABBA blocks: bm6 6 | 6 bm6; then 6 alone (twin stored); forced (--runs 1, so
-        # one complete pair): bm6 6 | 6 bm6; the warm-up runs are not stored
-        assert [r.scenario_id for r in store.runs()] == ["bm6", "6", "6", "bm6", "6",
+        # ABBA blocks: bm6 6 | 6 bm6; then 6 alone, twice (twin stored); forced (--runs 1,
+        # so one complete pair): bm6 6 | 6 bm6; the warm-up runs are not stored
+        assert [r.scenario_id for r in store.runs()] == ["bm6", "6", "6", "bm6", "6", "6",
                                                          "bm6", "6", "6", "bm6"]
     with ResultStore.open(tmp_path / "other.db") as store:
         assert [r.scenario_id for r in store.runs()] == ["6"]
@@ -172,11 +155,13 @@ def test_a_bench_on_an_inventory_loads_it_once(tmp_path: Path, harness_cache: Pa
     monkeypatch.setenv("VGPU_HARNESS_CACHE", str(harness_cache))
     monkeypatch.setenv(INVENTORY_ENV, "none")
     monkeypatch.chdir(tmp_path)
-    code, _out, err = run_cli(["bench", "--scenario", "bm6", "--inventory", "local",
-                               "--workload", "resnet50-offline", "--runs", "1",
-                               "--duration", "0.2", "--no-baseline", "--no-report",
-                               "--db", str(tmp_path / "r.db")])
+    code, out, err = run_cli(["bench", "--scenario", "bm6", "--inventory", "local",
+                              "--workload", "resnet50-offline", "--runs", "1",
+                              "--duration", "0.2", "--no-baseline", "--no-report", "--json",
+                              "--db", str(tmp_path / "r.db")])
     assert code == 0, err
     assert counted["load_inventory"] == 1
+    [workload] = json.loads(out)["workloads"]
+    assert "no baseline" in workload["baseline"]  # bm6 names none
     with ResultStore.open(tmp_path / "r.db") as store:
         assert [r.scenario_id for r in store.runs()] == ["bm6"]

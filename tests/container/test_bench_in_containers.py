@@ -57,7 +57,7 @@ def _watch(lab: HarnessLab, process: subprocess.Popen[str], until: float,
 
 def test_a_killed_container_fails_its_instance_and_the_others_are_stored(
         docker_lab: HarnessLab, tmp_path: Path) -> None:
-    process = _bench(docker_lab, tmp_path / "r.db", duration="12", runs="1")
+    process = _bench(docker_lab, tmp_path / "r.db", duration="6", runs="1")
     deadline = time.monotonic() + 600
     # After the probe round, the timed round's three containers run together.
     seen = {}
@@ -67,7 +67,13 @@ def test_a_killed_container_fails_its_instance_and_the_others_are_stored(
             break
         time.sleep(0.5)
     assert seen and "-run-" in seen["s6-2g"], seen
-    time.sleep(4)  # inside the 12 s timed run
+    # inside the 6 s timed run: LoadGen's log begun (before the synchronised start, the
+    # round would stop every instance)
+    started = tmp_path / "vgpu-results" / "1" / "s6-2g" / "mlperf_log_detail.txt"
+    while not started.exists() and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.1)
+    assert started.exists(), process.poll()
+    time.sleep(1)
     subprocess.run(docker.kill_argv([seen["s6-2g"]], docker_lab.lab.cli), check=True,
                    capture_output=True, timeout=60)
     out, err = process.communicate(timeout=600)
@@ -86,7 +92,7 @@ def test_a_killed_container_fails_its_instance_and_the_others_are_stored(
 def test_each_instance_in_its_own_container_then_compared_with_a_host_run(
         docker_lab: HarnessLab, tmp_path: Path) -> None:
     db = tmp_path / "r.db"
-    in_container = _bench(docker_lab, db, duration="2", runs="2")
+    in_container = _bench(docker_lab, db, duration="1", runs="2")
     seen = _watch(docker_lab, in_container, time.monotonic() + 600, len(INSTANCES))
     out, err = in_container.communicate(timeout=900)
     assert in_container.returncode == 0, out + err
@@ -105,7 +111,7 @@ def test_each_instance_in_its_own_container_then_compared_with_a_host_run(
         assert {i.result.name for i in store.instances(container_runs[0].id)} == INSTANCES
     on_host = subprocess.run(
         [sys.executable, "-m", "vgpu", "bench", "--scenario", "6", "-w", "resnet50-offline",
-         "--runs", "2", "--duration", "2", "--db", str(db), "--no-report",
+         "--runs", "2", "--duration", "1", "--db", str(db), "--no-report",
          "--no-baseline"],
         cwd=tmp_path, capture_output=True, text=True, timeout=900,
         env={**os.environ, "PYTHONPATH": str(ROOT)})

@@ -102,7 +102,7 @@ def _bench_on_the_lab(launch: ContainerLaunch, docker_lab: HarnessLab, tmp_path:
             watcher.start()
             try:
                 outcome = run_bench(scenario, targets, [], store, runs=1,
-                                    overrides=BenchOverrides(duration_s=3),
+                                    overrides=BenchOverrides(duration_s=1),
                                     workload_names=["resnet50-offline"])
             finally:
                 done.set()

@@ -59,7 +59,7 @@ def _bench(lab: HarnessLab, folder: Path, image: str) -> subprocess.Popen[str]:
     scenario.write_text(SCENARIO.format(image=image))
     host = lab.lab.cli.host
     assert host is not None
-    argv = [sys.executable, "-m", "vgpu", "bench", str(scenario), "--duration", "3",
+    argv = [sys.executable, "-m", "vgpu", "bench", str(scenario), "--duration", "1.5",
             "--db", str(folder / "r.db"), "--report", str(folder / "r.html"),
             "--docker-host", host, "--json"]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "VGPU_HARNESS_CACHE": str(folder / "m")}

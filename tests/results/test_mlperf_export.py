@@ -86,10 +86,10 @@ def benched(tmp_path_factory: pytest.TempPathFactory) -> Benched:
     folder = tmp_path_factory.mktemp("mlperf-export")
     cache = tmp_path_factory.mktemp("harness-models")
     bench_resnet_with_accuracy(folder, cache, *QUICK)
-    for workload in ("bert-offline", "resnet50-offline"):  # bm5's resnet50: no accuracy
-        done = _vgpu(folder, cache, "bench", "--scenario", "bm5", *QUICK, "--workload",
-                     workload)
-        assert done.returncode == 0, done.stderr
+    # bm5's resnet50 runs without an accuracy pass
+    done = _vgpu(folder, cache, "bench", "--scenario", "bm5", *QUICK, "--workload",
+                 "bert-offline", "--workload", "resnet50-offline")
+    assert done.returncode == 0, done.stderr
     return Benched(folder, cache)
 
 

@@ -1,15 +1,13 @@
 """`vgpu report` shows exactly the verdicts `vgpu bench` printed for the same runs: real
 benches on this machine (real harness, LoadGen and ONNX Runtime, tiny model, short runs)
 through the CLI, then the report rendered from the store. Two references: the bare-metal
-twin run interleaved with scenario 1, and a named baseline (`vgpu baseline set`) that a
+twin bm6 (run interleaved with scenario 6, then stored and judged against: the session's
+recording, tests/bench/recording.py), and a named baseline (`vgpu baseline set`) that a
 scenario file names with its own tolerances."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +16,9 @@ from typing import Any
 import pytest
 import yaml
 
-from vgpu.results.report import Table, build_report
+from tests.bench.recording import Scenario6Recording
+from vgpu.results.report import Table, automatic_judgements, build_report
+from vgpu.results.series import all_series
 from vgpu.results.store import ResultStore
 
 pytestmark = pytest.mark.slow
@@ -30,43 +30,39 @@ QUICK = ("--workload", "resnet50-offline", "--runs", "2", "--duration", "1", "--
 @dataclass
 class Benched:
     folder: Path
-    outputs: dict[str, dict[str, Any]]  # scenario id -> `vgpu bench --json`
-
-
-def _vgpu(folder: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "vgpu", *args], cwd=folder, env=env,
-                          capture_output=True, text=True, timeout=600, check=False)
+    outputs: dict[str, dict[str, Any]]  # scenario id -> `vgpu bench --json` of its latest
+    interleaved: dict[str, Any]  # scenario 6's first bench: its twin ran interleaved
 
 
 def _named_baseline_scenario(folder: Path) -> Path:
-    """Scenario 1 under another id, judged against the named baseline 'lab' with a
+    """Scenario 6 under another id, judged against the named baseline 'lab' with a
     throughput band of its own."""
-    data = yaml.safe_load((ROOT / "scenarios" / "passthrough_1gpu.yaml").read_text())
-    data.update(id="named1", name="named-baseline-1",
+    data = yaml.safe_load((ROOT / "scenarios" / "mig_4g_2g_1g.yaml").read_text())
+    data.update(id="named6", name="named-baseline-6",
                 baseline={"reference_run": "lab"},
                 tolerances={"throughput_pct": 40, "latency_pct": 50})
-    path = folder / "named1.yaml"
+    path = folder / "named6.yaml"
     path.write_text(yaml.safe_dump(data))
     return path
 
 
 @pytest.fixture(scope="module")
-def benched(tmp_path_factory: pytest.TempPathFactory) -> Benched:
+def benched(scenario6_recording: Scenario6Recording,
+            tmp_path_factory: pytest.TempPathFactory) -> Benched:
+    """The recording's store copied, its twin named 'lab', then the named scenario benched
+    against it."""
     folder = tmp_path_factory.mktemp("bench-report")
-    env = {**os.environ, "VGPU_HARNESS_CACHE": str(tmp_path_factory.mktemp("models")),
-           "VGPU_INVENTORY": "none", "COLUMNS": "200"}
-    outputs = {}
-    twin = _vgpu(folder, env, "bench", "--scenario", "1", *QUICK)  # its twin interleaved
-    assert twin.returncode in (0, 3), twin.stderr  # 3: a FAIL verdict, still stored
-    outputs["1"] = json.loads(twin.stdout)
-    with ResultStore.open_existing(folder / "vgpu-results.db") as store:
+    recorded = scenario6_recording
+    with ResultStore.open_existing(recorded.copy_store(folder)) as store:
         bare_metal = next(r for r in store.runs(status="ok") if r.target_kind == "bare-metal")
-    named = _vgpu(folder, env, "baseline", "set", str(bare_metal.id), "--name", "lab")
+    named = recorded.vgpu(folder, "baseline", "set", str(bare_metal.id), "--name", "lab")
     assert named.returncode == 0, named.stderr
-    against_named = _vgpu(folder, env, "bench", str(_named_baseline_scenario(folder)), *QUICK)
-    assert against_named.returncode in (0, 3), against_named.stderr
-    outputs["named1"] = json.loads(against_named.stdout)
-    return Benched(folder, outputs)
+    against_named = recorded.vgpu(folder, "bench", str(_named_baseline_scenario(folder)),
+                                  *QUICK)
+    assert against_named.returncode in (0, 3), against_named.stderr  # 3: FAIL, still stored
+    outputs = {"6": json.loads(recorded.again.stdout),
+               "named6": json.loads(against_named.stdout)}
+    return Benched(folder, outputs, json.loads(recorded.interleaved.stdout))
 
 
 def _report_verdicts(folder: Path) -> dict[str, tuple[str, list[tuple[str, str]]]]:
@@ -99,8 +95,8 @@ def test_the_report_shows_the_verdicts_bench_printed(benched: Benched) -> None:
 
 
 def test_each_verdict_names_the_reference_its_run_stored(benched: Benched) -> None:
-    [twin] = benched.outputs["1"]["workloads"]
-    [named] = benched.outputs["named1"]["workloads"]
+    [twin] = benched.interleaved["workloads"]
+    [named] = benched.outputs["named6"]["workloads"]
     assert twin["checks"][0]["design"] == "interleaved"
     assert named["baseline"] == "baseline 'lab'"
     # the named scenario's own band, not the report's --tolerance
@@ -112,3 +108,17 @@ def test_each_verdict_names_the_reference_its_run_stored(benched: Benched) -> No
     assert (interleaved.relation, interleaved.kind) == ("interleaved-twin", "vm-vs-bare-metal")
     assert (by_name.relation, by_name.tolerance) == ("named-baseline", pytest.approx(0.4))
     assert by_name.reference_series == interleaved.reference_series  # the twin, named 'lab'
+
+
+def test_the_interleaved_verdict_is_judged_again_as_bench_printed_it(benched: Benched) -> None:
+    """The report judges each scenario's latest series (scenario 6's is judged against the
+    stored twin); its judgement of the series before, the one with the twin interleaved,
+    is the verdict bench printed for it."""
+    later = {out["workloads"][0]["series_id"] for out in benched.outputs.values()}
+    with ResultStore.open_existing(benched.folder / "vgpu-results.db") as store:
+        earlier = [s for s in all_series(store) if s.series_id not in later]
+        [judged] = [j for j in automatic_judgements(earlier, 0.02, store)
+                    if j.candidate is not None and j.candidate.scenario_id == "6"]
+    shown = judged.comparison.verdict, [(c.metric, c.verdict) for c in judged.comparison.checks]
+    assert shown == _bench_verdict(benched.interleaved)
+    assert judged.reference is not None and judged.reference.scenario_id == "bm6"
