@@ -157,19 +157,25 @@ def test_a_slice_with_5_percent_slower_steps_fails_capacity(
 
 
 @pytest.mark.slow
-def test_identical_slices_pass(run_vgpu: RunVgpu, harness_cache: Path, bare_metal: Path,
+def test_identical_slices_are_never_failed(run_vgpu: RunVgpu, harness_cache: Path, bare_metal: Path,
                                tmp_path: Path) -> None:
     done, _ = _bench(run_vgpu, harness_cache, bare_metal, tmp_path, PROFILE)
     assert done.returncode == 0, done.stdout + done.stderr
     checks = _verdict(done.stdout)
     assert _report_checks(tmp_path) == checks
-    assert checks["capacity_at_slo"] == "PASS", done.stdout
+    # On shared cores a knee flip in one repeat can leave the capacity interval across
+    # the line (PASS in 4 of 5 here: benchmarks/llm_capacity_twins.py); on the virtual
+    # clock identical slices always PASS (tests/results/test_capacity_checks.py). A
+    # session of identical slices is never FAILed, and an undecided check says why.
+    by_metric = {c["metric"]: c for c in _checks(done.stdout)}
+    capacity = by_metric["capacity_at_slo"]
+    assert capacity["verdict"] == "PASS" or (
+        capacity["verdict"] == "INCONCLUSIVE" and capacity["reason"]), capacity
     assert checks["valid_at_bare_metal_capacity"] == "PASS", done.stdout
     assert checks["time_per_output_token_mean_at_matched_load"] == "PASS", done.stdout
     # ITL p99 rests on ~30 tail gaps: one stall of these shared cores in one repeat's run
     # raises it there alone, which the check calls INCONCLUSIVE, never FAIL
-    itl = next(c for c in _checks(done.stdout)
-               if c["metric"] == "inter_token_latency_p99_at_matched_load")
+    itl = by_metric["inter_token_latency_p99_at_matched_load"]
     assert itl["verdict"] == "PASS" or "the repeats disagree" in itl["reason"], itl
 
 
