@@ -100,7 +100,7 @@ class RollingLab:
                 inventory=load_inventory(self.inventory), inventory_path=self.inventory,
                 scenarios=[catalog.load(scenario)],
                 bench=BenchRequest(open_site(self.inventory), 1, ["resnet50-offline"],
-                                   BenchOverrides(duration_s=1.0), allow_cpu=True,
+                                   BenchOverrides(duration_s=0.5), allow_cpu=True,
                                    runtime=RuntimeOptions(runtime="host"),
                                    host_target_hook=self.to_lab, connect=FAST),
                 facts_dir=self.folder / "facts", state_dir=self.folder / "revalidate",

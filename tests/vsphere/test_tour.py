@@ -29,9 +29,9 @@ pytestmark = [pytest.mark.vcsim, pytest.mark.sshd, pytest.mark.docker, pytest.ma
                                  reason=f"docker lab: {dockerd.missing()}")]
 
 
-# Each bench and revalidate: one repeat of 1.5 s (the verdicts come out INCONCLUSIVE, which
+# Each bench and revalidate: one repeat of 0.5 s (the verdicts come out INCONCLUSIVE, which
 # is all a CPU lab can say); benchmarks/tour_check.py runs the tour's own default.
-SHORT_BENCH = "--workload resnet50-offline --runs 1 --duration 1.5"
+SHORT_BENCH = "--workload resnet50-offline --runs 1 --duration 0.5"
 
 
 def run_tour(folder: Path, bench: str | None) -> str:
