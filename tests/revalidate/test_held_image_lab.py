@@ -89,14 +89,16 @@ def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lab]:
 
 def test_revalidation_runs_the_baseline_image_by_id_and_rebuilds_only_when_asked(
         lab: Lab) -> None:
-    lab.vgpu("revalidate", "--scenario", "6", "--capture-baseline", "--baseline-series", "1",
-             "--yes", *BENCH,
-             codes=(0, 3))
+    captured = lab.vgpu("revalidate", "--scenario", "6", "--capture-baseline",
+                        "--baseline-series", "1", "--yes", *BENCH, codes=(0, 3))
+    assert "1 series per scenario: the baseline stores no spread" in captured
     [(tag, image_x)] = lab.images()
     assert image_x.startswith("sha256:")
 
     lab.vgpu("sim", "upgrade")
     held = lab.vgpu("revalidate", "--scenario", "6", "--yes", *BENCH, codes=(0, 3))
+    # a baseline of one series has no spread of its own: the default judges, and is named
+    assert "stored no spread of its own" in held and "uncalibrated default 2.0%" in held
     [(tag_held, image_held)] = lab.images()
     assert (tag_held, image_held) == (tag, image_x)  # the baseline's image, by its ID
     assert f"harness image held fixed: the baseline's {tag} ({image_x})" in held
