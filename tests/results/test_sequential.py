@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import random
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -202,3 +203,18 @@ def test_a_first_look_says_how_many_repeats_a_pass_would_need_past_the_cap() -> 
     assert f"needs about {first.needed}, the budget stops at 20" in first.describe()
     quiet = decide([999.0, 1001.0, 1000.0], REFERENCE, THROUGHPUT_BAND, index=1)
     assert quiet.needed is None and "needs about" not in quiet.describe()
+
+
+def test_a_passing_gate_without_statistics_does_not_hold_back_a_pass() -> None:
+    """The accuracy gate (no interval) PASSes as it stands: the series stops on the
+    throughput's PASS; a gate that is not PASS keeps it going."""
+    check = compare_samples("t", [1001.0, 999.0, 1000.5] * 4, REFERENCE * 2,
+                            THROUGHPUT_BAND)
+    gate = replace(check, metric="accuracy", ci_pct=None, mdd_pct=None, se_pct=None,
+                   df=None, verdict="PASS")
+    design = Design(schedule=(12, 16, 20))
+    assert look([check, gate], 12, 1, design).verdict == "PASS"
+    held = look([check, replace(gate, verdict="INCONCLUSIVE")], 12, 1, design)
+    assert (held.verdict, held.stop) == ("INCONCLUSIVE", False)
+    failed = look([check, replace(gate, verdict="FAIL")], 12, 1, design)
+    assert (failed.verdict, failed.stop) == ("FAIL", True)

@@ -316,7 +316,10 @@ def look(checks: Sequence[Check], n: int, index: int, design: Design,
     pass_ps = [pass_p_value(c) for c in stats]
     if any(c.verdict == "FAIL" and c.se_pct is None for c in checks) or kept:
         return Look(n, index, final, "FAIL", True, n, mdd, schedule=plan, level=level)
-    if stats and len(stats) == len(checks) and not blocked_pass and \
+    # A check without statistics (the accuracy gate) is decided as it stands: its PASS
+    # holds at every look and must not keep the throughput's PASS from stopping the series.
+    gates_pass = all(c.verdict == "PASS" for c in checks if c not in stats)
+    if stats and gates_pass and not blocked_pass and \
             all(p is not None and p <= level for p in pass_ps):
         return Look(n, index, final, "PASS", True, n, mdd, schedule=plan, level=level)
     if final or not checks:
