@@ -17,14 +17,9 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
-from loadgen.llm.capacity import (
-    Budget,
-    EndpointClient,
-    LoadShape,
-    Slo,
-    endpoint_run,
-    find_capacity,
-)
+from loadgen.llm.capacity import find_capacity
+from loadgen.llm.open_loop import EndpointClient, endpoint_run
+from loadgen.llm.runs import Budget, LoadShape, Slo
 from loadgen.llm.slice_engine import SliceProfile, simulated_run
 from loadgen.llm.slice_sim import SliceSimulator
 from vgpu.results.capacity_checks import instance_checks

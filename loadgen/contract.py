@@ -12,6 +12,7 @@ from typing import Any, Literal, get_args
 
 # Which backends, variants, scenarios and fields go with model llm (standard library only),
 # for the scenario files' checks and the run specs' alike.
+from loadgen.llm.rules import CLIENT_CONCURRENCY as CLIENT_CONCURRENCY
 from loadgen.llm.rules import LLM_MODEL as LLM_MODEL
 from loadgen.llm.rules import TOKEN_SCENARIOS as TOKEN_SCENARIOS
 from loadgen.llm.rules import LlmProblem as LlmProblem
@@ -249,14 +250,15 @@ class CapacitySpec:
     """Server/Interactive of model llm as capacity at the SLO (loadgen.llm.capacity): a
     search of at most ``runs`` open-loop Poisson runs from ``start_qps``, each
     ``max(min_queries, rate x duration_s)`` queries, bisected to ``resolution`` (a
-    fraction); ``repeat`` picks the seeded arrival pattern (the bench repeat, so that both
-    sides of a block send the same one)."""
+    fraction), with at most ``concurrency`` queries in flight; ``repeat`` picks the seeded
+    arrival pattern (the bench repeat, so that both sides of a block send the same one)."""
 
     start_qps: float = 50.0
     runs: int = 9
     resolution: float = 0.025
     duration_s: float = 2.0
     min_queries: int = 100
+    concurrency: int = CLIENT_CONCURRENCY
     repeat: int = 0
 
     def to_json(self) -> dict[str, Any]:

@@ -246,6 +246,8 @@ def _read_capacity(r: SpecReader, section: Any) -> CapacitySpec | None:
         or default.duration_s,
         min_queries=r.integer(section, "min_queries", "llm.capacity.min_queries",
                               default.min_queries, 1) or default.min_queries,
+        concurrency=r.integer(section, "concurrency", "llm.capacity.concurrency",
+                              default.concurrency, 1) or default.concurrency,
         repeat=r.integer(section, "repeat", "llm.capacity.repeat", 0, 0) or 0)
 
 

@@ -19,20 +19,14 @@ from loadgen.contract import CapacitySpec, LlmSpec
 from loadgen.device import bind_device
 from loadgen.errors import RunFailed
 from loadgen.gate import ACCURACY_LOG
-from loadgen.llm.capacity import (
-    Budget,
-    CapacityResult,
-    EndpointClient,
-    LoadShape,
-    Slo,
-    endpoint_run,
-    find_capacity,
-)
+from loadgen.llm.capacity import CapacityResult, find_capacity
 from loadgen.llm.engine_info import cache_summary, describe_engine, scrape_metrics
 from loadgen.llm.gate import run_token_gate
+from loadgen.llm.open_loop import EndpointClient, endpoint_run
 from loadgen.llm.openai_client import LoopbackServer, OpenAIGenerator
 from loadgen.llm.prompts import make_prompts, warmup_prompt
 from loadgen.llm.run import token_targets
+from loadgen.llm.runs import Budget, LoadShape, Slo
 from loadgen.llm.server import MODEL_ID
 from loadgen.llm_sizes import VARIANTS
 from loadgen.models.catalog import WEIGHT_SEED
@@ -72,14 +66,14 @@ def run_search(generator: OpenAIGenerator, spec: Spec, llm: LlmSpec,
                       VARIANTS[variant].vocab_size)
     slo = Slo(*targets)
     budget = search_budget(capacity)
-    client = EndpointClient(generator.url, generator.model)
+    client = EndpointClient(generator.url, generator.model, capacity.concurrency)
     result = find_capacity(
         lambda rate, run: endpoint_run(client, rate, run, shape, slo, spec.seed,
                                        capacity.repeat, budget),
         capacity.start_qps, budget)
     setup = {"seed": spec.seed, "repeat": capacity.repeat, "slo_ms": asdict(slo),
              "shape": asdict(shape), "budget": asdict(budget),
-             "start_qps": capacity.start_qps}
+             "start_qps": capacity.start_qps, "concurrency": capacity.concurrency}
     return result, setup
 
 

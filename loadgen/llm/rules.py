@@ -14,6 +14,9 @@ LLM_MODEL = "llm"
 TOKEN_SCENARIOS = ("Server", "Interactive")  # LoadGen scenarios that judge token latencies
 LLM_SCENARIOS = ("Offline", *TOKEN_SCENARIOS)
 LLM_BACKENDS = ("onnxruntime", "torch", "openai")
+# a capacity search's client: most queries in flight at once (vllm bench serve's
+# --max-concurrency); a query waiting for a place waits on the run's clock
+CLIENT_CONCURRENCY = 256
 IN_PROCESS_VARIANT = "tiny"  # the only variant that runs without a serving endpoint
 # role -> what it is; each side maps every role to its own field name
 ROLES = ("model", "backend", "url", "variant", "scenario", "target_qps", "accuracy",

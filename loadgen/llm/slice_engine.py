@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from loadgen.llm.capacity import (
+from loadgen.llm.runs import (
     Budget,
     LoadShape,
     QueryTiming,
@@ -191,7 +191,7 @@ def simulate(profile: SliceProfile, arrivals: Sequence[Arrival]) -> list[list[fl
 
 def simulated_run(profile: SliceProfile, rate: float, shape: LoadShape, slo: Slo, seed: int,
                   repeat: int, budget: Budget) -> RunResult:
-    """The run :func:`loadgen.llm.capacity.endpoint_run` would measure against a server of
+    """The run :func:`loadgen.llm.open_loop.endpoint_run` would measure against a server of
     ``profile``, on the virtual clock: the profile's known answer."""
     count = budget.queries(rate)
     at = unit_arrivals(seed, repeat, count) / rate

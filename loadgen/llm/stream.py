@@ -89,49 +89,73 @@ def chunk_tokens(chunk: dict[str, Any]) -> tuple[list[int], bool]:
     return ([UNKNOWN_TOKEN] if choices[0].get("text") else []), False
 
 
-def read_stream(lines: Iterable[bytes], clock: Callable[[], float] = time.perf_counter,
-                on_first: Callable[[int], None] | None = None,
-                on_tokens: Callable[[int], None] | None = None) -> StreamedAnswer:
-    """Read SSE ``lines`` to ``[DONE]`` (or the end), timing each chunk on arrival;
-    ``on_first`` gets the first token, ``on_tokens`` each chunk's token count."""
-    answer = StreamedAnswer()
-    event = "message"
-    for raw in lines:
+class StreamReader:
+    """Reads SSE lines one at a time (as a blocking or an asyncio client receives them),
+    timing each chunk on arrival; ``on_first`` gets the first token, ``on_tokens`` each
+    chunk's token count."""
+
+    def __init__(self, clock: Callable[[], float] = time.perf_counter,
+                 on_first: Callable[[int], None] | None = None,
+                 on_tokens: Callable[[int], None] | None = None) -> None:
+        self.answer = StreamedAnswer()
+        self.done = False
+        self._event = "message"
+        self._clock, self._on_first, self._on_tokens = clock, on_first, on_tokens
+
+    def feed(self, raw: bytes) -> bool:
+        """Take one line; True once the stream has ended (``[DONE]`` or a failure)."""
+        if self.done:
+            return True
         text = raw.decode(errors="replace").strip()
         if not text:
-            event = "message"
-            continue
+            self._event = "message"
+            return False
         if text.startswith("event:"):
-            event = text[len("event:"):].strip()
-            continue
+            self._event = text[len("event:"):].strip()
+            return False
         if not text.startswith("data:"):
-            continue
-        now = clock()
+            return False
+        now = self._clock()
         payload = text[len("data:"):].strip()
         if payload == DONE:
-            break
+            self.done = True
+            return True
+        answer = self.answer
         try:
             obj = json.loads(payload)
         except ValueError:
             answer.error = f"the server sent a chunk that is not JSON: {payload[:80]!r}"
-            break
+            self.done = True
+            return True
         error = _error_text(obj) or (f"the server sent an error event: {payload[:200]}"
-                                     if event == "error" else None)
+                                     if self._event == "error" else None)
         if error is not None:
             answer.error = error
-            break
+            self.done = True
+            return True
         usage = obj.get("usage") if isinstance(obj, dict) else None
         if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
             answer.usage_tokens = usage["completion_tokens"]
         new, ids = chunk_tokens(obj) if isinstance(obj, dict) else ([], False)
         answer.ids_sent = answer.ids_sent or ids
         if not new:
-            continue
-        if not answer.tokens and on_first is not None:
-            on_first(new[0])
-        if on_tokens is not None:
-            on_tokens(len(new))
+            return False
+        if not answer.tokens and self._on_first is not None:
+            self._on_first(new[0])
+        if self._on_tokens is not None:
+            self._on_tokens(len(new))
         answer.tokens += new
         answer.chunk_times.append(now)
         answer.chunk_sizes.append(len(new))
-    return answer
+        return False
+
+
+def read_stream(lines: Iterable[bytes], clock: Callable[[], float] = time.perf_counter,
+                on_first: Callable[[int], None] | None = None,
+                on_tokens: Callable[[int], None] | None = None) -> StreamedAnswer:
+    """Read SSE ``lines`` to ``[DONE]`` (or the end), timing each chunk on arrival."""
+    reader = StreamReader(clock, on_first, on_tokens)
+    for raw in lines:
+        if reader.feed(raw):
+            break
+    return reader.answer

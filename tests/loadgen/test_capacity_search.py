@@ -9,13 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from loadgen.llm.capacity import (
+from loadgen.llm.capacity import Measure, find_capacity
+from loadgen.llm.runs import (
     Budget,
     LoadShape,
-    Measure,
     RunResult,
     Slo,
-    find_capacity,
     make_prompt,
     summarise,
     unit_arrivals,

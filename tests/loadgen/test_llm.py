@@ -222,12 +222,16 @@ def test_a_capacity_spec_searches_the_loopback_server_and_records_its_caches(
     doc = llm_doc(model_cache, "Server", accuracy={"target": 1.0, "samples": 2})
     del doc["loadgen"]["target_qps"]
     doc["llm"] = {**LLM.to_json(), "ttft_ms": 2000, "tpot_ms": 100, "capacity": {
-        "start_qps": 20, "runs": 3, "duration_s": 0.5, "min_queries": 20, "repeat": 1}}
+        "start_qps": 20, "runs": 3, "duration_s": 0.5, "min_queries": 20, "repeat": 1,
+        "concurrency": 4}}
     record = run(parse_spec(doc), tmp_path)
     assert record["status"] == "ok", record["reason"]
     search = record["capacity"]
     assert len(search["runs"]) == 3 and search["repeat"] == 1
     assert search["runs"][0]["rate"] == 20 and search["runs"][0]["queries"] == 20
+    client = search["runs"][0]["client"]
+    assert search["concurrency"] == 4 and client["concurrency"] == 4
+    assert 1 <= client["connections"] <= 4 and client["cpu_s"] > 0
     assert record["validity"]["result"] == ("VALID" if search["capacity_qps"] else "INVALID")
     assert search["slo_ms"] == {"ttft_ms": 2000, "tpot_ms": 100}
     assert search["engine"]["version"]["version"].startswith("vgpu-loopback")
@@ -242,8 +246,10 @@ def test_a_capacity_spec_searches_the_loopback_server_and_records_its_caches(
 
 def test_a_capacity_budget_under_three_runs_names_its_field(model_cache: Path) -> None:
     doc = llm_doc(model_cache, "Server")
-    doc["llm"] = {**LLM.to_json(), "capacity": {"runs": 2, "resolution": 1.5}}
+    doc["llm"] = {**LLM.to_json(), "capacity": {"runs": 2, "resolution": 1.5,
+                                                 "concurrency": 0}}
     with pytest.raises(SpecError) as err:
         parse_spec(doc)
     assert "llm.capacity.runs" in str(err.value)
     assert "llm.capacity.resolution" in str(err.value)
+    assert "llm.capacity.concurrency" in str(err.value)

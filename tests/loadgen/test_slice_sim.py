@@ -9,7 +9,8 @@ from dataclasses import replace
 
 import pytest
 
-from loadgen.llm.capacity import Budget, EndpointClient, LoadShape, Slo, endpoint_run
+from loadgen.llm.open_loop import EndpointClient, endpoint_run
+from loadgen.llm.runs import Budget, LoadShape, Slo
 from loadgen.llm.slice_engine import (
     Arrival,
     BatchEngine,

@@ -100,13 +100,15 @@ def test_llm_fields_are_checked(fields: dict[str, Any], message: str) -> None:
         InferenceWorkload(**fields)
 
 
-def test_a_capacity_budget_below_three_runs_names_its_field(tmp_path: Path) -> None:
+@pytest.mark.parametrize("field", [{"runs": 2}, {"concurrency": 0}])
+def test_a_capacity_budget_out_of_range_names_its_field(tmp_path: Path,
+                                                        field: dict[str, int]) -> None:
     path = write_scenario(tmp_path, ["7g.80gb"], {
-        "model": "llm", "scenario": "Server", "capacity": {"start_qps": 10, "runs": 2}})
+        "model": "llm", "scenario": "Server", "capacity": {"start_qps": 10, **field}})
     code, _, err = run_cli(["plan", str(path)])
     assert code == 2
     text = " ".join(err.split())
-    assert str(path) in text and "workloads[0].capacity.runs" in text
+    assert str(path) in text and f"workloads[0].capacity.{next(iter(field))}" in text
 
 
 def test_a_capacity_budget_too_small_for_its_resolution_names_the_runs_it_needs(
@@ -125,11 +127,13 @@ def test_a_capacity_budget_too_small_for_its_resolution_names_the_runs_it_needs(
 def test_a_capacity_workload_ships_its_search_with_the_repeat_as_arrival_pattern() -> None:
     workload = InferenceWorkload(model="llm", scenario="Server",
                                  capacity={"start_qps": 20, "runs": 8})
+    assert workload.capacity is not None and workload.capacity.concurrency == 256
     effective = effective_workload(workload, True, BenchOverrides())
     spec = harness_spec(effective, instance="i0", device={"kind": "cpu"}, threads=1,
                         repeat=3).to_json()
     assert spec["llm"]["capacity"] == {"start_qps": 20.0, "runs": 8, "resolution": 0.025,
-                                       "duration_s": 2.0, "min_queries": 100, "repeat": 3}
+                                       "duration_s": 2.0, "min_queries": 100,
+                                       "concurrency": 256, "repeat": 3}
     assert "target_qps" not in spec["loadgen"]
 
 

@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from loadgen.llm.capacity import Budget, LoadShape, Slo, find_capacity, tail
+from loadgen.llm.capacity import find_capacity
+from loadgen.llm.runs import Budget, LoadShape, Slo, tail
 from loadgen.llm.slice_engine import SliceProfile, simulated_run
 from vgpu.results.capacity_checks import instance_checks, matched_run, shared_load
 from vgpu.results.compare import holm

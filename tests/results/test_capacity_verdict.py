@@ -11,17 +11,9 @@ from typing import Any
 
 import pytest
 
-from loadgen.llm.capacity import (
-    Budget,
-    EndpointClient,
-    LoadShape,
-    Measure,
-    Slo,
-    endpoint_run,
-    find_capacity,
-    matched_repeats,
-    search_repeats,
-)
+from loadgen.llm.capacity import Measure, find_capacity, matched_repeats, search_repeats
+from loadgen.llm.open_loop import EndpointClient, endpoint_run
+from loadgen.llm.runs import Budget, LoadShape, Slo
 from loadgen.llm.slice_engine import SliceProfile, simulated_run
 from loadgen.llm.slice_sim import SliceSimulator
 from tests.cli.invoke import run_cli

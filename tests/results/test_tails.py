@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from loadgen.llm.capacity import tail
+from loadgen.llm.runs import tail
 from vgpu.results.tails import pooled_quantile, tail_ratio
 
 

@@ -19,6 +19,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from loadgen.contract import (
+    CLIENT_CONCURRENCY,
     DEFAULT_ACCURACY_SAMPLES,
     INFERENCE_MODELS,
     INFERENCE_VARIANTS,
@@ -272,6 +273,9 @@ class CapacitySettings(StrictModel):
                               "(at least min_queries queries)")
     min_queries: int = Field(100, ge=1, le=1_000_000, description="fewest queries a run "
                              "sends (its p99 rests on them)")
+    concurrency: int = Field(CLIENT_CONCURRENCY, ge=1, le=4096, description="most queries "
+                             "the client has in flight; one waiting for a place waits on the "
+                             "run's clock, so the wait counts as latency")
 
     @model_validator(mode="after")
     def _runs_reach_resolution(self) -> CapacitySettings:
@@ -287,7 +291,8 @@ class CapacitySettings(StrictModel):
     def spec(self, repeat: int) -> CapacitySpec:
         return CapacitySpec(start_qps=self.start_qps, runs=self.runs,
                             resolution=self.resolution, duration_s=self.duration_s,
-                            min_queries=self.min_queries, repeat=repeat)
+                            min_queries=self.min_queries, concurrency=self.concurrency,
+                            repeat=repeat)
 
 
 # model llm's fields, and each role of loadgen.llm.rules by its name in a workload
