@@ -14,9 +14,11 @@ from typing import Any, Literal, get_args
 # for the scenario files' checks and the run specs' alike.
 from loadgen.llm.rules import CLIENT_CONCURRENCY as CLIENT_CONCURRENCY
 from loadgen.llm.rules import LLM_MODEL as LLM_MODEL
+from loadgen.llm.rules import RUN_TO_TTFT as RUN_TO_TTFT
 from loadgen.llm.rules import TOKEN_SCENARIOS as TOKEN_SCENARIOS
 from loadgen.llm.rules import LlmProblem as LlmProblem
 from loadgen.llm.rules import LlmWorkload as LlmWorkload
+from loadgen.llm.rules import capacity_run_seconds as capacity_run_seconds
 from loadgen.llm.rules import llm_problems as llm_problems
 from loadgen.llm.rules import runs_to_resolve as runs_to_resolve
 
@@ -99,6 +101,13 @@ def mlperf_token_targets(variant: str | None) -> dict[str, tuple[float, float]]:
     """MLPerf's token-latency targets for an llm variant: 70b has its own, every other
     size llama3.1-8b's (the tiny decoder's are TINY_TOKEN_TARGETS_MS, a tenth of 8b's)."""
     return LLAMA2_70B_TOKEN_TARGETS_MS if variant == "70b" else MLPERF_TOKEN_TARGETS_MS
+
+
+def default_token_targets(variant: str | None, scenario: str) -> tuple[float, float]:
+    """(TTFT, TPOT) p99 targets in ms where a workload sets none: the tiny model's own,
+    else MLPerf's for its size."""
+    table = TINY_TOKEN_TARGETS_MS if variant in (None, "tiny") else mlperf_token_targets(variant)
+    return table[scenario]
 
 
 DEFAULT_TRITON_PORT: dict[str, int] = {"grpc": 8001, "http": 8000}

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from loadgen.llm.open_loop import EndpointClient, endpoint_run
-from loadgen.llm.rules import CLIENT_CONCURRENCY
+from loadgen.llm.rules import CLIENT_CONCURRENCY, RUN_TO_TTFT, capacity_run_seconds
 from loadgen.llm.runs import Budget, LoadShape, RunResult, Slo
 
 Measure = Callable[[float, int], RunResult]  # (rate, run number) -> the run
@@ -131,7 +131,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     shape = LoadShape(output_tokens=args.output_tokens)
     slo = Slo(args.ttft_ms, args.tpot_ms)
-    budget = Budget(args.runs, args.min_queries, args.duration_s)
+    budget = Budget(args.runs, args.min_queries,
+                    capacity_run_seconds(args.duration_s, args.ttft_ms))
+    if budget.duration_s > args.duration_s:
+        print(f"note: runs of {budget.duration_s:g} s, not --duration-s {args.duration_s:g}: "
+              f"a run lasts at least {RUN_TO_TTFT} TTFT targets, or an overloaded server's "
+              "growing queue could pass for capacity", file=sys.stderr)
     if args.concurrency < 1:
         print(f"error: --concurrency {args.concurrency}: at least 1 query must be in "
               "flight; give --concurrency 1 or more", file=sys.stderr)

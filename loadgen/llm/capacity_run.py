@@ -15,7 +15,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from loadgen.contract import CapacitySpec, LlmSpec
+from loadgen.contract import CapacitySpec, LlmSpec, capacity_run_seconds
 from loadgen.device import bind_device
 from loadgen.errors import RunFailed
 from loadgen.gate import ACCURACY_LOG
@@ -49,9 +49,11 @@ def open_endpoint(spec: Spec) -> OpenAIGenerator:
     return OpenAIGenerator(server.url, MODEL_ID, 1, server)
 
 
-def search_budget(capacity: CapacitySpec) -> Budget:
+def search_budget(capacity: CapacitySpec, ttft_ms: float) -> Budget:
+    """The spec's budget, its runs lengthened to RUN_TO_TTFT TTFT targets where shorter."""
     return Budget(runs=capacity.runs, min_queries=capacity.min_queries,
-                  duration_s=capacity.duration_s, resolution=capacity.resolution)
+                  duration_s=capacity_run_seconds(capacity.duration_s, ttft_ms),
+                  resolution=capacity.resolution)
 
 
 def run_search(generator: OpenAIGenerator, spec: Spec, llm: LlmSpec,
@@ -65,7 +67,7 @@ def run_search(generator: OpenAIGenerator, spec: Spec, llm: LlmSpec,
     shape = LoadShape(llm.input_tokens_min, llm.input_tokens_max, llm.max_output_tokens,
                       VARIANTS[variant].vocab_size)
     slo = Slo(*targets)
-    budget = search_budget(capacity)
+    budget = search_budget(capacity, slo.ttft_ms)
     client = EndpointClient(generator.url, generator.model, capacity.concurrency)
     result = find_capacity(
         lambda rate, run: endpoint_run(client, rate, run, shape, slo, spec.seed,

@@ -17,6 +17,11 @@ LLM_BACKENDS = ("onnxruntime", "torch", "openai")
 # a capacity search's client: most queries in flight at once (vllm bench serve's
 # --max-concurrency); a query waiting for a place waits on the run's clock
 CLIENT_CONCURRENCY = 256
+# A capacity run's arrivals last at least this many TTFT targets. An overloaded server's
+# queue grows for the whole run; a run of T seconds with a TTFT target L can stay VALID up
+# to about (1 + L/T) x the rate it sustains, so with 10 targets the capacity found is within
+# 10% of the sustainable rate (a 2 s run against a 2 s target could report twice it).
+RUN_TO_TTFT = 10
 IN_PROCESS_VARIANT = "tiny"  # the only variant that runs without a serving endpoint
 # role -> what it is; each side maps every role to its own field name
 ROLES = ("model", "backend", "url", "variant", "scenario", "target_qps", "accuracy",
@@ -117,3 +122,9 @@ def runs_to_resolve(resolution: float) -> int:
     until it is ``resolution`` wide, the confirming rerun included."""
     bisections = math.ceil(math.log2(math.log(2) / math.log1p(resolution)) - 1e-9)
     return 2 + max(bisections, 0) + 1
+
+
+def capacity_run_seconds(duration_s: float, ttft_ms: float) -> float:
+    """A capacity run's arrival time: ``duration_s``, or :data:`RUN_TO_TTFT` TTFT targets
+    where that is longer."""
+    return max(duration_s, RUN_TO_TTFT * ttft_ms / 1e3)

@@ -13,9 +13,9 @@ import mlperf_loadgen as lg
 
 from loadgen.contract import (
     LLM_MODEL,
-    TINY_TOKEN_TARGETS_MS,
     TOKEN_SCENARIOS,
     LlmSpec,
+    default_token_targets,
     mlperf_token_targets,
 )
 from loadgen.device import bind_device
@@ -52,9 +52,7 @@ def token_targets(spec: Spec) -> tuple[float, float] | None:
     if scenario not in TOKEN_SCENARIOS:
         return None
     llm = spec.llm or LlmSpec()
-    variant = spec.model.variant
-    table = TINY_TOKEN_TARGETS_MS if variant == "tiny" else mlperf_token_targets(variant)
-    ttft, tpot = table[scenario]
+    ttft, tpot = default_token_targets(spec.model.variant, scenario)
     return (llm.ttft_ms or ttft, llm.tpot_ms or tpot)
 
 

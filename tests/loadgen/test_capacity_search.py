@@ -78,3 +78,12 @@ def test_the_command_searches_runs_matched_and_refuses_a_bad_reference(
         assert main([*url, *common, "--matched-to", str(tmp_path / "none.json"),
                      "--out", str(tmp_path / "x.json")]) == 2
     assert not (tmp_path / "x.json").exists()
+
+
+def test_the_harness_lengthens_runs_shorter_than_ten_ttft_targets() -> None:
+    from loadgen.contract import CapacitySpec
+    from loadgen.llm.capacity_run import search_budget
+
+    assert search_budget(CapacitySpec(duration_s=2.0), 2000.0).duration_s == 20.0
+    assert search_budget(CapacitySpec(duration_s=2.0), 200.0).duration_s == 2.0
+    assert search_budget(CapacitySpec(duration_s=30.0), 2000.0).duration_s == 30.0

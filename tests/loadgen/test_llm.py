@@ -221,7 +221,8 @@ def test_a_capacity_spec_searches_the_loopback_server_and_records_its_caches(
     # onnxruntime: the harness serves the tiny model on a loopback port for the search
     doc = llm_doc(model_cache, "Server", accuracy={"target": 1.0, "samples": 2})
     del doc["loadgen"]["target_qps"]
-    doc["llm"] = {**LLM.to_json(), "ttft_ms": 2000, "tpot_ms": 100, "capacity": {
+    # a TTFT target a tenth of the 0.5 s runs: the runs are not lengthened
+    doc["llm"] = {**LLM.to_json(), "ttft_ms": 50, "tpot_ms": 100, "capacity": {
         "start_qps": 20, "runs": 3, "duration_s": 0.5, "min_queries": 20, "repeat": 1,
         "concurrency": 4}}
     record = run(parse_spec(doc), tmp_path)
@@ -233,7 +234,8 @@ def test_a_capacity_spec_searches_the_loopback_server_and_records_its_caches(
     assert search["concurrency"] == 4 and client["concurrency"] == 4
     assert 1 <= client["connections"] <= 4 and client["cpu_s"] > 0
     assert record["validity"]["result"] == ("VALID" if search["capacity_qps"] else "INVALID")
-    assert search["slo_ms"] == {"ttft_ms": 2000, "tpot_ms": 100}
+    assert search["slo_ms"] == {"ttft_ms": 50, "tpot_ms": 100}
+    assert search["budget"]["duration_s"] == 0.5
     assert search["engine"]["version"]["version"].startswith("vgpu-loopback")
     cache = search["engine"]["cache"]
     assert cache["metrics_exposed"] is True

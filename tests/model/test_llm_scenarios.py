@@ -178,3 +178,39 @@ def test_a_served_llama_gets_its_own_mlperf_token_targets(
                                      target_qps=5)
         llm = effective_workload(workload, True, BenchOverrides()).llm
         assert llm is not None and (llm.ttft_ms, llm.tpot_ms) == targets
+
+
+def test_a_cpu_capacity_search_gets_a_ttft_target_a_tenth_of_its_runs() -> None:
+    """With MLPerf's 2 s TTFT, a 2 s run's queue may grow all run long and stay VALID:
+    the search would report up to twice the rate the server sustains."""
+    workload = InferenceWorkload(model="llm", scenario="Server",
+                                 capacity={"start_qps": 50, "duration_s": 2})
+    effective = effective_workload(workload, True, BenchOverrides())
+    assert effective.llm is not None and effective.llm.capacity is not None
+    assert (effective.llm.ttft_ms, effective.llm.tpot_ms) == (200.0, 100.0)
+    assert effective.llm.capacity.duration_s == 2.0
+    flat = " ".join(effective.notes)
+    assert "TTFT p99 200 ms, TPOT p99 100 ms" in flat
+    assert "TTFT at most a 10th of a capacity run's 2 s" in flat
+    # at LoadGen's fixed rate there is no search: MLPerf's targets as before
+    fixed = effective_workload(InferenceWorkload(model="llm", scenario="Server",
+                                                 target_qps=50), True, BenchOverrides())
+    assert fixed.llm is not None and fixed.llm.ttft_ms == 2000.0
+
+
+@pytest.mark.parametrize(("fields", "seconds"), [
+    ({"variant": "8b", "backend": "openai", "url": "http://vllm:8000"}, 20.0),  # 2000 ms
+    ({"ttft_ms": 500.0, "tpot_ms": 50.0}, 5.0),
+    ({"ttft_ms": 100.0, "tpot_ms": 50.0}, 2.0),  # already ten targets long
+])
+def test_capacity_runs_last_at_least_ten_ttft_targets(fields: dict[str, Any],
+                                                      seconds: float) -> None:
+    workload = InferenceWorkload(model="llm", scenario="Server",
+                                 capacity={"start_qps": 5, "duration_s": 2}, **fields)
+    effective = effective_workload(workload, False, BenchOverrides())
+    assert effective.llm is not None and effective.llm.capacity is not None
+    assert effective.llm.capacity.duration_s == seconds
+    lengthened = [n for n in effective.notes if n.startswith("capacity runs of")]
+    assert len(lengthened) == (seconds > 2.0)
+    spec = harness_spec(effective, instance="i0", device={"kind": "cuda"}, threads=1)
+    assert spec.to_json()["llm"]["capacity"]["duration_s"] == seconds

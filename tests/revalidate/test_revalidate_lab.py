@@ -111,7 +111,7 @@ def test_after_an_upgrade_the_slowed_guest_fails_beside_the_drift(
 
     slow_guest = next(h for h in ssh.hosts if h.address == "127.0.0.12")  # s6-2g
     assert slow_guest.process is not None
-    with VcsimLab(UPGRADED) as after, cpu_quota(slow_guest.process.pid, 0.1):
+    with VcsimLab(UPGRADED) as after, cpu_quota(slow_guest.process.pid, 0.25):
         after.write_inventory(lab.inventory)
         upgraded = lab.revalidate(runs=4)  # the throttled guest's runs end early more often
     rows = {(r["field"], r["before"], r["after"]) for r in upgraded.drift["rows"]}
@@ -124,7 +124,7 @@ def test_after_an_upgrade_the_slowed_guest_fails_beside_the_drift(
     checks = {c.metric: c for c in verdict.vs_baseline.checks}
     slowed = checks["throughput s6-2g"]  # the other guests share the freed cores
     assert slowed.verdict == "FAIL", slowed.reason
-    assert slowed.difference_pct < -50
+    assert slowed.difference_pct < -30  # a quarter of a core against a share of two
     changed = {c.field: (c.reference, c.candidate) for c in verdict.vs_baseline.platform_changes}
     assert changed["esxi_build"] == ("22380479", "24022510")
     assert "535.161.05" in (changed["host_driver"][0] or "")

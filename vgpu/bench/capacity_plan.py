@@ -34,5 +34,5 @@ def plan_note(workload: EffectiveWorkload, blocks: int, sides: int = 2) -> str:
             "--until-decided or --budget add blocks); "
             f"each run a search per instance of at most {capacity.runs} runs of "
             f"max({capacity.min_queries}, rate x {capacity.duration_s:g} s) queries from "
-            f"{capacity.start_qps:g}/s to a {capacity.resolution:.0%} bracket; {runs} runs "
+            f"{capacity.start_qps:g}/s to a {capacity.resolution * 100:g}% bracket; {runs} runs "
             f"(warm-ups included): about {expected / 60:.1f} min")

@@ -15,6 +15,7 @@ from loadgen.contract import (
     INFERENCE_MODELS,
     LLM_MODEL,
     MLPERF_TOKEN_TARGETS_MS,
+    RUN_TO_TTFT,
     TOKEN_SCENARIOS,
     AccuracySpec,
     BackendSpec,
@@ -24,6 +25,8 @@ from loadgen.contract import (
     LoadgenSpec,
     ModelSpec,
     StabilitySpec,
+    capacity_run_seconds,
+    default_token_targets,
     is_builtin_model,
     mlperf_token_targets,
 )
@@ -189,17 +192,40 @@ def _cpu_token_targets(workload: InferenceWorkload, on_cpu: bool,
                        notes: list[str]) -> LlmSpec | None:
     """On a CPU the tiny decoder's tight token-latency targets would judge the shared cores'
     stalls, not the model: without targets of its own a Server/Interactive workload gets
-    MLPerf's (which the tiny model meets with a wide margin where nothing stalls)."""
+    MLPerf's (which the tiny model meets with a wide margin where nothing stalls). A
+    capacity search's TTFT target is at most a RUN_TO_TTFT-th of its runs, so its capacity
+    is the rate the server sustains, not one whose queue merely outgrew a short run."""
     llm = workload.llm_spec()
-    if llm is None or not on_cpu or workload.scenario not in MLPERF_TOKEN_TARGETS_MS:
+    if llm is None or workload.scenario not in MLPERF_TOKEN_TARGETS_MS:
         return llm
-    ttft, tpot = mlperf_token_targets(workload.variant)[workload.scenario]
-    if llm.ttft_ms is None and llm.tpot_ms is None:
+    if on_cpu and llm.ttft_ms is None and llm.tpot_ms is None:
+        ttft, tpot = mlperf_token_targets(workload.variant)[workload.scenario]
+        why = "shared CPU cores stall for longer than the model takes"
+        if llm.capacity is not None:
+            ttft = min(ttft, llm.capacity.duration_s * 1e3 / RUN_TO_TTFT)
+            why += (f"; TTFT at most a {RUN_TO_TTFT}th of a capacity run's "
+                    f"{llm.capacity.duration_s:g} s")
         notes.append(f"CPU only: token-latency targets TTFT p99 {ttft:g} ms, TPOT p99 "
-                     f"{tpot:g} ms (MLPerf's {workload.scenario}; on a GPU the tiny model's "
-                     "tenth): shared CPU cores stall for longer than the model takes")
-        return replace(llm, ttft_ms=ttft, tpot_ms=tpot)
-    return llm
+                     f"{tpot:g} ms (MLPerf's {workload.scenario} TPOT; on a GPU the tiny "
+                     f"model's tenth of MLPerf's): {why}")
+        llm = replace(llm, ttft_ms=ttft, tpot_ms=tpot)
+    return _capacity_runs_outlast_ttft(llm, workload, notes)
+
+
+def _capacity_runs_outlast_ttft(llm: LlmSpec, workload: InferenceWorkload,
+                                notes: list[str]) -> LlmSpec:
+    capacity = llm.capacity
+    if capacity is None:
+        return llm
+    ttft = llm.ttft_ms or default_token_targets(workload.variant, workload.scenario)[0]
+    seconds = capacity_run_seconds(capacity.duration_s, ttft)
+    if seconds == capacity.duration_s:
+        return llm
+    notes.append(f"capacity runs of {seconds:g} s, not capacity.duration_s "
+                 f"{capacity.duration_s:g} s: a run lasts at least {RUN_TO_TTFT} TTFT targets "
+                 f"({ttft:g} ms), or an overloaded server's growing queue could pass for "
+                 "capacity")
+    return replace(llm, capacity=replace(capacity, duration_s=seconds))
 
 
 def stability_spec(workload: EffectiveWorkload, duration_s: float) -> StabilitySpec:

@@ -346,7 +346,7 @@ class InferenceWorkload(StrictModel):
     ttft_ms: float | None = Field(
         None, gt=0, description="model llm, Server/Interactive: LoadGen's p99 time-to-first-"
         "token target (default: MLPerf's 2000 / 500 ms for 8b, 2000 / 450 ms for 70b, a "
-        "tenth of 8b's for tiny)")
+        "tenth of 8b's for tiny); a capacity search's runs last at least ten of it")
     tpot_ms: float | None = Field(
         None, gt=0, description="model llm, Server/Interactive: LoadGen's p99 time-per-"
         "output-token target (default: MLPerf's 100 / 30 ms for 8b, 200 / 40 ms for 70b, "

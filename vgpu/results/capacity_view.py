@@ -1,7 +1,8 @@
 """The capacity panel of an LLM series measured as capacity at the SLO: per instance, the
 capacity each valid repeat's search found (and whether its rerun confirmed it), the rates
-it tried, inter-token latency at the capacity and what the engine said of its caches;
-shown by `vgpu bench` and the HTML report."""
+it tried, inter-token latency at the capacity, what the engine said of its caches and how
+far the client fell behind its schedule (a lag of milliseconds is the client's, not the
+slice's); shown by `vgpu bench` and the HTML report."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from vgpu.results.format import number
 from vgpu.results.series import SeriesData
 
 HEADERS = ["instance", "capacity q/s (mean)", "per repeat", "confirmed", "runs (VALID)",
-           "ITL p99 ms at capacity", "longest stall ms", "KV peak / prefix hits"]
+           "ITL p99 ms at capacity", "longest stall ms", "KV peak / prefix hits",
+           "client send lag p99 ms (worst run)"]
 
 
 def _at_capacity(search: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -32,6 +34,12 @@ def _cache(search: Mapping[str, Any]) -> str:
     kv = f"{peak:.1%}" if isinstance(peak, float) else \
         ("-" if blocks is None else f"{blocks:g} blocks")
     return f"{kv} / {'-' if hits is None else f'{hits:.0%}'}"
+
+
+def _worst_lag(runs: list[Mapping[str, Any]]) -> str:
+    lags = [lag for r in runs
+            if isinstance(lag := (r.get("client") or {}).get("send_lag_p99_ms"), int | float)]
+    return number(max(lags)) if lags else "-"
 
 
 def capacity_rows(series: SeriesData) -> list[list[str]]:
@@ -54,5 +62,6 @@ def capacity_rows(series: SeriesData) -> list[list[str]]:
                      f"{sum(1 for s in searches if s.get('confirmed'))}/{len(searches)}",
                      f"{len(runs)} ({sum(1 for r in runs if r.get('valid'))})",
                      number(fmean(itl)) if itl else "-",
-                     number(max(stalls)) if stalls else "-", _cache(searches[-1])])
+                     number(max(stalls)) if stalls else "-", _cache(searches[-1]),
+                     _worst_lag(runs)])
     return rows
