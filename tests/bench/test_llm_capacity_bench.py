@@ -24,7 +24,8 @@ from vgpu.results.report import Table, build_report
 from vgpu.results.store import ResultStore
 
 # 10 ms steps that grow with the batch's context (12 us a token) against a TPOT target of
-# 20 ms (TTFT 100 ms: a tenth of the 1 s runs): capacity 53-58/s for the two repeats' arrivals; 5% slower steps lose 10-14% of it
+# 20 ms (TTFT 100 ms: a tenth of the 1 s runs): capacity 53-58/s for the two repeats'
+# arrivals; 5% slower steps lose 10-14% of it
 # (a TPOT target amplifies a slower step), a 10 ms stall every 600 ms raises the pooled
 # ITL p99 by 35-46% and the mean TPOT by 2.6% — on the virtual clock
 # (loadgen.llm.slice_engine.simulate; tests/results/test_capacity_checks.py).
