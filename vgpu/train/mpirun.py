@@ -73,7 +73,10 @@ def mpirun_argv(job: MpiJob, as_root: bool) -> list[str]:
     if len(job.nodes) == 1 and job.launcher is None:
         argv += ["--host", f"localhost:{job.ranks_per_node}"]
     else:
-        argv += ["--hostfile", _path(head, HOSTFILE)]
+        # Open MPI 4's daemons route through each other by default (a binomial tree), and
+        # its launcher has crashed on a lab's two nodes ("no route ... set routed=direct",
+        # exit 139); a lab's few nodes each reach mpirun directly
+        argv += ["--hostfile", _path(head, HOSTFILE), "--mca", "routed", "direct"]
     argv += ["-np", str(job.world_size), "--map-by", f"ppr:{job.ranks_per_node}:node",
              "--bind-to", "none"]
     if job.rsh_agent:
