@@ -14,6 +14,7 @@ import json
 import socket
 import ssl
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
@@ -30,7 +31,7 @@ from loadgen.llm.runs import (
     summarise,
     unit_arrivals,
 )
-from loadgen.llm.stream import StreamedAnswer, StreamReader
+from loadgen.llm.stream import StreamedAnswer, StreamReader, completion_request
 
 TIMEOUT_S = 120.0
 
@@ -69,11 +70,7 @@ class EndpointClient:
         self.base = parts.path.rstrip("/")
 
     def body(self, prompt: list[int], max_tokens: int) -> bytes:
-        return json.dumps({
-            "model": self.model, "prompt": prompt, "max_tokens": max_tokens,
-            "min_tokens": max_tokens, "ignore_eos": True, "temperature": 0.0,
-            "stream": True, "return_token_ids": True,
-            "stream_options": {"include_usage": True}}).encode()
+        return json.dumps(completion_request(self.model, prompt, max_tokens)).encode()
 
     def request(self, body: bytes) -> bytes:
         head = (f"POST {self.base}/v1/completions HTTP/1.1\r\nHost: {self.host}:{self.port}"
@@ -135,7 +132,8 @@ async def _headers(reader: asyncio.StreamReader) -> tuple[int, dict[str, str]]:
     return int(parts[1]), headers
 
 
-async def _body_pieces(connection: _Connection, headers: dict[str, str]):  # type: ignore[no-untyped-def]
+async def _body_pieces(connection: _Connection,
+                       headers: dict[str, str]) -> AsyncIterator[bytes]:
     """The body as it arrives: chunked, sized, or to the connection's end."""
     reader = connection.reader
     if headers.get("connection", "").lower() == "close":

@@ -20,7 +20,7 @@ import numpy as np
 from loadgen.errors import RunFailed
 from loadgen.llm.engines import FirstToken, TokensArrived
 from loadgen.llm.server import MODEL_ID, READY_LINE
-from loadgen.llm.stream import read_stream
+from loadgen.llm.stream import completion_request, read_stream
 
 TIMEOUT_S = 300.0
 
@@ -111,11 +111,8 @@ class OpenAIGenerator:
                  on_tokens: TokensArrived | None = None) -> list[int]:
         """The answer's tokens; an error event, or a usage count other than ``max_new``,
         fails it (a shorter answer would be measured as a faster one)."""
-        body = {"model": self.model, "prompt": [int(t) for t in prompt],
-                "max_tokens": max_new, "min_tokens": max_new, "temperature": 0.0,
-                "stream": True, "ignore_eos": True, "return_token_ids": True,
-                "stream_options": {"include_usage": True}}
-        response = self._post(body)
+        response = self._post(completion_request(self.model, [int(t) for t in prompt],
+                                                 max_new))
         answer = read_stream(iter(response.readline, b""), on_first=on_first,
                              on_tokens=on_tokens)
         response.read()  # the stream's end, so the connection can carry the next request

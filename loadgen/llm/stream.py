@@ -70,6 +70,15 @@ class StreamedAnswer:
         return None
 
 
+def completion_request(model: str, prompt: list[int], max_tokens: int) -> dict[str, Any]:
+    """A streamed completions request for exactly ``max_tokens`` tokens (``min_tokens``,
+    ``ignore_eos``), greedy, with token ids and the usage chunk."""
+    return {"model": model, "prompt": prompt, "max_tokens": max_tokens,
+            "min_tokens": max_tokens, "temperature": 0.0, "stream": True,
+            "ignore_eos": True, "return_token_ids": True,
+            "stream_options": {"include_usage": True}}
+
+
 def _error_text(obj: Any) -> str | None:
     if isinstance(obj, dict) and obj.get("error") is not None:
         error = obj["error"]
