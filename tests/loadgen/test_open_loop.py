@@ -129,7 +129,9 @@ def test_a_concurrency_limit_queues_on_the_run_clock_as_a_one_slot_server_would(
     assert limited.client["connections"] == 1 and limited.client["concurrency"] == 1
     assert free.client["connections"] > 1
     assert one_slot.ttft_p99_ms > 1.5 * slo.ttft_ms and not one_slot.valid
-    assert limited.ttft_p99_ms == pytest.approx(one_slot.ttft_p99_ms, rel=0.25)
+    # the real server adds HTTP and scheduling time to each query, which a one-slot queue
+    # accumulates: at least the virtual clock's TTFT, more on a slower or busier machine
+    assert 0.8 * one_slot.ttft_p99_ms < limited.ttft_p99_ms < 2.5 * one_slot.ttft_p99_ms
     assert not limited.valid and free.valid
     for run in (limited, free):
         assert 0 < run.client["cpu_s"] < run.client["wall_s"]

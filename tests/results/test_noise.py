@@ -11,6 +11,7 @@ import pytest
 from vgpu.results.compare import Band, compare_paired, compare_samples, holm
 from vgpu.results.noise import (
     DEFAULT_SERIES_CV,
+    DEFAULT_TAIL_SERIES_CV,
     MEASURED_AA,
     NoiseLevels,
     estimate_levels,
@@ -148,3 +149,16 @@ def test_each_metric_has_its_own_levels() -> None:
     narrow = compare_samples("system_throughput", base, base, THROUGHPUT, levels=levels)
     assert wide.se_pct is not None and narrow.se_pct is not None
     assert wide.se_pct > 2 * narrow.se_pct
+
+
+def test_a_tail_latency_never_calibrated_is_judged_with_its_own_measured_spread() -> None:
+    """p99s of identical configurations varied 14% between series where throughput varied
+    1.2%: an uncalibrated p99 gets the bound of its own A/A, a throughput keeps 2%."""
+    assert abs(DEFAULT_TAIL_SERIES_CV - 0.235) < 0.005
+    for levels in (uncalibrated(), uncalibrated(metric="system_throughput")):
+        assert levels.for_metric("time_to_first_token_p99").judged_series_cv == \
+            DEFAULT_TAIL_SERIES_CV
+        assert levels.for_metric("latency_p99_worst").judged_series_cv == \
+            DEFAULT_TAIL_SERIES_CV
+        assert levels.for_metric("system_throughput").judged_series_cv == DEFAULT_SERIES_CV
+    assert "23.5%" in uncalibrated(metric="inter_token_latency_p99").describe()

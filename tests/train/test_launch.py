@@ -246,3 +246,46 @@ def test_ctrl_c_or_sigterm_ends_every_rank(tmp_path: Path, signal_name: str) -> 
         if group is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(group, signal.SIGKILL)
+
+
+# Rank 1 aborts (SIGABRT, as Gloo does when a peer's connection resets during set-up) in
+# the launch's first <limit> starts: <dir>/starts counts them.
+ABORT_HOOK = """
+import os
+from pathlib import Path
+
+if os.environ.get("RANK") == "1" and "ABORT_DIR" in os.environ:
+    starts = Path(os.environ["ABORT_DIR"]) / "starts"
+    count = len(starts.read_text()) if starts.exists() else 0
+    starts.write_text("x" * (count + 1))
+    if count < int(os.environ["ABORT_LIMIT"]):
+        os.abort()
+"""
+
+
+def _aborting_node(tmp_path: Path, limit: int) -> TrainNode:
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(ABORT_HOOK)
+    path = os.pathsep.join(filter(None, [str(hooks), str(ROOT), os.environ.get("PYTHONPATH")]))
+    return _node(tmp_path, "n", env={"PYTHONPATH": path, "ABORT_DIR": str(tmp_path),
+                                     "ABORT_LIMIT": str(limit)})
+
+
+@pytest.mark.slow
+def test_a_rank_that_crashes_once_is_started_again_and_the_record_says_so(
+        tmp_path: Path) -> None:
+    node = _aborting_node(tmp_path, limit=1)
+    outcome = run_launch(Launch([node], 2, "train", TINY, timeout_s=120), tmp_path / "out")
+    assert outcome.record["status"] == "ok", outcome.record.get("reason")
+    assert outcome.record["world_size"] == 2
+    assert "SIGABRT" in outcome.record["relaunched_after"]
+    assert (tmp_path / "starts").read_text() == "xx"
+
+
+@pytest.mark.slow
+def test_a_rank_that_crashes_again_fails_the_launch_naming_the_crash(tmp_path: Path) -> None:
+    node = _aborting_node(tmp_path, limit=2)
+    with pytest.raises(RemoteError, match="SIGABRT"):
+        run_launch(Launch([node], 2, "train", TINY, timeout_s=120), tmp_path / "out")
+    assert (tmp_path / "starts").read_text() == "xx"  # started twice, not more

@@ -61,13 +61,14 @@ def test_mpi_probe_spec_names_bad_sizes() -> None:
     assert parse_mpi_probe_spec({"schema_version": 1}).sizes_bytes == OSU_SIZES
 
 
-def test_a_job_over_several_nodes_routes_its_daemons_directly() -> None:
+def test_daemons_keep_their_topology_out_of_a_fixed_address_hole() -> None:
     from vgpu.train.launch import TrainNode
     from vgpu.train.mpirun import MpiJob, mpirun_argv
 
     nodes = [TrainNode(f"n{i}", None, f"10.0.0.{i}", "/w") for i in (1, 2)]  # type: ignore[arg-type]
-    argv = mpirun_argv(MpiJob(nodes, 1, "train", {}, 1), as_root=False)
-    at = argv.index("routed")
-    assert argv[at - 1:at + 2] == ["--mca", "routed", "direct"]
+    for job in (MpiJob(nodes, 1, "train", {}, 1), MpiJob(nodes[:1], 2, "train", {}, 1)):
+        argv = mpirun_argv(job, as_root=False)
+        at = argv.index("rtc_hwloc_vmhole")
+        assert argv[at - 1:at + 2] == ["--mca", "rtc_hwloc_vmhole", "none"]
     single = mpirun_argv(MpiJob(nodes[:1], 2, "train", {}, 1), as_root=False)
-    assert "routed" not in single and single[single.index("--host") + 1] == "localhost:2"
+    assert single[single.index("--host") + 1] == "localhost:2"

@@ -84,3 +84,25 @@ def test_mpi_training_runs_its_ranks_on_both_nodes(tmp_path: Path) -> None:
     assert {rank["node_rank"] for rank in record["ranks"]} == {0, 1}
     assert record["totals"]["params_in_sync"] is True
     assert "mpi: 1 rank(s) per node x 1 thread(s) per rank" in notes
+
+
+def test_daemons_that_fail_to_start_once_are_started_again(tmp_path: Path) -> None:
+    """The rsh agent fails its first call, as a node that does not answer in time: mpirun
+    cannot start its daemons, vgpu starts it once more and the record says so."""
+    with NetnsLab(2) as net:
+        launcher, nodes = netns_mpi_nodes(net, tmp_path / "work")
+        agent = netns_rsh_agent(net, tmp_path)
+        flaky = tmp_path / "flaky-rsh"
+        marker = tmp_path / "failed-once"
+        flaky.write_text(f"#!/bin/bash\nif [ ! -e {marker} ]; then touch {marker}; exit 255; fi\n"
+                         f'exec {agent} "$@"\n')
+        flaky.chmod(0o755)
+        settings = MpiProbeSettings(sizes_bytes=(1024,), iterations=2, large_iterations=1,
+                                    launcher=launcher, rsh_agent=str(flaky),
+                                    interface=lab_cidr(net))
+        with ResultStore.open(tmp_path / "results.db") as store:
+            run = run_mpi_probe(link_scenario(tmp_path, MBIT), nodes, tmp_path / "out",
+                                store=store, target_kind="bare-metal", settings=settings)
+    assert marker.exists()
+    assert run.record["world_size"] == 2
+    assert "mpirun exit" in run.record["relaunched_after"]

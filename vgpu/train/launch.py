@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import shlex
 import signal
 import threading
@@ -96,6 +97,7 @@ def torchrun_command(launch: Launch, rank: int) -> str:
         "--out", _path(node, OUT_DIR),
     ]
     env = {**launch.comm_env, **node.env}
+    env.setdefault("PYTHONFAULTHANDLER", "1")  # a rank that crashes prints where it was
     if "OMP_NUM_THREADS" not in env and node.gpus == 0:
         env["OMP_NUM_THREADS"] = "1"  # torchrun would pick 1 anyway, but say it
     exports = " ".join(f"{key}={shlex.quote(value)}" for key, value in sorted(env.items()))
@@ -201,7 +203,39 @@ def _wait_all(
 def run_launch(launch: Launch, local_out: Path) -> LaunchOutcome:
     """Runs the launch to the end. Returns rank 0's record, also written to
     ``local_out/result.json``: failed, naming every rank's reported failure, whichever rank
-    failed first. Raises RemoteError when no record came back and no rank reported why."""
+    failed first. A launch whose ranks died of a signal without a record or a reported
+    failure (Gloo aborts when a peer's connection resets while it is being set up) is
+    started once more, and the record says so (``relaunched_after``). Raises RemoteError
+    when no record came back and no rank reported why."""
+    crashed = ""
+    for attempt in (1, 2):
+        outcomes, record, failures = _attempt(launch)
+        if record is not None or failures:
+            break
+        detail = "; ".join(f"{o.node} exit {o.exit_code}: {crash_lines(o.stderr)}"
+                           for o in outcomes if o.exit_code != 0)
+        if attempt == 1 and any(_died_of_signal(o.stderr) for o in outcomes):
+            crashed = detail
+            continue
+        raise RemoteError(f"{launch.command} produced no result.json on "
+                          f"{launch.nodes[0].name}: {detail or 'no reason reported'}")
+    if record is None:
+        # Another rank failed first and rank 0 was ended before it wrote its record.
+        record = _failed_record(launch)
+    if failures:
+        record = {**record, "status": "failed", "reason": "; ".join(failures)}
+    if crashed:
+        record = {**record, "relaunched_after": crashed}
+    local_out.mkdir(parents=True, exist_ok=True)
+    (local_out / "result.json").write_text(json.dumps(record, indent=2, sort_keys=True))
+    for outcome in outcomes:
+        (local_out / f"{outcome.node}.log").write_text(outcome.stdout + outcome.stderr)
+    return LaunchOutcome(record=record, nodes=outcomes)
+
+
+def _attempt(launch: Launch) -> tuple[list[NodeOutcome], dict[str, Any] | None, list[str]]:
+    """One start of torchrun on every node: the nodes' outcomes, rank 0's record and the
+    ranks' reported failures."""
     for node in launch.nodes:
         stage_spec(node, launch.spec)
     pool = ThreadPoolExecutor(max_workers=len(launch.nodes), thread_name_prefix="torchrun")
@@ -220,21 +254,26 @@ def run_launch(launch: Launch, local_out: Path) -> LaunchOutcome:
     outcomes = [_outcome(launch.nodes[rank].name, finished[rank]) for rank in sorted(finished)]
     record = _read_json(launch.nodes[0], _path(launch.nodes[0], OUT_DIR, "result.json"))
     failures = [reason for node in launch.nodes for reason in _rank_failures(node)]
-    if record is None and not failures:
-        detail = "; ".join(f"{o.node} exit {o.exit_code}: {_tail(o.stderr, 5)}"
-                           for o in outcomes if o.exit_code != 0)
-        raise RemoteError(f"{launch.command} produced no result.json on "
-                          f"{launch.nodes[0].name}: {detail or 'no reason reported'}")
-    if record is None:
-        # Another rank failed first and rank 0 was ended before it wrote its record.
-        record = _failed_record(launch)
-    if failures:
-        record = {**record, "status": "failed", "reason": "; ".join(failures)}
-    local_out.mkdir(parents=True, exist_ok=True)
-    (local_out / "result.json").write_text(json.dumps(record, indent=2, sort_keys=True))
-    for outcome in outcomes:
-        (local_out / f"{outcome.node}.log").write_text(outcome.stdout + outcome.stderr)
-    return LaunchOutcome(record=record, nodes=outcomes)
+    return outcomes, record, failures
+
+
+_SIGNAL_DEATH = re.compile(r"Signal \d+ \(SIG[A-Z]+\) received|exitcode\s*:\s*-\d+")
+_CRASH_WORDS = ("terminate called", "what():", "Fatal Python error", "Segmentation fault",
+                "received by PID", "Error:", "error:")
+
+
+def _died_of_signal(stderr: str) -> bool:
+    """torchrun's summary of a worker killed by a signal (a native crash, not an exception
+    the rank reported)."""
+    return bool(_SIGNAL_DEATH.search(stderr))
+
+
+def crash_lines(stderr: str, limit: int = 8) -> str:
+    """What a rank's death left in the log: its error lines (a C++ exception's text,
+    Python's fault handler), else the log's last lines."""
+    lines = [line.strip() for line in stderr.splitlines()
+             if any(word in line for word in _CRASH_WORDS)]
+    return " | ".join(dict.fromkeys(lines[:limit])) if lines else _tail(stderr, 5)
 
 
 @contextlib.contextmanager

@@ -30,6 +30,7 @@ from vgpu.train.launch import (
     run_bash,
     teardown,
 )
+from vgpu.train.shell import ShellResult
 
 HOSTFILE = "hostfile"
 ROOT_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
@@ -73,12 +74,15 @@ def mpirun_argv(job: MpiJob, as_root: bool) -> list[str]:
     if len(job.nodes) == 1 and job.launcher is None:
         argv += ["--host", f"localhost:{job.ranks_per_node}"]
     else:
-        # Open MPI 4's daemons route through each other by default (a binomial tree), and
-        # its launcher has crashed on a lab's two nodes ("no route ... set routed=direct",
-        # exit 139); a lab's few nodes each reach mpirun directly
-        argv += ["--hostfile", _path(head, HOSTFILE), "--mca", "routed", "direct"]
+        argv += ["--hostfile", _path(head, HOSTFILE)]
     argv += ["-np", str(job.world_size), "--map-by", f"ppr:{job.ranks_per_node}:node",
              "--bind-to", "none"]
+    # Open MPI 4.1's daemons map their hardware topology into a shared segment at the
+    # "biggest hole" of their address space; with address randomisation that hole can
+    # touch the stack, and about one daemon start in ten segfaulted in
+    # hwloc_shmem_topology_write (mpirun then crashed too: exit 139, "no route"). The
+    # ranks read the topology themselves instead.
+    argv += ["--mca", "rtc_hwloc_vmhole", "none"]
     if job.rsh_agent:
         argv += ["--mca", "plm_rsh_agent", job.rsh_agent]
     if job.interface:
@@ -129,29 +133,55 @@ def is_root(node: TrainNode) -> bool:
     return run_bash(node, "id -u", timeout=60).stdout.strip() == "0"
 
 
+# Open MPI's words when its daemons on the other nodes did not start or call back
+DAEMON_START_FAILED = ("unable to reliably start one or more daemons",
+                       "lost communication with a remote daemon")
+MPIRUN_CRASHED = 139  # mpirun's own segfault, seen on its error path after a daemon failed
+
+
 def run_mpi_job(job: MpiJob, local_out: Path) -> LaunchOutcome:
     """Runs the job to the end; rank 0's record (also in ``local_out/result.json``) with
-    every rank's reported failure. Raises RemoteError when no record came back."""
+    every rank's reported failure. A launch whose daemons failed to start (no rank ran) is
+    started once more, and the record says so (``relaunched_after``). Raises RemoteError
+    when no record came back."""
     stage_job(job)
+    head = job.head
+    relaunched = ""
+    for attempt in (1, 2):
+        done, read, failures = _attempt(job)
+        if read.exit_code == 0 and read.stdout.strip():
+            break
+        tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-8:])
+        log = done.stderr + done.stdout
+        if (attempt == 1 and not failures
+                and (done.exit_code == MPIRUN_CRASHED
+                     or any(words in log for words in DAEMON_START_FAILED))):
+            relaunched = f"mpirun exit {done.exit_code}: {tail[-500:]}"
+            continue
+        raise RemoteError(f"mpirun {job.command} on {head.name} (exit {done.exit_code}) "
+                          f"produced no result.json: {failures[:2000] or tail}")
+    record: dict[str, Any] = json.loads(read.stdout)
+    if done.exit_code != 0 and record.get("status") == "ok":
+        record = {**record, "status": "failed", "reason": f"mpirun exit {done.exit_code}"}
+    if relaunched:
+        record = {**record, "relaunched_after": relaunched}
+    local_out.mkdir(parents=True, exist_ok=True)
+    (local_out / "result.json").write_text(json.dumps(record, indent=2, sort_keys=True))
+    (local_out / f"{head.name}.log").write_text(done.stdout + done.stderr)
+    outcome = NodeOutcome(head.name, done.exit_code, done.stdout, done.stderr)
+    return LaunchOutcome(record=record, nodes=[outcome])
+
+
+def _attempt(job: MpiJob) -> tuple[ShellResult, ShellResult, str]:
+    """One mpirun: its result, the read of rank 0's record and the ranks' failures."""
     head = job.head
     try:
         done = run_bash(head, mpirun_command(job, is_root(head)), job.timeout_s)
     except BaseException:  # a timeout, Ctrl-C: mpirun ends its ranks when it is ended
         teardown(head)
         raise
-    outcome = NodeOutcome(head.name, done.exit_code, done.stdout, done.stderr)
     read = run_bash(job.nodes[0], f"cat {shlex.quote(_path(head, OUT_DIR, 'result.json'))}",
                     timeout=60)
     failures = run_bash(job.nodes[0], f"cat {shlex.quote(_path(head, OUT_DIR))}/rank*.failed"
                         ".json 2>/dev/null | head -c 65536", timeout=60).stdout.strip()
-    if read.exit_code != 0 or not read.stdout.strip():
-        tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-8:])
-        raise RemoteError(f"mpirun {job.command} on {head.name} (exit {done.exit_code}) "
-                          f"produced no result.json: {failures[:2000] or tail}")
-    record: dict[str, Any] = json.loads(read.stdout)
-    if done.exit_code != 0 and record.get("status") == "ok":
-        record = {**record, "status": "failed", "reason": f"mpirun exit {done.exit_code}"}
-    local_out.mkdir(parents=True, exist_ok=True)
-    (local_out / "result.json").write_text(json.dumps(record, indent=2, sort_keys=True))
-    (local_out / f"{head.name}.log").write_text(done.stdout + done.stderr)
-    return LaunchOutcome(record=record, nodes=[outcome])
+    return done, read, failures
