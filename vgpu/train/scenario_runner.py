@@ -280,6 +280,9 @@ def run_training_scenario(
             outcome = run_mpi_job(job, work_out)
         else:
             outcome = run_launch(launch, work_out)
+        if crashed := outcome.record.get("relaunched_after"):
+            notes.append(f"warning: started twice: the first launch crashed before any "
+                         f"result ({crashed[:300]})")
         record = {**outcome.record, "notes": notes}
         run_id = None
         if store is not None:
