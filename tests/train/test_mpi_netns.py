@@ -29,7 +29,7 @@ _UNAVAILABLE = netns_available() or (
 pytestmark = [pytest.mark.mpi, pytest.mark.slow,
               pytest.mark.skipif(_UNAVAILABLE is not None, reason=str(_UNAVAILABLE))]
 
-MBIT = 200
+MBIT = 400
 MIB = 1 << 20
 
 
