@@ -44,7 +44,9 @@ def test_a_local_run_against_its_bare_metal_twin_is_judged_on_latency_too(
     assert note == "scenario bm6"
     assert comparison is not None and comparison.kind == "vm-vs-bare-metal"
     checks = {c.metric: c for c in comparison.checks}
-    assert checks[SYSTEM_THROUGHPUT].verdict == "PASS"
+    # Server: the samples/s is the offered rate; whether the rate was held is judged
+    assert SYSTEM_THROUGHPUT not in checks
+    assert checks["valid_at_offered_rate"].verdict == "PASS"
     # 10% above bare metal's worst p99, where scenario 6 allows 5% (latency_pct)
     assert checks[WORST_P99].band.upper_pct == 5.0
     assert checks[WORST_P99].verdict == "FAIL" and comparison.verdict == "FAIL"

@@ -28,9 +28,9 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 def _populate(store: ResultStore, add_series: AddSeries) -> None:
     six = [{"4g": 500.0 + d, "2g": 300.0 - d, "1g": 200.0} for d in (0.0, 1.0, -1.0)]
-    add_series(six, target_kind="bare-metal", loadgen_scenario="Server")
+    add_series(six, target_kind="bare-metal", loadgen_scenario="SingleStream")
     vm = add_series([{k: v * 0.995 for k, v in r.items()} for r in six],
-                    loadgen_scenario="Server")
+                    loadgen_scenario="SingleStream")
     # the VM class's noise calibrated quiet, for each metric judged (a latency has its
     # own): the verdict rests on the repeats alone
     for metric in (SYSTEM_THROUGHPUT, WORST_P99):

@@ -91,9 +91,9 @@ def test_baseline_latency_and_training_metrics(store: ResultStore, add_series: A
     comparison = compare_series("run-vs-baseline", slower, base, tolerance=0.02,
                                 tolerances={WORST_P99: 0.05}, levels=QUIET)
     verdicts = {c.metric: c.verdict for c in comparison.checks}
-    per_instance = {f"throughput {name}": "PASS" for name in SIX[0]}
-    assert verdicts == {SYSTEM_THROUGHPUT: "PASS", WORST_P99: "FAIL", "step_time": "PASS",
-                        **per_instance}
+    # Server: the samples/s are the offered rate, not judged (test_offered_rate.py)
+    assert verdicts == {WORST_P99: "FAIL", "step_time": "PASS",
+                        "valid_at_offered_rate": "PASS"}
     assert comparison.verdict == "FAIL"
     assert not slower.samples["step_time"].higher_is_better
 

@@ -32,7 +32,8 @@ def _series(store: ResultStore, repeats: Sequence[tuple[float, str]], *,
     """One run per repeat: (instance a's samples/s, validity of instance b); b runs at
     half of a's rate."""
     series_id = uuid.uuid4().hex
-    detail = {"loadgen_scenario": "Server", "repeats": len(repeats), "min_valid": min_valid}
+    detail = {"loadgen_scenario": "SingleStream", "repeats": len(repeats),
+              "min_valid": min_valid}
     for index, (rate, validity) in enumerate(repeats):
         start = RunStart(series_id=series_id, scenario_id="6", scenario_name="s6",
                          workload="w", target_kind=target_kind, repeat_index=index,

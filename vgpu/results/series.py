@@ -13,6 +13,7 @@ from vgpu.results.disturbance import DISTURBANCE_METRICS, Disturbance, disturban
 from vgpu.results.records import LATENCY_PERCENTILES, Run, StoredInstance
 from vgpu.results.stats import summarize, system_totals
 from vgpu.results.store import ResultStore
+from vgpu.results.tokens import FIXED_RATE_SCENARIOS
 
 SYSTEM_THROUGHPUT = "system_throughput"
 WORST_P99 = "latency_p99_worst"
@@ -126,6 +127,12 @@ class SeriesData:
         """The series this one ran interleaved with, block by block (None: alone)."""
         design = self.runs[0].workload_detail.get("design") if self.runs else None
         return design.get("partner") if isinstance(design, dict) else None
+
+    @property
+    def at_offered_rate(self) -> bool:
+        """A Server or Interactive series: LoadGen offered a fixed rate, so its samples/s
+        is that rate, not a finding (vgpu.results.offered_rate)."""
+        return self.loadgen_scenario in FIXED_RATE_SCENARIOS
 
     @property
     def latency_matters(self) -> bool:
