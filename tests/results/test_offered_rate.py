@@ -16,14 +16,14 @@ from vgpu.results.store import ResultStore
 
 
 def _series(store: ResultStore, valid: Sequence[bool], *, target_kind: str = "vm",
-            samples_s: float = 100.0, p99_ms: float = 4.0) -> str:
-    """Three instances at a target of 100 queries/s each; ``valid`` per repeat."""
+            samples_s: float = 100.0, p99_ms: float = 4.0, target_qps: float = 100.0) -> str:
+    """Three instances at a target of ``target_qps`` each; ``valid`` per repeat."""
     series_id = uuid.uuid4().hex
     for index, ok in enumerate(valid):
         start = RunStart(series_id=series_id, scenario_id="6" if target_kind == "vm" else "bm6",
                          scenario_name="s6", workload="resnet50/tiny onnxruntime Server",
                          target_kind=target_kind, repeat_index=index,  # type: ignore[arg-type]
-                         workload_detail={"loadgen_scenario": "Server", "target_qps": 100.0,
+                         workload_detail={"loadgen_scenario": "Server", "target_qps": target_qps,
                                           "repeats": len(valid)})
         instances = [InstanceResult(
             name=name, status="ok", device_kind="cpu", validity="VALID" if ok else "INVALID",
@@ -58,12 +58,26 @@ def test_no_throughput_is_judged_at_an_offered_rate(store: ResultStore) -> None:
 
 
 def test_a_slice_that_never_holds_the_rate_bare_metal_held_fails(store: ResultStore) -> None:
-    bare = _series(store, [True] * 3, target_kind="bare-metal")
-    vm = _series(store, [False] * 3)
-    checks = _judge(store, vm, bare)
+    """Four INVALID repeats against four VALID: Fisher's one-sided p = 1/70 = 1.4%."""
+    bare = _series(store, [True] * 4, target_kind="bare-metal")
+    checks = _judge(store, _series(store, [False] * 4), bare)
     verdict, reason = checks[OFFERED_RATE_CHECK]
     assert verdict == "FAIL" and checks["overall"][0] == "FAIL"
-    assert "VALID in 0 of 3 repeats" in reason and "the reference in 3 of 3" in reason
+    assert "VALID in 0 of 4 repeats" in reason and "the reference in 4 of 4" in reason
+    assert "p = 0.014" in reason and "99th percentile latency above the bound" in reason
+    # three against three could be chance (p = 1/20 = 5%, above 2.5%): not a FAIL
+    three = _judge(store, _series(store, [False] * 3),
+                   _series(store, [True] * 3, target_kind="bare-metal"))
+    assert three[OFFERED_RATE_CHECK][0] == "INCONCLUSIVE"
+    assert "4 a side, or 3 against 5" in three[OFFERED_RATE_CHECK][1]
+
+
+def test_sides_offered_different_loads_decide_nothing(store: ResultStore) -> None:
+    bare = _series(store, [True] * 4, target_kind="bare-metal", target_qps=50.0)
+    checks = _judge(store, _series(store, [False] * 4), bare)
+    verdict, reason = checks[OFFERED_RATE_CHECK]
+    assert verdict == "INCONCLUSIVE"
+    assert "target_qps 100.0 against the reference's 50.0" in reason
 
 
 def test_one_missed_repeat_or_a_reference_that_missed_too_decides_nothing(

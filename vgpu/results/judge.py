@@ -26,7 +26,7 @@ from vgpu.results.compare import (
 )
 from vgpu.results.noise import NoiseLevels, uncalibrated
 from vgpu.results.noise_store import levels_against
-from vgpu.results.offered_rate import offered_rate_check
+from vgpu.results.offered_rate import measured_capacity, offered_rate_check
 from vgpu.results.platforms import platform_changes
 from vgpu.results.records import SeriesReference
 from vgpu.results.referee import choose_reference, reference_of
@@ -78,7 +78,8 @@ def _shared_checks(
             continue
         if name == WORST_P99 and not candidate.latency_matters:
             continue  # Offline latency is the whole batch's wait, not a service level
-        if name in OFFERED_THROUGHPUTS and candidate.at_offered_rate:
+        if name in OFFERED_THROUGHPUTS and (candidate.at_offered_rate
+                                            or reference.at_offered_rate):
             continue  # the rate LoadGen was asked to offer (vgpu.results.offered_rate)
         sample = candidate.samples[name]
         band = band_for(sample.higher_is_better, tolerances.get(name, default_tolerance))
@@ -125,11 +126,11 @@ def compare_series(
     uncalibrated one)."""
     per_metric = dict(tolerances or {})
     pairing = _Pairing(candidate, reference, levels or uncalibrated())
+    offered = candidate.at_offered_rate or reference.at_offered_rate
     if kind == "scenario-vs-scenario":
         checks: list[Check] = []
         headline = candidate.headline
-        if headline in candidate.samples and headline in reference.samples \
-                and not candidate.at_offered_rate:
+        if headline in candidate.samples and headline in reference.samples and not offered:
             floor = -tolerance if min_gain is None else min_gain
             sample = candidate.samples[headline]
             checks.append(pairing.check(headline, sample.values,
@@ -142,8 +143,7 @@ def compare_series(
         title = f"scenario {candidate.scenario_id} vs scenario {reference.scenario_id}"
     else:
         checks = _shared_checks(candidate, reference, per_metric, tolerance, pairing)
-        if kind == "run-vs-baseline" and candidate.kind != "training" \
-                and not candidate.at_offered_rate:
+        if kind == "run-vs-baseline" and candidate.kind != "training" and not offered:
             checks += _instance_checks(candidate, reference, tolerance, pairing)
         title = (
             f"{candidate.workload}: VM vs bare metal, scenario {candidate.scenario_id}"
@@ -151,10 +151,9 @@ def compare_series(
             else f"{candidate.label} vs baseline {reference.label}"
         )
     # model llm's Server/Interactive: capacity at the SLO, judged by its own rule
-    capacity = capacity_checks(candidate, reference, per_metric, tolerance)
-    if candidate.at_offered_rate and not capacity and candidate.kind != "training":
-        capacity.append(offered_rate_check(candidate, reference))
-    checks += capacity
+    checks += capacity_checks(candidate, reference, per_metric, tolerance)
+    if offered and not measured_capacity(candidate) and candidate.kind != "training":
+        checks.append(offered_rate_check(candidate, reference))
     return Comparison(
         kind=kind, title=title, candidate=candidate.label, reference=reference.label,
         checks=checks, platform_changes=platform_changes(candidate, reference),

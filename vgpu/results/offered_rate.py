@@ -4,23 +4,49 @@ slice with a third of the capacity logs the same), so no throughput is judged th
 such a run can find is whether the slice held the rate: LoadGen's VALID (every latency
 bound met). This check compares that outcome repeat by repeat with the reference's:
 
-- PASS: every repeat of the candidate VALID (at least its ``min_valid``);
-- FAIL: no repeat VALID, where the reference was VALID in every one (at least
-  ``FAIL_REPEATS`` repeats on each side: one bad repeat on a shared machine is not a
-  finding);
-- else INCONCLUSIVE, saying what would decide it.
+- PASS: the candidate VALID in at least the repeats its series asks for (``min_valid``,
+  by default every one);
+- FAIL: no repeat VALID, where the reference was VALID in every one, and that split is
+  unlikely by chance: Fisher's exact one-sided p = 1 / C(n + m, n) at most
+  ``FAIL_P`` (2.5%, as every check here): 4 repeats a side, or 3 against 5; 3 against 3
+  (p = 5%) is not enough;
+- else INCONCLUSIVE, saying what would decide it;
+- INCONCLUSIVE too when the two sides did not offer the same load (``SAME_LOAD``: the
+  target rate, the latency bound): their VALIDs would answer different questions.
 
 The check is a gate (no interval), like the accuracy gate; the latency checks judge how
 far the p99s moved. Capacity at the SLO (a search of rates) judges a slice's capacity."""
 
 from __future__ import annotations
 
+import math
+
 from vgpu.results.compare import Band, Check
 from vgpu.results.series import SeriesData
 from vgpu.results.stats import summarize
 
 OFFERED_RATE_CHECK = "valid_at_offered_rate"
-FAIL_REPEATS = 3
+FAIL_P = 0.025
+SAME_LOAD = ("target_qps", "target_latency_ms")
+
+
+def measured_capacity(series: SeriesData) -> bool:
+    """Whether the series searched for its capacity at the SLO (its own checks)."""
+    detail = series.runs[0].workload_detail if series.runs else {}
+    return (detail.get("llm") or {}).get("capacity") is not None
+
+
+def fisher_one_sided(candidate_runs: int, reference_runs: int) -> float:
+    """P of every INVALID repeat falling on the candidate's side by chance, when all of
+    the candidate's and none of the reference's were INVALID."""
+    return 1.0 / math.comb(candidate_runs + reference_runs, candidate_runs)
+
+
+def _load_differences(candidate: SeriesData, reference: SeriesData) -> list[str]:
+    cand = candidate.runs[0].workload_detail if candidate.runs else {}
+    ref = reference.runs[0].workload_detail if reference.runs else {}
+    return [f"{key} {cand.get(key)} against the reference's {ref.get(key)}"
+            for key in SAME_LOAD if cand.get(key) != ref.get(key)]
 
 
 def _shares(series: SeriesData) -> list[float]:
@@ -42,27 +68,37 @@ def offered_rate_check(candidate: SeriesData, reference: SeriesData) -> Check:
     ref_held = sum(v > 0 for v in ref)
     counts = (f"VALID in {held} of {len(cand)} repeats at {_rate(candidate)}, the "
               f"reference in {ref_held} of {len(ref)}")
-    if cand and candidate.valid_shortfall is None:
+    differences = _load_differences(candidate, reference)
+    if differences:
+        verdict, reason = "INCONCLUSIVE", (
+            f"{counts}; the two sides were not offered the same load ("
+            f"{', '.join(differences)}): run both with the same workload settings")
+    elif cand and candidate.valid_shortfall is None:
         verdict, reason = "PASS", (f"{counts}: the rate was held every time" if held == len(cand)
                                    else f"{counts}: at least the {candidate.min_valid} the "
                                         "series asks for (min_valid)")
-    elif (held == 0 and ref_held == len(ref) and len(cand) >= FAIL_REPEATS
-          and len(ref) >= FAIL_REPEATS):
-        verdict, reason = "FAIL", (f"{counts}: the candidate missed a latency bound in every "
-                                   "repeat at a rate the reference held in every one")
+    elif (held == 0 and ref and ref_held == len(ref)
+          and fisher_one_sided(len(cand), len(ref)) <= FAIL_P):
+        first = candidate.invalid_runs[0].reasons[:1] if candidate.invalid_runs else []
+        verdict, reason = "FAIL", (
+            f"{counts}: INVALID in every repeat at a rate the reference held in every one "
+            f"(Fisher's one-sided p = {fisher_one_sided(len(cand), len(ref)):.3f})"
+            + (f"; LoadGen: {first[0]}" if first else ""))
     else:
         verdict = "INCONCLUSIVE"
         if ref_held < len(ref):
             advice = ("the reference did not hold the rate every time either: a lower "
                       "target_qps, or a capacity search (capacity:), would decide")
         else:
-            advice = (f"a FAIL needs every one of at least {FAIL_REPEATS} repeats INVALID "
-                      "on the candidate's side and none on the reference's: more repeats, "
-                      "or a capacity search (capacity:), would decide")
+            advice = ("a FAIL needs every repeat INVALID on the candidate's side, none on "
+                      f"the reference's, and enough of them (Fisher's p <= {FAIL_P:.1%}: 4 a "
+                      "side, or 3 against 5): more repeats, or a capacity search "
+                      "(capacity:), would decide")
         reason = f"{counts}; {advice}"
     summary, ref_summary = summarize(cand or [0.0]), summarize(ref or [0.0])
+    relative = (summary.mean / ref_summary.mean - 1) * 100 if ref_summary.mean > 0 else 0.0
     return Check(metric=OFFERED_RATE_CHECK, unit="% of runs VALID", candidate=summary,
                  reference_mean=ref_summary.mean, reference=ref_summary,
-                 difference_pct=summary.mean - ref_summary.mean, ci_pct=None, mdd_pct=None,
+                 difference_pct=relative, ci_pct=None, mdd_pct=None,
                  band=Band(lower_pct=0.0), verdict=verdict, reason=reason,
                  units=len(cand))
