@@ -20,6 +20,7 @@ far the p99s moved. Capacity at the SLO (a search of rates) judges a slice's cap
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from vgpu.results.compare import Band, Check
 from vgpu.results.series import SeriesData
@@ -30,10 +31,13 @@ FAIL_P = 0.025
 SAME_LOAD = ("target_qps", "target_latency_ms")
 
 
+def _detail(series: SeriesData) -> dict[str, Any]:
+    return series.runs[0].workload_detail if series.runs else {}
+
+
 def measured_capacity(series: SeriesData) -> bool:
     """Whether the series searched for its capacity at the SLO (its own checks)."""
-    detail = series.runs[0].workload_detail if series.runs else {}
-    return (detail.get("llm") or {}).get("capacity") is not None
+    return (_detail(series).get("llm") or {}).get("capacity") is not None
 
 
 def fisher_one_sided(candidate_runs: int, reference_runs: int) -> float:
@@ -43,8 +47,7 @@ def fisher_one_sided(candidate_runs: int, reference_runs: int) -> float:
 
 
 def _load_differences(candidate: SeriesData, reference: SeriesData) -> list[str]:
-    cand = candidate.runs[0].workload_detail if candidate.runs else {}
-    ref = reference.runs[0].workload_detail if reference.runs else {}
+    cand, ref = _detail(candidate), _detail(reference)
     return [f"{key} {cand.get(key)} against the reference's {ref.get(key)}"
             for key in SAME_LOAD if cand.get(key) != ref.get(key)]
 
@@ -55,8 +58,7 @@ def _shares(series: SeriesData) -> list[float]:
 
 
 def _rate(series: SeriesData) -> str:
-    detail = series.runs[0].workload_detail if series.runs else {}
-    rate = detail.get("target_qps")
+    rate = _detail(series).get("target_qps")
     return f"{float(rate):g} queries/s per instance" if isinstance(rate, int | float) \
         else "the scenario's target rate"
 

@@ -146,9 +146,10 @@ def run_mpi_job(job: MpiJob, local_out: Path) -> LaunchOutcome:
     when no record came back."""
     stage_job(job)
     head = job.head
+    as_root = is_root(head)
     relaunched = ""
     for attempt in (1, 2):
-        done, read, failures = _attempt(job)
+        done, read, failures = _attempt(job, as_root)
         if read.exit_code == 0 and read.stdout.strip():
             break
         tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-8:])
@@ -172,11 +173,11 @@ def run_mpi_job(job: MpiJob, local_out: Path) -> LaunchOutcome:
     return LaunchOutcome(record=record, nodes=[outcome])
 
 
-def _attempt(job: MpiJob) -> tuple[ShellResult, ShellResult, str]:
+def _attempt(job: MpiJob, as_root: bool) -> tuple[ShellResult, ShellResult, str]:
     """One mpirun: its result, the read of rank 0's record and the ranks' failures."""
     head = job.head
     try:
-        done = run_bash(head, mpirun_command(job, is_root(head)), job.timeout_s)
+        done = run_bash(head, mpirun_command(job, as_root), job.timeout_s)
     except BaseException:  # a timeout, Ctrl-C: mpirun ends its ranks when it is ended
         teardown(head)
         raise
