@@ -4,6 +4,7 @@ result.json whatever happens."""
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -70,14 +71,31 @@ def _open_backend(spec: Spec, model_path: Path | None, model_io: ModelIO) -> Bac
                       spec.model.precision, spec.cache_dir or default_cache_dir())
 
 
-def _open_slowed(spec: Spec, model_path: Path | None, model_io: ModelIO) -> Backend:
-    """The spec's backend, slowed by ``spec.slowdown`` when it asks for it."""
-    backend = _open_backend(spec, model_path, model_io)
-    if spec.slowdown:
-        from loadgen.backends.slowed import SlowedBackend
+# Set only by the simulator lab's guests (vgpu sim): the share of the work a simulated
+# upgraded host takes away, so that a lab without GPUs can show a host that regressed.
+SIM_HOST_SLOWDOWN = "VGPU_SIM_HOST_SLOWDOWN"
 
-        return SlowedBackend(backend, spec.slowdown)
+
+def _open_slowed(spec: Spec, model_path: Path | None, model_io: ModelIO) -> Backend:
+    """The spec's backend, slowed by ``spec.slowdown`` when it asks for it, and by the
+    simulator lab's host slowdown where its guest sets one."""
+    backend = _open_backend(spec, model_path, model_io)
+    from loadgen.backends.slowed import SlowedBackend
+
+    if spec.slowdown:
+        backend = SlowedBackend(backend, spec.slowdown)
+    simulated = _simulated_host_slowdown()
+    if simulated:
+        backend = SlowedBackend(backend, simulated, "simulated_host_slowdown")
     return backend
+
+
+def _simulated_host_slowdown() -> float:
+    try:
+        share = float(os.environ.get(SIM_HOST_SLOWDOWN) or 0.0)
+    except ValueError:
+        return 0.0
+    return share if 0.0 < share < 0.9 else 0.0
 
 
 def _load_dataset(path: str | None) -> dict[str, np.ndarray] | None:

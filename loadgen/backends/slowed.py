@@ -21,13 +21,14 @@ def spin(seconds: float) -> None:
 
 
 class SlowedBackend:
-    def __init__(self, inner: Backend, share: float) -> None:
+    def __init__(self, inner: Backend, share: float, label: str = "injected_slowdown") -> None:
         if not 0.0 < share < 0.9:
             raise ValueError(f"slowdown share must be in (0, 0.9), got {share}")
         self.inner = inner
         self.name = inner.name
         self.concurrency = inner.concurrency
         self.share = share
+        self.label = label  # the key its describe() names the share under
         self._factor = share / (1.0 - share)
 
     def infer(self, feeds: Feeds) -> list[np.ndarray]:
@@ -46,7 +47,7 @@ class SlowedBackend:
         self.inner.submit(feeds, slowed)
 
     def describe(self) -> dict[str, Any]:
-        return {**self.inner.describe(), "injected_slowdown": self.share}
+        return {**self.inner.describe(), self.label: self.share}
 
     def mark_statistics_start(self) -> None:
         self.inner.mark_statistics_start()

@@ -1,7 +1,7 @@
 """Xorg in an upgrade window, on the simulator lab through the CLI: graphics settings changed
 while a host was drained take effect at `vgpu undrain` (Xorg restarted through the host's
 service system, as the simulator records), a reboot puts them in effect without one, and a
-host whose Xorg is not running stays in maintenance mode."""
+host whose vSGA GPUs need an Xorg that is not running stays in maintenance mode."""
 
 from __future__ import annotations
 
@@ -85,17 +85,26 @@ def test_a_reboot_puts_the_policy_in_effect_and_an_untouched_host_keeps_xorg(
                                 "active_policy": "consolidation"}
 
 
-def test_undrain_refuses_while_xorg_is_stopped_and_the_host_stays_in_maintenance(
-        tmp_path: Path) -> None:
+def test_xorg_stopped_matters_only_for_vsga_gpus(tmp_path: Path) -> None:
+    """vGPU (Shared Direct) needs no Xorg: a stopped one does not hold the host back. A GPU
+    in vSGA mode (graphics type shared) does need it: the host stays in maintenance."""
     with VcsimLab(LabShape(hosts=2, gpus_per_host=1)) as lab:
         inventory = lab.write_inventory(tmp_path / "inv.yaml")
         assert _vgpu("drain", "--host", H1, *_window(tmp_path, inventory))[0] == 0
         lab.set_xorg_running(H1, False)
+        code, out = _vgpu("undrain", "--host", H1, "--no-upgrade",
+                          *_window(tmp_path, inventory))
+        assert code == 0, out
+        assert not _in_maintenance(lab, H1)
 
+        _set_graphics_type(lab, H1, "shared")
+        lab.set_xorg_running(H1, True)  # a start puts the vSGA type in effect
+        assert _vgpu("drain", "--host", H1, *_window(tmp_path, inventory))[0] == 0
+        lab.set_xorg_running(H1, False)
         code, out = _vgpu("undrain", "--host", H1, "--no-upgrade",
                           *_window(tmp_path, inventory))
         assert code == 1
-        assert f"the Xorg service of host {H1} is not running (vGPU VMs need it)" in out
+        assert f"the Xorg service of host {H1} is not running (its vSGA GPUs need it)" in out
         assert "/etc/init.d/xorg start" in out
         assert f"Host {H1} stays in maintenance mode" in out
         assert _in_maintenance(lab, H1)
@@ -105,6 +114,18 @@ def test_undrain_refuses_while_xorg_is_stopped_and_the_host_stays_in_maintenance
                           *_window(tmp_path, inventory))
         assert code == 0, out
         assert not _in_maintenance(lab, H1)
+
+
+def _set_graphics_type(lab: VcsimLab, host: str, kind: str) -> None:
+    with connect(lab.target()) as session:
+        facts = read_state(session, lab.placement_names()).hosts[host]
+        config = facts.graphics_config
+        devices = [vim.host.GraphicsConfig.DeviceType(deviceId=pci, graphicsType=kind)
+                   for pci in facts.graphics_active_per_gpu]
+        facts.graphics_manager.UpdateGraphicsConfig(config=vim.host.GraphicsConfig(
+            hostDefaultGraphicsType=config.hostDefaultGraphicsType,
+            sharedPassthruAssignmentPolicy=config.sharedPassthruAssignmentPolicy,
+            deviceType=devices))
 
 
 def test_undrain_of_a_host_never_drained_names_the_flag_and_the_command(

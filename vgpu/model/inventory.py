@@ -80,6 +80,11 @@ class Placement(StrictModel):
     ovf: str | None = Field(None, description="OVF/OVA file to deploy instead of a template")
     iso: str | None = Field(None, description="ISO to attach to newly created VMs")
     guest_id: str = Field("ubuntu64Guest", description="guest OS id for created VMs")
+    image_managed: bool | None = Field(
+        None, description="the cluster's hosts are managed with a vSphere Lifecycle Manager "
+        "image (true) or with baselines (false): a missing NVIDIA host driver is then fixed "
+        "through the image (add the component, remediate), never with esxcli, which would "
+        "make the host non-compliant; unset: both fixes are named")
 
     @model_validator(mode="after")
     def _one_source(self) -> Placement:

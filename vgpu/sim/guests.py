@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from vgpu.sim import dockerd
+from vgpu.sim.lab import LAB_STATE
 
 GUEST_TOOLS = Path(__file__).with_name("guest_tools")
 GUEST_USER = "vgpu-sim"
@@ -384,7 +385,8 @@ def _make_home(net: GuestNetwork, home: Path, vm: str, hardware: GuestHardware) 
     daemon = net.daemon()
     if daemon is not None:  # the guest's docker forwards to it (guest_tools/docker)
         (state / "docker").write_text(
-            f"host={daemon.host}\nhome={home}\nvm={vm}\nlock={daemon.build_lock}\n")
+            f"host={daemon.host}\nhome={home}\nvm={vm}\nlock={daemon.build_lock}\n"
+            f"lab={Path(net.workdir) / LAB_STATE}\n")
     (state / "hardware").write_text(hardware_text(vm, hardware.vgpu_type, hardware.mig_profile,
                                                   hardware.gpu_count, hardware.gpu_name))
     (state / "urls" / url_key(TOOLKIT_KEY_URL)).write_text(

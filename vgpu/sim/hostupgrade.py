@@ -30,6 +30,10 @@ class HostUpgrade:
     vib_version: str
     reboot: bool = True
     esxi_version: str | None = None  # None: the version installed stays
+    # what the new image does to the NVIDIA stack (SIMULATED faults of a real upgrade):
+    drop_vib: bool = False  # the image has no NVIDIA component: the VIB is gone
+    unload_module: bool = False  # the VIB is there, its vGPU manager did not load
+    slowdown: float = 0.0  # share of its guests' work the upgraded host takes away
 
 
 def upgrade_host(url: str, username: str, password: str, ca_file: Path | None,
@@ -40,7 +44,10 @@ def upgrade_host(url: str, username: str, password: str, ca_file: Path | None,
     endpoint = urllib.parse.urlunsplit((parts.scheme, parts.netloc, UPGRADE_PATH, "", ""))
     form = {"host": upgrade.host, "build": upgrade.esxi_build, "vib": upgrade.vib_version,
             "reboot": "true" if upgrade.reboot else "false",
-            "version": upgrade.esxi_version or ""}
+            "version": upgrade.esxi_version or "",
+            "drop_vib": "true" if upgrade.drop_vib else "false",
+            "unload": "true" if upgrade.unload_module else "false",
+            "slowdown": f"{upgrade.slowdown:g}" if upgrade.slowdown else ""}
     login = base64.b64encode(f"{username}:{password}".encode()).decode()
     request = urllib.request.Request(endpoint, data=urllib.parse.urlencode(form).encode(),
                                      headers={"Authorization": f"Basic {login}"},

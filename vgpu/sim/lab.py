@@ -36,6 +36,7 @@ DV_PORT_GROUP = "vgpu-dvpg"  # a distributed port group on the DVS vgpu-dvs
 RDMA_NIC_MODEL = "ConnectX-6"  # Mellanox 0x15b3:0x101b, two ports per host in main.go
 RDMA_NIC_PORTS = {"passthrough": "0000:3b:00.0", "sriov": "0000:3b:00.1"}  # port 1: SR-IOV
 DEFAULT_PORT = 8989
+LAB_STATE = "lab-state"  # main.go -state-dir: vm-host/<vm>, host-slowdown/<host>
 START_TIMEOUT_S = 60.0
 
 
@@ -77,6 +78,10 @@ class LabShape:
     template_firmware: str = "efi"  # bios: a template vGPU VMs cannot boot from
     host_memory_gb: int = 1024  # every host's memory (hardware.memorySize)
     host_cpu_cores: int = 64  # every host's cores; twice as many logical CPUs
+    # what a real vSphere 8 cluster runs beside the workloads: vCLS VMs (folder vCLS) and
+    # an agent VM per host, all managed by the ESX Agent Manager
+    system_vms: bool = False
+    xorg_off: bool = False  # compute GPUs: Xorg not running and not starting on any host
 
     def host_names(self) -> list[str]:
         return [host_name(i) for i in range(self.hosts)]
@@ -92,6 +97,7 @@ class LabShape:
                 "vib": f"{VIB_NAME} {self.vib_version}",
                 "removed_vgpu_types": list(self.removed_vgpu_types),
                 "maintenance": [host_name(i) for i in self.maintenance],
+                "system_vms": self.system_vms, "xorg_off": self.xorg_off,
                 "disconnected": [host_name(i) for i in self.disconnected]}
 
     def args(self, ca_out: Path | None) -> list[str]:
@@ -120,6 +126,10 @@ class LabShape:
             args.append(f"-host-option={options}")
         if self.removed_vgpu_types:
             args.append(f"-remove-vgpu-types={','.join(self.removed_vgpu_types)}")
+        if self.system_vms:
+            args.append("-system-vms=true")
+        if self.xorg_off:
+            args.append("-xorg-off=true")
         if self.vgpu_power_on_ms:
             args.append(f"-vgpu-power-on-delay={self.vgpu_power_on_ms}ms")
         if self.gpu_form_factor != "pcie":
@@ -220,7 +230,7 @@ def start_lab(
     log_file = workdir / "vcsim.log"
     with url_file.open("wb") as out, log_file.open("wb") as log:
         process = subprocess.Popen(
-            [str(binary), *shape.args(ca_file)],
+            [str(binary), *shape.args(ca_file), f"-state-dir={workdir / LAB_STATE}"],
             stdout=out, stderr=log, stdin=subprocess.DEVNULL,
             env={**os.environ, "VGPU_SIM_PASSWORD": password},
             start_new_session=detach,

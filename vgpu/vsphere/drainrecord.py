@@ -13,6 +13,7 @@ from vgpu.errors import InputError, ParameterError
 DEFAULT_DIR = Path("vgpu-results/upgrade")
 HOST = "host"  # the parameter: the host of the window
 NOT_DRAINED = "not drained"  # the reason: no drain of the host is recorded
+DRAINING, DRAINED = "draining", "drained"
 
 
 @dataclass
@@ -31,6 +32,16 @@ class DrainRecord:
     vms_shut_down: list[str] = field(default_factory=list)
     baselines: list[str] = field(default_factory=list)  # the baseline sets it is tied to
     undrained_at: str | None = None
+    # "draining": written before the first change (a drain killed after it is continued by
+    # the next drain); "drained": the host reached maintenance mode
+    status: str = DRAINED
+    # The GPU stack at the drain, which the upgrade must leave as it was:
+    gpus: list[str] = field(default_factory=list)  # the NVIDIA GPUs' PCI ids
+    vgpu_types: list[str] = field(default_factory=list)  # vGPU types the host offered
+    vgpu_types_in_use: list[str] = field(default_factory=list)  # by vgpu's VMs on it
+    graphics: dict[str, str] = field(default_factory=dict)  # pci id -> type in effect
+    vgpu_modes: dict[str, str] = field(default_factory=dict)  # pci id -> vgpuMode (8.0 U3+)
+    system_vms: list[str] = field(default_factory=list)  # vCLS / agent VMs left to vSphere
 
 
 def path_for(directory: Path, host: str) -> Path:
@@ -44,6 +55,11 @@ def save(record: DrainRecord, directory: Path) -> Path:
     temporary.write_text(json.dumps(asdict(record), indent=2) + "\n", encoding="utf-8")
     os.replace(temporary, path)
     return path
+
+
+def find(directory: Path, host: str) -> DrainRecord | None:
+    """The drain of ``host`` when one is recorded, else None."""
+    return load(directory, host) if path_for(directory, host).is_file() else None
 
 
 def load(directory: Path, host: str) -> DrainRecord:

@@ -34,7 +34,14 @@ VM_PATHS = [
     "config.memoryReservationLockedToMax", "config.guestId", "config.tools.pendingCustomization",
     "runtime.host", "runtime.powerState", "guest.ipAddress", "config.version",
     "config.instanceUuid", "parent", "config.memoryAllocation.reservation",
+    "config.managedBy",
 ]
+# The ESX Agent Manager: the solution that owns vSphere Cluster Services (vCLS) VMs and
+# the per-host agent VMs of NSX, vSAN file services or antivirus. Maintenance mode powers
+# its VMs off or moves them by itself; they are no one's workload.
+EAM_EXTENSION = "com.vmware.vim.eam"
+VCLS_FOLDER = "vCLS"
+VCLS_AGENT_TYPE = "cluster-agent"
 
 
 @dataclass(frozen=True)
@@ -183,6 +190,24 @@ class VmActual:
     # the PCI ids ESXi assigned (assignedId, while powered on), sorted
     dynamic_passthrough_ids: tuple[str, ...] = ()
     dynamic_unassigned: int = 0  # such devices with no GPU assigned yet (powered off)
+    # config.managedBy as "extensionKey/type" (com.vmware.vim.eam/cluster-agent for vCLS)
+    managed_by: str | None = None
+    folder_name: str | None = None  # the name of the folder it is in, where read
+
+    @property
+    def system_role(self) -> str | None:
+        """What the VM is when vSphere itself runs it, else None: "vCLS" (vSphere Cluster
+        Services, up to 3 per cluster since 7.0 U1) or "agent VM" (one per host, run by the
+        ESX Agent Manager for NSX, vSAN file services, antivirus). Maintenance mode stops
+        or moves such VMs by itself: they are never shut down by vgpu or counted as
+        another team's workload."""
+        extension, _, kind = (self.managed_by or "").partition("/")
+        if self.folder_name == VCLS_FOLDER or (extension == EAM_EXTENSION
+                                              and kind == VCLS_AGENT_TYPE):
+            return "vCLS"
+        if extension == EAM_EXTENSION:
+            return "agent VM"
+        return None
 
     @property
     def reserved_memory_mb(self) -> int:
@@ -272,7 +297,8 @@ def nic_network(nic: Any, networks: dict[str, str]) -> str | None:
 
 
 def _vm_from_props(ref: Any, props: dict[str, Any], host_names: dict[str, str],
-                   networks: dict[str, str] | None = None) -> VmActual:
+                   networks: dict[str, str] | None = None,
+                   folders: dict[str, str] | None = None) -> VmActual:
     devices = props.get("config.hardware.device") or []
     nic = first_nic(devices)
     vgpu_devices = tuple(
@@ -289,6 +315,8 @@ def _vm_from_props(ref: Any, props: dict[str, Any], host_names: dict[str, str],
     rdma_devices = _rdma_devices(devices)
     dynamic = _dynamic_gpu_devices(devices)
     host = props.get("runtime.host")
+    managed = props.get("config.managedBy")
+    parent = props.get("parent")
     return VmActual(
         name=props.get("name", ref._moId),
         ref=ref,
@@ -313,7 +341,9 @@ def _vm_from_props(ref: Any, props: dict[str, Any], host_names: dict[str, str],
         port_group=nic_network(nic, networks or {}),
         nic_device=nic,
         instance_uuid=props.get("config.instanceUuid") or None,
-        folder=props["parent"]._moId if props.get("parent") is not None else None,
+        folder=parent._moId if parent is not None else None,
+        folder_name=(folders or {}).get(parent._moId) if parent is not None else None,
+        managed_by=f"{managed.extensionKey}/{managed.type or ''}" if managed else None,
         memory_reserved_mb=int(props.get("config.memoryAllocation.reservation") or 0),
         dynamic_passthrough_ids=tuple(sorted(d.backing.assignedId for d in dynamic
                                              if d.backing.assignedId)),
@@ -338,8 +368,15 @@ def read_vm_list(session: Session, datacenter: Any) -> list[VmActual]:
     """Every VM and template in the datacenter (names repeat across folders)."""
     names = host_names(session, datacenter.hostFolder)
     networks = network_names(session, datacenter)
-    return [_vm_from_props(ref, props, names, networks)
+    folders = folder_names(session, datacenter)
+    return [_vm_from_props(ref, props, names, networks, folders)
             for ref, props in session.collect(datacenter.vmFolder, vim.VirtualMachine, VM_PATHS)]
+
+
+def folder_names(session: Session, datacenter: Any) -> dict[str, str]:
+    """VM folder managed-object id -> name (the ``vCLS`` folder among them)."""
+    return {obj._moId: props["name"] for obj, props
+            in session.collect(datacenter.vmFolder, vim.Folder, ["name"]) if "name" in props}
 
 
 def read_vms(session: Session, datacenter: Any) -> dict[str, VmActual]:

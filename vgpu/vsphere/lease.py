@@ -74,6 +74,10 @@ class LeaseInfo:
             return None
 
 
+# vCenter host/lease folder -> the lease this process holds over a longer job.
+_HELD_OVER_JOB: dict[str, LabLease] = {}
+
+
 class LeaseHeld(RemoteError):
     """Another run holds the lab's lease."""
 
@@ -98,7 +102,7 @@ class LabLease:
 
     def __init__(self, session: Session, lab_folder: Any, lab: str, command: str, *,
                  ttl_s: float = DEFAULT_LEASE_TTL_S, break_lease: bool = False,
-                 warn: Warn | None = None) -> None:
+                 warn: Warn | None = None, over_job: bool = False) -> None:
         self.session = session
         self.lab_folder = lab_folder
         self.lab = lab
@@ -111,12 +115,18 @@ class LabLease:
         self.folder: Any = None
         self.renewals = 0
         self.lost: str | None = None  # why the lease was lost while held
+        # over_job: held over a longer job in this process (a campaign over every host's
+        # window); the drain, apply and undrain it runs find it and take nothing (nested)
+        self.over_job = over_job
+        self.nested = False
         self._key = 0
         self._stop = threading.Event()
         self._renewer: threading.Thread | None = None
 
     def __enter__(self) -> LabLease:
         self.acquire()
+        if self.nested:
+            return self
         self._renewer = threading.Thread(target=self._renew_until_stopped,
                                          name="vgpu-lease", daemon=True)
         self._renewer.start()
@@ -154,6 +164,8 @@ class LabLease:
         if existing is None:
             return
         info = self.read(existing)
+        if self._outer() is not None:
+            return
         if info is None or info.expires > self.now():
             raise LeaseHeld(self._busy(info))
 
@@ -166,8 +178,26 @@ class LabLease:
                 f"{info.describe()}; nothing was changed. Wait for that run to end, or, if "
                 "it died, pass --break-lease (or wait until the lease expires)")
 
+    def _outer(self) -> LabLease | None:
+        """The lease this process holds on the lab over a longer job, if any."""
+        outer = _HELD_OVER_JOB.get(self._job_key)
+        return outer if outer is not None and outer.folder is not None \
+            and not outer.lost else None
+
+    @property
+    def _job_key(self) -> str:
+        return f"{self.session.target.host}/{self.name}"
+
     def acquire(self) -> None:
+        if self._outer() is not None:
+            self.nested = True
+            return
         self._key = _field_key(self.session)
+        self._take()
+        if self.over_job:
+            _HELD_OVER_JOB[self._job_key] = self
+
+    def _take(self) -> None:
         unwritten = 0
         while True:
             existing = self._existing()
@@ -229,6 +259,8 @@ class LabLease:
                 return
 
     def release(self) -> None:
+        if self.over_job and _HELD_OVER_JOB.get(self._job_key) is self:
+            del _HELD_OVER_JOB[self._job_key]
         if self.folder is None or self.lost:
             return
         try:

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from pyVmomi import vim
+from pyVmomi import vim, vmodl
 
 from vgpu.errors import InputError, ParameterError, RemoteError
 from vgpu.model.inventory import Inventory
@@ -20,16 +21,20 @@ from vgpu.results.store import ResultStore
 from vgpu.vsphere import drainrecord
 from vgpu.vsphere.connection import Session, connect
 from vgpu.vsphere.drainrecord import DrainRecord
-from vgpu.vsphere.facts import HostFacts, VmActual, read_host_driver
+from vgpu.vsphere.facts import HostFacts, VmActual, driver_branch, read_host_driver
 from vgpu.vsphere.from_inventory import placement_from_inventory, target_from_inventory
+from vgpu.vsphere.gpustack import stack_findings
+from vgpu.vsphere.lease import LabLease
 from vgpu.vsphere.preflight import run_preflight
 from vgpu.vsphere.preflight_saved import save_report
 from vgpu.vsphere.reconcile import ClusterState, read_state
-from vgpu.vsphere.tasks import call
+from vgpu.vsphere.tasks import call, describe_fault, wait_for_task
 from vgpu.vsphere.xorg import settle_graphics
 
 Say = Callable[[str], None]
 POLL_S = 0.5
+# vCenter's own default waits an hour; an upgrade window that cannot start says so sooner.
+DEFAULT_MAINTENANCE_TIMEOUT_S = 900.0
 
 
 @dataclass(frozen=True)
@@ -57,11 +62,30 @@ def _driver(facts: HostFacts) -> str | None:
     return f"{driver.name} {driver.version}" if driver else None
 
 
-def _vms_on(state: ClusterState, host: str) -> tuple[list[VmActual], list[VmActual]]:
-    """The powered-on VMs on ``host``: vgpu's own, and the others."""
+@dataclass(frozen=True)
+class VmsOnHost:
+    """The powered-on VMs on a host: vgpu's own, vSphere's system VMs (vCLS, agent VMs:
+    left to maintenance mode), and everyone else's."""
+
+    mine: list[VmActual]
+    system: list[VmActual]
+    others: list[VmActual]
+
+
+def vms_on(state: ClusterState, host: str) -> VmsOnHost:
     on = [vm for vm in state.vms.values() if vm.host == host and vm.powered_on
           and not vm.is_template]
-    return [vm for vm in on if vm.owned], [vm for vm in on if not vm.owned]
+    return VmsOnHost(mine=[vm for vm in on if vm.owned],
+                     system=[vm for vm in on if not vm.owned and vm.system_role],
+                     others=[vm for vm in on if not vm.owned and not vm.system_role])
+
+
+def _refuse_others(host: str, others: list[VmActual], done: str) -> None:
+    if others:
+        raise RemoteError(
+            f"host {host} runs VMs vgpu does not own: {', '.join(v.name for v in others)}"
+            f"; {done}. Move them to another host or power them off (vgpu never touches "
+            f"them), then run `vgpu drain --host {host}` again")
 
 
 def shut_down(vm: VmActual, timeout_s: float, say: Say) -> None:
@@ -70,6 +94,8 @@ def shut_down(vm: VmActual, timeout_s: float, say: Say) -> None:
         vm.ref.ShutdownGuest()
     except vim.fault.ToolsUnavailable:
         say(f"{vm.name}: no VMware Tools to shut the guest down: powering off")
+    except vim.fault.InvalidPowerState:
+        return  # off already (shut down by an earlier, interrupted drain)
     else:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
@@ -82,40 +108,111 @@ def shut_down(vm: VmActual, timeout_s: float, say: Say) -> None:
         call(f"power off {vm.name}", vm.ref.PowerOffVM_Task)
 
 
+def window_lease(session: Session, state: ClusterState, inventory: Inventory,
+                 inventory_path: Path, command: str, say: Say) -> LabLease:
+    """The lab's lease for one step of a host's window (a campaign holding it already
+    passes through: the lease is reentrant within one process)."""
+    names = placement_from_inventory(inventory, inventory_path)
+    return LabLease(session, state.placement.folder, names.lab, command,
+                    warn=lambda text: say(f"warning: {text}"))
+
+
+def enter_maintenance(facts: HostFacts, timeout_s: float, say: Say) -> None:
+    """EnterMaintenanceMode, waited for up to ``timeout_s``; a task still running then is
+    cancelled (vCenter would otherwise go on trying for its own hour) and the state said."""
+    what = f"enter maintenance mode on {facts.name}"
+    try:
+        task = facts.ref.EnterMaintenanceMode_Task(0)
+    except (vim.fault.VimFault, vmodl.MethodFault) as exc:
+        raise RemoteError(f"{what} was refused: {describe_fault(exc)}") from None
+    try:
+        wait_for_task(task, what, timeout_s=timeout_s)
+    except RemoteError:
+        state = task.info.state
+        if state not in (vim.TaskInfo.State.running, vim.TaskInfo.State.queued):
+            raise
+        with suppress(vmodl.MethodFault):
+            task.CancelTask()
+        in_maintenance = bool(facts.ref.runtime.inMaintenanceMode)
+        raise RemoteError(
+            f"{what} did not finish within {timeout_s:.0f} s (a VM that cannot be moved "
+            f"off, or DRS not fully automated); the task was cancelled and the host is "
+            f"{'in' if in_maintenance else 'not in'} maintenance mode. vgpu's VMs on it "
+            f"are shut down. Check the host's VMs and tasks in vCenter, then run `vgpu "
+            f"drain --host {facts.name}` again") from None
+    say(f"host {facts.name} is in maintenance mode")
+
+
 def drain(inventory: Inventory, inventory_path: Path, host: str, paths: WindowPaths,
-          shutdown_timeout_s: float, say: Say) -> DrainRecord:
+          shutdown_timeout_s: float, say: Say,
+          maintenance_timeout_s: float = DEFAULT_MAINTENANCE_TIMEOUT_S) -> DrainRecord:
     """Shut vgpu's VMs on ``host`` down, put it in maintenance mode, and save its facts
     first. VMs vgpu does not own are never touched: one powered on there refuses the drain
-    before anything changes. A host already drained is left as it is."""
+    before anything changes. vSphere's system VMs (vCLS, agent VMs) are left to
+    maintenance mode, which stops or moves them itself. The lab's lease is held throughout;
+    a ``draining`` record is written before the first change, so a drain killed midway
+    is continued by the next one. A host drained already is left as it is."""
     with connect(target_from_inventory(inventory, inventory_path)) as session:
         state = read_state(session, placement_from_inventory(inventory, inventory_path))
         facts = _host(state, host, inventory)
+        earlier = drainrecord.find(paths.records_dir, host)
         if facts.in_maintenance:
             return _drained_already(paths.records_dir, host, say)
-        mine, others = _vms_on(state, host)
-        if others:
-            raise RemoteError(
-                f"host {host} runs VMs vgpu does not own: {', '.join(v.name for v in others)}"
-                "; nothing was changed. Move them to another host or power them off (vgpu "
-                f"never touches them), then run `vgpu drain --host {host}` again")
-        read_host_driver(facts)
-        report = run_preflight(session, inventory, inventory_path, None)
-        facts_id = save_report(report, paths.facts_dir).stem
-        say(f"facts before the upgrade saved as {facts_id} (ESXi build {facts.build}, host "
-            f"driver {_driver(facts) or '-'}, booted {facts.boot_time or '-'})")
-        for vm in mine:
-            shut_down(vm, shutdown_timeout_s, say)
-        call(f"enter maintenance mode on {host}", facts.ref.EnterMaintenanceMode_Task, 0)
-        say(f"host {host} is in maintenance mode")
-    record = DrainRecord(
-        host=host, inventory=str(inventory_path.resolve()), drained_at=_now(),
-        facts_id=facts_id, hardware_uuid=facts.hardware_uuid, boot_time=facts.boot_time,
-        esxi_build=facts.build, host_driver=_driver(facts),
-        assignment_policy=facts.assignment_policy,
-        vms_shut_down=[vm.name for vm in mine], baselines=_tie_baselines(paths.db, host,
-                                                                         facts_id))
+        on_host = vms_on(state, host)
+        _refuse_others(host, on_host.others, "nothing was changed")
+        with window_lease(session, state, inventory, inventory_path, f"drain --host {host}",
+                          say):
+            record = _draining_record(earlier, facts, on_host, inventory, inventory_path,
+                                      session, paths, say)
+            drainrecord.save(record, paths.records_dir)
+            for vm in on_host.mine:
+                shut_down(vm, shutdown_timeout_s, say)
+            # DRS may have moved VMs onto the host meanwhile: look again just before.
+            state = read_state(session, placement_from_inventory(inventory, inventory_path))
+            again = vms_on(state, host)
+            shut = ", ".join(record.vms_shut_down) or "none"
+            _refuse_others(host, again.others, f"vgpu's VMs on it are shut down ({shut}), "
+                           "the host is not in maintenance mode")
+            for vm in again.mine:  # powered on again meanwhile (HA, a colleague)
+                shut_down(vm, shutdown_timeout_s, say)
+            if again.system:
+                roles = ", ".join(sorted({v.system_role or "" for v in again.system}))
+                say(f"left to maintenance mode: {', '.join(v.name for v in again.system)} "
+                    f"(vSphere's own {roles}: it stops or moves them)")
+            enter_maintenance(facts, maintenance_timeout_s, say)
+    record.status = drainrecord.DRAINED
+    record.system_vms = sorted(v.name for v in again.system)
     drainrecord.save(record, paths.records_dir)
     return record
+
+
+def _draining_record(earlier: DrainRecord | None, facts: HostFacts, on_host: VmsOnHost,
+                     inventory: Inventory, inventory_path: Path, session: Session,
+                     paths: WindowPaths, say: Say) -> DrainRecord:
+    """The record written before the first change: an interrupted drain's own (its facts
+    were read before anything changed), else facts read and saved now."""
+    mine = [vm.name for vm in on_host.mine]
+    if earlier is not None and earlier.status == drainrecord.DRAINING \
+            and earlier.undrained_at is None:
+        say(f"continuing the drain of {facts.name} begun at {earlier.drained_at}")
+        earlier.vms_shut_down = sorted({*earlier.vms_shut_down, *mine})
+        return earlier
+    read_host_driver(facts)
+    report = run_preflight(session, inventory, inventory_path, None)
+    facts_id = save_report(report, paths.facts_dir).stem
+    say(f"facts before the upgrade saved as {facts_id} (ESXi build {facts.build}, host "
+        f"driver {_driver(facts) or '-'}, booted {facts.boot_time or '-'})")
+    return DrainRecord(
+        host=facts.name, inventory=str(inventory_path.resolve()), drained_at=_now(),
+        facts_id=facts_id, hardware_uuid=facts.hardware_uuid, boot_time=facts.boot_time,
+        esxi_build=facts.build, host_driver=_driver(facts),
+        assignment_policy=facts.assignment_policy, vms_shut_down=mine,
+        baselines=_tie_baselines(paths.db, facts.name, facts.hardware_uuid, facts_id),
+        status=drainrecord.DRAINING, gpus=sorted(g.pci_id for g in facts.gpus),
+        vgpu_types=sorted(facts.vgpu_types),
+        vgpu_types_in_use=sorted({t for vm in on_host.mine for t in vm.vgpus}),
+        graphics=dict(sorted(facts.graphics_active_per_gpu.items())),
+        vgpu_modes=dict(sorted(facts.vgpu_mode_per_gpu.items())))
 
 
 def _drained_already(records_dir: Path, host: str, say: Say) -> DrainRecord:
@@ -132,19 +229,27 @@ def _drained_already(records_dir: Path, host: str, say: Say) -> DrainRecord:
                              f"host {host} is in maintenance mode again after its undrain at "
                              f"{record.undrained_at}",
                              "exit maintenance mode in vCenter and drain it again")
+    if record.status == drainrecord.DRAINING:  # killed after maintenance mode was reached
+        record.status = drainrecord.DRAINED
+        drainrecord.save(record, records_dir)
     say(f"host {host} is in maintenance mode already (drained at {record.drained_at}): "
         "nothing changed")
     return record
 
 
-def _tie_baselines(db: str | None, host: str, facts_id: str) -> list[str]:
-    """Every baseline set measured on ``host`` gets these facts as its pre-upgrade ones."""
+def _tie_baselines(db: str | None, host: str, hardware_uuid: str | None,
+                   facts_id: str) -> list[str]:
+    """Every baseline set measured on ``host`` (by its hardware UUID where both have one,
+    so a host re-added under another name keeps its baselines) gets these facts as its
+    pre-upgrade ones."""
     if db is None:
         return []
     tied = []
     with ResultStore.open_existing(db) as store:
         for record in store.baseline_sets():
-            if record.host == host:
+            same = record.hardware_uuid == hardware_uuid if record.hardware_uuid \
+                and hardware_uuid else record.host == host
+            if same:
                 store.put_baseline_set(replace(record, drain_facts_id=facts_id))
                 tied.append(record.name)
     return tied
@@ -214,15 +319,27 @@ def undrain(inventory: Inventory, inventory_path: Path, host: str, paths: Window
                               f"{facts.hardware_uuid}) than was drained "
                               f"({record.hardware_uuid}); it stays in maintenance mode. "
                               "Capture a new baseline on it before trusting a comparison")
-        refusals = upgrade_refusals(record, facts, expect_upgrade)
+        refusals = upgrade_refusals(record, facts, expect_upgrade) + [
+            Refusal(f.reason, f.fix) for f in stack_findings(
+                record, facts, intended_branch=driver_branch(
+                    inventory.drivers.host_driver_version),
+                image_managed=inventory.placement.image_managed
+                if inventory.placement else None)]
         if refusals:
             raise RemoteError("; ".join(r.reason for r in refusals) + f". Host {host} stays "
                               "in maintenance mode. Fix: " + "; ".join(r.fix for r in refusals))
+        say(f"host {host}: GPU stack as at the drain ({len(record.gpus)} GPU(s), "
+            f"{len(facts.vgpu_types)} vGPU type(s) offered, host driver "
+            f"{_driver(facts) or '-'})")
         booted = facts.boot_time is not None and record.boot_time is not None \
             and facts.boot_time > record.boot_time
-        settle_graphics(facts, record.assignment_policy, booted, say)
-        if facts.in_maintenance:
-            call(f"exit maintenance mode on {host}", facts.ref.ExitMaintenanceMode_Task, 0)
+        state = read_state(session, placement_from_inventory(inventory, inventory_path))
+        with window_lease(session, state, inventory, inventory_path,
+                          f"undrain --host {host}", say):
+            settle_graphics(facts, record.assignment_policy, booted, say)
+            if facts.in_maintenance:
+                call(f"exit maintenance mode on {host}", facts.ref.ExitMaintenanceMode_Task,
+                     0)
         facts = _wait_connected(session, inventory, inventory_path, host,
                                 connect_timeout_s, say)
         if facts.in_maintenance:

@@ -1,6 +1,8 @@
 """Xorg on an ESXi host. The host's graphics settings (the GPU assignment policy, the default
 and per-GPU graphics type) take effect only when the X.Org server restarts or the host
-boots, and a vGPU VM needs Xorg running. vgpu restarts it through the host's
+boots. Only vSGA (graphics type shared) needs Xorg running: GPUs in Shared Direct (vGPU)
+mode need none since vSphere 7.0 U1, and on compute GPUs (A100, H100) Xorg often does not
+start; there a setting waits for the next boot. vgpu restarts it through the host's
 HostServiceSystem (``RestartService('xorg')``) where a setting is configured but not in
 effect, and only while no vGPU VM runs on the host: a restart under running vGPU VMs is
 refused before anything changes.
@@ -19,6 +21,7 @@ from pyVmomi import vmodl
 
 from vgpu.errors import RemoteError
 from vgpu.vsphere.facts import HostFacts
+from vgpu.vsphere.gpustack import needs_xorg
 
 XORG = "xorg"
 ON_HOST_RESTART = "/etc/init.d/xorg restart"
@@ -104,10 +107,11 @@ def restart_xorg(facts: HostFacts, settings: list[str]) -> str:
 
 
 def xorg_problem(facts: HostFacts) -> str | None:
-    """Why vGPU VMs cannot power on for want of Xorg on the host, or None (also when the
-    host does not say)."""
-    if read_xorg(facts).running is False:
-        return (f"the Xorg service of host {facts.name} is not running (vGPU VMs need it); "
+    """Why vSGA VMs cannot power on for want of Xorg on the host, or None (also when the
+    host does not say, and where no GPU is in vSGA mode: vGPU needs no Xorg)."""
+    if needs_xorg(facts) and read_xorg(facts).running is False:
+        return (f"the Xorg service of host {facts.name} is not running (its vSGA GPUs need "
+                "it); "
                 f"start it (vSphere Client: the host's Services, X.Org Server; or on the "
                 f"host: {ON_HOST_START})")
     return None
@@ -123,7 +127,21 @@ def settle_graphics(facts: HostFacts, policy_before: str | None, booted_since: b
         pending.append(f"GPU assignment policy {policy_before} -> "
                        f"{facts.assignment_policy or '-'}")
     if pending:
-        say(restart_xorg(facts, pending))
+        was_running = read_xorg(facts).running
+        try:
+            say(restart_xorg(facts, pending))
+        except XorgBlocked:
+            raise
+        except RemoteError as exc:
+            if was_running is not False:
+                raise
+            stays = f" Host {facts.name} stays in maintenance mode." \
+                if facts.in_maintenance else ""
+            raise RemoteError(
+                f"{exc}. Xorg does not run on host {facts.name} (compute GPUs in vGPU mode "
+                "need none, and on A100/H100 it often does not start), so these settings "
+                f"take effect only at a boot.{stays} Reboot {facts.name}, then undrain it "
+                "again") from None
     problem = xorg_problem(facts)
     if problem:
         stays = f" Host {facts.name} stays in maintenance mode;" if facts.in_maintenance else ""

@@ -25,7 +25,9 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -132,6 +134,10 @@ func addImageConfigManager(h *simulator.HostSystem, c labConfig, withDriver bool
 // imageManagers finds a host's image config manager for the lab's upgrade endpoint.
 var imageManagers = map[types.ManagedObjectReference]*imageConfigManager{}
 
+// vgpuTypesOf keeps the vGPU types each host offered at the start: an upgrade whose vGPU
+// manager loads offers them again.
+var vgpuTypesOf = map[types.ManagedObjectReference][]string{}
+
 type labConfig struct {
 	listen       string
 	hosts        int
@@ -155,7 +161,14 @@ type labConfig struct {
 	hostOptions  []types.BaseOptionValue
 	memoryGB     int64
 	cpuCores     int16
+	systemVms    bool
+	xorgOff      bool
 }
+
+// labStateDir is where the simulator leaves what the lab's guests read at run time: the
+// host each VM last powered on at (vm-host/<vm>) and the slowdown an upgrade brought to
+// a host (host-slowdown/<host>, a share of its guests' work: a SIMULATED regression).
+var labStateDir string
 
 func parseFlags() labConfig {
 	var c labConfig
@@ -182,6 +195,9 @@ func parseFlags() labConfig {
 	cores := flag.Int("host-cpu-cores", 64, "CPU cores of every host (2 sockets, 2 threads per core)")
 	hostOptions := flag.String("host-option", "", "advanced options every host knows, with their start values, e.g. PCI.Foo=0,Net.Bar=x (integers stay integers)")
 	flag.BoolVar(&drsInitialPlacement, "drs-initial-placement", false, "DRS moves a VM at power-on to the host with the fewest powered-on VMs unless its DRS behaviour is manual")
+	flag.StringVar(&labStateDir, "state-dir", "", "where the guests read the host of each VM and each host's simulated slowdown (empty: not written)")
+	flag.BoolVar(&c.systemVms, "system-vms", false, "run what a real vSphere 8 cluster runs beside the workloads: vCLS VMs (folder vCLS, managed by the ESX Agent Manager, up to 3) and one agent VM per host; maintenance mode powers them off and exit powers them on again")
+	flag.BoolVar(&c.xorgOff, "xorg-off", false, "compute GPUs: Xorg is not running on any host and does not start (vGPU mode needs no Xorg since vSphere 7.0 U1; graphics settings take effect at a boot)")
 	flag.DurationVar(&vgpuPowerOnDelay, "vgpu-power-on-delay", 0, "how long a vGPU VM's power-on takes once its GPU is chosen, e.g. 200ms")
 	flag.Parse()
 	c.disconnected = hostIndexes("-disconnected", *disconnected, c.hosts)
@@ -365,7 +381,8 @@ func shapeHost(h *simulator.HostSystem, index int, c labConfig) {
 		}
 	}
 	addGraphicsManager(h)
-	addServiceSystem(h)
+	addServiceSystem(h, c.xorgOff)
+	vgpuTypesOf[h.Self] = h.Config.SharedPassthruGpuTypes
 	if c.passthrough[index] {
 		passthroughGpus(h)
 	}
@@ -575,6 +592,11 @@ func main() {
 	if err := addLabNetworks(context.Background(), &login); err != nil {
 		log.Fatalf("adding the lab networks: %v", err)
 	}
+	if c.systemVms {
+		if err := addSystemVms(context.Background(), &login); err != nil {
+			log.Fatalf("adding the cluster's system VMs: %v", err)
+		}
+	}
 	model.DelayConfig.MethodDelay = delays
 
 	if c.tlsOn && c.caOut != "" {
@@ -700,9 +722,14 @@ func (p *vgpuPlacer) Reference() types.ManagedObjectReference {
 	return types.ManagedObjectReference{Type: "VgpuPlacer", Value: "vgpu-placer"}
 }
 
-// PutObject wraps each new power-on, power-off and destroy task of a VM.
+// PutObject wraps each new power-on, power-off and destroy task of a VM, and each
+// maintenance-mode task of a host (the system VMs on it stopped and started again).
 func (p *vgpuPlacer) PutObject(item mo.Reference) {
 	task, ok := item.(*simulator.Task)
+	if ok && task.Info.Entity != nil && task.Info.Entity.Type == "HostSystem" {
+		wrapMaintenance(task)
+		return
+	}
 	if !ok || task.Info.Entity == nil || task.Info.Entity.Type != "VirtualMachine" {
 		return
 	}
@@ -752,7 +779,11 @@ func (p *vgpuPlacer) powerOn(t *simulator.Task, run func(*simulator.Task) (types
 	drsPlace(vm)
 	vgpus := vmVgpuTypes(vm)
 	if len(vgpus) == 0 {
-		return run(t)
+		result, fault := run(t)
+		if fault == nil {
+			recordVmHost(vm)
+		}
+		return result, fault
 	}
 	host, ok := simulator.Map.Get(*vm.Runtime.Host).(*simulator.HostSystem)
 	if !ok {
@@ -765,8 +796,38 @@ func (p *vgpuPlacer) powerOn(t *simulator.Task, run func(*simulator.Task) (types
 	result, fault := run(t)
 	if fault != nil {
 		p.release(vm.Self)
+	} else {
+		recordVmHost(vm)
 	}
 	return result, fault
+}
+
+// recordVmHost writes the host a VM powered on at, for its simulated guest.
+func recordVmHost(vm *simulator.VirtualMachine) {
+	if labStateDir == "" || vm.Runtime.Host == nil {
+		return
+	}
+	host, ok := simulator.Map.Get(*vm.Runtime.Host).(*simulator.HostSystem)
+	if !ok {
+		return
+	}
+	writeStateFile("vm-host", vm.Name, host.Name)
+}
+
+func writeStateFile(kind, name, value string) {
+	dir := filepath.Join(labStateDir, kind)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		log.Printf("writing %s/%s: %v", kind, name, err)
+		return
+	}
+	path := filepath.Join(dir, name)
+	if value == "" {
+		_ = os.Remove(path)
+		return
+	}
+	if err := ioutil.WriteFile(path+".tmp", []byte(value+"\n"), 0o644); err == nil {
+		_ = os.Rename(path+".tmp", path)
+	}
 }
 
 // vmVgpuTypes lists the VM's vGPU devices (VirtualPCIPassthrough with a vmiop backing).
@@ -1258,6 +1319,13 @@ func upgradeHandler(c labConfig) http.HandlerFunc {
 		simulator.Map.WithLock(host, func() {
 			problem = upgradeHost(host, r.FormValue("version"), r.FormValue("build"),
 				r.FormValue("vib"), r.FormValue("reboot") != "false")
+			if problem == "" {
+				problem = upgradeGpuStack(host, r.FormValue("drop_vib") == "true",
+					r.FormValue("unload") == "true", r.FormValue("reboot") != "false")
+			}
+			if problem == "" && r.FormValue("reboot") != "false" {
+				writeStateFile("host-slowdown", host.Name, r.FormValue("slowdown"))
+			}
 		})
 		if problem != "" {
 			http.Error(w, problem, http.StatusConflict)
@@ -1288,7 +1356,9 @@ func upgradeHost(h *simulator.HostSystem, version, build, vib string, reboot boo
 		build = installedBuild
 	}
 	packages := packagesOf(version, build, vib)
-	if len(manager.packages) < 2 { // a host without the NVIDIA driver stays without it
+	// A host without the NVIDIA driver stays without it, unless it is a vGPU host whose
+	// driver an earlier image dropped (this image brings the component back).
+	if len(manager.packages) < 2 && (len(vgpuTypesOf[h.Self]) == 0 || vib == "") {
 		packages = packages[:1]
 	} else if vib == "" {
 		packages[1].Version = manager.packages[1].Version
@@ -1307,6 +1377,26 @@ func upgradeHost(h *simulator.HostSystem, version, build, vib string, reboot boo
 	h.Runtime.BootTime = &now
 	h.Summary.RebootRequired = false
 	activateGraphics(h) // a boot starts Xorg with the configured graphics settings
+	return ""
+}
+
+// upgradeGpuStack is what the new image did to the NVIDIA stack: dropVib, an image without
+// the NVIDIA component (the VIB is gone, no vGPU type offered); unload, a VIB whose
+// vGPU manager module did not load (the VIB is listed, no vGPU type offered); else, after
+// a boot, the vGPU types the host offered at the start are offered again.
+func upgradeGpuStack(h *simulator.HostSystem, dropVib, unload, reboot bool) string {
+	manager := imageManagers[h.Self]
+	if dropVib && len(manager.packages) > 1 {
+		manager.packages = manager.packages[:1]
+	}
+	if !reboot {
+		return ""
+	}
+	if dropVib || unload || len(manager.packages) < 2 {
+		h.Config.SharedPassthruGpuTypes = nil
+	} else {
+		h.Config.SharedPassthruGpuTypes = vgpuTypesOf[h.Self]
+	}
 	return ""
 }
 
@@ -1334,6 +1424,9 @@ type serviceSystem struct {
 	mo.HostServiceSystem
 	host         *simulator.HostSystem
 	xorgRestarts int
+	// xorgFails: the host's GPUs are compute GPUs (A100, H100) with no display, where
+	// Xorg does not start
+	xorgFails bool
 }
 
 var serviceSystems = map[types.ManagedObjectReference]*serviceSystem{}
@@ -1352,6 +1445,11 @@ func (s *serviceSystem) setRunning(key string, running bool) *soap.Fault {
 	if service == nil {
 		return simulator.Fault(fmt.Sprintf("no service %q on host %s", key, s.host.Name),
 			&types.NotFound{})
+	}
+	if key == "xorg" && running && s.xorgFails {
+		return simulator.Fault(fmt.Sprintf("xorg failed to start on host %s: no display "+
+			"device (compute GPUs in vGPU mode need no Xorg)", s.host.Name),
+			&types.HostConfigFault{})
 	}
 	services := append([]types.HostService{}, s.ServiceInfo.Service...)
 	for i := range services {
@@ -1394,14 +1492,14 @@ func (s *serviceSystem) RefreshServices(req *types.RefreshServices) soap.HasFaul
 
 // addServiceSystem gives the host its HostServiceSystem with the services of an ESXi 8
 // GPU host, Xorg running.
-func addServiceSystem(h *simulator.HostSystem) {
-	system := &serviceSystem{host: h}
+func addServiceSystem(h *simulator.HostSystem, xorgOff bool) {
+	system := &serviceSystem{host: h, xorgFails: xorgOff}
 	system.Self = types.ManagedObjectReference{Type: "HostServiceSystem", Value: "servicesystem-" + h.Self.Value}
 	system.ServiceInfo = types.HostServiceInfo{Service: []types.HostService{
 		{Key: "TSM-SSH", Label: "SSH", Policy: "off"},
 		{Key: "ntpd", Label: "NTP Daemon", Policy: "on", Running: true},
 		{Key: "vpxa", Label: "VMware vCenter Agent", Required: true, Policy: "on", Running: true},
-		{Key: "xorg", Label: "X.Org Server", Policy: "on", Running: true},
+		{Key: "xorg", Label: "X.Org Server", Policy: "on", Running: !xorgOff},
 	}}
 	ref := simulator.Map.Put(system).Reference()
 	h.ConfigManager.ServiceSystem = &ref
@@ -1470,4 +1568,146 @@ func xorgHandler(c labConfig) http.HandlerFunc {
 		}
 		http.Error(w, fmt.Sprintf("no host %q in the lab", name), http.StatusNotFound)
 	}
+}
+
+// ---- the cluster's system VMs: vCLS and ESX Agent Manager agents --------------------------
+//
+// A vSphere 7.0 U1+ cluster runs vSphere Cluster Services VMs (up to 3, folder vCLS) and
+// solutions' agent VMs (NSX, vSAN file services, antivirus: one per host), all managed by
+// the ESX Agent Manager (config.managedBy com.vmware.vim.eam). Maintenance mode takes care
+// of them by itself: agents are powered off with their host entering maintenance mode and
+// on again when it leaves; vCLS VMs are moved or (Embedded vCLS, 8.0 U3) stopped and
+// restarted elsewhere. Here both kinds are powered off on entry and on again on exit (where
+// the real vCLS would restart on another host meanwhile).
+
+const eamExtension = "com.vmware.vim.eam"
+
+// stoppedByMaintenance lists, per host, the system VMs its maintenance mode powered off.
+var stoppedByMaintenance = map[types.ManagedObjectReference][]types.ManagedObjectReference{}
+
+func addSystemVms(ctx context.Context, u *url.URL) error {
+	client, err := govmomi.NewClient(ctx, u, true)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = client.Logout(ctx) }()
+	finder := find.NewFinder(client.Client, true)
+	dc, err := finder.DefaultDatacenter(ctx)
+	if err != nil {
+		return err
+	}
+	finder.SetDatacenter(dc)
+	folders, err := dc.Folders(ctx)
+	if err != nil {
+		return err
+	}
+	vcls, err := folders.VmFolder.CreateFolder(ctx, "vCLS")
+	if err != nil {
+		return err
+	}
+	agents, err := folders.VmFolder.CreateFolder(ctx, "ESX Agents")
+	if err != nil {
+		return err
+	}
+	pool, err := finder.DefaultResourcePool(ctx)
+	if err != nil {
+		return err
+	}
+	hosts, err := finder.HostSystemList(ctx, "*")
+	if err != nil {
+		return err
+	}
+	sort.Slice(hosts, func(i, j int) bool { return hosts[i].Name() < hosts[j].Name() })
+	for i, host := range hosts {
+		if i < 3 {
+			name := fmt.Sprintf("vCLS-4c4c4544-%04d-4710-8047-c7c04f4d%04d", i, i)
+			if err := systemVm(ctx, vcls, pool, host, name, "cluster-agent"); err != nil {
+				return err
+			}
+		}
+		if err := systemVm(ctx, agents, pool, host, "nsx-agent-"+host.Name(), "agent"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func systemVm(ctx context.Context, folder *object.Folder, pool *object.ResourcePool,
+	host *object.HostSystem, name, kind string) error {
+	spec := types.VirtualMachineConfigSpec{
+		Name:      name,
+		GuestId:   "other3xLinux64Guest",
+		NumCPUs:   1,
+		MemoryMB:  128,
+		Files:     &types.VirtualMachineFileInfo{VmPathName: "[LocalDS_0]"},
+		ManagedBy: &types.ManagedByInfo{ExtensionKey: eamExtension, Type: kind},
+	}
+	task, err := folder.CreateVM(ctx, spec, pool, host)
+	if err != nil {
+		return err
+	}
+	info, err := task.WaitForResult(ctx, nil)
+	if err != nil {
+		return err
+	}
+	vm := object.NewVirtualMachine(folder.Client(), info.Result.(types.ManagedObjectReference))
+	power, err := vm.PowerOn(ctx)
+	if err != nil {
+		return err
+	}
+	return power.Wait(ctx)
+}
+
+func wrapMaintenance(task *simulator.Task) {
+	host := *task.Info.Entity
+	run := task.Execute
+	switch task.Info.DescriptionId {
+	case "HostSystem.enterMaintenanceMode":
+		task.Execute = func(t *simulator.Task) (types.AnyType, types.BaseMethodFault) {
+			result, fault := run(t)
+			if fault == nil {
+				stopSystemVms(host)
+			}
+			return result, fault
+		}
+	case "HostSystem.exitMaintenanceMode":
+		task.Execute = func(t *simulator.Task) (types.AnyType, types.BaseMethodFault) {
+			result, fault := run(t)
+			if fault == nil {
+				startSystemVms(host)
+			}
+			return result, fault
+		}
+	}
+}
+
+func setPower(vm *simulator.VirtualMachine, state types.VirtualMachinePowerState) {
+	simulator.Map.WithLock(vm, func() {
+		simulator.Map.Update(vm, []types.PropertyChange{
+			{Name: "runtime.powerState", Val: state},
+			{Name: "summary.runtime.powerState", Val: state},
+		})
+	})
+}
+
+func stopSystemVms(host types.ManagedObjectReference) {
+	for _, obj := range simulator.Map.All("VirtualMachine") {
+		vm := obj.(*simulator.VirtualMachine)
+		if vm.Runtime.Host == nil || *vm.Runtime.Host != host || vm.Config == nil ||
+			vm.Config.ManagedBy == nil || vm.Config.ManagedBy.ExtensionKey != eamExtension ||
+			vm.Runtime.PowerState != types.VirtualMachinePowerStatePoweredOn {
+			continue
+		}
+		setPower(vm, types.VirtualMachinePowerStatePoweredOff)
+		stoppedByMaintenance[host] = append(stoppedByMaintenance[host], vm.Self)
+	}
+}
+
+func startSystemVms(host types.ManagedObjectReference) {
+	for _, ref := range stoppedByMaintenance[host] {
+		if vm, ok := simulator.Map.Get(ref).(*simulator.VirtualMachine); ok {
+			setPower(vm, types.VirtualMachinePowerStatePoweredOn)
+		}
+	}
+	delete(stoppedByMaintenance, host)
 }
