@@ -24,12 +24,12 @@ step() {
     printf '\n== [%3ds] vgpu %s\n' "$((SECONDS - started))" "$*"
     "${vgpu[@]}" "$@"
 }
-judged() {  # a step that ends in verdicts: exit 3 (a FAIL verdict) lets the tour go on
+judged() {  # a step that ends in verdicts: exit 3 (FAIL) or 4 (INCONCLUSIVE) lets the tour go on
     printf '\n== [%3ds] vgpu %s\n' "$((SECONDS - started))" "$*"
     local code=0
     "${vgpu[@]}" "$@" || code=$?
-    if [ "$code" = 3 ]; then
-        echo "(verdict FAIL: on this lab every side runs on the same shared CPU, so a verdict checks the chain, not a GPU)"
+    if [ "$code" = 3 ] || [ "$code" = 4 ]; then
+        echo "(verdict $([ "$code" = 3 ] && echo FAIL || echo INCONCLUSIVE): on this lab every side runs on the same shared CPU, so a verdict checks the chain, not a GPU)"
     elif [ "$code" != 0 ]; then
         return "$code"
     fi

@@ -99,3 +99,10 @@ class VerdictFailed(VgpuError):
     """A comparison was judged FAIL."""
 
     exit_code = 3
+
+
+class NoReference(VgpuError):
+    """Nothing to judge against (no baseline of the host, no bare-metal run): exit 5, the
+    code every judging command gives for it (vgpu.exitcodes)."""
+
+    exit_code = 5

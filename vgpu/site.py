@@ -73,6 +73,11 @@ class SimulatedLab(Protocol):
 
     def stop_for_destroy(self, plan: Plan) -> list[LabGuest]: ...
 
+    def upgrade_host(self, host: str, esxi_build: str | None, vib_version: str | None,
+                     faults: dict[str, float]) -> str: ...
+    # One drained host upgraded in place and rebooted; ``faults``: drop_vib,
+    # unload_module (1.0: on), slowdown (a share). The simulator's answer.
+
 
 @dataclass
 class Site:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.placement.test_plan import inventory, scenario
-from vgpu.errors import InputError, PlanError
+from vgpu.errors import InputError, NoReference, PlanError
 from vgpu.planner import HeldVgpu, build_plan
 from vgpu.results.records import BaselineSet, RunStart
 from vgpu.results.store import ResultStore
@@ -70,15 +70,33 @@ def _store_with(tmp_path: Path, names: list[str]) -> ResultStore:
 def test_each_host_has_its_own_set_and_another_hosts_is_refused(tmp_path: Path) -> None:
     with _store_with(tmp_path, ["pre-upgrade@H0"]) as store:
         assert scenarios_in_set(store, set_name("pre-upgrade", "H0")) == ["5"]
-        with pytest.raises(InputError) as caught:
+        with pytest.raises(NoReference) as caught:
             choose_baseline(store, "pre-upgrade", "H1", None, False, False, ["5"])
+        assert caught.value.exit_code == 5  # nothing to judge against: nothing is run
         assert "H0 have one" in str(caught.value) and "--other-host H0" in str(caught.value)
+        assert "--capture-baseline --host H1" in str(caught.value)
         across = choose_baseline(store, "pre-upgrade", "H1", "H0", False, False, ["5"])
         assert (across.recorded, across.judged, across.across_hosts) == (
             "pre-upgrade@H1", "pre-upgrade@H0", True)
         # A capture on H1 is its own set: H0's is not overwritten.
         capture = choose_baseline(store, "pre-upgrade", "H1", None, True, False, ["5"])
         assert capture.recorded == "pre-upgrade@H1"
+
+
+def test_a_host_readded_under_another_name_keeps_its_baseline_by_hardware_uuid(
+        tmp_path: Path) -> None:
+    with _store_with(tmp_path, ["pre-upgrade@esx7"]) as store:
+        store.put_baseline_set(BaselineSet("pre-upgrade@esx7", "esx7", "uuid-7", "pf",
+                                           time.time()))
+        found = choose_baseline(store, "pre-upgrade", "esx7.lab.example", None, False, False,
+                                ["5"], host_uuid=lambda: "uuid-7")
+        assert (found.judged, found.renamed_from) == ("pre-upgrade@esx7", "esx7")
+        assert found.recorded == "pre-upgrade@esx7.lab.example"
+        with pytest.raises(NoReference):  # another machine under a new name: no baseline
+            choose_baseline(store, "pre-upgrade", "esx8", None, False, False, ["5"],
+                            host_uuid=lambda: "uuid-8")
+        with pytest.raises(NoReference):  # no store at all: nothing to judge against
+            choose_baseline(None, "pre-upgrade", "esx7", None, False, False, ["5"])
 
 
 def test_a_capture_never_overwrites_a_baseline_without_replace(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from tests.labs.sshlab import SshLab, lab_host_targets
 from tests.labs.sshlab import lab_available as ssh_lab_available
 from tests.labs.vcsim import VcsimLab
 from tests.labs.vcsim import lab_available as vcsim_available
+from tests.revalidate.exits import ran_as_judged
 from vgpu.bench.job import BenchRequest
 from vgpu.bench.remote import vsphere_placements
 from vgpu.bench.runtime import RuntimeOptions
@@ -104,7 +105,8 @@ def test_after_an_upgrade_the_slowed_guest_fails_beside_the_drift(
     with VcsimLab() as before:
         before.write_inventory(lab.inventory)
         captured = lab.revalidate(capture=True)
-    assert captured.exit_code == 0, captured.could_not_run
+    assert not captured.could_not_run and captured.state.finished
+    assert captured.exit_code == ran_as_judged(captured)
     assert captured.drift is None  # the first preflight of this inventory
     [first] = captured.verdicts
     assert first.vs_baseline is None and "this run is baseline 'pre-upgrade'" in first.notes

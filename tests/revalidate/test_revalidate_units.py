@@ -49,9 +49,39 @@ def test_exit_codes() -> None:
     passed = WorkloadVerdict("6", "w", "s", _comparison("PASS"), None)
     failed = WorkloadVerdict("7", "w", "s", _comparison("FAIL"), None)
     unsure = WorkloadVerdict("8", "w", "s", _comparison("INCONCLUSIVE"), None)
-    assert exit_code([passed, unsure], {}) == 0
+    unjudged = WorkloadVerdict("9", "w", "s", None, None)
+    assert exit_code([passed, passed], {}) == 0
+    assert exit_code([passed, unsure], {}) == 4  # undecided is no pass
+    assert exit_code([unjudged], {}) == 5  # nothing to judge against
+    assert exit_code([passed, unjudged], {}) == 4
     assert exit_code([passed], {"8": "gone"}) == 1
     assert exit_code([passed, failed], {"8": "gone"}) == 3
+
+
+def test_a_pinned_host_is_judged_against_its_own_baseline_or_not_at_all() -> None:
+    """With --host, bare metal alone never passes an upgraded host; a FAIL still stands."""
+    bare_metal_only = WorkloadVerdict("6", "w", "s", _comparison("PASS"), None)
+    both = WorkloadVerdict("6", "w", "s", _comparison("PASS"), _comparison("PASS"))
+    failed = WorkloadVerdict("6", "w", "s", _comparison("FAIL"), None)
+    assert exit_code([bare_metal_only], {}, needs_baseline=True) == 5
+    assert exit_code([bare_metal_only], {}, needs_baseline=False) == 0
+    assert exit_code([both], {}, needs_baseline=True) == 0
+    assert exit_code([failed], {}, needs_baseline=True) == 3
+
+
+def test_resume_refuses_another_hosts_unfinished_run(tmp_path: Path) -> None:
+    lab = tmp_path / "lab.yaml"
+    h1 = state.RunKey(host="H1", recorded="pre-upgrade@H1", judged="pre-upgrade@H1")
+    started = state.start(tmp_path, lab, "pre-upgrade", ["6"], h1)
+    found = state.unfinished(tmp_path, lab)
+    assert found is not None and found.key == h1  # the key survives the file
+    state.refuse_other_run(found, h1)  # the same run resumes
+    h2 = state.RunKey(host="H2", recorded="pre-upgrade@H2", judged="pre-upgrade@H2")
+    with pytest.raises(InputError) as refused:
+        state.refuse_other_run(found, h2)
+    text = str(refused.value)
+    assert f"the unfinished revalidation {started.id} is host H1" in text
+    assert "this one is host H2" in text and "--host H1" in text
 
 
 def test_resume_finds_the_newest_unfinished_revalidation_of_this_inventory(

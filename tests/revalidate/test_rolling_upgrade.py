@@ -26,6 +26,7 @@ from tests.cli.invoke import run_cli
 from tests.labs.sshlab import SshLab, lab_host_targets
 from tests.labs.sshlab import lab_available as ssh_lab_available
 from tests.labs.vcsim import lab_available as vcsim_available
+from tests.revalidate.exits import ran_as_judged
 from vgpu import catalog
 from vgpu.bench.job import BenchRequest
 from vgpu.bench.remote import vsphere_placements
@@ -145,8 +146,9 @@ def test_a_rolling_upgrade_revalidates_the_upgraded_host_against_its_own_baselin
     # Before the upgrade: a baseline on each host, each scenario pinned to its host.
     on_h0 = lab.revalidate("5", H0, capture=True)
     on_h1 = lab.revalidate("4", H1, capture=True)
-    assert on_h0.exit_code == 0 and on_h1.exit_code == 0, (on_h0.could_not_run,
-                                                           on_h1.could_not_run)
+    for captured in (on_h0, on_h1):
+        assert not captured.could_not_run and captured.state.finished
+        assert captured.exit_code == ran_as_judged(captured)
     assert lab.vms() == {"s5-1g": (H0, True), "s4-2g": (H1, True)}
     with ResultStore.open(lab.db) as store:
         recorded = {b.name: b for b in store.baseline_sets()}
@@ -180,7 +182,8 @@ def test_a_rolling_upgrade_revalidates_the_upgraded_host_against_its_own_baselin
 
     # After: H1 against its own baseline, with H1's drift only; H0 untouched.
     after = lab.revalidate("4", H1)
-    assert after.exit_code == 0 and after.host == H1, after.could_not_run
+    assert not after.could_not_run and after.host == H1
+    assert after.exit_code == ran_as_judged(after) != 5  # judged against H1's own baseline
     assert lab.vms() == {"s5-1g": (H0, True), "s4-2g": (H1, True)}
     rows = after.drift["rows"] if after.drift else []
     assert {r["host"] for r in rows} == {H1}
@@ -194,7 +197,8 @@ def test_a_rolling_upgrade_revalidates_the_upgraded_host_against_its_own_baselin
     assert "host" not in moved and moved["esxi_build"] == (OLD_BUILD, NEW_BUILD)
 
     untouched = lab.revalidate("5", H0)
-    assert untouched.exit_code == 0, untouched.could_not_run
+    assert not untouched.could_not_run
+    assert untouched.exit_code == ran_as_judged(untouched) != 5
     assert untouched.drift is not None and untouched.drift["rows"] == []
     [h0_verdict] = untouched.verdicts
     assert h0_verdict.vs_baseline is not None
@@ -204,6 +208,6 @@ def test_a_rolling_upgrade_revalidates_the_upgraded_host_against_its_own_baselin
     code, out = lab.vgpu("revalidate", "-i", str(lab.inventory), "--scenario", "4", "--host",
                          H0, "--db", str(lab.db), "--no-converge", "--facts-dir",
                          str(lab.folder / "facts"))
-    assert code == 2 and "--other-host" in out
+    assert code == 5 and "--other-host" in out  # nothing to judge against: nothing ran
     facts = json.loads((lab.folder / "upgrade" / f"drain-{H1}.json").read_text())
     assert facts["undrained_at"] is not None and facts["baselines"] == [f"pre-upgrade@{H1}"]

@@ -18,6 +18,7 @@ def _register() -> None:
     from vgpu.cli import (
         bench,  # noqa: F401
         calibrate,  # noqa: F401
+        campaign,  # noqa: F401
         capacity,  # noqa: F401
         compare,  # noqa: F401
         core,  # noqa: F401

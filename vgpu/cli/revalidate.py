@@ -22,7 +22,10 @@ from vgpu.defaults import (
 from vgpu.errors import InputError, Problem
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from vgpu.container.images import HeldImage
+    from vgpu.model.inventory import Inventory
     from vgpu.model.scenario import Scenario
     from vgpu.results.store import ResultStore
     from vgpu.revalidate.capture import CapturePlan
@@ -99,8 +102,10 @@ def revalidate_command(
     """Preflight with drift since the baseline's facts -> apply -> provision -> bench
     (with the bare-metal twin) -> verdicts against bare metal and the pre-upgrade
     baseline. With --host, every VM runs on that host and is judged against that host's
-    own baseline. Exit 0 PASS (or INCONCLUSIVE), 3 FAIL, 1 a scenario could not run,
-    2 bad input (a baseline of another host, one that would be overwritten)."""
+    own baseline (found by name, else by the host's hardware UUID), never against bare
+    metal alone. Exit 0 PASS, 3 FAIL, 4 INCONCLUSIVE, 5 nothing to judge against (no
+    baseline of the host: nothing is run), 1 a scenario could not run, 2 bad input (a
+    baseline that would be overwritten, --resume of another host's run)."""
     from vgpu.bench.job import BenchRequest
     from vgpu.bench.runtime import RuntimeOptions
     from vgpu.bench.workload import BenchOverrides
@@ -113,13 +118,15 @@ def revalidate_command(
     from vgpu.revalidate.flow import RevalidateRequest, revalidate
     from vgpu.revalidate.image import ImageCannotRun
     from vgpu.revalidate.render import as_json, render_outcome
+    from vgpu.revalidate.state import RESUMED
 
     assert inventory is not None  # InventoryReq finds one or stops with exit 2
     site = common.site_of(inventory)
     loaded, path = site.require("revalidation needs an inventory", fix="pass --inventory")
     # Input errors before anything runs.
-    choice, scenarios = _baseline_and_scenarios(db, baseline, host, other_host,
-                                                capture_baseline, replace, scenario)
+    choice, scenarios = _baseline_and_scenarios(
+        db, baseline, host, other_host, capture_baseline, replace, scenario,
+        lambda: _host_uuid(loaded, path, host))
     if references is not None:
         parse_references(load_yaml(references).data, str(references))
     out = Console(stderr=True) if as_json_flag else common.console
@@ -140,9 +147,10 @@ def revalidate_command(
             capture_baseline=capture_baseline, resume=resume, references=references,
             choice=choice, rebuild_image=rebuild_image, capture=capture)
         try:
-            outcome = revalidate(request, store, out,
-                                 converge=_converger(site, yes, out) if converge
-                                 else _leave_as_is)
+            with common.flag_names({RESUMED: "--resume"}, {}):
+                outcome = revalidate(request, store, out,
+                                     converge=converger(site, yes, out) if converge
+                                     else _leave_as_is)
         except ImageCannotRun as exc:
             raise InputError([*exc.problems, Problem(
                 "command line", "--rebuild-image", "without it each scenario runs the harness "
@@ -160,21 +168,29 @@ def revalidate_command(
     raise typer.Exit(outcome.exit_code)
 
 
+def _host_uuid(inventory: Inventory, path: Path, host: str | None) -> str | None:
+    from vgpu.vsphere.hostid import host_uuid
+
+    return host_uuid(inventory, path, host) if host else None
+
+
 def _baseline_and_scenarios(db: str, baseline: str, host: str | None,
                             other_host: str | None, capture: bool, replace: bool,
-                            ids: list[str] | None) -> tuple[BaselineChoice, list[Scenario]]:
+                            ids: list[str] | None, uuid_of: Callable[[], str | None],
+                            ) -> tuple[BaselineChoice, list[Scenario]]:
     """The baseline sets and the scenarios (default: the judged set's)."""
     from vgpu.results.store import ResultStore, store_exists
     from vgpu.revalidate.hosts import choose_baseline, scenarios_in_set, set_name
 
     if not store_exists(db):
-        choice = choose_baseline(None, baseline, host, other_host, capture, replace, [])
+        choice = choose_baseline(None, baseline, host, other_host, capture, replace,
+                                 [catalog.load(i).id for i in ids or []])
     else:
         with ResultStore.open_existing(db) as store:
             if not ids:
                 ids = scenarios_in_set(store, set_name(baseline, other_host or host))
             choice = choose_baseline(store, baseline, host, other_host, capture, replace,
-                                     [catalog.load(i).id for i in ids or []])
+                                     [catalog.load(i).id for i in ids or []], uuid_of)
     if not ids:
         raise InputError.single("command line", "--scenario",
                                 f"no scenario given and no baseline '{choice.judged}' in {db} "
@@ -204,7 +220,7 @@ def _leave_as_is(scenario: Scenario, host: str | None, image: HeldImage | None) 
     """--no-converge: the lab is benched as it is."""
 
 
-def _converger(site: Site, yes: bool, console: Console) -> Converge:
+def converger(site: Site, yes: bool, console: Console) -> Converge:
     """`vgpu apply` (only what differs from the plan changes in vCenter) then `vgpu
     provision` (each guest step checks before it changes anything). Bare-metal scenarios
     are left as they are: their MIG layout is made once per host with `vgpu apply`, which

@@ -4,6 +4,7 @@ vgpu.sim.guests, imported when a command runs."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -13,6 +14,7 @@ from vgpu import catalog
 from vgpu.cli import common
 from vgpu.cli.root import app
 from vgpu.errors import InputError, RemoteError
+from vgpu.sim.hostupgrade import UPGRADED_BUILD, UPGRADED_VIB
 from vgpu.sim.lab import DEFAULT_PORT, ESXI_BUILD, VIB_VERSION
 
 if TYPE_CHECKING:
@@ -44,6 +46,13 @@ def sim_up(
     maintenance: Annotated[list[int] | None, typer.Option(
         min=0, help="index of a host in maintenance mode (repeat it), e.g. 0 for DC0_C0_H0")]
     = None,
+    system_vms: Annotated[bool, typer.Option(
+        "--system-vms/--no-system-vms", help="run what a real vSphere 8 cluster runs beside "
+        "the workloads: vCLS VMs (folder vCLS) and an agent VM per host, managed by the ESX "
+        "Agent Manager")] = True,
+    xorg: Annotated[bool, typer.Option(
+        "--xorg/--no-xorg", help="--no-xorg: compute GPUs, as A100/H100 hosts are: Xorg "
+        "not running and not starting (vGPU needs none since vSphere 7.0 U1)")] = True,
     inventory_out: Annotated[Path, typer.Option(help="inventory file to write for the lab "
                                                 "(found by every command in this folder)")] =
     Path(catalog.LOCAL_INVENTORY),
@@ -64,7 +73,8 @@ def sim_up(
                      no_gpu_hosts=no_gpu_hosts, tls=tls, listen=f"127.0.0.1:{port}",
                      esxi_build=esxi_build, vib_version=vib_version,
                      removed_vgpu_types=tuple(remove_vgpu_type or ()),
-                     maintenance=tuple(sorted(set(maintenance or []))))
+                     maintenance=tuple(sorted(set(maintenance or []))),
+                     system_vms=system_vms, xorg_off=not xorg)
     out = common.console
     missing = guests_missing()
     if missing:
@@ -82,6 +92,11 @@ def sim_up(
     if shape.maintenance:
         out.print("  in maintenance mode: "
                   + ", ".join(host_name(i) for i in shape.maintenance))
+    if shape.system_vms:
+        out.print("  system VMs: vCLS (folder vCLS) and an agent VM per host, left to "
+                  "maintenance mode by `vgpu drain`")
+    if shape.xorg_off:
+        out.print("  Xorg: not running on any host (compute GPUs)")
     network = record.guest_network
     if network is not None:
         out.print(f"  guests: one per VM that `vgpu apply` creates, an sshd at the VM's IP "
@@ -128,8 +143,6 @@ def _check_host_indexes(indexes: list[int], hosts: int) -> None:
                                 fix=f"use host indexes 0..{hosts - 1}")
 
 
-UPGRADED_BUILD = "24022510"  # ESXi 8.0.3
-UPGRADED_VIB = "550.90.05-1OEM.800.1.0.20613240"
 
 
 @sim_app.command("upgrade")
@@ -144,6 +157,16 @@ def sim_upgrade(
     reboot: Annotated[bool, typer.Option(
         "--reboot/--no-reboot", help="with --host: reboot into the upgrade (--no-reboot: "
         "installed, reboot pending, the old build still running)")] = True,
+    drop_vib: Annotated[bool, typer.Option(
+        "--drop-vib", help="with --host: an image without the NVIDIA component (SIMULATED "
+        "fault: the VIB is gone)")] = False,
+    unload_module: Annotated[bool, typer.Option(
+        "--unload-module", help="with --host: the VIB stays but its vGPU manager does not "
+        "load (SIMULATED fault: no vGPU type offered)")] = False,
+    slowdown: Annotated[float, typer.Option(
+        "--slowdown", min=0.0, max=80.0, help="with --host: PERCENT of its guests' work the "
+        "upgraded host takes away (SIMULATED regression; needs the lab's Docker daemon)")] =
+        0.0,
 ) -> None:
     """Upgrade the running lab's hosts (a new ESXi build and NVIDIA host driver VIB), for
     `vgpu revalidate` to find the drift. With --host, one host is upgraded in place as on
@@ -152,8 +175,9 @@ def sim_upgrade(
     again; guests keep what was provisioned on them."""
     from vgpu.sim import state as simstate
 
-    if host is not None or not reboot:
-        sim_upgrade_host(host, esxi_build, vib_version, reboot)
+    faults = HostFaults(drop_vib, unload_module, slowdown / 100.0)
+    if host is not None or not reboot or faults.any():
+        sim_upgrade_host(host, esxi_build, vib_version, reboot, faults)
         return
     lab, _ = simstate.upgrade(esxi_build, vib_version)
     common.console.print(f"simulator lab upgraded at {lab.url} (pid {lab.pid}): ESXi build "
@@ -227,24 +251,48 @@ def _print_hosts(inventory: Path) -> None:
         common.console.print(f"  {host.line()}", highlight=False, markup=False)
 
 
+@dataclass(frozen=True)
+class HostFaults:
+    """What a simulated upgrade breaks (vgpu sim upgrade --drop-vib, ...)."""
+
+    drop_vib: bool = False
+    unload_module: bool = False
+    slowdown: float = 0.0  # share
+
+    def any(self) -> bool:
+        return self.drop_vib or self.unload_module or self.slowdown > 0
+
+    def describe(self) -> str:
+        said = [what for what, on in (("the NVIDIA VIB dropped", self.drop_vib),
+                                      ("its vGPU manager not loaded", self.unload_module))
+                if on]
+        if self.slowdown:
+            said.append(f"its guests {self.slowdown:.0%} slower")
+        return f"; SIMULATED faults: {', '.join(said)}" if said else ""
+
+
 def sim_upgrade_host(host: str | None, esxi_build: str, vib_version: str,
-                     reboot: bool) -> None:
+                     reboot: bool, faults: HostFaults | None = None) -> None:
     """`vgpu sim upgrade --host H [--no-reboot]`: one host of the simulator lab upgraded
     in place (vgpu.sim.hostupgrade)."""
     from vgpu.sim import state as simstate
     from vgpu.sim.hostupgrade import HostUpgrade
 
+    faults = faults or HostFaults()
     if host is None:
-        raise InputError.single("command line", "--no-reboot", "--no-reboot is for one host",
+        flag = "--no-reboot" if not reboot else "--drop-vib/--unload-module/--slowdown"
+        raise InputError.single("command line", flag, f"{flag} is for one host",
                                 fix="pass --host HOST with it")
     from vgpu.sim.hostupgrade import HOST, NOT_DRAINED
 
     with common.flag_names({HOST: "--host"}, {NOT_DRAINED: "run `vgpu drain --host {host}` "
                                               "first: an upgrade needs the host in "
                                               "maintenance mode"}):
-        record, answer = simstate.upgrade_one_host(HostUpgrade(host, esxi_build, vib_version,
-                                                               reboot))
+        record, answer = simstate.upgrade_one_host(HostUpgrade(
+            host, esxi_build, vib_version, reboot, drop_vib=faults.drop_vib,
+            unload_module=faults.unload_module, slowdown=faults.slowdown))
     pending = "" if reboot else "; reboot pending: the old build and driver still run"
+    pending += faults.describe()
     common.console.print(
         f"simulator lab at {record.url}: host {host} upgraded in place to ESXi build "
         f"{esxi_build}, host driver VIB {vib_version}{pending} ({answer}); its VMs stay, "

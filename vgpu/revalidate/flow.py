@@ -19,6 +19,7 @@ from vgpu.bench.summary import render
 from vgpu.container.images import HeldImage
 from vgpu.defaults import DEFAULT_BASELINE
 from vgpu.errors import InputError, VgpuError
+from vgpu.exitcodes import EXIT_PASS
 from vgpu.model.inventory import Inventory
 from vgpu.model.scenario import Scenario
 from vgpu.model.yamlsource import load_yaml
@@ -37,7 +38,7 @@ from vgpu.revalidate.capture import CapturePlan, record_spread
 from vgpu.revalidate.hosts import BaselineChoice
 from vgpu.revalidate.image import baseline_image, refuse_unrunnable, verdict_image_notes
 from vgpu.revalidate.preflight import HostPin, PreflightPhase, run_preflight_phase
-from vgpu.revalidate.verdicts import WorkloadVerdict, exit_code
+from vgpu.revalidate.verdicts import WorkloadVerdict, exit_code, overall
 
 # The scenario, the host pinned, the harness image held fixed (None: made as planned).
 Converge = Callable[[Scenario, str | None, HeldImage | None], None]
@@ -64,6 +65,9 @@ class RevalidateRequest:
     rebuild_image: bool = False  # False: each scenario runs its baseline's harness image
     # with capture_baseline: series and their spacing
     capture: CapturePlan = field(default_factory=CapturePlan)
+    # the state file's name (a campaign's, per host and phase): kept, finished or not, and
+    # continued by the next run of that name, so no finished scenario is run twice
+    state_name: str | None = None
 
     @property
     def sets(self) -> BaselineChoice:
@@ -83,14 +87,27 @@ class RevalidateOutcome:
     notes: list[str] = field(default_factory=list)
     host_uuid: str | None = None  # the pinned host's hardware UUID, as read now
     host: str | None = None  # the host every VM was pinned to (--host)
+    # --host without --capture-baseline: judged against the host's own baseline or not at
+    # all (bare metal alone never passes an upgraded host)
+    needs_baseline: bool = False
+    capture: bool = False  # --capture-baseline: this run is the reference
 
     @property
     def drift(self) -> dict[str, Any] | None:
         return self.state.drift
 
     @property
+    def verdict(self) -> str | None:
+        """The revalidation's one verdict; None when nothing was judged."""
+        return overall(self.verdicts, self.needs_baseline)
+
+    @property
     def exit_code(self) -> int:
-        return exit_code(self.verdicts, self.could_not_run)
+        """vgpu.exitcodes; a capture with nothing to judge it against (it is the
+        reference) exits 0 once recorded."""
+        if self.capture and not self.could_not_run and self.verdict is None:
+            return EXIT_PASS
+        return exit_code(self.verdicts, self.could_not_run, self.needs_baseline)
 
     @property
     def comparisons(self) -> list[Comparison]:
@@ -101,7 +118,10 @@ def revalidate(request: RevalidateRequest, store: ResultStore, console: Console,
                converge: Converge) -> RevalidateOutcome:
     held = held_images(request, store)
     state = _state(request)
-    outcome = RevalidateOutcome(state, host=request.host)
+    outcome = RevalidateOutcome(state, host=request.host,
+                                needs_baseline=request.host is not None
+                                and not request.capture_baseline,
+                                capture=request.capture_baseline)
     recorded = store.baseline_set(request.sets.judged)
     blockers = _preflight(request, state, outcome, console, recorded)
     for sc in request.scenarios:
@@ -139,11 +159,23 @@ def held_images(request: RevalidateRequest, store: ResultStore) -> dict[str, Hel
 
 def _state(request: RevalidateRequest) -> saved.Revalidation:
     ids = [sc.id for sc in request.scenarios]
+    key = saved.RunKey(host=request.host, recorded=request.sets.recorded,
+                       judged=request.sets.judged, capture=request.capture_baseline,
+                       workloads=sorted(request.bench.workloads or []))
+    if request.state_name is not None:
+        kept = saved.named(request.state_dir, request.state_name)
+        if kept is not None:
+            saved.refuse_other_run(kept, key)
+            return kept
+        return saved.start(request.state_dir, request.inventory_path, request.baseline, ids,
+                           key, request.state_name)
     if request.resume:
         found = saved.unfinished(request.state_dir, request.inventory_path)
-        if found is not None and [p.scenario_id for p in found.scenarios] == ids:
-            return found
-    return saved.start(request.state_dir, request.inventory_path, request.baseline, ids)
+        if found is not None:
+            saved.refuse_other_run(found, key)
+            if [p.scenario_id for p in found.scenarios] == ids:
+                return found
+    return saved.start(request.state_dir, request.inventory_path, request.baseline, ids, key)
 
 
 def _preflight(request: RevalidateRequest, state: saved.Revalidation,
@@ -279,6 +311,10 @@ def _same_host_only(comparison: Comparison, request: RevalidateRequest, judged: 
     for it, when the host stays among its platform changes."""
     moved = next((c for c in comparison.platform_changes if c.field == "host"), None)
     if moved is None or request.sets.across_hosts:
+        return comparison
+    if request.sets.renamed_from is not None and moved.reference == request.sets.renamed_from:
+        notes.append(f"baseline '{judged}' ran on this machine under its former name "
+                     f"{moved.reference} (the same hardware UUID)")
         return comparison
     notes.append(f"baseline '{judged}' ran on host {moved.reference or '-'}, this run on "
                  f"{moved.candidate or '-'}: not compared (run with --host "

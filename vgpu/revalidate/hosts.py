@@ -5,10 +5,10 @@ it, and an existing set is only overwritten with --replace."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from vgpu.errors import InputError
+from vgpu.errors import InputError, NoReference
 from vgpu.results.store import ResultStore
 
 HOST_MARK = "@"
@@ -43,6 +43,9 @@ class BaselineChoice:
     judged: str
     host: str | None = None
     other_host: str | None = None
+    # the host's former name, when its own set was found by its hardware UUID (a host
+    # reinstalled and added to vCenter again under another name is the same machine)
+    renamed_from: str | None = None
 
     @property
     def across_hosts(self) -> bool:
@@ -53,9 +56,13 @@ class BaselineChoice:
 
 def choose_baseline(store: ResultStore | None, baseline: str, host: str | None,
                     other_host: str | None, capture: bool, replace: bool,
-                    scenario_ids: Sequence[str]) -> BaselineChoice:
+                    scenario_ids: Sequence[str],
+                    host_uuid: Callable[[], str | None] | None = None) -> BaselineChoice:
     """The sets to use, or InputError (exit 2, nothing run) naming the flag to change.
-    ``store`` None: no results store exists yet (nothing recorded, nothing to judge)."""
+    ``store`` None: no results store exists yet (nothing recorded, nothing to judge).
+    With --host (not capturing, no --other-host) the host's own set must hold every
+    scenario: it is found by name, else by the host's hardware UUID (``host_uuid`` reads
+    it from vCenter); NoReference (exit 5, nothing run) when it is not there."""
     if HOST_MARK in baseline or ":" in baseline:
         raise InputError.single("command line", "--baseline",
                                 f"'{baseline}' has '{HOST_MARK}' or ':' in it",
@@ -71,13 +78,45 @@ def choose_baseline(store: ResultStore | None, baseline: str, host: str | None,
                                 fix="drop --other-host when capturing")
     choice = BaselineChoice(set_name(baseline, host), set_name(baseline, other_host or host),
                             host, other_host)
-    if store is None:
-        return choice
     if capture:
-        _refuse_overwrite(store, choice.recorded, replace, scenario_ids)
-    elif host is not None and other_host is None:
-        _refuse_other_hosts(store, baseline, host, scenario_ids)
+        if store is not None:
+            _refuse_overwrite(store, choice.recorded, replace, scenario_ids)
+        return choice
+    if host is not None and other_host is None:
+        return _own_set(store, baseline, choice, scenario_ids, host_uuid)
     return choice
+
+
+def _own_set(store: ResultStore | None, baseline: str, choice: BaselineChoice,
+             scenario_ids: Sequence[str],
+             host_uuid: Callable[[], str | None] | None) -> BaselineChoice:
+    """The pinned host's own set (by name, else by hardware UUID), holding every scenario;
+    NoReference naming what is missing and how to get it."""
+    host = choice.host or ""
+    held = scenarios_in_set(store, choice.judged) if store is not None else []
+    missing = [s for s in scenario_ids if s not in held]
+    if not missing:
+        return choice
+    uuid = host_uuid() if host_uuid is not None and store is not None else None
+    if uuid and store is not None:
+        for record in store.baseline_sets():
+            if record.hardware_uuid == uuid and record.host not in (None, host) \
+                    and record.name == set_name(baseline, record.host) \
+                    and all(s in scenarios_in_set(store, record.name) for s in missing):
+                return BaselineChoice(choice.recorded, record.name, host,
+                                      renamed_from=record.host)
+    others = [h for h in (hosts_with_set(store, baseline) if store is not None else [])
+              if h != host and any(s in scenarios_in_set(store, set_name(baseline, h))
+                                   for s in missing)] if store is not None else []
+    elsewhere = (f"; host(s) {', '.join(others)} have one, and a comparison across hosts is "
+                 "not the same measurement") if others else ""
+    across = f", or judge against another host's with --other-host {others[0]}" \
+        if others else ""
+    raise NoReference(
+        f"no baseline '{baseline}' of scenario(s) {', '.join(missing)} was captured on host "
+        f"{host} (nor on a host with its hardware UUID){elsewhere}: nothing to judge the "
+        f"upgrade against, nothing was run. Fix: capture one on {host} before its upgrade "
+        f"(--capture-baseline --host {host}){across}")
 
 
 def _refuse_overwrite(store: ResultStore, name: str, replace: bool,
@@ -89,20 +128,3 @@ def _refuse_overwrite(store: ResultStore, name: str, replace: bool,
             f"baseline '{name}' in {store.path} already holds scenario(s) "
             f"{', '.join(held)}; capturing would overwrite the pre-upgrade measurement",
             fix="pass --replace to record a new one, or --baseline NAME for another set")
-
-
-def _refuse_other_hosts(store: ResultStore, baseline: str, host: str,
-                        scenario_ids: Sequence[str]) -> None:
-    """A scenario with no baseline on ``host`` but one on another host is refused."""
-    mine = scenarios_in_set(store, set_name(baseline, host))
-    missing = [s for s in scenario_ids if s not in mine]
-    others = [h for h in hosts_with_set(store, baseline) if h != host
-              and any(s in scenarios_in_set(store, set_name(baseline, h)) for s in missing)]
-    if others:
-        raise InputError.single(
-            "command line", "--host",
-            f"no baseline '{baseline}' of scenario(s) {', '.join(missing)} was captured on "
-            f"host {host}; host(s) {', '.join(others)} have one, and a comparison across "
-            "hosts is not the same measurement",
-            fix=f"capture one on {host} before its upgrade (--capture-baseline --host "
-                f"{host}), or judge against another host's with --other-host {others[0]}")

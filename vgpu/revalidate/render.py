@@ -67,12 +67,31 @@ def render_outcome(outcome: RevalidateOutcome, console: Console) -> None:
         console.print(f"drift since {outcome.drift.get('before')}: "
                       f"{len(outcome.drift.get('rows', []))} change(s), "
                       f"{len(breaking)} breaking")
+    console.print(verdict_line(outcome))
+
+
+def verdict_line(outcome: RevalidateOutcome) -> str:
+    """The one line a gate reads: the verdict and the exit code that carries it."""
+    code = outcome.exit_code
+    verdict = outcome.verdict
+    if outcome.could_not_run and verdict != "FAIL":
+        return f"[bold red]revalidation: a scenario could not run[/] (exit {code})"
+    if verdict is None:
+        what = "recorded as the baseline" if outcome.capture else (
+            "nothing judged against a reference (no baseline of this host)"
+            if outcome.needs_baseline else "nothing judged against a reference")
+        return f"revalidation: {what} (exit {code})"
+    undecided = [f"{v.scenario_id} {v.workload}" for v in outcome.verdicts
+                 if v.gate(outcome.needs_baseline) != "PASS"]
+    why = f": not decided for {', '.join(undecided)}" if verdict == "INCONCLUSIVE" else ""
+    return f"revalidation verdict [{_STYLE[verdict]}]{verdict}[/]{escape(why)} (exit {code})"
 
 
 def as_json(outcome: RevalidateOutcome) -> dict[str, Any]:
     return {
         "revalidation": outcome.state.id,
         "host": outcome.host,
+        "verdict": outcome.verdict,
         "exit_code": outcome.exit_code,
         "drift": outcome.drift,
         "could_not_run": outcome.could_not_run,

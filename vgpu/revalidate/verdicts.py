@@ -5,12 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import cast
 
+from vgpu.exitcodes import EXIT_COULD_NOT_RUN, EXIT_FAIL, exit_for, overall_verdict
 from vgpu.results.compare import Check, Comparison, Verdict
-
-EXIT_PASS = 0
-EXIT_COULD_NOT_RUN = 1
-EXIT_FAIL = 3
 
 
 @dataclass(frozen=True)
@@ -41,11 +39,28 @@ class WorkloadVerdict:
         return "PASS" if verdicts == {"PASS"} else "INCONCLUSIVE"
 
 
-def exit_code(verdicts: Sequence[WorkloadVerdict], could_not_run: Mapping[str, str]) -> int:
+    def gate(self, needs_baseline: bool) -> Verdict | None:
+        """The verdict a gate reads: as ``verdict``, except that where the host's own
+        baseline is required (--host) a workload not judged against it is not judged at
+        all (None), unless it FAILed: bare metal alone cannot let an upgraded host back."""
+        verdict = self.verdict
+        if needs_baseline and self.vs_baseline is None and verdict != "FAIL":
+            return None
+        return verdict
+
+
+def overall(verdicts: Sequence[WorkloadVerdict], needs_baseline: bool) -> Verdict | None:
+    """The revalidation's one verdict (vgpu.exitcodes.overall_verdict of the gates)."""
+    return cast("Verdict | None", overall_verdict(v.gate(needs_baseline) for v in verdicts))
+
+
+def exit_code(verdicts: Sequence[WorkloadVerdict], could_not_run: Mapping[str, str],
+              needs_baseline: bool = False) -> int:
     """3 when any workload FAILs (a finding outranks a gap), else 1 when a scenario could
-    not run, else 0 (PASS, or INCONCLUSIVE where the noise allows no decision)."""
-    if any(v.verdict == "FAIL" for v in verdicts):
+    not run, else the overall verdict's code (vgpu.exitcodes): 0 PASS, 4 INCONCLUSIVE, 5
+    when nothing was judged against a reference."""
+    if any(v.gate(needs_baseline) == "FAIL" for v in verdicts):
         return EXIT_FAIL
     if could_not_run:
         return EXIT_COULD_NOT_RUN
-    return EXIT_PASS
+    return exit_for(overall(verdicts, needs_baseline))

@@ -130,6 +130,20 @@ class FollowingLab:
         return guests.stop_guests(network, addresses)
 
 
+    def upgrade_host(self, host: str, esxi_build: str | None, vib_version: str | None,
+                     faults: dict[str, float]) -> str:
+        """`vgpu sim upgrade --host` with the faults asked (a campaign's upgrade method
+        sim): the simulator's answer."""
+        from vgpu.sim.hostupgrade import UPGRADED_BUILD, UPGRADED_VIB, HostUpgrade
+
+        _, answer = state.upgrade_one_host(HostUpgrade(
+            host, esxi_build or UPGRADED_BUILD, vib_version or UPGRADED_VIB,
+            drop_vib=bool(faults.get("drop_vib")),
+            unload_module=bool(faults.get("unload_module")),
+            slowdown=float(faults.get("slowdown", 0.0))))
+        return answer
+
+
 def _addressed(plan: Plan) -> list[PlannedVM]:
     return [vm for vm in plan.vms if vm.ip]
 

@@ -18,6 +18,8 @@ from pathlib import Path
 from vgpu.errors import ParameterError, RemoteError
 
 UPGRADE_PATH = "/vgpu-lab/upgrade"
+UPGRADED_BUILD = "24022510"  # ESXi 8.0.3: what `vgpu sim upgrade` installs by default
+UPGRADED_VIB = "550.90.05-1OEM.800.1.0.20613240"
 HOST = "host"  # the parameter: the host to upgrade
 NOT_DRAINED = "not drained"  # the reason: the host is not in maintenance mode
 TIMEOUT_S = 30.0

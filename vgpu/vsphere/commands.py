@@ -31,7 +31,12 @@ from vgpu.vsphere.preflight_saved import find_saved, load_saved, save_report
 from vgpu.vsphere.reconcile import ClusterState, read_state
 from vgpu.vsphere.render import render_changes, render_drift, render_outcomes, render_preflight
 from vgpu.vsphere.workflow import ApplyPreparation, prepare_apply, prepare_destroy
-from vgpu.vsphere.xorg import XorgBlocked, refuse_if_vgpu_vms_run, restart_xorg
+from vgpu.vsphere.xorg import (
+    XorgBlocked,
+    needs_restart,
+    put_in_effect,
+    refuse_if_vgpu_vms_run,
+)
 
 Confirm = Callable[[str], bool]
 
@@ -209,8 +214,8 @@ def apply(scenario: Scenario, inventory: Inventory, inventory_path: Path, *, dry
             for line in apply_policy_changes(prep.policy_changes):
                 console.print(f"set {line}", highlight=False)
             for change in prep.policy_changes:
-                console.print(restart_xorg(prep.state.hosts[change.host], [change.setting()]),
-                              highlight=False)
+                console.print(put_in_effect(prep.state.hosts[change.host],
+                                            [change.setting()]), highlight=False)
             failed = _execute(prep.state, prep.changes, concurrency, ip_timeout_s, console)
         mismatches = _check_placement(session, prep, inventory, inventory_path, console)
     _fail_if_any(failed, len(prep.changes.pending), "apply")
@@ -222,7 +227,7 @@ def _refuse_policy_under_vgpu_vms(prep: ApplyPreparation) -> None:
     refused before anything changes."""
     for change in prep.policy_changes:
         facts = prep.state.hosts.get(change.host)
-        if facts is not None:
+        if facts is not None and needs_restart(facts):
             refuse_if_vgpu_vms_run(facts, [change.setting()])
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import getpass
 import json
 import os
+import re
 import socket
 import threading
 import time
@@ -48,6 +49,24 @@ def lease_folder_name(lab: str) -> str:
 def this_holder() -> str:
     """Who takes the lease: user@machine (pid)."""
     return f"{getpass.getuser()}@{socket.gethostname()} (pid {os.getpid()})"
+
+
+_HOLDER = re.compile(r"^(?P<user>[^@]*)@(?P<machine>.*) \(pid (?P<pid>\d+)\)$")
+
+
+def holder_died_here(info: LeaseInfo) -> bool:
+    """The holder was a process of this machine that is gone (a run killed with -9 whose
+    lease would otherwise block its own resume until it expired)."""
+    match = _HOLDER.match(info.holder)
+    if match is None or match["machine"] != socket.gethostname():
+        return False
+    try:
+        os.kill(int(match["pid"]), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
 
 
 @dataclass(frozen=True)
@@ -210,7 +229,10 @@ class LabLease:
                 unwritten += 1
                 time.sleep(UNWRITTEN_WAIT_S)
                 continue
-            if info is not None and info.expires > self.now():
+            if info is not None and info.expires > self.now() and holder_died_here(info):
+                self.warn(f"taking over the lease of lab {self.lab or '(default)'} from "
+                          f"{info.describe()}: that process has ended on this machine")
+            elif info is not None and info.expires > self.now():
                 if not self.break_lease:
                     raise LeaseHeld(self._busy(info))
                 self.warn(f"breaking the lease of lab {self.lab or '(default)'} held by "

@@ -106,6 +106,22 @@ def restart_xorg(facts: HostFacts, settings: list[str]) -> str:
     return f"{facts.name}: Xorg restarted ({'; '.join(settings)} in effect)"
 
 
+def put_in_effect(facts: HostFacts, settings: list[str]) -> str:
+    """Settings just configured, put in effect where Xorg runs (restarted: XorgBlocked under
+    vGPU VMs); where it does not (compute GPUs), they wait for the host's next boot, said.
+    What was done."""
+    if read_xorg(facts).running is False:
+        return (f"{facts.name}: {'; '.join(settings)} set; it takes effect at the host's next "
+                "boot (Xorg does not run there: compute GPUs in vGPU mode need none); the "
+                "VMs' GPUs are checked against the plan after they power on")
+    return restart_xorg(facts, settings)
+
+
+def needs_restart(facts: HostFacts) -> bool:
+    """A graphics setting changed on this host would restart Xorg (it runs there)."""
+    return read_xorg(facts).running is not False
+
+
 def xorg_problem(facts: HostFacts) -> str | None:
     """Why vSGA VMs cannot power on for want of Xorg on the host, or None (also when the
     host does not say, and where no GPU is in vSGA mode: vGPU needs no Xorg)."""
