@@ -50,6 +50,7 @@ import vgpu.results.stats as stats_module
 from vgpu.results.compare import Band, Check, Verdict, compare_paired, compare_samples, holm
 from vgpu.results.noise import uncalibrated
 from vgpu.results.sequential import (
+    DEFAULT_LOOKS,
     DEFAULT_MAX_BLOCKS,
     DEFAULT_MAX_REPEATS,
     Design,
@@ -93,7 +94,7 @@ class Setting:
     pilot: int = 4  # blocks (interleaved) or repeats (separate)
     max_blocks: int = DEFAULT_MAX_BLOCKS  # the default budget of interleaved blocks
     max_repeats: int = DEFAULT_MAX_REPEATS  # ... and of a separate series' repeats
-    looks: int = 3
+    looks: int = DEFAULT_LOOKS
     reference_repeats: int = 3  # separate series: the stored reference
     server: bool = False  # judge the worst p99 too (a Server series)
     latency_cv: float = 0.03  # p99 run to run, shared by the instances of a run

@@ -5,6 +5,7 @@ decision code."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 from dataclasses import replace
@@ -13,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vgpu.results.compare import Band, compare_paired, compare_samples, holm
+from vgpu.results.compare import Band, compare_paired, compare_samples, holm, holm_kept
 from vgpu.results.sequential import (
     ONE_SIDED_ALPHA,
     Design,
@@ -30,6 +31,7 @@ from vgpu.results.sequential import (
     spent,
     with_schedule,
 )
+from vgpu.results.spending import look_level
 
 THROUGHPUT_BAND = Band(lower_pct=-2.0)
 REFERENCE = [1000.0, 1010.0, 990.0, 1005.0, 995.0, 1000.0, 1008.0, 992.0, 1003.0, 997.0]
@@ -69,9 +71,10 @@ def test_a_look_cut_short_by_the_budget_spends_the_rest() -> None:
 
 
 def test_schedule_is_even_for_abba_blocks() -> None:
-    assert schedule(4, 12, Design(step=2)) == (4, 8, 12)
-    assert schedule(3, 14, Design(step=2)) == (4, 10, 14)
+    assert schedule(4, 12, Design(step=2, looks=3)) == (4, 8, 12)
+    assert schedule(3, 14, Design(step=2, looks=3)) == (4, 10, 14)
     assert schedule(4, 4, Design(step=2)) == (4,)
+    assert schedule(4, 40, Design(step=2)) == (4, 10, 16, 22, 28, 34, 40)
     assert all(n % 2 == 0 for n in schedule(4, 17, Design(step=2, looks=4)))
 
 
@@ -109,7 +112,7 @@ def test_a_first_look_needs_far_more_than_the_95_percent_ci() -> None:
     assert check.verdict == "FAIL"  # the fixed-sample 95% CI alone would decide
     first = decide(candidate, REFERENCE, THROUGHPUT_BAND, index=1)
     assert (first.verdict, first.stop) == ("INCONCLUSIVE", False)
-    assert first.schedule == (3, 12, 20) and first.next_total == 12
+    assert first.schedule == (3, 6, 9, 12, 15, 18, 20) and first.next_total == 6
 
 
 def test_the_last_look_says_what_would_decide() -> None:
@@ -218,3 +221,44 @@ def test_a_passing_gate_without_statistics_does_not_hold_back_a_pass() -> None:
     assert (held.verdict, held.stop) == ("INCONCLUSIVE", False)
     failed = look([check, replace(gate, verdict="FAIL")], 12, 1, design)
     assert (failed.verdict, failed.stop) == ("FAIL", True)
+
+
+def test_hwang_shih_decani_spending_with_gamma_minus_2() -> None:
+    """alpha (1 - exp(-gamma t)) / (1 - exp(-gamma)): 26.9% of the alpha by half time,
+    all of it at the end, and less than O'Brien-Fleming's late, more early."""
+    assert spent(0.5, 0.025, "hsd") == pytest.approx(0.025 * 0.268941, rel=1e-5)
+    assert spent(1.0, 0.025, "hsd") == pytest.approx(0.025)
+    assert spent(0.1, 0.025, "hsd") == pytest.approx(0.025 * 0.034655, rel=1e-4)
+    assert spent(0.5, 0.025, "hsd") > spent(0.5, 0.025, "obf")
+    levels = nominal_levels((4, 10, 16, 22, 28, 34, 40), ONE_SIDED_ALPHA, spending="hsd")
+    assert levels[0] == pytest.approx(spent(0.1, ONE_SIDED_ALPHA, "hsd"), rel=1e-6)
+    assert all(a < b for a, b in itertools.pairwise(levels))
+    assert levels[-1] < ONE_SIDED_ALPHA
+
+
+def test_the_looks_do_not_depend_on_the_pilots_noise() -> None:
+    """A quiet pilot and a noisy one plan the same looks, from the pilot to the cap: a
+    pilot whose variance comes out small never makes itself the last look."""
+    quiet = decide([999.0, 1001.0, 1000.0, 1000.5], REFERENCE, THROUGHPUT_BAND, index=1,
+                   design=Design(max_repeats=40, step=2))
+    noisy = decide([940.0, 1060.0, 1000.0, 965.0], REFERENCE, THROUGHPUT_BAND, index=1,
+                   design=Design(max_repeats=40, step=2))
+    assert quiet.schedule == noisy.schedule == (4, 10, 16, 22, 28, 34, 40)
+    assert quiet.level is not None and quiet.level < 0.001
+    assert quiet.expected is not None and noisy.expected is not None
+    assert quiet.expected < noisy.expected  # what the noise says to expect, in the notes
+
+
+def test_holm_steps_use_boundaries_recomputed_for_their_share_of_alpha() -> None:
+    """The look's boundary at alpha / 2 is not its nominal level at alpha halved."""
+    plan = (4, 10, 16, 22, 28, 34, 40)
+    whole = nominal_levels(plan, ONE_SIDED_ALPHA, spending="hsd")[1]
+    half = nominal_levels(plan, ONE_SIDED_ALPHA / 2, spending="hsd")[1]
+    assert half != pytest.approx(whole / 2, rel=0.01)
+    p_between = (half + whole / 2) / 2
+    def level_at(alpha: float) -> float:
+        return look_level(plan, 1, False, alpha, "hsd")
+
+    kept = holm_kept([p_between, p_between], ONE_SIDED_ALPHA, level_at)
+    divided = {i for i, p in enumerate([p_between] * 2) if p <= whole / 2}
+    assert kept != divided

@@ -86,7 +86,7 @@ class Pacing:
         if not checks:
             return None
         first = look(checks, total, 1, self.design, blocked)
-        planned = first.schedule[-1] if first.schedule else total
+        planned = first.expected or total
         cv = series.throughput_cv
         pilot = Pilot(series.workload.split(" (")[0], total, repeat_s,
                       None if cv is None else cv * 100.0, scenario.tolerances.throughput_pct)

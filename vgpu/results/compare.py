@@ -41,7 +41,7 @@ A command that judges several workloads makes them one family (``one_family``)."
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -411,12 +411,17 @@ def pass_p_value(check: Check) -> float | None:
     return max(ps) if ps else None
 
 
-def holm_kept(p_values: Sequence[float], alpha: float) -> set[int]:
-    """Indices Holm's step-down keeps at family level ``alpha`` (one-sided)."""
+def holm_kept(p_values: Sequence[float], alpha: float,
+              level_at: Callable[[float], float] | None = None) -> set[int]:
+    """Indices Holm's step-down keeps at family level ``alpha`` (one-sided). The j-th
+    step tests at level ``alpha / (m - j + 1)``, or, for a look of a group-sequential
+    design, at ``level_at(alpha / (m - j + 1))``: the look's boundary recomputed for
+    that share of the alpha."""
     kept: set[int] = set()
     m = len(p_values)
     for rank, index in enumerate(sorted(range(m), key=p_values.__getitem__)):
-        if p_values[index] > alpha / (m - rank):
+        share = alpha / (m - rank)
+        if p_values[index] > (share if level_at is None else level_at(share)):
             break
         kept.add(index)
     return kept
