@@ -35,6 +35,7 @@ from vgpu.results.series import (
     WORST_P99,
     SeriesData,
     interleaved_pairs,
+    invalid_split,
     load_series,
 )
 from vgpu.results.store import ResultStore
@@ -103,7 +104,11 @@ def _instance_checks(candidate: SeriesData, reference: SeriesData,
 
 
 def _shortfalls(*series: SeriesData) -> list[str]:
-    return [note for data in series if (note := data.valid_shortfall) is not None]
+    """Too few VALID repeats on a side; failing that, INVALID runs split unevenly."""
+    notes = [note for data in series if (note := data.valid_shortfall) is not None]
+    if not notes and len(series) == 2 and (split := invalid_split(*series)) is not None:
+        notes.append(split)
+    return notes
 
 
 def compare_series(

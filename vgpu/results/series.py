@@ -193,11 +193,30 @@ def _invalid_instances(run_id: int, stored: list[StoredInstance]) -> list[Invali
 
 def _repeat_floor(runs: list[Run]) -> tuple[int, int]:
     """Repeats asked and the fewest VALID ones a verdict needs, as the series stored them
-    (``repeats``, ``min_valid``); a series that says neither needs all its ok runs."""
-    detail = runs[0].workload_detail
-    asked = int(detail.get("repeats") or len(runs))
+    (``repeats``, ``min_valid``) with its final total: a sequential series stores each
+    run with the total planned when it began, so its pilot's runs say the pilot's count
+    and its last runs the total it grew to; a series that says neither needs all its ok
+    runs."""
+    detail = max((run.workload_detail for run in runs),
+                 key=lambda d: int(d.get("repeats") or 0))
+    asked = max(int(detail.get("repeats") or 0), len(runs))
     floor = int(detail.get("min_valid") or asked)
     return asked, min(floor, asked)
+
+
+def invalid_split(candidate: SeriesData, reference: SeriesData) -> str | None:
+    """Why two series cannot support a PASS when LoadGen judged a different number of
+    their runs INVALID: the runs that leave are not a random share (a Server run that
+    missed its latency bound is a slow one; an Offline run that ended early a fast one),
+    so runs leaving one side more than the other move the difference by themselves."""
+    counts = [len({r.run_id for r in data.invalid_runs}) for data in (candidate, reference)]
+    if counts[0] == counts[1]:
+        return None
+    sides = ", ".join(f"{count} of {len(data.runs)} runs of {data.label}"
+                      for count, data in zip(counts, (candidate, reference), strict=True))
+    return (f"INVALID runs split unevenly between the sides ({sides}): the runs that "
+            "leave are not a random share of either side, so no PASS; an even split "
+            "(or none) allows one")
 
 
 def load_series(store: ResultStore, series_id: str) -> SeriesData:
