@@ -23,6 +23,12 @@ TRAINING_THROUGHPUT = "throughput"  # a training run's total images/s (run-level
 TIMED_OVERLAP = "timed_overlap"  # share of the timed span with every instance running
 RUN_QUALITY_METRICS = frozenset({TIMED_OVERLAP, *DISTURBANCE_METRICS})
 _LOWER_IS_BETTER_WORDS = ("latency", "time", "duration", "seconds")
+# How a run set aside in an interleaved session says why (vgpu.bench.setaside): a
+# disturbance seen on both sides of its block, or on one side only (those runs count
+# again in the check that a PASS holds with them)
+SET_ASIDE = "set aside: "
+BOTH_SIDES_SET_ASIDE = "set aside: both sides disturbed: "
+ONE_SIDED_SET_ASIDE = "set aside: one side disturbed: "
 
 
 @dataclass(frozen=True)
@@ -66,6 +72,9 @@ class SeriesData:
     min_valid: int = 0
     # RUN_QUALITY_METRICS of every ok run (valid or not), in run order
     run_quality: dict[str, list[float]] = field(default_factory=dict)
+    # the series with the runs set aside for a disturbance on one side of their block
+    # counted again (None: none were): a PASS must hold with them too
+    with_set_aside: SeriesData | None = None
 
     @property
     def valid_count(self) -> int:
@@ -154,7 +163,8 @@ class SeriesData:
 
 class Pairs(NamedTuple):
     """Two interleaved series' valid repeats that ran in the same block: positions into
-    each side's valid repeats (and so into its samples), in block order."""
+    each side's valid repeats (and so into its samples), in block order (a block set
+    aside and run again appears once per attempt, counted or not)."""
 
     candidate: list[int]
     reference: list[int]
@@ -173,13 +183,18 @@ def interleaved_pairs(candidate: SeriesData, reference: SeriesData) -> Pairs | N
     ref_blocks = _valid_blocks(reference)
     shared = sorted(set(cand_blocks) & set(ref_blocks))
     return Pairs(list(range(len(cand_blocks))), list(range(len(ref_blocks))),
-                 [(cand_blocks[b], ref_blocks[b]) for b in shared], shared)
+                 [(cand_blocks[b], ref_blocks[b]) for b in shared], [b for b, _ in shared])
 
 
-def _valid_blocks(data: SeriesData) -> dict[int, int]:
-    """Block (the run's repeat index) -> position among the series' valid repeats."""
-    index = {run.id: run.repeat_index for run in data.runs}
-    return {index[run_id]: position for position, run_id in enumerate(data.valid_run_ids)}
+def _valid_blocks(data: SeriesData) -> dict[tuple[int, int], int]:
+    """(block: the run's repeat index, its attempt: 0 unless the block ran again) ->
+    position among the series' valid repeats."""
+    attempts: dict[int, int] = defaultdict(int)
+    key: dict[int, tuple[int, int]] = {}
+    for run in sorted(data.runs, key=lambda r: r.id):
+        key[run.id] = (run.repeat_index, attempts[run.repeat_index])
+        attempts[run.repeat_index] += 1
+    return {key[run_id]: position for position, run_id in enumerate(data.valid_run_ids)}
 
 
 def _higher_is_better(metric_name: str) -> bool:
@@ -219,11 +234,18 @@ def invalid_split(candidate: SeriesData, reference: SeriesData) -> str | None:
             "(or none) allows one")
 
 
-def load_series(store: ResultStore, series_id: str) -> SeriesData:
+def load_series(store: ResultStore, series_id: str,
+                set_aside: bool = False) -> SeriesData:
     """Samples from the ok runs of ``series_id`` whose every instance LoadGen found VALID;
     failed/aborted repeats are skipped, INVALID ones listed in ``invalid_runs``; runs
-    other load disturbed (vgpu.results.disturbance) listed in ``disturbed_runs``."""
+    other load disturbed (vgpu.results.disturbance) listed in ``disturbed_runs``. With
+    ``set_aside``, the runs set aside for a disturbance on one side count as ok runs;
+    without it, ``with_set_aside`` holds that series when there are any."""
     runs = store.runs(series_id=series_id, status="ok")
+    one_sided = [run for run in store.runs(series_id=series_id, status="aborted")
+                 if (run.reason or "").startswith(ONE_SIDED_SET_ASIDE)]
+    if set_aside:
+        runs = sorted([*runs, *one_sided], key=lambda run: run.id)
     if not runs:
         raise InputError.single(
             str(store.path), "series", f"series {series_id} has no run that finished ok",
@@ -249,6 +271,8 @@ def load_series(store: ResultStore, series_id: str) -> SeriesData:
             data.valid_run_ids.append(run.id)
     _add_instance_samples(data)
     _add_metric_samples(store, data)
+    if one_sided and not set_aside:
+        data.with_set_aside = load_series(store, series_id, set_aside=True)
     return data
 
 
