@@ -14,7 +14,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vgpu.results.compare import Band, compare_paired, compare_samples, holm, holm_kept
+from vgpu.results.compare import (
+    Band,
+    carry_over,
+    compare_paired,
+    compare_samples,
+    holm,
+    holm_kept,
+)
 from vgpu.results.sequential import (
     ONE_SIDED_ALPHA,
     Design,
@@ -262,3 +269,48 @@ def test_holm_steps_use_boundaries_recomputed_for_their_share_of_alpha() -> None
     kept = holm_kept([p_between, p_between], ONE_SIDED_ALPHA, level_at)
     divided = {i for i, p in enumerate([p_between] * 2) if p <= whole / 2}
     assert kept != divided
+
+
+def _abba(blocks: int, loss: float, switch_into: dict[str, float],
+          rng: random.Random) -> tuple[list[float], list[float]]:
+    """Paired runs of ``blocks`` ABBA blocks; the second run of a block pays the cost of
+    switching into its side (``switch_into``, relative) on top of 0.3% noise."""
+    cand, ref = [], []
+    for block in range(blocks):
+        second = "candidate" if block % 2 == 0 else "reference"
+        c = (1 + loss) * (1 + (switch_into["candidate"] if second == "candidate" else 0))
+        r = 1 + (switch_into["reference"] if second == "reference" else 0)
+        cand.append(1000 * c * math.exp(rng.gauss(0, 0.003)))
+        ref.append(1000 * r * math.exp(rng.gauss(0, 0.003)))
+    return cand, ref
+
+
+def test_a_switching_cost_that_differs_between_sides_is_found_and_named() -> None:
+    """Switching into the candidate costs 3%, into the reference nothing: the crossover
+    PASSes a true 0% loss at -1.5%, the carry-over check finds it and a look that would
+    decide stops INCONCLUSIVE naming it; the same cost on both sides is a period
+    effect the crossover removes, and no carry-over is found."""
+    rng = random.Random(3)
+    cand, ref = _abba(12, 0.0, {"candidate": -0.03, "reference": 0.0}, rng)
+    check = compare_paired("system_throughput", cand, ref, THROUGHPUT_BAND)
+    assert check.difference_pct == pytest.approx(-1.5, abs=0.3)
+    found = carry_over("system_throughput", cand, ref, list(range(12)))
+    assert found is not None and found.found
+    assert found.estimate == pytest.approx(3.0, abs=0.6)
+    design = Design(schedule=(12,))
+    assert look([check], 12, 1, design).verdict == "PASS"
+    stopped = look([check], 12, 1, design, confounded=[found.describe()])
+    assert (stopped.verdict, stopped.stop) == ("INCONCLUSIVE", True)
+    assert stopped.why is not None and "carry-over" in stopped.why
+    same = _abba(12, 0.0, {"candidate": -0.03, "reference": -0.03}, random.Random(3))
+    alike = carry_over("system_throughput", *same, list(range(12)))
+    assert alike is not None and not alike.found
+    assert carry_over("system_throughput", cand[:4], ref[:4], [0, 1, 2, 3]) is None
+
+
+def test_an_undecided_look_goes_on_despite_a_carry_over() -> None:
+    """The check stops a look only where it would decide."""
+    check = compare_paired("t", [1000.0, 990.0, 1012.0, 985.0], [1000.0] * 4,
+                           THROUGHPUT_BAND)
+    step = look([check], 4, 1, Design(max_repeats=40, step=2), confounded=["c"])
+    assert (step.verdict, step.stop) == ("INCONCLUSIVE", False)

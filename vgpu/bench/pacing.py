@@ -64,7 +64,8 @@ class Pacing:
                 listen.phase(note)
         self.looks += 1
         step = look(checks, total, self.looks, self.design, blocked,
-                    comparison.disturbed if comparison else ())
+                    comparison.disturbed if comparison else (),
+                    comparison.confounded if comparison else ())
         self.design = with_schedule(self.design, step)
         result.workload.notes.append(f"sequential repeats: {step.describe()}")
         listen.phase(f"{result.workload.label}: {step.describe()}")

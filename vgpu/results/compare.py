@@ -353,6 +353,67 @@ def compare_paired(metric: str, candidate: Sequence[float], reference: Sequence[
                   "interleaved", units=len(ratios))
 
 
+CARRY_OVER_ALPHA = 0.02  # two-sided: the check runs once, where a look would decide
+
+
+@dataclass(frozen=True)
+class CarryOver:
+    """The carry-over check of an ABBA design: in blocks the reference begins, the
+    candidate's run follows the reference; in blocks the candidate begins, the
+    reference's run follows the candidate. A switching cost that differs between the
+    sides shows as a difference between the two order groups' block totals (Grizzle's
+    test; here with the session's drift fitted as a line in the block index), which the
+    crossover's estimate cannot separate from the difference it estimates."""
+
+    metric: str
+    estimate: float  # candidate-first blocks' total less reference-first blocks', log %
+    se: float
+    df: float
+    p_value: float  # two-sided
+
+    @property
+    def found(self) -> bool:
+        return self.p_value <= CARRY_OVER_ALPHA
+
+    def describe(self) -> str:
+        return (f"{self.metric}: carry-over: the blocks the candidate began total "
+                f"{self.estimate:+.2f}% against those the reference began (p = "
+                f"{self.p_value:.3f}, two-sided): a switching cost that differs between "
+                "the sides, which the ABBA blocks cannot separate from the difference "
+                f"(it moves the estimate by about {abs(self.estimate) / 2:.2f}%); rerun "
+                "with a washout run between the sides or longer runs")
+
+
+def carry_over(metric: str, candidate: Sequence[float], reference: Sequence[float],
+               blocks: Sequence[int]) -> CarryOver | None:
+    """The carry-over check (``CarryOver``) of paired runs ``candidate[i]``,
+    ``reference[i]`` of block ``blocks[i]``; None below 6 blocks or 2 of each order."""
+    n = len(blocks)
+    groups = period_groups(blocks)
+    if n < 6 or min(groups.count(0), groups.count(1)) < 2:
+        return None
+    totals = [log_ratio(metric, c, 1.0) + log_ratio(metric, r, 1.0)
+              for c, r in zip(candidate, reference, strict=True)]
+
+    def residuals(values: Sequence[float]) -> list[float]:  # of a line in the block index
+        mean_x, mean_y = math.fsum(blocks) / n, math.fsum(values) / n
+        sxx = math.fsum((x - mean_x) ** 2 for x in blocks)
+        slope = 0.0 if sxx == 0 else math.fsum(
+            (x - mean_x) * (y - mean_y) for x, y in zip(blocks, values, strict=True)) / sxx
+        return [y - mean_y - slope * (x - mean_x) for x, y in zip(blocks, values, strict=True)]
+
+    ry, rg = residuals(totals), residuals([float(g) for g in groups])
+    sgg = math.fsum(g * g for g in rg)
+    if sgg <= 0:
+        return None
+    estimate = math.fsum(y * g for y, g in zip(ry, rg, strict=True)) / sgg
+    df = float(n - 3)
+    variance = max(0.0, math.fsum(y * y for y in ry) - estimate ** 2 * sgg) / df
+    se = math.sqrt(variance / sgg)
+    p = 0.0 if se == 0 else 2.0 * (1.0 - t_cdf(abs(estimate) / se, df))
+    return CarryOver(metric, estimate, se, df, p)
+
+
 def check_reference(metric: str, candidate: Sequence[float], reference: Reference,
                     levels: NoiseLevels | None = None) -> Check:
     """One-sample check of candidate repeats against a reference value and its band (and
@@ -509,20 +570,24 @@ class Comparison:
     shortfalls: list[str] = field(default_factory=list)
     # runs other load disturbed (SeriesData.disturbances): no PASS and no FAIL
     disturbed: list[str] = field(default_factory=list)
+    # what the design cannot separate from the difference (CarryOver.describe): no PASS
+    # and no FAIL
+    confounded: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "checks", holm(self.checks))
 
     @property
     def verdict(self) -> Verdict:
-        if self.disturbed:
+        if self.disturbed or self.confounded:
             return "INCONCLUSIVE"
         return overall_verdict(self.checks, self.shortfalls)
 
     @property
     def why(self) -> list[str]:
         """Why it is not a PASS and what would decide it (empty for a PASS)."""
-        return [*self.disturbed, *why_not_pass(self.checks, self.shortfalls)]
+        return [*self.disturbed, *self.confounded,
+                *why_not_pass(self.checks, self.shortfalls)]
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -535,6 +600,7 @@ class Comparison:
             "platform_changes": [c.as_dict() for c in self.platform_changes],
             "shortfalls": list(self.shortfalls),
             "disturbed": list(self.disturbed),
+            "confounded": list(self.confounded),
         }
 
 

@@ -19,6 +19,7 @@ from vgpu.results.compare import (
     ComparisonKind,
     Reference,
     band_for,
+    carry_over,
     check_reference,
     compare_paired,
     compare_samples,
@@ -64,6 +65,17 @@ class _Pairing:
         return compare_paired(name, [cand[i] for i, _ in self.pairs.positions],
                               [ref[j] for _, j in self.pairs.positions], band, unit,
                               self.pairs.blocks)
+
+    def carry_over(self, candidate: SeriesData, reference: SeriesData) -> list[str]:
+        """The carry-over check on the headline of interleaved series, said when found."""
+        name = candidate.headline
+        if self.pairs is None or name not in candidate.samples or \
+                name not in reference.samples:
+            return []
+        cand, ref = candidate.samples[name].values, reference.samples[name].values
+        found = carry_over(name, [cand[i] for i, _ in self.pairs.positions],
+                           [ref[j] for _, j in self.pairs.positions], self.pairs.blocks)
+        return [found.describe()] if found is not None and found.found else []
 
 
 def _shared_checks(
@@ -169,6 +181,7 @@ def compare_series(
         checks=checks, platform_changes=platform_changes(candidate, reference),
         shortfalls=shortfalls,
         disturbed=[*candidate.disturbances, *reference.disturbances],
+        confounded=pairing.carry_over(candidate, reference),
     )
 
 

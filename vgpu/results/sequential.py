@@ -207,12 +207,14 @@ def check_ci(check: Check, alpha: float) -> tuple[float, float] | None:
 
 
 def look(checks: Sequence[Check], n: int, index: int, design: Design,
-         blocked_pass: bool = False, disturbed: Sequence[str] = ()) -> Look:
+         blocked_pass: bool = False, disturbed: Sequence[str] = (),
+         confounded: Sequence[str] = ()) -> Look:
     """Look ``index`` (1-based) at a series of ``n`` repeats (blocks) judged by ``checks``.
     The first look fixes the schedule from the checks' variance; each look stops on a
     FAIL (Holm at the look's level) or an all-PASS (no ``blocked_pass``: too few VALID
     repeats), or at the last look; else it names the next look's total. A ``disturbed``
-    comparison stops INCONCLUSIVE and says why."""
+    comparison stops INCONCLUSIVE and says why; so does a ``confounded`` one (a
+    carry-over found) at a look that would decide."""
     mdds = [c.mdd_pct for c in checks if c.mdd_pct is not None]
     mdd = max(mdds) if mdds else None
     if disturbed:  # no verdict can come of it, and more repeats do not undo it
@@ -239,12 +241,18 @@ def look(checks: Sequence[Check], n: int, index: int, design: Design,
     kept = holm_kept([1.0 if p is None else p for p in fail_ps], design.alpha,
                      level_at) if stats else set()
     pass_ps = [pass_p_value(c) for c in stats]
+    gates_pass = all(c.verdict == "PASS" for c in checks if c not in stats)
+    decides = bool(kept) or any(c.verdict == "FAIL" and c.se_pct is None for c in checks) \
+        or (bool(stats) and gates_pass and not blocked_pass
+            and all(p is not None and p <= level for p in pass_ps))
+    if decides and confounded:
+        return Look(n, index, True, "INCONCLUSIVE", True, n, mdd, why=confounded[0],
+                    schedule=plan, level=level, expected=expected)
     if any(c.verdict == "FAIL" and c.se_pct is None for c in checks) or kept:
         return Look(n, index, final, "FAIL", True, n, mdd, schedule=plan, level=level,
                     expected=expected)
     # A check without statistics (the accuracy gate) is decided as it stands: its PASS
     # holds at every look and must not keep the throughput's PASS from stopping the series.
-    gates_pass = all(c.verdict == "PASS" for c in checks if c not in stats)
     if stats and gates_pass and not blocked_pass and \
             all(p is not None and p <= level for p in pass_ps):
         return Look(n, index, final, "PASS", True, n, mdd, schedule=plan, level=level,
