@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from vgpu.results.compare import (
     Band,
+    at_look,
     carry_over,
     compare_paired,
     compare_samples,
@@ -39,6 +40,7 @@ from vgpu.results.sequential import (
     with_schedule,
 )
 from vgpu.results.spending import look_level
+from vgpu.results.stats import t_quantile
 
 THROUGHPUT_BAND = Band(lower_pct=-2.0)
 REFERENCE = [1000.0, 1010.0, 990.0, 1005.0, 995.0, 1000.0, 1008.0, 992.0, 1003.0, 997.0]
@@ -314,3 +316,30 @@ def test_an_undecided_look_goes_on_despite_a_carry_over() -> None:
                            THROUGHPUT_BAND)
     step = look([check], 4, 1, Design(max_repeats=40, step=2), confounded=["c"])
     assert (step.verdict, step.stop) == ("INCONCLUSIVE", False)
+
+
+def test_the_stored_verdict_is_the_designs_repeated_interval() -> None:
+    """A difference whose fixed-sample 95% interval just clears the -2% edge at 40
+    blocks, while the design's last look (its level below 2.5%: alpha was spent at the
+    earlier looks) does not: the stored verdict says what the design said, its interval
+    the repeated one."""
+    rng = random.Random(11)
+    base = [1000.0 * math.exp(rng.gauss(0, 0.012)) for _ in range(40)]
+    cand = [v * math.exp(rng.gauss(0, 0.012)) for v in base]
+    check = compare_paired("t", cand, base, THROUGHPUT_BAND)
+    assert check.se_pct is not None and check.df is not None
+    edge = 100 * math.log(0.98)
+    estimate = edge + t_quantile(0.975, check.df) * check.se_pct + 0.01
+    check = replace(check, log_difference=estimate)
+    ci95 = check_ci(check, 0.05)
+    assert ci95 is not None and ci95[0] > -2.0  # the 95% interval would PASS
+    plan = (4, 10, 16, 22, 28, 34, 40)
+    judged = at_look(check, plan, 40)
+    level = nominal_levels(plan, ONE_SIDED_ALPHA, spending="hsd")[-1]
+    assert judged.level() == pytest.approx(level) and level < ONE_SIDED_ALPHA
+    assert judged.ci_pct is not None and judged.ci_pct[0] < -2.0 < ci95[0]
+    assert judged.verdict == "INCONCLUSIVE"
+    assert "repeated (look 7 of 7 at 40)" in judged.reason
+    step = look([check], 40, 7, Design(max_repeats=40, step=2, schedule=plan))
+    assert step.verdict == judged.verdict  # the look and the stored verdict agree
+    assert at_look(check, plan, 10).level() < judged.level()  # an interim look

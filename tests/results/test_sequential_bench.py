@@ -84,6 +84,8 @@ def test_until_decided_extends_an_undecided_pilot_to_a_verdict(
     [workload] = outcome.workloads
     assert len(workload.run_ids) == 6
     assert workload.comparison is not None and workload.comparison.verdict == "PASS"
+    # the stored verdict is the design's: the repeated interval of look 2
+    assert "repeated (look 2 of 7 at 6)" in workload.comparison.checks[0].reason
     notes = [n for n in workload.workload.notes if n.startswith("sequential repeats")]
     assert notes == ["sequential repeats: look 1 at 3: undecided, next look at 6 "
                      "(looks at 3, 6, 9, 12, 15, 18, 20)",

@@ -67,6 +67,9 @@ class Pacing:
                     comparison.disturbed if comparison else (),
                     comparison.confounded if comparison else ())
         self.design = with_schedule(self.design, step)
+        if step.schedule and not step.stop:  # the runs to come store the looks
+            result.design = {**(result.design or {}),
+                             "looks": ",".join(map(str, step.schedule))}
         result.workload.notes.append(f"sequential repeats: {step.describe()}")
         listen.phase(f"{result.workload.label}: {step.describe()}")
         return step.next_total

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from vgpu.results.noise import NoiseLevels, series_per_side
+from vgpu.results.spending import Spending, look_level
 from vgpu.results.stats import (
     ALPHA,
     POWER,
@@ -152,6 +153,19 @@ class Check:
     log_difference: float = 0.0
     # how many repeats (blocks) each side has; for the interleaved design, the blocks
     units: int = 0
+    # the group-sequential design the series ran (vgpu.results.sequential): its look
+    # totals and which of them this is; none: a fixed sample, judged at 95%
+    looks: tuple[int, ...] = ()
+    look: int = -1
+    spending: Spending = "hsd"
+
+    def level(self, alpha: float = ALPHA / 2) -> float:
+        """The one-sided level this check is judged at for a family share ``alpha``: the
+        design's boundary at this look, recomputed for ``alpha`` (else ``alpha``)."""
+        if not self.looks:
+            return alpha
+        return look_level(self.looks, self.look, self.look == len(self.looks) - 1, alpha,
+                          self.spending)
 
     @property
     def ratio(self) -> float:
@@ -256,6 +270,28 @@ def _check(metric: str, unit: str, cand: Summary, ref_mean: float, ref: Summary 
     if verdict == "INCONCLUSIVE" and ci is not None:
         check = replace(check, reason=f"{reason}; {advice(check)}")
     return check
+
+
+def at_look(check: Check, looks: Sequence[int], total: int,
+            spending: Spending = "hsd") -> Check:
+    """``check`` as the group-sequential design with look totals ``looks`` judges it at
+    its look at ``total`` (the first look at or past it): its interval the repeated
+    confidence interval of that look's level (Jennison and Turnbull ch. 9), its verdict
+    that interval's, so that the stored verdict says what the design said."""
+    position = next((k for k, n in enumerate(looks) if n >= total), len(looks) - 1)
+    judged = replace(check, looks=tuple(looks), look=position, spending=spending)
+    if check.se_pct is None or check.df is None or check.ci_pct is None:
+        return judged
+    level = judged.level()
+    half = t_quantile(1.0 - level, check.df) * check.se_pct
+    ci = (pct_of_log(check.log_difference - half), pct_of_log(check.log_difference + half))
+    confidence = (f"{100 * (1 - 2 * level):.2f}% repeated (look {position + 1} of "
+                  f"{len(looks)} at {looks[position]})")
+    verdict, reason = _judge(ci, check.band, confidence)
+    judged = replace(judged, ci_pct=ci, verdict=verdict, reason=reason)
+    if verdict == "INCONCLUSIVE":
+        judged = replace(judged, reason=f"{reason}; {advice(judged)}")
+    return judged
 
 
 def compare_samples(
@@ -490,16 +526,20 @@ def holm_kept(p_values: Sequence[float], alpha: float,
 
 def holm(checks: Sequence[Check]) -> list[Check]:
     """The checks with Holm's step-down procedure over their FAILs: the j-th smallest
-    FAIL p-value of the m statistical checks must be <= 2.5% / (m - j + 1), as must every
-    smaller one; a FAIL that does not hold in the family becomes INCONCLUSIVE and says
+    FAIL p-value of the m statistical checks must be <= 2.5% / (m - j + 1) (for a check
+    of a group-sequential design, its look's boundary recomputed for that share), as
+    must every smaller one; a FAIL that does not hold in the family becomes INCONCLUSIVE and says
     why. Checks with no interval (an accuracy gate, too few repeats) are left as they
     are."""
     p_values = {i: p for i, c in enumerate(checks) if (p := fail_p_value(c)) is not None}
     m = len(p_values)
     if m < 2:
         return list(checks)
-    order = list(p_values)
-    kept = {order[i] for i in holm_kept([p_values[k] for k in order], ALPHA / 2)}
+    kept: set[int] = set()
+    for rank, index in enumerate(sorted(p_values, key=p_values.__getitem__)):
+        if p_values[index] > checks[index].level(ALPHA / 2 / (m - rank)):
+            break
+        kept.add(index)
     out = []
     for index, check in enumerate(checks):
         if check.verdict == "FAIL" and index in p_values and index not in kept:
@@ -622,6 +662,8 @@ def check_as_dict(check: Check) -> dict[str, object]:
         "ratio": check.ratio,
         "difference_pct": check.difference_pct,
         "ci95_pct": list(check.ci_pct) if check.ci_pct else None,
+        "one_sided_level": check.level() if check.se_pct is not None else None,
+        "looks": list(check.looks) or None,
         "mdd_pct": check.mdd_pct,
         "design": check.design,
         "se_pct": check.se_pct,

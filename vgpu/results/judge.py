@@ -18,6 +18,7 @@ from vgpu.results.compare import (
     Comparison,
     ComparisonKind,
     Reference,
+    at_look,
     band_for,
     carry_over,
     check_reference,
@@ -171,6 +172,8 @@ def compare_series(
     checks += capacity_checks(candidate, reference, per_metric, tolerance)
     if offered and not measured_capacity(candidate) and candidate.kind != "training":
         checks.append(offered_rate_check(candidate, reference))
+    if candidate.looks:  # judged at the design's last look, as its looks were
+        checks = [at_look(c, candidate.looks, candidate.repeats_asked) for c in checks]
     shortfalls = _shortfalls(candidate, reference)
     if not shortfalls and pairing.pairs is not None:
         shortfalls += _set_aside_shortfall(kind, candidate, reference, tolerance=tolerance,

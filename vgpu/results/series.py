@@ -138,6 +138,16 @@ class SeriesData:
         return design.get("partner") if isinstance(design, dict) else None
 
     @property
+    def looks(self) -> tuple[int, ...]:
+        """The look totals of the group-sequential design the series ran, as its runs
+        after the first look stored them (vgpu.bench.pacing); empty: a fixed sample."""
+        for run in reversed(self.runs):
+            design = run.workload_detail.get("design")
+            if isinstance(design, dict) and design.get("looks"):
+                return tuple(int(n) for n in str(design["looks"]).split(","))
+        return ()
+
+    @property
     def at_offered_rate(self) -> bool:
         """A Server or Interactive series: LoadGen offered a fixed rate, so its samples/s
         is that rate, not a finding (vgpu.results.offered_rate)."""
