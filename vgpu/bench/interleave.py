@@ -43,7 +43,7 @@ def run_interleaved(
     each, ABBA (reference, candidate | candidate, reference | ...), each side a series of
     its own that names the other as its partner, so the candidate is judged block by block
     and drift between minutes cancels. Without a fixed ``runs`` (or with --until-decided,
-    --budget), blocks are added at looks planned from the pilot's noise until the verdict
+    --budget), blocks are added at looks fixed from the pilot to the cap until the verdict
     decides or the stated cap (--max-repeats, --budget) is reached
     (vgpu.results.sequential). The block count is even (complete ABBA pairs), and
     each side first runs one warm-up run that is not judged (the session's first runs are
@@ -108,8 +108,8 @@ def _run_blocks(store: ResultStore, sides: tuple[Side, Side],
         listen.phase(f"{pair[1].workload.label}: {stated}")
     pacing = pacing_for(candidate.overrides, repeats, budget, step=2, always=sequential)
     if pacing is not None:
-        stated = (f"interleaved blocks: looks planned from the pilot's noise after {repeats} "
-                  f"blocks; at most {pacing.design.max_repeats} blocks "
+        stated = (f"interleaved blocks: {pacing.design.looks} looks fixed from {repeats} "
+                  f"blocks to the cap; at most {pacing.design.max_repeats} blocks "
                   f"({2 * pacing.design.max_repeats} runs) unless decided sooner "
                   "(--max-repeats, --budget)")
         pair[1].workload.notes.append(stated)
