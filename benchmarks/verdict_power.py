@@ -47,15 +47,28 @@ from functools import lru_cache
 
 import vgpu.results.compare as compare_module
 import vgpu.results.stats as stats_module
-from vgpu.results.compare import Band, Check, Verdict, compare_paired, compare_samples, holm
+from vgpu.bench.setaside import MAX_REPLACED_BLOCKS
+from vgpu.results.compare import (
+    Band,
+    Check,
+    Verdict,
+    carry_over,
+    compare_paired,
+    compare_samples,
+    holm,
+    pass_p_value,
+)
 from vgpu.results.noise import uncalibrated
 from vgpu.results.sequential import (
+    DEFAULT_LOOKS,
     DEFAULT_MAX_BLOCKS,
     DEFAULT_MAX_REPEATS,
     Design,
     look,
+    schedule,
     with_schedule,
 )
+from vgpu.results.spending import look_level
 
 TOLERANCE_PCT = 2.0
 REAL_RUN_CV = 0.0416  # 5.9% block sd / sqrt(2): real 3 s runs of scenario 6 here
@@ -93,11 +106,14 @@ class Setting:
     pilot: int = 4  # blocks (interleaved) or repeats (separate)
     max_blocks: int = DEFAULT_MAX_BLOCKS  # the default budget of interleaved blocks
     max_repeats: int = DEFAULT_MAX_REPEATS  # ... and of a separate series' repeats
-    looks: int = 3
+    looks: int = DEFAULT_LOOKS
     reference_repeats: int = 3  # separate series: the stored reference
     server: bool = False  # judge the worst p99 too (a Server series)
     latency_cv: float = 0.03  # p99 run to run, shared by the instances of a run
     latency_instance_cv: float = 0.02  # each instance's p99, on top
+    tails: str = "normal"  # or "t3": Student's t with 3 df, scaled to the same sd
+    disturbed_share: float = 0.0  # share of candidate (VM) runs slowed and marked
+    disturbed_slowdown: float = 0.10  # ... by this much
 
 
 @dataclass(frozen=True)
@@ -115,6 +131,14 @@ def memoize_t_quantile() -> None:
     compare_module.t_quantile = cached
 
 
+def _noise(setting: Setting, rng: random.Random, sd: float) -> float:
+    """A log-scale draw of standard deviation ``sd``: normal, or t(3) scaled to it."""
+    if setting.tails == "t3":
+        chi2 = sum(rng.gauss(0.0, 1.0) ** 2 for _ in range(3))
+        return sd * rng.gauss(0.0, 1.0) / math.sqrt(chi2 / 3.0) / math.sqrt(3.0)
+    return rng.gauss(0.0, sd)
+
+
 def _run(setting: Setting, rng: random.Random, level: float, position: int,
          second: bool) -> Run:
     """One run: ``level`` (relative), the run's position in the session (cold first run,
@@ -125,7 +149,7 @@ def _run(setting: Setting, rng: random.Random, level: float, position: int,
         factor *= 1.0 + setting.cold_first
     if second:
         factor *= 1.0 + setting.period
-    throughput = factor * math.exp(rng.gauss(0.0, setting.repeat_cv))
+    throughput = factor * math.exp(_noise(setting, rng, setting.repeat_cv))
     wait = factor ** -LATENCY_ELASTICITY * math.exp(rng.gauss(0.0, setting.latency_cv))
     return Run([MEAN * throughput * math.exp(rng.gauss(0.0, setting.instance_cv))
                 for _ in range(setting.instances)],
@@ -133,22 +157,28 @@ def _run(setting: Setting, rng: random.Random, level: float, position: int,
                    for _ in range(setting.instances)))
 
 
-def _checks(candidate: Sequence[Run], reference: Sequence[Run], paired: bool,
-            server: bool) -> list[Check]:
+def _columns(candidate: Sequence[Run], reference: Sequence[Run],
+             server: bool) -> list[tuple[str, Band, list[float], list[float]]]:
     """System throughput and each instance's, or for a Server series (a fixed offered
     rate: its samples/s is that rate, not judged) the worst p99, as judge.py builds them:
     one Holm family."""
     if server:
-        columns = [("latency_p99_worst", LATENCY_BAND, [r.worst_p99_ms for r in candidate],
-                    [r.worst_p99_ms for r in reference])]
-    else:
-        columns = [("system_throughput", BAND, [sum(r.throughputs) for r in candidate],
-                    [sum(r.throughputs) for r in reference])]
-        columns += [(f"throughput i{k}", BAND, [r.throughputs[k] for r in candidate],
-                     [r.throughputs[k] for r in reference])
-                    for k in range(len(candidate[0].throughputs))]
+        return [("latency_p99_worst", LATENCY_BAND, [r.worst_p99_ms for r in candidate],
+                 [r.worst_p99_ms for r in reference])]
+    columns = [("system_throughput", BAND, [sum(r.throughputs) for r in candidate],
+                [sum(r.throughputs) for r in reference])]
+    instances = len(candidate[0].throughputs)
+    return columns + [(f"throughput i{k}", BAND, [r.throughputs[k] for r in candidate],
+                       [r.throughputs[k] for r in reference])
+                      for k in range(instances if instances > 1 else 0)]
+
+
+def _checks(candidate: Sequence[Run], reference: Sequence[Run], paired: bool,
+            server: bool, blocks: Sequence[int] | None = None) -> list[Check]:
+    columns = _columns(candidate, reference, server)
     if paired:
-        return holm([compare_paired(name, c, r, band) for name, band, c, r in columns])
+        return holm([compare_paired(name, c, r, band, blocks=blocks)
+                     for name, band, c, r in columns])
     levels = uncalibrated()
     return holm([compare_samples(name, c, r, band, levels=levels)
                  for name, band, c, r in columns])
@@ -156,8 +186,14 @@ def _checks(candidate: Sequence[Run], reference: Sequence[Run], paired: bool,
 
 def interleaved_series(setting: Setting, difference_pct: float,
                        rng: random.Random) -> tuple[Verdict, int]:
-    """One `vgpu bench` with its twin: warm-up runs, ABBA blocks, looks at even counts."""
-    candidate_level = 1.0 + difference_pct / 100.0
+    """One `vgpu bench` with its twin, as it runs: warm-up runs, ABBA blocks, the pilot
+    and the planned looks at even counts; a block whose candidate run was disturbed set
+    aside and run again (at most MAX_REPLACED_BLOCKS times, then INCONCLUSIVE), its
+    blocks counted again in the check that a PASS holds with them; the carry-over check
+    at a look that would decide. ``difference_pct``: the true loss of the candidate's
+    runs, disturbed ones included (on the log scale)."""
+    slow = setting.disturbed_share * math.log1p(-setting.disturbed_slowdown)
+    candidate_level = math.exp(math.log1p(difference_pct / 100.0) - slow)
     design = Design(min_repeats=setting.pilot, max_repeats=setting.max_blocks,
                     looks=setting.looks, step=2)
     position = 0
@@ -167,22 +203,47 @@ def interleaved_series(setting: Setting, difference_pct: float,
         position = 2
     cand: list[Run] = []
     ref: list[Run] = []
+    aside: list[tuple[Run, Run, int]] = []  # set aside: candidate, reference, block
     total, index = setting.pilot, 1
     while True:
         while len(cand) < total:
             block = len(cand)
             ref_first = block % 2 == 0
-            first = _run(setting, rng, 1.0 if ref_first else candidate_level, position, False)
-            second = _run(setting, rng, candidate_level if ref_first else 1.0,
-                          position + 1, True)
-            ref.append(first if ref_first else second)
-            cand.append(second if ref_first else first)
+            disturbed = rng.random() < setting.disturbed_share
+            level = candidate_level * (1.0 - setting.disturbed_slowdown) if disturbed \
+                else candidate_level
+            first = _run(setting, rng, 1.0 if ref_first else level, position, False)
+            second = _run(setting, rng, level if ref_first else 1.0, position + 1, True)
             position += 2
-        step = look(_checks(cand, ref, paired=True, server=setting.server), len(cand),
-                    index, design)
+            c_run, r_run = (second, first) if ref_first else (first, second)
+            if disturbed:
+                if len(aside) >= MAX_REPLACED_BLOCKS:
+                    return "INCONCLUSIVE", len(cand) + len(aside) + 1
+                aside.append((c_run, r_run, block))
+                continue
+            ref.append(r_run)
+            cand.append(c_run)
+        checks = _checks(cand, ref, paired=True, server=setting.server)
+        plan = design.schedule or schedule(len(cand), design.max_repeats, design)
+        blocked = False
+        if aside:
+            n = len(cand)
+            at = next((k for k, t in enumerate(plan) if t >= n), len(plan) - 1)
+            level_now = look_level(plan, at, at == len(plan) - 1, design.alpha,
+                                   design.spending)
+            counted = _checks([*cand, *(c for c, _, _ in aside)],
+                              [*ref, *(r for _, r, _ in aside)], paired=True,
+                              server=setting.server,
+                              blocks=[*range(n), *(b for _, _, b in aside)])
+            blocked = not all((p := pass_p_value(c)) is not None and p <= level_now
+                              for c in counted)
+        name, _, c_values, r_values = _columns(cand, ref, setting.server)[0]
+        found = carry_over(name, c_values, r_values, list(range(len(cand))))
+        confounded = [found.describe()] if found is not None and found.found else []
+        step = look(checks, len(cand), index, design, blocked, (), confounded)
         design = with_schedule(design, step)
         if step.stop:
-            return step.verdict, len(cand)
+            return step.verdict, len(cand) + len(aside)
         total, index = step.next_total, index + 1
 
 
@@ -227,14 +288,55 @@ def separate_rates(setting: Setting, difference_pct: float, draws: int,
     return _rates([separate_series(setting, difference_pct, rng) for _ in range(draws)])
 
 
+def _mc(rate: float, draws: int) -> float:
+    """The Monte Carlo standard error of a rate measured over ``draws`` series."""
+    return math.sqrt(max(rate * (1.0 - rate), 1e-12) / draws)
+
+
+def gate_rows(draws: int, family_draws: int) -> list[tuple[str, int, Setting, float]]:
+    """The gate as the main job runs it (one check: the VM's system throughput against
+    bare metal), and beside it families of 4 and 12 checks (3 and 11 instances)."""
+    one = Setting(instances=1)
+    t3 = replace(one, tails="t3")
+    disturbed = replace(one, disturbed_share=0.06)
+    rows = [(f"1 check{note}", draws, setting, difference)
+            for note, setting in (("", one), (", t(3) tails", t3),
+                                  (", 6% of VM runs 10% slower, disturbed", disturbed))
+            for difference in (0.0, -2.0, -5.0)]
+    rows += [(f"{checks} checks", family_draws, replace(one, instances=checks - 1),
+              difference) for checks in (4, 12) for difference in (0.0, -2.0, -5.0)]
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--draws", type=int, default=400)
+    parser.add_argument("--draws", type=int, default=20000,
+                        help="series per cell of the one-check gate")
+    parser.add_argument("--family-draws", type=int, default=4000,
+                        help="series per cell of the 4- and 12-check families")
+    parser.add_argument("--path-draws", type=int, default=0,
+                        help="series per cell of the other paths (0: not run)")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     memoize_t_quantile()
     rng = random.Random(args.seed)
     base = Setting()
+    print(f"band >= -{TOLERANCE_PCT:g}%, interleaved ABBA with warm-up runs, run CV "
+          f"{base.repeat_cv:.1%} (block sd {base.repeat_cv * math.sqrt(2):.1%}), pilot "
+          f"{base.pilot} blocks, {base.looks} fixed looks to {base.max_blocks} blocks "
+          "(Hwang-Shih-DeCani gamma -2), set-aside and carry-over checks on; true "
+          "difference on the log scale, disturbed runs included; +- is the Monte Carlo "
+          "standard error")
+    print("| family | true difference | series | FAIL | PASS | INCONCLUSIVE | "
+          "mean blocks |")
+    print("|---|---|---|---|---|---|---|")
+    for name, draws, setting, difference in gate_rows(args.draws, args.family_draws):
+        r = interleaved_rates(setting, difference, draws, rng)
+        print(f"| {name} | {difference:+g}% | {draws} | {r.fail:.2%} +- "
+              f"{_mc(r.fail, draws):.2%} | {r.passed:.2%} +- {_mc(r.passed, draws):.2%} | "
+              f"{r.inconclusive:.1%} | {r.mean_units:.1f} |", flush=True)
+    if args.path_draws <= 0:
+        return
     rows = [("interleaved, warm-up, period term", interleaved_rates, base),
             ("interleaved, no warm-up (cold first run judged)", interleaved_rates,
              replace(base, warm_up=False)),
@@ -245,18 +347,16 @@ def main() -> None:
              replace(base, server=True)),
             ("Server: separate series, p99 latency", separate_rates,
              replace(base, server=True))]
-    print(f"band >= -{TOLERANCE_PCT:g}%, {args.draws} series per cell, budget "
-          f"{base.max_blocks} blocks (repeats), pilot {base.pilot}, {base.looks} looks, "
-          f"{base.instances + 1} checks (Server: the p99 alone, latency band <= "
-          f"+{LATENCY_TOLERANCE_PCT:g}%, p99 CV {base.latency_cv:.0%} per run + "
-          f"{base.latency_instance_cv:.0%} per instance)")
+    print(f"\n{args.path_draws} series per cell, {base.instances + 1} checks (Server: "
+          f"the p99 alone, latency band <= +{LATENCY_TOLERANCE_PCT:g}%, p99 CV "
+          f"{base.latency_cv:.0%} per run + {base.latency_instance_cv:.0%} per instance)")
     print("| path | true difference | FAIL | PASS | INCONCLUSIVE | mean blocks (repeats) |")
     print("|---|---|---|---|---|---|")
     for name, rates, setting in rows:
         for difference in DIFFERENCES_PCT:
-            r = rates(setting, difference, args.draws, rng)
+            r = rates(setting, difference, args.path_draws, rng)
             print(f"| {name} | {difference:+g}% | {r.fail:.1%} | {r.passed:.1%} | "
-                  f"{r.inconclusive:.1%} | {r.mean_units:.1f} |")
+                  f"{r.inconclusive:.1%} | {r.mean_units:.1f} |", flush=True)
 
 
 if __name__ == "__main__":

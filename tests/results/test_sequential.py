@@ -5,6 +5,7 @@ decision code."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 from dataclasses import replace
@@ -13,7 +14,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vgpu.results.compare import Band, compare_paired, compare_samples, holm
+from vgpu.results.compare import (
+    Band,
+    at_look,
+    carry_over,
+    compare_paired,
+    compare_samples,
+    holm,
+    holm_kept,
+)
 from vgpu.results.sequential import (
     ONE_SIDED_ALPHA,
     Design,
@@ -30,6 +39,8 @@ from vgpu.results.sequential import (
     spent,
     with_schedule,
 )
+from vgpu.results.spending import look_level
+from vgpu.results.stats import t_quantile
 
 THROUGHPUT_BAND = Band(lower_pct=-2.0)
 REFERENCE = [1000.0, 1010.0, 990.0, 1005.0, 995.0, 1000.0, 1008.0, 992.0, 1003.0, 997.0]
@@ -69,9 +80,10 @@ def test_a_look_cut_short_by_the_budget_spends_the_rest() -> None:
 
 
 def test_schedule_is_even_for_abba_blocks() -> None:
-    assert schedule(4, 12, Design(step=2)) == (4, 8, 12)
-    assert schedule(3, 14, Design(step=2)) == (4, 10, 14)
+    assert schedule(4, 12, Design(step=2, looks=3)) == (4, 8, 12)
+    assert schedule(3, 14, Design(step=2, looks=3)) == (4, 10, 14)
     assert schedule(4, 4, Design(step=2)) == (4,)
+    assert schedule(4, 40, Design(step=2)) == (4, 10, 16, 22, 28, 34, 40)
     assert all(n % 2 == 0 for n in schedule(4, 17, Design(step=2, looks=4)))
 
 
@@ -109,7 +121,7 @@ def test_a_first_look_needs_far_more_than_the_95_percent_ci() -> None:
     assert check.verdict == "FAIL"  # the fixed-sample 95% CI alone would decide
     first = decide(candidate, REFERENCE, THROUGHPUT_BAND, index=1)
     assert (first.verdict, first.stop) == ("INCONCLUSIVE", False)
-    assert first.schedule == (3, 12, 20) and first.next_total == 12
+    assert first.schedule == (3, 6, 9, 12, 15, 18, 20) and first.next_total == 6
 
 
 def test_the_last_look_says_what_would_decide() -> None:
@@ -182,17 +194,22 @@ def test_budget_shares_the_time_left_after_later_pilots() -> None:
 
 
 def test_small_simulation_holds_the_goals() -> None:
-    """A small version of benchmarks/verdict_power.py (fixed seed, few draws): the real
-    interleaved path with order and warm-up effects and several checks."""
+    """A small version of benchmarks/verdict_power.py (fixed seed, few draws): the gate
+    as the main job runs it (one check, pilot, fixed looks, set-aside, carry-over) with
+    order and warm-up effects: an A/A PASSes, the margin seldom decides either way, -5%
+    never PASSes; and a family of 4 checks at -10% FAILs."""
     from benchmarks.verdict_power import Setting, interleaved_rates
 
     rng = random.Random(5)
-    setting = Setting()
-    aa = interleaved_rates(setting, 0.0, 60, rng)
-    slow10 = interleaved_rates(setting, -10.0, 40, rng)
-    slow5 = interleaved_rates(setting, -5.0, 40, rng)
-    assert aa.fail <= 0.05 and aa.passed >= 0.7
-    assert slow10.fail >= 0.9 and slow5.passed == 0.0
+    one = Setting(instances=1)
+    aa = interleaved_rates(one, 0.0, 60, rng)
+    margin = interleaved_rates(one, -2.0, 120, rng)
+    slow5 = interleaved_rates(one, -5.0, 40, rng)
+    assert aa.fail == 0.0 and aa.passed >= 0.9 and aa.mean_units < 25
+    assert margin.passed <= 0.06 and margin.fail <= 0.06
+    assert slow5.passed == 0.0 and slow5.fail >= 0.9
+    family = interleaved_rates(Setting(), -10.0, 30, rng)
+    assert family.fail >= 0.9 and family.passed == 0.0
 
 
 def test_a_first_look_says_how_many_repeats_a_pass_would_need_past_the_cap() -> None:
@@ -218,3 +235,116 @@ def test_a_passing_gate_without_statistics_does_not_hold_back_a_pass() -> None:
     assert (held.verdict, held.stop) == ("INCONCLUSIVE", False)
     failed = look([check, replace(gate, verdict="FAIL")], 12, 1, design)
     assert (failed.verdict, failed.stop) == ("FAIL", True)
+
+
+def test_hwang_shih_decani_spending_with_gamma_minus_2() -> None:
+    """alpha (1 - exp(-gamma t)) / (1 - exp(-gamma)): 26.9% of the alpha by half time,
+    all of it at the end, and less than O'Brien-Fleming's late, more early."""
+    assert spent(0.5, 0.025, "hsd") == pytest.approx(0.025 * 0.268941, rel=1e-5)
+    assert spent(1.0, 0.025, "hsd") == pytest.approx(0.025)
+    assert spent(0.1, 0.025, "hsd") == pytest.approx(0.025 * 0.034655, rel=1e-4)
+    assert spent(0.5, 0.025, "hsd") > spent(0.5, 0.025, "obf")
+    levels = nominal_levels((4, 10, 16, 22, 28, 34, 40), ONE_SIDED_ALPHA, spending="hsd")
+    assert levels[0] == pytest.approx(spent(0.1, ONE_SIDED_ALPHA, "hsd"), rel=1e-6)
+    assert all(a < b for a, b in itertools.pairwise(levels))
+    assert levels[-1] < ONE_SIDED_ALPHA
+
+
+def test_the_looks_do_not_depend_on_the_pilots_noise() -> None:
+    """A quiet pilot and a noisy one plan the same looks, from the pilot to the cap: a
+    pilot whose variance comes out small never makes itself the last look."""
+    quiet = decide([999.0, 1001.0, 1000.0, 1000.5], REFERENCE, THROUGHPUT_BAND, index=1,
+                   design=Design(max_repeats=40, step=2))
+    noisy = decide([940.0, 1060.0, 1000.0, 965.0], REFERENCE, THROUGHPUT_BAND, index=1,
+                   design=Design(max_repeats=40, step=2))
+    assert quiet.schedule == noisy.schedule == (4, 10, 16, 22, 28, 34, 40)
+    assert quiet.level is not None and quiet.level < 0.001
+    assert quiet.expected is not None and noisy.expected is not None
+    assert quiet.expected < noisy.expected  # what the noise says to expect, in the notes
+
+
+def test_holm_steps_use_boundaries_recomputed_for_their_share_of_alpha() -> None:
+    """The look's boundary at alpha / 2 is not its nominal level at alpha halved."""
+    plan = (4, 10, 16, 22, 28, 34, 40)
+    whole = nominal_levels(plan, ONE_SIDED_ALPHA, spending="hsd")[1]
+    half = nominal_levels(plan, ONE_SIDED_ALPHA / 2, spending="hsd")[1]
+    assert half != pytest.approx(whole / 2, rel=0.01)
+    p_between = (half + whole / 2) / 2
+    def level_at(alpha: float) -> float:
+        return look_level(plan, 1, False, alpha, "hsd")
+
+    kept = holm_kept([p_between, p_between], ONE_SIDED_ALPHA, level_at)
+    divided = {i for i, p in enumerate([p_between] * 2) if p <= whole / 2}
+    assert kept != divided
+
+
+def _abba(blocks: int, loss: float, switch_into: dict[str, float],
+          rng: random.Random) -> tuple[list[float], list[float]]:
+    """Paired runs of ``blocks`` ABBA blocks; the second run of a block pays the cost of
+    switching into its side (``switch_into``, relative) on top of 0.3% noise."""
+    cand, ref = [], []
+    for block in range(blocks):
+        second = "candidate" if block % 2 == 0 else "reference"
+        c = (1 + loss) * (1 + (switch_into["candidate"] if second == "candidate" else 0))
+        r = 1 + (switch_into["reference"] if second == "reference" else 0)
+        cand.append(1000 * c * math.exp(rng.gauss(0, 0.003)))
+        ref.append(1000 * r * math.exp(rng.gauss(0, 0.003)))
+    return cand, ref
+
+
+def test_a_switching_cost_that_differs_between_sides_is_found_and_named() -> None:
+    """Switching into the candidate costs 3%, into the reference nothing: the crossover
+    PASSes a true 0% loss at -1.5%, the carry-over check finds it and a look that would
+    decide stops INCONCLUSIVE naming it; the same cost on both sides is a period
+    effect the crossover removes, and no carry-over is found."""
+    rng = random.Random(3)
+    cand, ref = _abba(12, 0.0, {"candidate": -0.03, "reference": 0.0}, rng)
+    check = compare_paired("system_throughput", cand, ref, THROUGHPUT_BAND)
+    assert check.difference_pct == pytest.approx(-1.5, abs=0.3)
+    found = carry_over("system_throughput", cand, ref, list(range(12)))
+    assert found is not None and found.found
+    assert found.estimate == pytest.approx(3.0, abs=0.6)
+    design = Design(schedule=(12,))
+    assert look([check], 12, 1, design).verdict == "PASS"
+    stopped = look([check], 12, 1, design, confounded=[found.describe()])
+    assert (stopped.verdict, stopped.stop) == ("INCONCLUSIVE", True)
+    assert stopped.why is not None and "carry-over" in stopped.why
+    same = _abba(12, 0.0, {"candidate": -0.03, "reference": -0.03}, random.Random(3))
+    alike = carry_over("system_throughput", *same, list(range(12)))
+    assert alike is not None and not alike.found
+    assert carry_over("system_throughput", cand[:4], ref[:4], [0, 1, 2, 3]) is None
+
+
+def test_an_undecided_look_goes_on_despite_a_carry_over() -> None:
+    """The check stops a look only where it would decide."""
+    check = compare_paired("t", [1000.0, 990.0, 1012.0, 985.0], [1000.0] * 4,
+                           THROUGHPUT_BAND)
+    step = look([check], 4, 1, Design(max_repeats=40, step=2), confounded=["c"])
+    assert (step.verdict, step.stop) == ("INCONCLUSIVE", False)
+
+
+def test_the_stored_verdict_is_the_designs_repeated_interval() -> None:
+    """A difference whose fixed-sample 95% interval just clears the -2% edge at 40
+    blocks, while the design's last look (its level below 2.5%: alpha was spent at the
+    earlier looks) does not: the stored verdict says what the design said, its interval
+    the repeated one."""
+    rng = random.Random(11)
+    base = [1000.0 * math.exp(rng.gauss(0, 0.012)) for _ in range(40)]
+    cand = [v * math.exp(rng.gauss(0, 0.012)) for v in base]
+    check = compare_paired("t", cand, base, THROUGHPUT_BAND)
+    assert check.se_pct is not None and check.df is not None
+    edge = 100 * math.log(0.98)
+    estimate = edge + t_quantile(0.975, check.df) * check.se_pct + 0.01
+    check = replace(check, log_difference=estimate)
+    ci95 = check_ci(check, 0.05)
+    assert ci95 is not None and ci95[0] > -2.0  # the 95% interval would PASS
+    plan = (4, 10, 16, 22, 28, 34, 40)
+    judged = at_look(check, plan, 40)
+    level = nominal_levels(plan, ONE_SIDED_ALPHA, spending="hsd")[-1]
+    assert judged.level() == pytest.approx(level) and level < ONE_SIDED_ALPHA
+    assert judged.ci_pct is not None and judged.ci_pct[0] < -2.0 < ci95[0]
+    assert judged.verdict == "INCONCLUSIVE"
+    assert "repeated (look 7 of 7 at 40)" in judged.reason
+    step = look([check], 40, 7, Design(max_repeats=40, step=2, schedule=plan))
+    assert step.verdict == judged.verdict  # the look and the stored verdict agree
+    assert at_look(check, plan, 10).level() < judged.level()  # an interim look

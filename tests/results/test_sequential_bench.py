@@ -77,16 +77,19 @@ def _bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, values: Iterable[flo
 def test_until_decided_extends_an_undecided_pilot_to_a_verdict(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The pilot's noise plans the looks (3, 5, 6); the series PASSes at look 2."""
+    """The looks are fixed from the pilot to the cap (3 to 20), whatever the pilot's
+    noise; the series PASSes at look 2."""
     values = [985.0, 1000.0, 990.0] + [1001.0, 999.0, 1000.0, 1002.0] * 5
     outcome = _bench(tmp_path, monkeypatch, values, BenchOverrides(until_decided=True))
     [workload] = outcome.workloads
-    assert len(workload.run_ids) == 5
+    assert len(workload.run_ids) == 6
     assert workload.comparison is not None and workload.comparison.verdict == "PASS"
+    # the stored verdict is the design's: the repeated interval of look 2
+    assert "repeated (look 2 of 7 at 6)" in workload.comparison.checks[0].reason
     notes = [n for n in workload.workload.notes if n.startswith("sequential repeats")]
-    assert notes == ["sequential repeats: look 1 at 3: undecided, next look at 5 "
-                     "(looks at 3, 5, 6)",
-                     "sequential repeats: look 2 at 5: PASS, minimum detectable "
+    assert notes == ["sequential repeats: look 1 at 3: undecided, next look at 6 "
+                     "(looks at 3, 6, 9, 12, 15, 18, 20)",
+                     "sequential repeats: look 2 at 6: PASS, minimum detectable "
                      f"difference {workload.comparison.checks[0].mdd_pct:.2f}%"]
 
 
@@ -101,7 +104,7 @@ def test_max_repeats_caps_an_undecidable_series(
     assert workload.comparison is not None
     assert workload.comparison.verdict == "INCONCLUSIVE"
     last = workload.workload.notes[-1]
-    assert "look 3 at 6: INCONCLUSIVE" in last
+    assert "look 4 at 6: INCONCLUSIVE" in last  # looks at 3, 4, 5, 6
     assert "repeats in all" in last and "would decide" in last
 
 
@@ -155,13 +158,16 @@ class _Clock:
         return self.now
 
 
-@pytest.mark.parametrize(("budget_s", "runs"), [(720.0, 5), (1e6, 6)])
+@pytest.mark.parametrize(("budget_s", "runs", "looks"), [
+    (720.0, 5, "3, 5, 6, 8, 9, 11, 12"), (1e6, 20, "3, 6, 9, 12, 15, 18, 20")])
 def test_a_budget_running_out_makes_the_next_look_the_last(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, budget_s: float, runs: int,
+    looks: str,
 ) -> None:
-    """Pilot 3 x 60 s in a 12 min budget, looks planned at 3, 5, 6; repeats 4-5 take
-    300 s each, so at 5 no time is left: look 2 is the last and spends the rest of the
-    alpha. With time to spare the same series goes on to its planned last look."""
+    """Pilot 3 x 60 s in a 12 min budget affords 12 repeats: looks planned at 3, 5, 6, 8,
+    9, 11, 12; repeats 4-5 take 300 s each, so at 5 no time is left: look 2 is the last
+    and spends the rest of the alpha. With time to spare the same noisy series goes on
+    to the cap."""
     clock = _Clock([60.0] * 3 + [300.0] * 30)
     monkeypatch.setattr(session, "time", clock)
     monkeypatch.setattr(pacing, "time", clock)
@@ -175,11 +181,12 @@ def test_a_budget_running_out_makes_the_next_look_the_last(
     result = _bench(tmp_path, monkeypatch, advancing(values),
                     BenchOverrides(budget_s=budget_s)).workloads[0]
     assert len(result.run_ids) == runs
-    looks = [n for n in result.workload.notes if n.startswith("sequential repeats")]
-    assert looks[0] == ("sequential repeats: look 1 at 3: undecided, next look at 5 "
-                        "(looks at 3, 5, 6)")
-    assert looks[1].startswith("sequential repeats: look 2 at 5: ")
-    assert ("next look at 6" in looks[1]) == (runs > 5)
+    notes = [n for n in result.workload.notes if n.startswith("sequential repeats")]
+    second = looks.split(", ")[1]
+    assert notes[0] == (f"sequential repeats: look 1 at 3: undecided, next look at "
+                        f"{second} (looks at {looks})")
+    assert notes[1].startswith(f"sequential repeats: look 2 at {second}: ")
+    assert ("next look at" in notes[1]) == (runs > 5)
 
 
 def test_a_series_level_larger_than_the_margin_stops_with_what_would_decide(

@@ -74,10 +74,11 @@ def test_too_few_valid_repeats_make_a_pass_inconclusive(store: ResultStore) -> N
 
 def test_min_valid_sets_the_floor(store: ResultStore) -> None:
     vm = load_series(store, _series(store, MIXED, target_kind="vm", min_valid=3))
-    bare_metal = load_series(store, _series(store, STEADY, target_kind="bare-metal"))
+    bare_metal = load_series(store, _series(store, MIXED, target_kind="bare-metal",
+                                            min_valid=3))
     assert vm.valid_shortfall is None
     passed = compare_series("vm-vs-bare-metal", vm, bare_metal, tolerance=0.05, levels=QUIET)
-    assert passed.verdict == "PASS"
+    assert passed.verdict == "PASS"  # one INVALID run on each side: an even split
     references = {SYSTEM_THROUGHPUT: Reference(value=150.0, lower=-0.05, unit="samples/s")}
     assert compare_with_references(vm, references, "ref", QUIET).verdict == "PASS"
 
@@ -104,3 +105,40 @@ def test_the_cv_is_of_the_valid_repeats(store: ResultStore) -> None:
     mean = sum(values) / 3
     stdev = (sum((v - mean) ** 2 for v in values) / 2) ** 0.5
     assert data.throughput_cv == pytest.approx(stdev / mean)
+
+
+def test_invalid_runs_split_unevenly_refuse_a_pass(store: ResultStore) -> None:
+    """The floor allows one INVALID run, but only the VM lost one: the runs that leave
+    are not a random share, so no PASS, and the verdict says so with the counts."""
+    vm = load_series(store, _series(store, MIXED, target_kind="vm", min_valid=3))
+    bare_metal = load_series(store, _series(store, STEADY, target_kind="bare-metal"))
+    comparison = compare_series("vm-vs-bare-metal", vm, bare_metal, tolerance=0.05,
+                                levels=QUIET)
+    assert [c.verdict for c in comparison.checks] == ["PASS", "PASS"]
+    assert comparison.verdict == "INCONCLUSIVE"
+    [split] = comparison.shortfalls
+    assert split.startswith("INVALID runs split unevenly between the sides (1 of 4 runs "
+                            "of scenario 6 w [vm], 0 of 4 runs of scenario 6 w "
+                            "[bare-metal])")
+    failing = load_series(store, _series(store, [(r * 1.3, v) for r, v in STEADY],
+                                         target_kind="bare-metal"))
+    assert compare_series("vm-vs-bare-metal", vm, failing, tolerance=0.05,
+                          levels=QUIET).verdict == "FAIL"  # a FAIL is not held back
+
+
+def test_the_floor_is_the_final_total_not_the_pilots(store: ResultStore) -> None:
+    """A sequential series stored its pilot's 4 runs with repeats 4 and grew to 8: its
+    floor is 8 (all of them, no min_valid), not the pilot's 4."""
+    series_id = uuid.uuid4().hex
+    for index in range(8):
+        total = 4 if index < 4 else 8
+        start = RunStart(series_id=series_id, scenario_id="6", scenario_name="s6",
+                         workload="w", target_kind="vm", repeat_index=index,
+                         workload_detail={"loadgen_scenario": "Offline", "repeats": total,
+                                          "min_valid": total})
+        store.record_run(start, "ok", instances=[
+            _instance("a", 100.0, "INVALID" if index in (5, 6) else "VALID")])
+    data = load_series(store, series_id)
+    assert (data.repeats_asked, data.min_valid, data.valid_count) == (8, 8, 6)
+    assert data.valid_shortfall is not None and "6 valid of 8 repeats" in \
+        data.valid_shortfall

@@ -43,7 +43,7 @@ def run_interleaved(
     each, ABBA (reference, candidate | candidate, reference | ...), each side a series of
     its own that names the other as its partner, so the candidate is judged block by block
     and drift between minutes cancels. Without a fixed ``runs`` (or with --until-decided,
-    --budget), blocks are added at looks planned from the pilot's noise until the verdict
+    --budget), blocks are added at looks fixed from the pilot to the cap until the verdict
     decides or the stated cap (--max-repeats, --budget) is reached
     (vgpu.results.sequential). The block count is even (complete ABBA pairs), and
     each side first runs one warm-up run that is not judged (the session's first runs are
@@ -108,8 +108,8 @@ def _run_blocks(store: ResultStore, sides: tuple[Side, Side],
         listen.phase(f"{pair[1].workload.label}: {stated}")
     pacing = pacing_for(candidate.overrides, repeats, budget, step=2, always=sequential)
     if pacing is not None:
-        stated = (f"interleaved blocks: looks planned from the pilot's noise after {repeats} "
-                  f"blocks; at most {pacing.design.max_repeats} blocks "
+        stated = (f"interleaved blocks: {pacing.design.looks} looks fixed from {repeats} "
+                  f"blocks to the cap; at most {pacing.design.max_repeats} blocks "
                   f"({2 * pacing.design.max_repeats} runs) unless decided sooner "
                   "(--max-repeats, --budget)")
         pair[1].workload.notes.append(stated)
@@ -119,6 +119,7 @@ def _run_blocks(store: ResultStore, sides: tuple[Side, Side],
     while block < total:
         order = (0, 1) if block % 2 == 0 else (1, 0)
         run_ids: list[int] = []
+        sides_run: list[int] = []
         for index in order:
             side, result = sides[index], pair[index]
             listen.phase(f"{result.workload.label}: block {block + 1}/{total}, scenario "
@@ -129,10 +130,13 @@ def _run_blocks(store: ResultStore, sides: tuple[Side, Side],
                 pair[1 - index].failure = f"stopped with scenario {side.scenario.id}"
                 return
             run_ids += result.run_ids[-1:]  # the run this repeat stored
+            sides_run.append(index)
             if result.calibrated_qps:
                 recalibrate(result, ran)
         _share_rates(sides, pair)
-        step = _after_block(store, disturbed, block, run_ids, pair, listen)
+        step = _after_block(store, disturbed, block, (run_ids, sides_run), pair, listen,
+                            (f"scenario {sides[0].scenario.id}",
+                             f"scenario {sides[1].scenario.id}"))
         if step == "again":
             continue
         if step == "stop":
@@ -144,15 +148,17 @@ def _run_blocks(store: ResultStore, sides: tuple[Side, Side],
 
 
 def _after_block(store: ResultStore, disturbed: DisturbedBlocks, block: int,
-                 run_ids: list[int], pair: tuple[WorkloadOutcome, WorkloadOutcome],
-                 listen: BenchListener) -> Literal["next", "again", "stop"]:
+                 runs: tuple[list[int], list[int]],
+                 pair: tuple[WorkloadOutcome, WorkloadOutcome], listen: BenchListener,
+                 names: tuple[str, str]) -> Literal["next", "again", "stop"]:
     """"next" when no other load disturbed the block's runs; "again" when they were set
     aside and the block is to run again; "stop" when they were disturbed once the
     replacements were spent (they stay: the verdict is INCONCLUSIVE, naming them)."""
+    run_ids, sides = runs
     found = disturbed.check(store, run_ids)
     if not found:
         return "next"
-    note = disturbed.set_aside(store, block, run_ids, found)
+    note = disturbed.set_aside(store, block, run_ids, found, sides, names)
     step: Literal["again", "stop"] = "again"
     if note is None:
         note, step = disturbed.exhausted(block, found), "stop"

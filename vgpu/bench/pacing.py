@@ -64,8 +64,12 @@ class Pacing:
                 listen.phase(note)
         self.looks += 1
         step = look(checks, total, self.looks, self.design, blocked,
-                    comparison.disturbed if comparison else ())
+                    comparison.disturbed if comparison else (),
+                    comparison.confounded if comparison else ())
         self.design = with_schedule(self.design, step)
+        if step.schedule and not step.stop:  # the runs to come store the looks
+            result.design = {**(result.design or {}),
+                             "looks": ",".join(map(str, step.schedule))}
         result.workload.notes.append(f"sequential repeats: {step.describe()}")
         listen.phase(f"{result.workload.label}: {step.describe()}")
         return step.next_total
@@ -86,7 +90,7 @@ class Pacing:
         if not checks:
             return None
         first = look(checks, total, 1, self.design, blocked)
-        planned = first.schedule[-1] if first.schedule else total
+        planned = first.expected or total
         cv = series.throughput_cv
         pilot = Pilot(series.workload.split(" (")[0], total, repeat_s,
                       None if cv is None else cv * 100.0, scenario.tolerances.throughput_pct)

@@ -41,11 +41,12 @@ A command that judges several workloads makes them one family (``one_family``)."
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from vgpu.results.noise import NoiseLevels, series_per_side
+from vgpu.results.spending import Spending, look_level
 from vgpu.results.stats import (
     ALPHA,
     POWER,
@@ -152,6 +153,19 @@ class Check:
     log_difference: float = 0.0
     # how many repeats (blocks) each side has; for the interleaved design, the blocks
     units: int = 0
+    # the group-sequential design the series ran (vgpu.results.sequential): its look
+    # totals and which of them this is; none: a fixed sample, judged at 95%
+    looks: tuple[int, ...] = ()
+    look: int = -1
+    spending: Spending = "hsd"
+
+    def level(self, alpha: float = ALPHA / 2) -> float:
+        """The one-sided level this check is judged at for a family share ``alpha``: the
+        design's boundary at this look, recomputed for ``alpha`` (else ``alpha``)."""
+        if not self.looks:
+            return alpha
+        return look_level(self.looks, self.look, self.look == len(self.looks) - 1, alpha,
+                          self.spending)
 
     @property
     def ratio(self) -> float:
@@ -258,6 +272,28 @@ def _check(metric: str, unit: str, cand: Summary, ref_mean: float, ref: Summary 
     return check
 
 
+def at_look(check: Check, looks: Sequence[int], total: int,
+            spending: Spending = "hsd") -> Check:
+    """``check`` as the group-sequential design with look totals ``looks`` judges it at
+    its look at ``total`` (the first look at or past it): its interval the repeated
+    confidence interval of that look's level (Jennison and Turnbull ch. 9), its verdict
+    that interval's, so that the stored verdict says what the design said."""
+    position = next((k for k, n in enumerate(looks) if n >= total), len(looks) - 1)
+    judged = replace(check, looks=tuple(looks), look=position, spending=spending)
+    if check.se_pct is None or check.df is None or check.ci_pct is None:
+        return judged
+    level = judged.level()
+    half = t_quantile(1.0 - level, check.df) * check.se_pct
+    ci = (pct_of_log(check.log_difference - half), pct_of_log(check.log_difference + half))
+    confidence = (f"{100 * (1 - 2 * level):.2f}% repeated (look {position + 1} of "
+                  f"{len(looks)} at {looks[position]})")
+    verdict, reason = _judge(ci, check.band, confidence)
+    judged = replace(judged, ci_pct=ci, verdict=verdict, reason=reason)
+    if verdict == "INCONCLUSIVE":
+        judged = replace(judged, reason=f"{reason}; {advice(judged)}")
+    return judged
+
+
 def compare_samples(
     metric: str,
     candidate: Sequence[float],
@@ -353,6 +389,67 @@ def compare_paired(metric: str, candidate: Sequence[float], reference: Sequence[
                   "interleaved", units=len(ratios))
 
 
+CARRY_OVER_ALPHA = 0.02  # two-sided: the check runs once, where a look would decide
+
+
+@dataclass(frozen=True)
+class CarryOver:
+    """The carry-over check of an ABBA design: in blocks the reference begins, the
+    candidate's run follows the reference; in blocks the candidate begins, the
+    reference's run follows the candidate. A switching cost that differs between the
+    sides shows as a difference between the two order groups' block totals (Grizzle's
+    test; here with the session's drift fitted as a line in the block index), which the
+    crossover's estimate cannot separate from the difference it estimates."""
+
+    metric: str
+    estimate: float  # candidate-first blocks' total less reference-first blocks', log %
+    se: float
+    df: float
+    p_value: float  # two-sided
+
+    @property
+    def found(self) -> bool:
+        return self.p_value <= CARRY_OVER_ALPHA
+
+    def describe(self) -> str:
+        return (f"{self.metric}: carry-over: the blocks the candidate began total "
+                f"{self.estimate:+.2f}% against those the reference began (p = "
+                f"{self.p_value:.3f}, two-sided): a switching cost that differs between "
+                "the sides, which the ABBA blocks cannot separate from the difference "
+                f"(it moves the estimate by about {abs(self.estimate) / 2:.2f}%); rerun "
+                "with a washout run between the sides or longer runs")
+
+
+def carry_over(metric: str, candidate: Sequence[float], reference: Sequence[float],
+               blocks: Sequence[int]) -> CarryOver | None:
+    """The carry-over check (``CarryOver``) of paired runs ``candidate[i]``,
+    ``reference[i]`` of block ``blocks[i]``; None below 6 blocks or 2 of each order."""
+    n = len(blocks)
+    groups = period_groups(blocks)
+    if n < 6 or min(groups.count(0), groups.count(1)) < 2:
+        return None
+    totals = [log_ratio(metric, c, 1.0) + log_ratio(metric, r, 1.0)
+              for c, r in zip(candidate, reference, strict=True)]
+
+    def residuals(values: Sequence[float]) -> list[float]:  # of a line in the block index
+        mean_x, mean_y = math.fsum(blocks) / n, math.fsum(values) / n
+        sxx = math.fsum((x - mean_x) ** 2 for x in blocks)
+        slope = 0.0 if sxx == 0 else math.fsum(
+            (x - mean_x) * (y - mean_y) for x, y in zip(blocks, values, strict=True)) / sxx
+        return [y - mean_y - slope * (x - mean_x) for x, y in zip(blocks, values, strict=True)]
+
+    ry, rg = residuals(totals), residuals([float(g) for g in groups])
+    sgg = math.fsum(g * g for g in rg)
+    if sgg <= 0:
+        return None
+    estimate = math.fsum(y * g for y, g in zip(ry, rg, strict=True)) / sgg
+    df = float(n - 3)
+    variance = max(0.0, math.fsum(y * y for y in ry) - estimate ** 2 * sgg) / df
+    se = math.sqrt(variance / sgg)
+    p = 0.0 if se == 0 else 2.0 * (1.0 - t_cdf(abs(estimate) / se, df))
+    return CarryOver(metric, estimate, se, df, p)
+
+
 def check_reference(metric: str, candidate: Sequence[float], reference: Reference,
                     levels: NoiseLevels | None = None) -> Check:
     """One-sample check of candidate repeats against a reference value and its band (and
@@ -411,12 +508,17 @@ def pass_p_value(check: Check) -> float | None:
     return max(ps) if ps else None
 
 
-def holm_kept(p_values: Sequence[float], alpha: float) -> set[int]:
-    """Indices Holm's step-down keeps at family level ``alpha`` (one-sided)."""
+def holm_kept(p_values: Sequence[float], alpha: float,
+              level_at: Callable[[float], float] | None = None) -> set[int]:
+    """Indices Holm's step-down keeps at family level ``alpha`` (one-sided). The j-th
+    step tests at level ``alpha / (m - j + 1)``, or, for a look of a group-sequential
+    design, at ``level_at(alpha / (m - j + 1))``: the look's boundary recomputed for
+    that share of the alpha."""
     kept: set[int] = set()
     m = len(p_values)
     for rank, index in enumerate(sorted(range(m), key=p_values.__getitem__)):
-        if p_values[index] > alpha / (m - rank):
+        share = alpha / (m - rank)
+        if p_values[index] > (share if level_at is None else level_at(share)):
             break
         kept.add(index)
     return kept
@@ -424,16 +526,20 @@ def holm_kept(p_values: Sequence[float], alpha: float) -> set[int]:
 
 def holm(checks: Sequence[Check]) -> list[Check]:
     """The checks with Holm's step-down procedure over their FAILs: the j-th smallest
-    FAIL p-value of the m statistical checks must be <= 2.5% / (m - j + 1), as must every
-    smaller one; a FAIL that does not hold in the family becomes INCONCLUSIVE and says
+    FAIL p-value of the m statistical checks must be <= 2.5% / (m - j + 1) (for a check
+    of a group-sequential design, its look's boundary recomputed for that share), as
+    must every smaller one; a FAIL that does not hold in the family becomes INCONCLUSIVE and says
     why. Checks with no interval (an accuracy gate, too few repeats) are left as they
     are."""
     p_values = {i: p for i, c in enumerate(checks) if (p := fail_p_value(c)) is not None}
     m = len(p_values)
     if m < 2:
         return list(checks)
-    order = list(p_values)
-    kept = {order[i] for i in holm_kept([p_values[k] for k in order], ALPHA / 2)}
+    kept: set[int] = set()
+    for rank, index in enumerate(sorted(p_values, key=p_values.__getitem__)):
+        if p_values[index] > checks[index].level(ALPHA / 2 / (m - rank)):
+            break
+        kept.add(index)
     out = []
     for index, check in enumerate(checks):
         if check.verdict == "FAIL" and index in p_values and index not in kept:
@@ -504,20 +610,24 @@ class Comparison:
     shortfalls: list[str] = field(default_factory=list)
     # runs other load disturbed (SeriesData.disturbances): no PASS and no FAIL
     disturbed: list[str] = field(default_factory=list)
+    # what the design cannot separate from the difference (CarryOver.describe): no PASS
+    # and no FAIL
+    confounded: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "checks", holm(self.checks))
 
     @property
     def verdict(self) -> Verdict:
-        if self.disturbed:
+        if self.disturbed or self.confounded:
             return "INCONCLUSIVE"
         return overall_verdict(self.checks, self.shortfalls)
 
     @property
     def why(self) -> list[str]:
         """Why it is not a PASS and what would decide it (empty for a PASS)."""
-        return [*self.disturbed, *why_not_pass(self.checks, self.shortfalls)]
+        return [*self.disturbed, *self.confounded,
+                *why_not_pass(self.checks, self.shortfalls)]
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -530,6 +640,7 @@ class Comparison:
             "platform_changes": [c.as_dict() for c in self.platform_changes],
             "shortfalls": list(self.shortfalls),
             "disturbed": list(self.disturbed),
+            "confounded": list(self.confounded),
         }
 
 
@@ -551,6 +662,8 @@ def check_as_dict(check: Check) -> dict[str, object]:
         "ratio": check.ratio,
         "difference_pct": check.difference_pct,
         "ci95_pct": list(check.ci_pct) if check.ci_pct else None,
+        "one_sided_level": check.level() if check.se_pct is not None else None,
+        "looks": list(check.looks) or None,
         "mdd_pct": check.mdd_pct,
         "design": check.design,
         "se_pct": check.se_pct,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import cast
+from typing import Any, cast
 
 from vgpu.model.scenario import Scenario
 from vgpu.results.accuracy import with_accuracy_gate
@@ -18,7 +18,9 @@ from vgpu.results.compare import (
     Comparison,
     ComparisonKind,
     Reference,
+    at_look,
     band_for,
+    carry_over,
     check_reference,
     compare_paired,
     compare_samples,
@@ -35,6 +37,7 @@ from vgpu.results.series import (
     WORST_P99,
     SeriesData,
     interleaved_pairs,
+    invalid_split,
     load_series,
 )
 from vgpu.results.store import ResultStore
@@ -63,6 +66,17 @@ class _Pairing:
         return compare_paired(name, [cand[i] for i, _ in self.pairs.positions],
                               [ref[j] for _, j in self.pairs.positions], band, unit,
                               self.pairs.blocks)
+
+    def carry_over(self, candidate: SeriesData, reference: SeriesData) -> list[str]:
+        """The carry-over check on the headline of interleaved series, said when found."""
+        name = candidate.headline
+        if self.pairs is None or name not in candidate.samples or \
+                name not in reference.samples:
+            return []
+        cand, ref = candidate.samples[name].values, reference.samples[name].values
+        found = carry_over(name, [cand[i] for i, _ in self.pairs.positions],
+                           [ref[j] for _, j in self.pairs.positions], self.pairs.blocks)
+        return [found.describe()] if found is not None and found.found else []
 
 
 def _shared_checks(
@@ -103,7 +117,11 @@ def _instance_checks(candidate: SeriesData, reference: SeriesData,
 
 
 def _shortfalls(*series: SeriesData) -> list[str]:
-    return [note for data in series if (note := data.valid_shortfall) is not None]
+    """Too few VALID repeats on a side; failing that, INVALID runs split unevenly."""
+    notes = [note for data in series if (note := data.valid_shortfall) is not None]
+    if not notes and len(series) == 2 and (split := invalid_split(*series)) is not None:
+        notes.append(split)
+    return notes
 
 
 def compare_series(
@@ -154,12 +172,42 @@ def compare_series(
     checks += capacity_checks(candidate, reference, per_metric, tolerance)
     if offered and not measured_capacity(candidate) and candidate.kind != "training":
         checks.append(offered_rate_check(candidate, reference))
+    if candidate.looks:  # judged at the design's last look, as its looks were
+        checks = [at_look(c, candidate.looks, candidate.repeats_asked) for c in checks]
+    shortfalls = _shortfalls(candidate, reference)
+    if not shortfalls and pairing.pairs is not None:
+        shortfalls += _set_aside_shortfall(kind, candidate, reference, tolerance=tolerance,
+                                           tolerances=tolerances, min_gain=min_gain,
+                                           levels=levels)
     return Comparison(
         kind=kind, title=title, candidate=candidate.label, reference=reference.label,
         checks=checks, platform_changes=platform_changes(candidate, reference),
-        shortfalls=_shortfalls(candidate, reference),
+        shortfalls=shortfalls,
         disturbed=[*candidate.disturbances, *reference.disturbances],
+        confounded=pairing.carry_over(candidate, reference),
     )
+
+
+def _set_aside_shortfall(kind: ComparisonKind, candidate: SeriesData,
+                         reference: SeriesData, **judged: Any) -> list[str]:
+    """Why an interleaved comparison cannot PASS when some of its blocks were set aside
+    for a disturbance seen on one side only (vgpu.bench.setaside): the PASS must hold
+    with those blocks counted again, as the runs they were. The counts per side are
+    said either way."""
+    if candidate.with_set_aside is None and reference.with_set_aside is None:
+        return []
+    sides = (candidate.with_set_aside or candidate, reference.with_set_aside or reference)
+    counted = compare_series(kind, *sides, **judged)
+    per_side = ", ".join(f"{len(data.disturbed_runs)} disturbed on {data.label}"
+                         for data in sides)
+    blocks = max(len(data.runs) for data in sides) - max(
+        len(candidate.runs), len(reference.runs))
+    if all(c.verdict == "PASS" for c in counted.checks):
+        return []
+    failing = "; ".join(f"{c.metric} {c.verdict}: {c.reason}" for c in counted.checks
+                        if c.verdict != "PASS")
+    return [f"the PASS does not hold with the {blocks} block(s) set aside for a "
+            f"disturbance seen on one side only counted again ({per_side}): {failing}"]
 
 
 def compare_with_references(

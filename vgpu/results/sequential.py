@@ -1,34 +1,33 @@
 """Sequential repeats (pure): repeat a series (or the blocks of an interleaved design)
 until its verdict is decided or a stated budget is spent, with error rates that hold.
 
-Design: a group-sequential test with O'Brien-Fleming-type alpha spending (Lan and DeMets
-1983; Jennison and Turnbull 2000, ch. 7), run twice, one-sided at 2.5% each: once for
+Design: a group-sequential test with alpha spending (Lan and DeMets 1983; Jennison and
+Turnbull 2000, ch. 7; vgpu.results.spending), run twice, one-sided at 2.5% each: once for
 FAIL (the difference is outside the band) and once for PASS (it is inside: the
-intersection-union test over the checks).
+intersection-union test over the checks, TOST with spending).
 
-- The schedule is fixed after the pilot from the variance alone, never from the observed
-  difference: ``plan_total`` is the fewest repeats (blocks) at which a difference of 0
-  would PASS with power 0.8 at the 80% upper bound of the pilot's variance, capped by
-  the budget (``max_repeats``);
-  the looks lie at equal steps from the pilot to that total (``schedule``), rounded up to
-  ``step`` (2 for ABBA blocks: every look sees complete pairs).
-- Look k spends ``alpha(t_k) = 2 - 2 Phi(z(1 - alpha/2) / sqrt(t_k))`` of the one-sided
-  alpha, t_k its share of the planned total; its boundary (``boundaries``) is found by
-  recursive numerical integration of the Brownian motion the standardised statistic
-  follows, and applied to the t statistic as a nominal one-sided level ``p_k``.
-- At every look, a FAIL needs Holm's step-down over the checks' one-sided FAIL p-values
-  at ``p_k`` (the same family rule as compare.py's stored verdict, at this look's level);
-  a PASS needs every check's PASS p-value at or below ``p_k`` and no shortfall of VALID
-  repeats.
+- The looks are fixed before any repeat runs, from the pilot's size and the budget
+  alone (``schedule``): ``looks`` (7) totals at equal steps from the pilot to the cap
+  (``max_repeats``, or what --budget affords after the pilot), rounded up to ``step``
+  (2 for ABBA blocks: every look sees complete pairs). Nothing measured moves them, so a
+  pilot whose variance happens to come out small cannot make itself the last look; the
+  pilot is a look of its own with a small share of the alpha.
+- Look k spends ``alpha(t_k)`` of the one-sided alpha (Hwang-Shih-DeCani, gamma -2),
+  t_k its share of the planned total; its z boundary is applied to the t statistic (its
+  own degrees of freedom: n - 2 for a crossover) as a nominal one-sided level ``p_k``.
+- At every look, a FAIL needs Holm's step-down over the checks' one-sided FAIL p-values,
+  the j-th step at the boundary recomputed for alpha / (m - j + 1) (not ``p_k`` divided);
+  a PASS needs every check's PASS p-value at or below ``p_k`` and no shortfall (too few
+  VALID repeats, INVALID runs split unevenly, a PASS that does not hold with set-aside
+  blocks); a carry-over the crossover cannot separate stops a decision INCONCLUSIVE.
 - A look cut short by the budget is final: it spends what is left of the alpha.
 - The last look that does not decide says INCONCLUSIVE, why, and what would decide it.
+- The variance still says what to expect (``plan_total``: the blocks at which an A/A
+  PASSes with power 0.8 at the 80% upper bound of the pilot's variance), in the notes.
 
-Assumptions: repeat (block) means are normal and independent; the variance that plans the
-schedule is estimated from the pilot (an internal pilot: its effect on the error rates is
-small, see benchmarks/verdict_power.py). An interim decision at ``p_k`` < 2.5% is also a
-decision of the fixed-sample 95% interval, so the verdict stored afterwards agrees; at the
-last look (``p_K`` about 2.2% with 3 looks) a difference whose p-value lies between
-``p_K`` and 2.5% is decided by the stored 95% verdict but not by the design."""
+Assumptions: repeat (block) means are normal and independent. The stored verdict of a
+series that ran this design is judged at its last look's level, with the repeated
+confidence interval of that level (compare.at_look), so it says what the design said."""
 
 from __future__ import annotations
 
@@ -51,10 +50,12 @@ from vgpu.results.compare import (
     pct_of_log,
 )
 from vgpu.results.noise import series_per_side
+from vgpu.results.spending import Spending, look_level
+from vgpu.results.spending import boundaries as boundaries  # re-exported
+from vgpu.results.spending import nominal_levels as nominal_levels
+from vgpu.results.spending import spent as spent
 from vgpu.results.stats import (
     POWER,
-    normal_cdf,
-    normal_quantile,
     t_quantile,
     variance_upper_bound,
 )
@@ -63,7 +64,8 @@ DEFAULT_MAX_REPEATS = 20
 # Interleaved blocks: their noise is the machine's from one run to the next, so the
 # budget buys short blocks, many of them (docs/results.md, real runs).
 DEFAULT_MAX_BLOCKS = 40
-DEFAULT_LOOKS = 3
+DEFAULT_LOOKS = 7
+DEFAULT_SPENDING: Spending = "hsd"
 ONE_SIDED_ALPHA = ALPHA / 2  # per direction: false FAIL, false PASS
 PLAN_CONFIDENCE = 0.80  # the schedule plans with this upper bound of the pilot's variance
 
@@ -80,6 +82,7 @@ class Design:
     alpha: float = ONE_SIDED_ALPHA
     step: int = 1
     schedule: tuple[int, ...] = ()
+    spending: Spending = DEFAULT_SPENDING
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,7 @@ class Look:
     schedule: tuple[int, ...] = ()
     level: float | None = None  # the look's nominal one-sided level
     needed: int | None = None  # the first look's uncapped plan, when the cap cuts it
+    expected: int | None = None  # the blocks an A/A needs at the pilot's noise (plan_total)
 
     def describe(self) -> str:
         planned = "" if not self.schedule else \
@@ -113,88 +117,6 @@ class Look:
             f", minimum detectable difference {self.mdd_pct:.2f}%"
         why = "" if self.why is None else f" ({self.why})"
         return f"look {self.index} at {self.n}: {self.verdict}{mdd}{why}"
-
-
-def spent(t: float, alpha: float) -> float:
-    """O'Brien-Fleming-type Lan-DeMets spending: one-sided alpha spent by time t."""
-    if t <= 0:
-        return 0.0
-    return 2.0 - 2.0 * normal_cdf(normal_quantile(1.0 - alpha / 2.0) / math.sqrt(min(t, 1.0)))
-
-
-_GRID = 161  # points per look in the numerical integration
-
-
-def _exceed(density: list[float], grid: list[float], h: float, bound: float,
-            sd: float) -> float:
-    """P(S_k >= bound) for S_k = S_{k-1} + N(0, sd^2), S_{k-1} on ``grid`` (trapezoid)."""
-    total = 0.0
-    for i, (u, f) in enumerate(zip(grid, density, strict=True)):
-        weight = 0.5 if i in (0, len(grid) - 1) else 1.0
-        total += weight * f * (1.0 - normal_cdf((bound - u) / sd))
-    return total * h
-
-
-@lru_cache(maxsize=256)
-def boundaries(times: tuple[float, ...], alpha: float, final_spends_all: bool = False,
-               ) -> tuple[float, ...]:
-    """Z boundaries c_k of a one-sided group-sequential test at information times
-    ``times`` (increasing, in (0, 1]) spending ``spent(t, alpha)``; the last look spends
-    all of ``alpha`` when ``final_spends_all``. inf where a look spends nothing."""
-    bounds: list[float] = []
-    grid: list[float] = []
-    density: list[float] = []
-    h = 0.0
-    previous_t, previous_spent = 0.0, 0.0
-    for k, t in enumerate(times):
-        target = alpha if final_spends_all and k == len(times) - 1 else spent(t, alpha)
-        increment = max(0.0, target - previous_spent)
-        if k == 0:
-            bound = math.inf if increment <= 0 else -normal_quantile(increment)
-            low_s, high_s = -8.0 * math.sqrt(t), min(bound, 8.0) * math.sqrt(t)
-            h = (high_s - low_s) / (_GRID - 1)
-            grid = [low_s + i * h for i in range(_GRID)]
-            density = [math.exp(-s * s / (2 * t)) / math.sqrt(2 * math.pi * t) for s in grid]
-        else:
-            sd = math.sqrt(t - previous_t)
-            if increment <= 1e-15:
-                bound = math.inf
-            else:
-                low_z, high_z = -2.0, 12.0
-                for _ in range(60):
-                    mid = 0.5 * (low_z + high_z)
-                    if _exceed(density, grid, h, mid * math.sqrt(t), sd) > increment:
-                        low_z = mid
-                    else:
-                        high_z = mid
-                bound = 0.5 * (low_z + high_z)
-            high_s = min(bound, 8.0) * math.sqrt(t)
-            low_s = -8.0 * math.sqrt(t)
-            new_h = (high_s - low_s) / (_GRID - 1)
-            new_grid = [low_s + i * new_h for i in range(_GRID)]
-            new_density = []
-            for s in new_grid:
-                acc = 0.0
-                for i, (u, f) in enumerate(zip(grid, density, strict=True)):
-                    weight = 0.5 if i in (0, len(grid) - 1) else 1.0
-                    z = (s - u) / sd
-                    acc += weight * f * math.exp(-z * z / 2)
-                new_density.append(acc * h / (sd * math.sqrt(2 * math.pi)))
-            grid, density, h = new_grid, new_density, new_h
-        bounds.append(bound)
-        previous_t, previous_spent = t, previous_spent + increment
-    return tuple(bounds)
-
-
-def nominal_levels(schedule: Sequence[int], alpha: float, final_at: int | None = None,
-                   ) -> list[float]:
-    """The one-sided nominal level of each look of ``schedule`` (totals); a look cut
-    short at ``final_at`` (its index) spends the rest of ``alpha``."""
-    last = len(schedule) - 1 if final_at is None else final_at
-    planned = schedule[-1]
-    times = tuple(round(n / planned, 6) for n in schedule[:last + 1])
-    bounds = boundaries(times, alpha, final_spends_all=True)
-    return [0.0 if math.isinf(c) else 1.0 - normal_cdf(c) for c in bounds]
 
 
 def schedule(first: int, total: int, design: Design) -> tuple[int, ...]:
@@ -285,12 +207,14 @@ def check_ci(check: Check, alpha: float) -> tuple[float, float] | None:
 
 
 def look(checks: Sequence[Check], n: int, index: int, design: Design,
-         blocked_pass: bool = False, disturbed: Sequence[str] = ()) -> Look:
+         blocked_pass: bool = False, disturbed: Sequence[str] = (),
+         confounded: Sequence[str] = ()) -> Look:
     """Look ``index`` (1-based) at a series of ``n`` repeats (blocks) judged by ``checks``.
     The first look fixes the schedule from the checks' variance; each look stops on a
     FAIL (Holm at the look's level) or an all-PASS (no ``blocked_pass``: too few VALID
     repeats), or at the last look; else it names the next look's total. A ``disturbed``
-    comparison stops INCONCLUSIVE and says why."""
+    comparison stops INCONCLUSIVE and says why; so does a ``confounded`` one (a
+    carry-over found) at a look that would decide."""
     mdds = [c.mdd_pct for c in checks if c.mdd_pct is not None]
     mdd = max(mdds) if mdds else None
     if disturbed:  # no verdict can come of it, and more repeats do not undo it
@@ -298,40 +222,51 @@ def look(checks: Sequence[Check], n: int, index: int, design: Design,
                     schedule=design.schedule)
     stats = [c for c in checks if c.se_pct is not None and c.df is not None]
     plan = design.schedule
-    needed: int | None = None
+    needed = expected = None
     if not plan:
         if any(repeats_cannot_decide(c, design) for c in stats):
             plan = (n,)  # more repeats cannot help: this look is the only one
         else:
-            total = max((plan_total(c, design, NEED_LIMIT) for c in stats),
-                        default=design.max_repeats)
-            plan = schedule(n, min(total, design.max_repeats), design)
-            needed = total if total > plan[-1] else None
+            plan = schedule(n, design.max_repeats, design)
+            expected = max((plan_total(c, design, NEED_LIMIT) for c in stats), default=None)
+            needed = expected if expected is not None and expected > plan[-1] else None
     position = next((k for k, total in enumerate(plan) if total >= n), len(plan) - 1)
     final = n >= plan[-1] or n >= design.max_repeats or position == len(plan) - 1
-    levels = nominal_levels(plan, design.alpha, position if final else None)
-    level = levels[position]
+
+    def level_at(alpha: float) -> float:
+        return look_level(plan, position, final, alpha, design.spending)
+
+    level = level_at(design.alpha)
     fail_ps = [fail_p_value(c) for c in stats]
-    kept = holm_kept([1.0 if p is None else p for p in fail_ps], level) if stats else set()
+    kept = holm_kept([1.0 if p is None else p for p in fail_ps], design.alpha,
+                     level_at) if stats else set()
     pass_ps = [pass_p_value(c) for c in stats]
+    gates_pass = all(c.verdict == "PASS" for c in checks if c not in stats)
+    decides = bool(kept) or any(c.verdict == "FAIL" and c.se_pct is None for c in checks) \
+        or (bool(stats) and gates_pass and not blocked_pass
+            and all(p is not None and p <= level for p in pass_ps))
+    if decides and confounded:
+        return Look(n, index, True, "INCONCLUSIVE", True, n, mdd, why=confounded[0],
+                    schedule=plan, level=level, expected=expected)
     if any(c.verdict == "FAIL" and c.se_pct is None for c in checks) or kept:
-        return Look(n, index, final, "FAIL", True, n, mdd, schedule=plan, level=level)
+        return Look(n, index, final, "FAIL", True, n, mdd, schedule=plan, level=level,
+                    expected=expected)
     # A check without statistics (the accuracy gate) is decided as it stands: its PASS
     # holds at every look and must not keep the throughput's PASS from stopping the series.
-    gates_pass = all(c.verdict == "PASS" for c in checks if c not in stats)
     if stats and gates_pass and not blocked_pass and \
             all(p is not None and p <= level for p in pass_ps):
-        return Look(n, index, final, "PASS", True, n, mdd, schedule=plan, level=level)
+        return Look(n, index, final, "PASS", True, n, mdd, schedule=plan, level=level,
+                    expected=expected)
     if final or not checks:
         stuck = [c for c in stats if repeats_cannot_decide(c, design)]
         undecided = next((c for c in stats if c.verdict != "PASS"), None)
         why = series_advice(stuck[0], design) if stuck else \
             None if undecided is None else advice(undecided)
         return Look(n, index, True, "INCONCLUSIVE", True, n, mdd, why=why, schedule=plan,
-                    level=level, needed=needed)
+                    level=level, needed=needed, expected=expected)
     return Look(n, index, False, "INCONCLUSIVE", False, plan[position + 1]
                 if plan[position] <= n else plan[position], mdd, schedule=plan, level=level,
-                needed=needed)
+                needed=needed, expected=expected)
 
 
 def series_advice(check: Check, design: Design) -> str:

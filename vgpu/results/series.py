@@ -23,6 +23,12 @@ TRAINING_THROUGHPUT = "throughput"  # a training run's total images/s (run-level
 TIMED_OVERLAP = "timed_overlap"  # share of the timed span with every instance running
 RUN_QUALITY_METRICS = frozenset({TIMED_OVERLAP, *DISTURBANCE_METRICS})
 _LOWER_IS_BETTER_WORDS = ("latency", "time", "duration", "seconds")
+# How a run set aside in an interleaved session says why (vgpu.bench.setaside): a
+# disturbance seen on both sides of its block, or on one side only (those runs count
+# again in the check that a PASS holds with them)
+SET_ASIDE = "set aside: "
+BOTH_SIDES_SET_ASIDE = "set aside: both sides disturbed: "
+ONE_SIDED_SET_ASIDE = "set aside: one side disturbed: "
 
 
 @dataclass(frozen=True)
@@ -66,6 +72,9 @@ class SeriesData:
     min_valid: int = 0
     # RUN_QUALITY_METRICS of every ok run (valid or not), in run order
     run_quality: dict[str, list[float]] = field(default_factory=dict)
+    # the series with the runs set aside for a disturbance on one side of their block
+    # counted again (None: none were): a PASS must hold with them too
+    with_set_aside: SeriesData | None = None
 
     @property
     def valid_count(self) -> int:
@@ -129,6 +138,16 @@ class SeriesData:
         return design.get("partner") if isinstance(design, dict) else None
 
     @property
+    def looks(self) -> tuple[int, ...]:
+        """The look totals of the group-sequential design the series ran, as its runs
+        after the first look stored them (vgpu.bench.pacing); empty: a fixed sample."""
+        for run in reversed(self.runs):
+            design = run.workload_detail.get("design")
+            if isinstance(design, dict) and design.get("looks"):
+                return tuple(int(n) for n in str(design["looks"]).split(","))
+        return ()
+
+    @property
     def at_offered_rate(self) -> bool:
         """A Server or Interactive series: LoadGen offered a fixed rate, so its samples/s
         is that rate, not a finding (vgpu.results.offered_rate)."""
@@ -154,7 +173,8 @@ class SeriesData:
 
 class Pairs(NamedTuple):
     """Two interleaved series' valid repeats that ran in the same block: positions into
-    each side's valid repeats (and so into its samples), in block order."""
+    each side's valid repeats (and so into its samples), in block order (a block set
+    aside and run again appears once per attempt, counted or not)."""
 
     candidate: list[int]
     reference: list[int]
@@ -173,13 +193,18 @@ def interleaved_pairs(candidate: SeriesData, reference: SeriesData) -> Pairs | N
     ref_blocks = _valid_blocks(reference)
     shared = sorted(set(cand_blocks) & set(ref_blocks))
     return Pairs(list(range(len(cand_blocks))), list(range(len(ref_blocks))),
-                 [(cand_blocks[b], ref_blocks[b]) for b in shared], shared)
+                 [(cand_blocks[b], ref_blocks[b]) for b in shared], [b for b, _ in shared])
 
 
-def _valid_blocks(data: SeriesData) -> dict[int, int]:
-    """Block (the run's repeat index) -> position among the series' valid repeats."""
-    index = {run.id: run.repeat_index for run in data.runs}
-    return {index[run_id]: position for position, run_id in enumerate(data.valid_run_ids)}
+def _valid_blocks(data: SeriesData) -> dict[tuple[int, int], int]:
+    """(block: the run's repeat index, its attempt: 0 unless the block ran again) ->
+    position among the series' valid repeats."""
+    attempts: dict[int, int] = defaultdict(int)
+    key: dict[int, tuple[int, int]] = {}
+    for run in sorted(data.runs, key=lambda r: r.id):
+        key[run.id] = (run.repeat_index, attempts[run.repeat_index])
+        attempts[run.repeat_index] += 1
+    return {key[run_id]: position for position, run_id in enumerate(data.valid_run_ids)}
 
 
 def _higher_is_better(metric_name: str) -> bool:
@@ -193,18 +218,44 @@ def _invalid_instances(run_id: int, stored: list[StoredInstance]) -> list[Invali
 
 def _repeat_floor(runs: list[Run]) -> tuple[int, int]:
     """Repeats asked and the fewest VALID ones a verdict needs, as the series stored them
-    (``repeats``, ``min_valid``); a series that says neither needs all its ok runs."""
-    detail = runs[0].workload_detail
-    asked = int(detail.get("repeats") or len(runs))
+    (``repeats``, ``min_valid``) with its final total: a sequential series stores each
+    run with the total planned when it began, so its pilot's runs say the pilot's count
+    and its last runs the total it grew to; a series that says neither needs all its ok
+    runs."""
+    detail = max((run.workload_detail for run in runs),
+                 key=lambda d: int(d.get("repeats") or 0))
+    asked = max(int(detail.get("repeats") or 0), len(runs))
     floor = int(detail.get("min_valid") or asked)
     return asked, min(floor, asked)
 
 
-def load_series(store: ResultStore, series_id: str) -> SeriesData:
+def invalid_split(candidate: SeriesData, reference: SeriesData) -> str | None:
+    """Why two series cannot support a PASS when LoadGen judged a different number of
+    their runs INVALID: the runs that leave are not a random share (a Server run that
+    missed its latency bound is a slow one; an Offline run that ended early a fast one),
+    so runs leaving one side more than the other move the difference by themselves."""
+    counts = [len({r.run_id for r in data.invalid_runs}) for data in (candidate, reference)]
+    if counts[0] == counts[1]:
+        return None
+    sides = ", ".join(f"{count} of {len(data.runs)} runs of {data.label}"
+                      for count, data in zip(counts, (candidate, reference), strict=True))
+    return (f"INVALID runs split unevenly between the sides ({sides}): the runs that "
+            "leave are not a random share of either side, so no PASS; an even split "
+            "(or none) allows one")
+
+
+def load_series(store: ResultStore, series_id: str,
+                set_aside: bool = False) -> SeriesData:
     """Samples from the ok runs of ``series_id`` whose every instance LoadGen found VALID;
     failed/aborted repeats are skipped, INVALID ones listed in ``invalid_runs``; runs
-    other load disturbed (vgpu.results.disturbance) listed in ``disturbed_runs``."""
+    other load disturbed (vgpu.results.disturbance) listed in ``disturbed_runs``. With
+    ``set_aside``, the runs set aside for a disturbance on one side count as ok runs;
+    without it, ``with_set_aside`` holds that series when there are any."""
     runs = store.runs(series_id=series_id, status="ok")
+    one_sided = [run for run in store.runs(series_id=series_id, status="aborted")
+                 if (run.reason or "").startswith(ONE_SIDED_SET_ASIDE)]
+    if set_aside:
+        runs = sorted([*runs, *one_sided], key=lambda run: run.id)
     if not runs:
         raise InputError.single(
             str(store.path), "series", f"series {series_id} has no run that finished ok",
@@ -230,6 +281,8 @@ def load_series(store: ResultStore, series_id: str) -> SeriesData:
             data.valid_run_ids.append(run.id)
     _add_instance_samples(data)
     _add_metric_samples(store, data)
+    if one_sided and not set_aside:
+        data.with_set_aside = load_series(store, series_id, set_aside=True)
     return data
 
 
