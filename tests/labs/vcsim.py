@@ -100,6 +100,7 @@ class VcsimLab:
             "protocol": self.running.protocol, "user": self.shape.username,
             "password": self.running.password,
             "ca_bundle": str(self.ca_file) if self.ca_file else None, "source": "vcsim lab",
+            "insecure_http": self.running.protocol == "http",
         }
         values.update(overrides)
         return VCenterTarget(**values)  # type: ignore[arg-type]

@@ -55,16 +55,55 @@ class Secret(StrictModel):
         return f"env {self.env}" if self.env else f"file {self.file}"
 
 
+THUMBPRINT = re.compile(r"^sha256:[0-9a-f]{64}$")
+
+
 class VCenter(StrictModel):
     host: str = Field(description="vCenter (or ESXi) address")
     port: int = Field(443, ge=1, le=65535)
-    user: str
+    user: str = Field(description="a lab account holding the vgpu role (docs/security.md), "
+                      "not the SSO administrator")
     password: Secret = Field(description="where the password is read from: {env: VAR} or "
                                          "{file: path}")
-    verify_tls: bool = Field(True, description="verify the server certificate; turn off only "
-                                              "for a lab with self-signed certificates")
+    verify_tls: bool = Field(True, description="verify the server certificate; false trusts "
+                             "anyone on the path and is warned on every run: prefer "
+                             "ca_bundle or thumbprint")
     ca_bundle: str | None = Field(None, description="PEM file with the CA that signed vCenter")
+    thumbprint: str | None = Field(
+        None, description="sha256:<64 hex> of vCenter's certificate: trust exactly that "
+        "certificate (a self-signed one); `vgpu inventory trust` shows it and writes this")
     protocol: Literal["https", "http"] = "https"
+    insecure_http: bool = Field(False, description="allow protocol: http (the password "
+                                "crosses the network unencrypted; warned on every run)")
+
+    @field_validator("thumbprint", mode="before")
+    @classmethod
+    def _thumbprint(cls, value: object) -> object:
+        if not isinstance(value, str):
+            return value
+        text = value.strip().lower()
+        digest = text.removeprefix("sha256:").replace(":", "")
+        normal = f"sha256:{digest}"
+        if not THUMBPRINT.match(normal):
+            raise PydanticCustomError("vgpu_thumbprint", "{message}", {
+                "message": f"'{value}' is not a SHA-256 certificate thumbprint",
+                "fix": "write sha256: and the 64 hex digits (colons allowed), as `vgpu "
+                       "inventory trust` shows them"})
+        return normal
+
+    @model_validator(mode="after")
+    def _transport(self) -> VCenter:
+        if self.protocol == "http" and not self.insecure_http:
+            raise PydanticCustomError("vgpu_plain_http", "{message}", {
+                "message": "protocol: http sends the vCenter password unencrypted",
+                "fix": "use https (the default); for a lab without TLS add insecure_http: "
+                       "true"})
+        if self.thumbprint and not self.verify_tls:
+            raise PydanticCustomError("vgpu_pin_unverified", "{message}", {
+                "message": "thumbprint pins the certificate and verify_tls: false turns "
+                           "checking off",
+                "fix": "remove verify_tls: false (the pin is the check)"})
+        return self
 
 
 class Placement(StrictModel):

@@ -43,6 +43,7 @@ def target_from_inventory(inventory: Inventory, source: Path) -> VCenterTarget:
     return VCenterTarget(
         host=vc.host, port=vc.port, user=vc.user, password=password, protocol=vc.protocol,
         verify_tls=vc.verify_tls, ca_bundle=ca_bundle, source=str(source),
+        thumbprint=vc.thumbprint, insecure_http=vc.insecure_http,
     )
 
 
