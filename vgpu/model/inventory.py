@@ -19,6 +19,27 @@ from vgpu.model.base import FileModel, StrictModel
 from vgpu.model.names import MAX_NAME_LENGTH, Name
 
 
+class ExposedSecretFile(PermissionError):
+    """A secret's file that group or others may read (refused, as ssh refuses such a key)."""
+
+    def __init__(self, path: Path, mode: int) -> None:
+        super().__init__(f"{path} is readable by group or others (mode {mode:04o}); a "
+                         "secret's file must be private to its owner")
+        self.path = path
+        self.mode = mode
+
+    @property
+    def fix(self) -> str:
+        return f"chmod 600 {self.path}"
+
+
+def check_private(path: Path) -> None:
+    """Raise ExposedSecretFile when ``path`` grants any permission to group or others."""
+    mode = path.stat().st_mode & 0o7777
+    if mode & 0o077:
+        raise ExposedSecretFile(path, mode)
+
+
 class Secret(StrictModel):
     """A secret read at run time from an environment variable or a file."""
 
@@ -39,7 +60,8 @@ class Secret(StrictModel):
         return self
 
     def reveal(self, base_dir: Path | None = None) -> str:
-        """Read the secret. Raises KeyError/FileNotFoundError with the source named."""
+        """Read the secret. Raises KeyError/FileNotFoundError with the source named, and
+        ExposedSecretFile for a file group or others may read."""
         if self.env:
             value = os.environ.get(self.env)
             if value is None:
@@ -49,6 +71,7 @@ class Secret(StrictModel):
         path = Path(os.path.expanduser(self.file))
         if not path.is_absolute() and base_dir is not None:
             path = base_dir / path
+        check_private(path)
         return path.read_text(encoding="utf-8").splitlines()[0].strip()
 
     def describe(self) -> str:
