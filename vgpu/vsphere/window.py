@@ -17,7 +17,7 @@ from pyVmomi import vim
 from vgpu.errors import InputError, ParameterError, RemoteError
 from vgpu.model.inventory import Inventory
 from vgpu.results.store import ResultStore
-from vgpu.vsphere import drainrecord
+from vgpu.vsphere import drainrecord, privileges
 from vgpu.vsphere.connection import Session, connect
 from vgpu.vsphere.drainrecord import DrainRecord
 from vgpu.vsphere.facts import HostFacts, VmActual, read_host_driver
@@ -88,6 +88,7 @@ def drain(inventory: Inventory, inventory_path: Path, host: str, paths: WindowPa
     first. VMs vgpu does not own are never touched: one powered on there refuses the drain
     before anything changes. A host already drained is left as it is."""
     with connect(target_from_inventory(inventory, inventory_path)) as session:
+        privileges.check_window(session, "vgpu drain", host, inventory, inventory_path)
         state = read_state(session, placement_from_inventory(inventory, inventory_path))
         facts = _host(state, host, inventory)
         if facts.in_maintenance:
@@ -205,6 +206,7 @@ def undrain(inventory: Inventory, inventory_path: Path, host: str, paths: Window
     RemoteError (exit 1), the host left in maintenance mode, when it did not."""
     record = drainrecord.load(paths.records_dir, host)
     with connect(target_from_inventory(inventory, inventory_path)) as session:
+        privileges.check_window(session, "vgpu undrain", host, inventory, inventory_path)
         facts = _wait_connected(session, inventory, inventory_path, host,
                                 connect_timeout_s, say)
         read_host_driver(facts)
