@@ -81,6 +81,7 @@ def test_the_marker_password_reaches_no_byte_vgpu_writes(
     monkeypatch.chdir(work)
     db = work / "vgpu-results.db"
     monkeypatch.setenv("VGPU_DB", str(db))
+    monkeypatch.delenv("VGPU_AUDIT_DB")  # the audit trail goes to the results store
     outputs: list[str] = []
 
     def vgpu(*args: str, ok: tuple[int, ...] = (0,)) -> str:
@@ -109,6 +110,7 @@ def test_the_marker_password_reaches_no_byte_vgpu_writes(
         vgpu("report", "--out", str(work / "report.html"), "--markdown",
              str(work / "report.md"))
         vgpu("destroy", "--scenario", "8", "-i", str(inventory), "--yes")
+        assert "power on of VM s8-1g-1 -> success" in vgpu("audit")
 
     written = [p for p in work.rglob("*") if p.is_file()]
     assert db in written and (work / "report.html") in written

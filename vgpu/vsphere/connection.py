@@ -24,6 +24,7 @@ from pyVim.connect import Disconnect, SmartConnect
 from pyVmomi import vim, vmodl
 
 from vgpu.errors import InputError, RemoteError
+from vgpu.vsphere import audit
 from vgpu.vsphere.collect import retrieve_all
 from vgpu.vsphere.tasks import describe_fault
 
@@ -278,13 +279,18 @@ def connect(target: VCenterTarget) -> Iterator[Session]:
     for warning in insecurity_warnings(target):
         print(f"warning: {warning}", file=sys.stderr)
     si = _login(target)
+    session: Session | None = None
     try:
-        yield Session(si=si, target=target)
+        session = Session(si=si, target=target)
+        audit.bind(session)
+        yield session
     except (vmodl.MethodFault, http.client.HTTPException, OSError) as exc:
         # A fault or a dropped connection while reading: say where, not a traceback.
         raise RemoteError(f"vCenter {target.address}: {describe_fault(exc)}: {exc}") from exc
     finally:
         # Logging out of a server that went away must not hide the error that ended the block.
+        if session is not None:
+            audit.unbind(session)
         with suppress(Exception):
             Disconnect(si)
 
