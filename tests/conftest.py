@@ -34,6 +34,14 @@ def _no_default_results_store(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _own_audit_trail(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory,
+                     ) -> None:
+    """The audit trail of the changes a test makes goes to a store of its own, never to a
+    vgpu-results.db in the folder the suite runs from."""
+    monkeypatch.setenv("VGPU_AUDIT_DB", str(tmp_path_factory.mktemp("audit") / "audit.db"))
+
+
+@pytest.fixture(autouse=True)
 def _own_state_dir(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory,
                    ) -> None:
     """What vgpu remembers between runs (the VMs it created, MIG layouts) goes to a folder

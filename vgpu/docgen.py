@@ -154,8 +154,10 @@ INVENTORY_INTRO = """# Inventory reference
 
 An inventory says where scenarios run: a vCenter and its ESXi hosts with their GPUs, the
 addresses VMs get, how to reach guests over SSH, and bare-metal hosts for baselines.
-Secrets are never inline: `password: {env: VAR}` or `password: {file: path}`. TLS
-verification is on unless `verify_tls: false`. `vgpu schema inventory` prints the JSON
+Secrets are never inline: `password: {env: VAR}` or `password: {file: path}` (a file
+readable by group or others is refused). vCenter is trusted by `ca_bundle` or by a pinned
+certificate (`thumbprint`, written by `vgpu inventory trust`); see
+[security.md](security.md). `vgpu schema inventory` prints the JSON
 Schema. Examples: `inventory/local.yaml` (this machine), `inventory/sim.yaml` (the
 simulated lab of `vgpu sim up`), `inventory/lab.example.yaml` (an annotated real lab).
 

@@ -49,14 +49,15 @@ def lab_available() -> str | None:
 class VcsimLab:
     """A running simulator lab; a context manager that stops it and removes its files."""
 
-    def __init__(self, shape: LabShape | None = None) -> None:
+    def __init__(self, shape: LabShape | None = None, password: str | None = None) -> None:
         self.shape = shape or LabShape()
+        self._password = password
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self._running: RunningLab | None = None
 
     def __enter__(self) -> VcsimLab:
         self._tmp = tempfile.TemporaryDirectory(prefix="vgpu-vcsim-")
-        self._running = start_lab(self.shape, Path(self._tmp.name))
+        self._running = start_lab(self.shape, Path(self._tmp.name), password=self._password)
         self.password_file.write_text(self.running.password + "\n", encoding="utf-8")
         self.password_file.chmod(0o600)
         return self
@@ -100,6 +101,7 @@ class VcsimLab:
             "protocol": self.running.protocol, "user": self.shape.username,
             "password": self.running.password,
             "ca_bundle": str(self.ca_file) if self.ca_file else None, "source": "vcsim lab",
+            "insecure_http": self.running.protocol == "http",
         }
         values.update(overrides)
         return VCenterTarget(**values)  # type: ignore[arg-type]

@@ -16,6 +16,7 @@ __all__ = ["app", "err_console", "main"]
 def _register() -> None:
     # Imported for their side effect of adding commands to ``app``.
     from vgpu.cli import (
+        audit,  # noqa: F401
         bench,  # noqa: F401
         calibrate,  # noqa: F401
         campaign,  # noqa: F401

@@ -1,9 +1,11 @@
-"""`vgpu inventory show | discover`: the inventory a command would use, with secrets
-masked, and a first inventory read from a vCenter."""
+"""`vgpu inventory show | discover | trust`: the inventory a command would use, with
+secrets masked, a first inventory read from a vCenter, and vCenter's certificate pinned."""
 
 from __future__ import annotations
 
 import os
+import re
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -22,7 +24,7 @@ inventory_app = typer.Typer(help="The lab's inventory: which one is used, and a 
 app.add_typer(inventory_app, name="inventory")
 
 DEFAULT_PASSWORD_ENV = "VGPU_VCENTER_PASSWORD"
-DEFAULT_USER = "administrator@vsphere.local"
+DEFAULT_USER = "vgpu@vsphere.local"
 SECRET_WORDS = ("password", "token", "secret")
 MASK = "********"
 # Fields that name a file (of a token, of a key), not the secret itself.
@@ -107,7 +109,7 @@ def _login(vcenter: str, user: str, password_env: str, ca_file: Path | None,
     ca = str(ca_file.resolve()) if ca_file else None
     target = VCenterTarget(host=host, port=port, protocol=protocol, user=user,
                            password=password, verify_tls=not insecure, ca_bundle=ca,
-                           source="command line")
+                           source="command line", insecure_http=protocol == "http")
     return Login(target=target, password_env=password_env, ca_file=ca)
 
 
@@ -119,3 +121,89 @@ def _address(text: str) -> tuple[str, str, int]:
         raise InputError.single("command line", "--vcenter", f"'{text}' is not a vCenter "
                                 "address", fix="write HOST, HOST:PORT or https://HOST:PORT")
     return protocol, host, int(port) if port else (443 if protocol == "https" else 80)
+
+
+@inventory_app.command("trust")
+def trust(
+    inventory: InventoryReq = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="pin without asking (scripts: "
+                                      "compare the thumbprint printed with vCenter's own "
+                                      "first)")] = False,
+) -> None:
+    """Show vCenter's TLS certificate (subject, issuer, validity, SHA-256 thumbprint) and,
+    once confirmed, pin it in the inventory as vcenter.thumbprint: from then on vgpu talks
+    to that certificate only, and a changed one is refused naming both thumbprints. No
+    password is sent. Compare the thumbprint with the one vCenter's administrator reads
+    from the appliance (VAMI, or `openssl x509 -fingerprint -sha256` on the machine)."""
+    from vgpu.model.load import load_inventory
+    from vgpu.vsphere.connection import read_peer_certificate
+
+    assert inventory is not None, "InventoryReq resolves or refuses"
+    loaded = load_inventory(inventory)
+    vc = loaded.vcenter
+    if vc is None or vc.protocol != "https":
+        raise InputError.single(str(inventory), "vcenter", "no https vCenter to trust",
+                                fix="name a vCenter reached over https (the default)")
+    try:
+        cert = read_peer_certificate(vc.host, vc.port)
+    except OSError as exc:
+        raise InputError.single(str(inventory), "vcenter.host / vcenter.port",
+                                f"cannot reach {vc.host}:{vc.port}: {exc}",
+                                fix="check the address and that vCenter runs") from None
+    typer.echo(f"vCenter {vc.host}:{vc.port} presents:")
+    for line in cert.describe():
+        typer.echo(f"  {line}")
+    if vc.thumbprint == cert.thumbprint:
+        typer.echo(f"{inventory} pins this certificate already: nothing changed")
+        return
+    if vc.thumbprint:
+        typer.echo(f"the certificate CHANGED: {inventory} pins {vc.thumbprint}, vCenter "
+                   f"presents {cert.thumbprint}")
+    if not yes:
+        if not sys.stdin.isatty():
+            raise InputError.single("command line", "--yes",
+                                    "no terminal to ask for confirmation",
+                                    fix="pass --yes to pin the certificate shown")
+        if not typer.confirm(f"trust this certificate and write its thumbprint to "
+                             f"{inventory}?", default=False):
+            typer.echo("nothing changed")
+            raise typer.Exit(1)
+    text = inventory.read_text(encoding="utf-8")
+    inventory.write_text(with_pin(text, cert.thumbprint, str(inventory)), encoding="utf-8")
+    load_inventory(inventory)  # the file written must still be a valid inventory
+    typer.echo(f"pinned: {inventory} now says vcenter.thumbprint: {cert.thumbprint}")
+
+
+def with_pin(text: str, thumbprint: str, source: str) -> str:
+    """The inventory text with ``vcenter.thumbprint`` set and ``verify_tls: false`` (which
+    the pin replaces) commented out; other lines and comments are kept as they are."""
+    lines = text.splitlines(keepends=True)
+    start = next((i for i, line in enumerate(lines)
+                  if re.match(r"^vcenter:\s*(#.*)?$", line.rstrip("\n"))), None)
+    if start is None:
+        raise InputError.single(source, "vcenter", "no block-style 'vcenter:' section to "
+                                "write the pin into",
+                                fix=f"add thumbprint: {thumbprint} under vcenter by hand")
+    end = start + 1
+    indent = None
+    while end < len(lines):
+        line = lines[end]
+        if line.strip() and not line.lstrip().startswith("#"):
+            if not line[0].isspace():
+                break
+            indent = indent or line[:len(line) - len(line.lstrip())]
+        end += 1
+    indent = indent or "  "
+    pin_line = f"{indent}thumbprint: {thumbprint}\n"
+    replaced = False
+    for i in range(start + 1, end):
+        key, _, value = lines[i].strip().partition(":")
+        own = lines[i].startswith(indent + key)
+        if own and key == "verify_tls" and value.split("#")[0].strip().lower() == "false":
+            lines[i] = f"{indent}# {lines[i].strip()}  (replaced by the thumbprint pin)\n"
+        elif own and key == "thumbprint":
+            lines[i] = pin_line
+            replaced = True
+    if not replaced:
+        lines.insert(start + 1, pin_line)
+    return "".join(lines)

@@ -11,7 +11,7 @@ from typer.core import TyperGroup
 # Help panels in flow order, each with its commands in flow order. A command may name its
 # own panel (rich_help_panel=...); one named nowhere goes to OTHER_PANEL, listed last.
 FLOW_PANELS: dict[str, tuple[str, ...]] = {
-    "Lab": ("sim", "inventory", "preflight", "drain", "undrain"),
+    "Lab": ("sim", "inventory", "preflight", "drain", "undrain", "audit"),
     "Build": ("scenarios", "plan", "apply", "provision", "destroy"),
     "Measure": ("bench", "train", "revalidate"),
     "Results": ("results", "compare", "compare-capacity", "report", "baseline"),

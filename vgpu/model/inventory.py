@@ -19,6 +19,27 @@ from vgpu.model.base import FileModel, StrictModel
 from vgpu.model.names import MAX_NAME_LENGTH, Name
 
 
+class ExposedSecretFile(PermissionError):
+    """A secret's file that group or others may read (refused, as ssh refuses such a key)."""
+
+    def __init__(self, path: Path, mode: int) -> None:
+        super().__init__(f"{path} is readable by group or others (mode {mode:04o}); a "
+                         "secret's file must be private to its owner")
+        self.path = path
+        self.mode = mode
+
+    @property
+    def fix(self) -> str:
+        return f"chmod 600 {self.path}"
+
+
+def check_private(path: Path) -> None:
+    """Raise ExposedSecretFile when ``path`` grants any permission to group or others."""
+    mode = path.stat().st_mode & 0o7777
+    if mode & 0o077:
+        raise ExposedSecretFile(path, mode)
+
+
 class Secret(StrictModel):
     """A secret read at run time from an environment variable or a file."""
 
@@ -39,7 +60,8 @@ class Secret(StrictModel):
         return self
 
     def reveal(self, base_dir: Path | None = None) -> str:
-        """Read the secret. Raises KeyError/FileNotFoundError with the source named."""
+        """Read the secret. Raises KeyError/FileNotFoundError with the source named, and
+        ExposedSecretFile for a file group or others may read."""
         if self.env:
             value = os.environ.get(self.env)
             if value is None:
@@ -49,22 +71,62 @@ class Secret(StrictModel):
         path = Path(os.path.expanduser(self.file))
         if not path.is_absolute() and base_dir is not None:
             path = base_dir / path
+        check_private(path)
         return path.read_text(encoding="utf-8").splitlines()[0].strip()
 
     def describe(self) -> str:
         return f"env {self.env}" if self.env else f"file {self.file}"
 
 
+THUMBPRINT = re.compile(r"^sha256:[0-9a-f]{64}$")
+
+
 class VCenter(StrictModel):
     host: str = Field(description="vCenter (or ESXi) address")
     port: int = Field(443, ge=1, le=65535)
-    user: str
+    user: str = Field(description="a lab account holding the vgpu role (docs/security.md), "
+                      "not the SSO administrator")
     password: Secret = Field(description="where the password is read from: {env: VAR} or "
                                          "{file: path}")
-    verify_tls: bool = Field(True, description="verify the server certificate; turn off only "
-                                              "for a lab with self-signed certificates")
+    verify_tls: bool = Field(True, description="verify the server certificate; false trusts "
+                             "anyone on the path and is warned on every run: prefer "
+                             "ca_bundle or thumbprint")
     ca_bundle: str | None = Field(None, description="PEM file with the CA that signed vCenter")
+    thumbprint: str | None = Field(
+        None, description="sha256:<64 hex> of vCenter's certificate: trust exactly that "
+        "certificate (a self-signed one); `vgpu inventory trust` shows it and writes this")
     protocol: Literal["https", "http"] = "https"
+    insecure_http: bool = Field(False, description="allow protocol: http (the password "
+                                "crosses the network unencrypted; warned on every run)")
+
+    @field_validator("thumbprint", mode="before")
+    @classmethod
+    def _thumbprint(cls, value: object) -> object:
+        if not isinstance(value, str):
+            return value
+        text = value.strip().lower()
+        digest = text.removeprefix("sha256:").replace(":", "")
+        normal = f"sha256:{digest}"
+        if not THUMBPRINT.match(normal):
+            raise PydanticCustomError("vgpu_thumbprint", "{message}", {
+                "message": f"'{value}' is not a SHA-256 certificate thumbprint",
+                "fix": "write sha256: and the 64 hex digits (colons allowed), as `vgpu "
+                       "inventory trust` shows them"})
+        return normal
+
+    @model_validator(mode="after")
+    def _transport(self) -> VCenter:
+        if self.protocol == "http" and not self.insecure_http:
+            raise PydanticCustomError("vgpu_plain_http", "{message}", {
+                "message": "protocol: http sends the vCenter password unencrypted",
+                "fix": "use https (the default); for a lab without TLS add insecure_http: "
+                       "true"})
+        if self.thumbprint and not self.verify_tls:
+            raise PydanticCustomError("vgpu_pin_unverified", "{message}", {
+                "message": "thumbprint pins the certificate and verify_tls: false turns "
+                           "checking off",
+                "fix": "remove verify_tls: false (the pin is the check)"})
+        return self
 
 
 class Placement(StrictModel):

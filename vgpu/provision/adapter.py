@@ -11,7 +11,14 @@ from pathlib import Path
 
 from vgpu import stepnames
 from vgpu.container.images import HeldImage, UnknownDriverBranch, driver_branch
-from vgpu.model.inventory import BareMetalHost, Inventory, SshDefaults
+from vgpu.errors import InputError
+from vgpu.model.inventory import (
+    BareMetalHost,
+    ExposedSecretFile,
+    Inventory,
+    SshDefaults,
+    check_private,
+)
 from vgpu.model.plan import Plan, PlannedVgpu, PlannedVM
 from vgpu.model.scenario import Scenario
 from vgpu.planner import harness_base_for
@@ -120,10 +127,24 @@ def _local_path(value: str | None, base_dir: Path) -> str | None:
     return str(path if path.is_absolute() else base_dir / path)
 
 
+def _refuse_exposed(secret_file: str | None) -> None:
+    """A sudo password file group or others may read is refused before any host is
+    reached (a missing one is reported when the password is needed)."""
+    try:
+        if secret_file is not None:
+            check_private(Path(secret_file))
+    except ExposedSecretFile as exc:
+        raise InputError.single(str(exc.path), "ssh.sudo_password", str(exc),
+                                fix=exc.fix) from None
+    except OSError:
+        pass
+
+
 def _target(name: str, address: str, ssh: SshDefaults, base_dir: Path) -> HostTarget:
     sudo = SudoSettings()
     if ssh.sudo_password is not None:
         secret_file = _local_path(ssh.sudo_password.file, base_dir)
+        _refuse_exposed(secret_file)
         sudo = SudoSettings(password_env=ssh.sudo_password.env,
                             password_file=Path(secret_file) if secret_file else None)
     jump = None

@@ -156,6 +156,28 @@ MIGRATIONS: tuple[str, ...] = (
         created_at REAL NOT NULL
     );
     """,
+    # 10: the audit trail: every change vgpu made to vCenter or a host, stored as it starts
+    # and completed with its task and result when it ends
+    """
+    CREATE TABLE audit (
+        id INTEGER PRIMARY KEY,
+        at REAL NOT NULL,
+        vcenter TEXT NOT NULL,
+        vcenter_user TEXT NOT NULL,
+        command TEXT NOT NULL,
+        lease_holder TEXT,
+        campaign TEXT,
+        object_id TEXT NOT NULL,
+        object_name TEXT NOT NULL,
+        object_type TEXT NOT NULL,
+        change TEXT NOT NULL,
+        task TEXT,
+        result TEXT NOT NULL,
+        ended_at REAL
+    );
+    CREATE INDEX audit_at ON audit(at);
+    CREATE INDEX audit_object ON audit(object_name, object_id);
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

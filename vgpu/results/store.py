@@ -17,7 +17,7 @@ import os
 import socket
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, fields, replace
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +59,27 @@ _RUN_COLUMNS = (
     "workload", "workload_detail", "kind", "target_kind", "status", "reason", "started_at",
     "ended_at", "repeat_index", "sync_skew_s", "host", "pid", "pid_started_at", "platform_id",
 )
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """One change of the audit trail (vgpu.vsphere.audit) as the store holds it."""
+
+    id: int
+    at: float
+    vcenter: str
+    user: str
+    command: str
+    holder: str | None
+    campaign: str | None
+    object_id: str
+    object_name: str
+    object_type: str
+    change: str
+    task: str | None
+    result: str
+    ended_at: float | None
+
 
 
 def _process_started_at(pid: int) -> float | None:
@@ -209,6 +230,58 @@ class ResultStore:
 
     def integrity_check(self) -> str:
         return self._db.integrity_check()
+
+    # ---- the audit trail (vgpu.vsphere.audit)
+    def add_audit(self, *, at: float, vcenter: str, user: str, command: str,
+                  holder: str | None, campaign: str | None, object_id: str,
+                  object_name: str, object_type: str, change: str, result: str) -> int:
+        """Store a change as it starts (its own transaction: a killed command keeps it)."""
+        with self._db.transaction():
+            return self._db.insert(
+                "INSERT INTO audit (at, vcenter, vcenter_user, command, lease_holder, "
+                "campaign, object_id, object_name, object_type, change, result) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (at, vcenter, user, command, holder, campaign, object_id, object_name,
+                 object_type, change, result))
+
+    def set_audit_task(self, entry: int, task: str | None) -> None:
+        with self._db.transaction():
+            self._db.execute("UPDATE audit SET task = ? WHERE id = ?", (task, entry))
+
+    def finish_audit(self, entry: int, result: str, ended_at: float) -> None:
+        with self._db.transaction():
+            self._db.execute("UPDATE audit SET result = ?, ended_at = ? WHERE id = ?",
+                             (result, ended_at, entry))
+
+    def audit_entries(self, *, obj: str | None = None, host: str | None = None,
+                      campaign: str | None = None, since: float | None = None,
+                      until: float | None = None) -> list[Any]:
+        """The trail, oldest first. ``obj``: a name or moId; ``host``: changes to that host
+        (its name or moId, as a HostSystem)."""
+        where, params = [], []
+        if obj is not None:
+            where.append("(object_name = ? OR object_id = ?)")
+            params += [obj, obj]
+        if host is not None:
+            where.append("object_type = 'HostSystem' AND (object_name = ? OR object_id = ?)")
+            params += [host, host]
+        if campaign is not None:
+            where.append("campaign = ?")
+            params.append(campaign)
+        if since is not None:
+            where.append("at >= ?")
+            params.append(since)
+        if until is not None:
+            where.append("at <= ?")
+            params.append(until)
+        sql = "SELECT * FROM audit" + (" WHERE " + " AND ".join(where) if where else "")
+        return [AuditEntry(
+            id=int(r["id"]), at=float(r["at"]), vcenter=r["vcenter"], user=r["vcenter_user"],
+            command=r["command"], holder=r["lease_holder"], campaign=r["campaign"],
+            object_id=r["object_id"], object_name=r["object_name"],
+            object_type=r["object_type"], change=r["change"], task=r["task"],
+            result=r["result"], ended_at=r["ended_at"])
+            for r in self._db.query(sql + " ORDER BY at, id", tuple(params))]
 
     # ---- writing
     def _insert_platform(self, platform: Platform | None) -> int | None:

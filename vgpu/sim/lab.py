@@ -282,6 +282,8 @@ def inventory_data(
     }
     if lab.ca_file is not None:
         vcenter["ca_bundle"] = str(lab.ca_file)
+    if lab.protocol == "http":
+        vcenter["insecure_http"] = True
     return {
         "name": "vcsim-lab",
         "description": _description(lab),

@@ -28,6 +28,7 @@ from vgpu.vsphere.lease import LabLease
 from vgpu.vsphere.limits import DEFAULT_IP_TIMEOUT_S
 from vgpu.vsphere.preflight import run_preflight
 from vgpu.vsphere.preflight_saved import find_saved, load_saved, save_report
+from vgpu.vsphere.privileges import apply_needs, require
 from vgpu.vsphere.reconcile import ClusterState, read_state
 from vgpu.vsphere.render import render_changes, render_drift, render_outcomes, render_preflight
 from vgpu.vsphere.workflow import ApplyPreparation, prepare_apply, prepare_destroy
@@ -195,6 +196,7 @@ def apply(scenario: Scenario, inventory: Inventory, inventory_path: Path, *, dry
             console.print("dry run: nothing changed")
             return
         _refuse_policy_under_vgpu_vms(prep)
+        _require_apply_privileges(session, prep, command)
         if not confirm(f"apply {pending} change(s)?"):
             console.print("nothing changed")
             return
@@ -220,6 +222,14 @@ def apply(scenario: Scenario, inventory: Inventory, inventory_path: Path, *, dry
         mismatches = _check_placement(session, prep, inventory, inventory_path, console)
     _fail_if_any(failed, len(prep.changes.pending), "apply")
     _fail_on_mismatch(mismatches)
+
+
+def _require_apply_privileges(session: Session, prep: ApplyPreparation, command: str) -> None:
+    """Refuse before the first change unless the session holds what apply will use."""
+    changed = {c.host for c in prep.host_options} | {c.host for c in prep.policy_changes}
+    hosts = [(name, prep.state.hosts[name].ref) for name in sorted(changed)
+             if name in prep.state.hosts]
+    require(session, command, apply_needs(prep.state.placement, hosts))
 
 
 def _refuse_policy_under_vgpu_vms(prep: ApplyPreparation) -> None:
@@ -266,12 +276,14 @@ def destroy(scenario: Scenario, inventory: Inventory, inventory_path: Path, *,
     with connect(target_from_inventory(inventory, inventory_path)) as session:
         _lab_lease(session, inventory, inventory_path, f"vgpu destroy --scenario {scenario.id}",
                    break_lease, console).check_free()
-        _, changes = prepare_destroy(session, scenario.id, inventory, inventory_path)
+        found, changes = prepare_destroy(session, scenario.id, inventory, inventory_path)
         title = f"destroy scenario {scenario.id} ({scenario.name})"
         render_changes(changes, console, title=title)
         if not changes.pending:
             console.print("nothing to delete: no VM of this scenario exists")
             return
+        require(session, f"vgpu destroy --scenario {scenario.id}",
+                apply_needs(found.placement))
         if not confirm(f"delete {len(changes.pending)} VM(s)?"):
             console.print("nothing changed")
             return

@@ -1,13 +1,20 @@
 """Log in to vCenter with pyvmomi and find the objects an inventory names.
 
-TLS certificates are verified unless the inventory turns that off explicitly; passwords
-come from an environment variable or a file (the inventory's ``Secret``), never inline.
+vCenter is trusted by a CA bundle (or the system's CAs) or by a pinned certificate
+(``vcenter.thumbprint: sha256:...``, written by `vgpu inventory trust`): a pinned
+certificate that changed is refused, naming both thumbprints. Verification off
+(``verify_tls: false``) and plain http (``insecure_http: true``) stay possible and are
+warned on every run. Passwords come from an environment variable or a file (the
+inventory's ``Secret``), never inline.
 """
 
 from __future__ import annotations
 
+import hashlib
 import http.client
+import socket
 import ssl
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -17,6 +24,7 @@ from pyVim.connect import Disconnect, SmartConnect
 from pyVmomi import vim, vmodl
 
 from vgpu.errors import InputError, RemoteError
+from vgpu.vsphere import audit
 from vgpu.vsphere.collect import retrieve_all
 from vgpu.vsphere.tasks import describe_fault
 
@@ -34,10 +42,73 @@ class VCenterTarget:
     ca_bundle: str | None = None
     source: str = "inventory"
     timeout_s: float = 30.0
+    thumbprint: str | None = None  # sha256:<64 hex>: the pinned certificate
+    insecure_http: bool = False  # plain http allowed (protocol http needs it)
 
     @property
     def address(self) -> str:
         return f"{self.protocol}://{self.host}:{self.port}"
+
+
+THUMBPRINT_PREFIX = "sha256:"
+
+
+def sha256_thumbprint(der: bytes) -> str:
+    """``sha256:<64 lowercase hex>`` of a DER certificate (how the inventory pins it)."""
+    return THUMBPRINT_PREFIX + hashlib.sha256(der).hexdigest()
+
+
+@dataclass(frozen=True)
+class PeerCertificate:
+    """The certificate a server presented, read without trusting it."""
+
+    der: bytes
+    subject: str
+    issuer: str
+    not_before: str
+    not_after: str
+
+    @property
+    def thumbprint(self) -> str:
+        return sha256_thumbprint(self.der)
+
+    def describe(self) -> list[str]:
+        return [f"subject:    {self.subject}", f"issuer:     {self.issuer}",
+                f"valid from: {self.not_before}", f"valid to:   {self.not_after}",
+                f"thumbprint: {self.thumbprint}"]
+
+
+def read_peer_certificate(host: str, port: int, timeout_s: float = 30.0) -> PeerCertificate:
+    """Connect to ``host:port`` with TLS, take the certificate it presents and hang up:
+    nothing is sent, so no secret can reach a server not yet trusted."""
+    from cryptography import x509
+
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    with socket.create_connection((host, port), timeout=timeout_s) as raw, \
+            context.wrap_socket(raw, server_hostname=host) as tls:
+        der = tls.getpeercert(binary_form=True)
+    if not der:
+        raise RemoteError(f"{host}:{port} presented no TLS certificate")
+    cert = x509.load_der_x509_certificate(der)
+    return PeerCertificate(
+        der=der, subject=cert.subject.rfc4514_string(), issuer=cert.issuer.rfc4514_string(),
+        not_before=f"{cert.not_valid_before_utc:%Y-%m-%d %H:%M:%S} UTC",
+        not_after=f"{cert.not_valid_after_utc:%Y-%m-%d %H:%M:%S} UTC")
+
+
+def insecurity_warnings(target: VCenterTarget) -> list[str]:
+    """What the target's settings leave unprotected; printed on every run that uses them."""
+    if target.protocol == "http":
+        return [f"vCenter {target.address} is reached over plain http (insecure_http: true "
+                f"in {target.source}): the password and every answer cross the network "
+                "unencrypted"]
+    if not target.verify_tls:
+        return [f"vCenter {target.address}'s certificate is not verified (verify_tls: false "
+                f"in {target.source}): anyone on the path can pose as it; pin it instead "
+                "with `vgpu inventory trust`"]
+    return []
 
 
 @dataclass(frozen=True)
@@ -116,9 +187,21 @@ def widen_connection_pool(managed_object: Any, size: int) -> None:
         stub.poolSize = max(stub.poolSize, size)
 
 
-def _ssl_context(target: VCenterTarget) -> ssl.SSLContext | None:
+def pinned_context(der: bytes) -> ssl.SSLContext:
+    """A context that trusts exactly the certificate ``der`` (every connection of the
+    session, pooled ones too): it is the only trust anchor, a partial chain may end at it,
+    and the host name is not checked (the pin says which server this is)."""
+    context = ssl.create_default_context(cadata=ssl.DER_cert_to_PEM_cert(der))
+    context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN
+    context.check_hostname = False
+    return context
+
+
+def _ssl_context(target: VCenterTarget, pinned: bytes | None = None) -> ssl.SSLContext | None:
     if target.protocol != "https" or not target.verify_tls:
         return None
+    if pinned is not None:
+        return pinned_context(pinned)
     try:
         return ssl.create_default_context(cafile=target.ca_bundle)
     except (OSError, ssl.SSLError) as exc:
@@ -128,11 +211,42 @@ def _ssl_context(target: VCenterTarget) -> ssl.SSLContext | None:
         ) from None
 
 
+def _refuse_plain_http(target: VCenterTarget) -> None:
+    if target.protocol == "http" and not target.insecure_http:
+        raise InputError.single(
+            target.source, "vcenter.protocol",
+            f"protocol http sends the vCenter password unencrypted to {target.host}",
+            fix="use https (the default); for a lab without TLS add insecure_http: true")
+
+
+def check_pin(target: VCenterTarget) -> bytes | None:
+    """The pinned certificate as the server presents it (None without a pin); refused
+    before the password is sent when it is not the pinned one, naming both thumbprints."""
+    if not target.thumbprint or target.protocol != "https":
+        return None
+    try:
+        seen = read_peer_certificate(target.host, target.port, target.timeout_s)
+    except (OSError, ssl.SSLError) as exc:
+        raise RemoteError(
+            f"cannot reach vCenter at {target.address}: {exc} "
+            f"(check vcenter.host/port/protocol in {target.source} and that it is running)"
+        ) from None
+    if seen.thumbprint != target.thumbprint:
+        raise RemoteError(
+            f"the certificate of {target.address} changed: it presents {seen.thumbprint}, "
+            f"{target.source} pins {target.thumbprint}; nothing was sent to it. If vCenter's "
+            "certificate was renewed, check the new one with its administrator and run "
+            "`vgpu inventory trust` to pin it; otherwise someone may be posing as vCenter")
+    return seen.der
+
+
 def _login(target: VCenterTarget) -> Any:
+    _refuse_plain_http(target)
+    pinned = check_pin(target)
     try:
         return SmartConnect(
             protocol=target.protocol, host=target.host, port=target.port, user=target.user,
-            pwd=target.password, sslContext=_ssl_context(target),
+            pwd=target.password, sslContext=_ssl_context(target, pinned),
             disableSslCertValidation=target.protocol == "https" and not target.verify_tls,
             httpConnectionTimeout=target.timeout_s,
         )
@@ -143,10 +257,14 @@ def _login(target: VCenterTarget) -> Any:
             fix="check the user name and the password source the inventory names",
         ) from None
     except ssl.SSLCertVerificationError as exc:
+        if pinned is not None:  # the certificate changed since the pin was checked
+            raise RemoteError(f"the certificate of {target.address} is no longer the one "
+                              f"{target.source} pins ({target.thumbprint})") from None
         raise RemoteError(
             f"the TLS certificate of {target.address} could not be verified "
             f"({exc.verify_message}); set vcenter.ca_bundle in {target.source} to the CA "
-            "that signed it, or verify_tls: false for a lab with a self-signed certificate"
+            "that signed it, or pin the certificate itself: `vgpu inventory trust` shows it "
+            "and writes vcenter.thumbprint (verify_tls: false would trust anyone on the path)"
         ) from None
     except (http.client.HTTPException, ssl.SSLError, OSError) as exc:
         raise RemoteError(
@@ -158,14 +276,21 @@ def _login(target: VCenterTarget) -> Any:
 @contextmanager
 def connect(target: VCenterTarget) -> Iterator[Session]:
     """Log in; log out when the block ends, even on error."""
+    for warning in insecurity_warnings(target):
+        print(f"warning: {warning}", file=sys.stderr)
     si = _login(target)
+    session: Session | None = None
     try:
-        yield Session(si=si, target=target)
+        session = Session(si=si, target=target)
+        audit.bind(session)
+        yield session
     except (vmodl.MethodFault, http.client.HTTPException, OSError) as exc:
         # A fault or a dropped connection while reading: say where, not a traceback.
         raise RemoteError(f"vCenter {target.address}: {describe_fault(exc)}: {exc}") from exc
     finally:
         # Logging out of a server that went away must not hide the error that ended the block.
+        if session is not None:
+            audit.unbind(session)
         with suppress(Exception):
             Disconnect(si)
 

@@ -162,11 +162,14 @@ def _vcenter_lines(login: Login) -> list[str]:
              f"  password: {{env: {_v(login.password_env)}}}   # export {login.password_env}"
              " before use; a password is never written inline",
              f"  protocol: {_v(t.protocol)}"]
+    if t.protocol == "http":
+        lines.append("  insecure_http: true   # discovered over http: the password crosses "
+                     "the network unencrypted")
     if login.ca_file:
         lines.append(f"  ca_bundle: {_v(login.ca_file)}")
-    elif not t.verify_tls:
-        lines.append("  verify_tls: false   # discovered with --insecure: only for a lab with "
-                     "a self-signed certificate")
+    elif not t.verify_tls and t.protocol == "https":
+        lines.append("  verify_tls: false   # discovered with --insecure: run `vgpu "
+                     "inventory trust` to pin the certificate instead")
     return lines
 
 

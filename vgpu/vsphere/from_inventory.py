@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from vgpu.errors import InputError
-from vgpu.model.inventory import Inventory
+from vgpu.model.inventory import ExposedSecretFile, Inventory
 from vgpu.vsphere.connection import PlacementNames, VCenterTarget
 
 
@@ -30,6 +30,9 @@ def target_from_inventory(inventory: Inventory, source: Path) -> VCenterTarget:
     assert vc is not None
     try:
         password = vc.password.reveal(base_dir=source.parent)
+    except ExposedSecretFile as exc:
+        raise InputError.single(str(exc.path), "vcenter.password", str(exc),
+                                fix=f"{exc.fix} (it is named in {source})") from None
     except (KeyError, OSError, IndexError) as exc:
         raise InputError.single(
             str(source), "vcenter.password",
@@ -43,6 +46,7 @@ def target_from_inventory(inventory: Inventory, source: Path) -> VCenterTarget:
     return VCenterTarget(
         host=vc.host, port=vc.port, user=vc.user, password=password, protocol=vc.protocol,
         verify_tls=vc.verify_tls, ca_bundle=ca_bundle, source=str(source),
+        thumbprint=vc.thumbprint, insecure_http=vc.insecure_http,
     )
 
 

@@ -29,6 +29,7 @@ from typing import Any
 from pyVmomi import vim, vmodl
 
 from vgpu.errors import RemoteError
+from vgpu.vsphere import audit
 from vgpu.vsphere.connection import Session
 from vgpu.vsphere.tasks import describe_fault, wait_for_task
 
@@ -238,8 +239,13 @@ class LabLease:
                 self.warn(f"breaking the lease of lab {self.lab or '(default)'} held by "
                           f"{info.describe()}: if that run is still working, both change "
                           "the lab at once")
+                audit.record(self.lab_folder, f"lease of lab {self.lab or '(default)'} "
+                             f"broken (held by {info.describe()})", "success")
             elif info is None and not self.break_lease:
                 raise LeaseHeld(self._busy(None))
+            elif info is None:
+                audit.record(self.lab_folder, f"lease of lab {self.lab or '(default)'} "
+                             "broken (it named no holder)", "success")
             elif info is not None:
                 self.warn(f"taking over the expired lease of lab {self.lab or '(default)'} "
                           f"({info.describe()})")
@@ -253,6 +259,9 @@ class LabLease:
             return False
         self.folder = folder
         self._write()
+        audit.set_lease_holder(self.holder)
+        audit.record(self.lab_folder, f"lease of lab {self.lab or '(default)'} taken "
+                     f"({self.name})", "success")
         return True
 
     def _write(self) -> None:
@@ -290,4 +299,9 @@ class LabLease:
         except (RemoteError, vmodl.MethodFault, OSError) as exc:
             self.warn(f"the lease of lab {self.lab or '(default)'} was not released ({exc}); "
                       "it expires by itself")
+        else:
+            audit.record(self.lab_folder, f"lease of lab {self.lab or '(default)'} released",
+                         "success")
+        finally:
+            audit.set_lease_holder(None)
         self.folder = None

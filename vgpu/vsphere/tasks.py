@@ -8,6 +8,7 @@ from typing import Any
 from pyVmomi import vim, vmodl
 
 from vgpu.errors import RemoteError
+from vgpu.vsphere import audit
 from vgpu.vsphere.taskwatch import TaskWatcher
 
 FIRST_POLL_S = 0.02
@@ -75,9 +76,23 @@ def wait_for_task(task: Any, what: str, timeout_s: float = 3600.0,
 def call(what: str, method: Any, *args: Any, watcher: TaskWatcher | None = None,
          **kwargs: Any) -> Any:
     """Run a task-returning method and wait for it; a fault raised at call time is reported
-    the same way as one raised by the task."""
+    the same way as one raised by the task. Every call is a change: it is in the audit
+    trail (vgpu.vsphere.audit) as started before the task, with its result after."""
+    change = audit.begin(audit.owner_of(method), what)
     try:
         task = method(*args, **kwargs)
     except (vim.fault.VimFault, vmodl.MethodFault) as exc:
+        audit.end(change, f"refused: {describe_fault(exc)}")
         raise RemoteError(f"{what} was refused: {describe_fault(exc)}") from None
-    return wait_for_task(task, what, watcher=watcher)
+    except BaseException as exc:
+        audit.end(change, f"not started: {type(exc).__name__}")
+        raise
+    try:
+        audit.task_started(change, task)
+        result = wait_for_task(task, what, watcher=watcher)
+    except BaseException as exc:
+        audit.end(change, f"failed: {exc}" if isinstance(exc, RemoteError)
+                  else f"interrupted: {type(exc).__name__}")
+        raise
+    audit.end(change, "success")
+    return result

@@ -18,7 +18,7 @@ from pyVmomi import vim, vmodl
 from vgpu.errors import InputError, ParameterError, RemoteError
 from vgpu.model.inventory import Inventory
 from vgpu.results.store import ResultStore
-from vgpu.vsphere import drainrecord
+from vgpu.vsphere import drainrecord, privileges
 from vgpu.vsphere.connection import Session, connect
 from vgpu.vsphere.drainrecord import DrainRecord
 from vgpu.vsphere.facts import HostFacts, VmActual, driver_branch, read_host_driver
@@ -153,6 +153,7 @@ def drain(inventory: Inventory, inventory_path: Path, host: str, paths: WindowPa
     a ``draining`` record is written before the first change, so a drain killed midway
     is continued by the next one. A host drained already is left as it is."""
     with connect(target_from_inventory(inventory, inventory_path)) as session:
+        privileges.check_window(session, "vgpu drain", host, inventory, inventory_path)
         state = read_state(session, placement_from_inventory(inventory, inventory_path))
         facts = _host(state, host, inventory)
         earlier = drainrecord.find(paths.records_dir, host)
@@ -310,6 +311,7 @@ def undrain(inventory: Inventory, inventory_path: Path, host: str, paths: Window
     RemoteError (exit 1), the host left in maintenance mode, when it did not."""
     record = drainrecord.load(paths.records_dir, host)
     with connect(target_from_inventory(inventory, inventory_path)) as session:
+        privileges.check_window(session, "vgpu undrain", host, inventory, inventory_path)
         facts = _wait_connected(session, inventory, inventory_path, host,
                                 connect_timeout_s, say)
         read_host_driver(facts)

@@ -555,6 +555,7 @@ func main() {
 	}
 	simulator.Map.AddHandler(placer)
 	defer model.Remove()
+	enforcePermissions()
 
 	// The registry lists hosts in no fixed order; the index in the name (DC0_C0_H<i>) decides
 	// which hosts are the special ones, so a lab is the same on every start.
@@ -1710,4 +1711,101 @@ func startSystemVms(host types.ManagedObjectReference) {
 		}
 	}
 	delete(stoppedByMaintenance, host)
+}
+
+// ---- privileges: what a session may do, from the roles and permissions set on entities ----
+//
+// The simulator answers every privilege check with "granted". Here HasPrivilegeOnEntities
+// answers as vCenter does from the permissions an administrator set
+// (AuthorizationManager.SetEntityPermissions with a role from AddAuthorizationRole): the
+// permission of the session's user on the entity itself, else the nearest one above it
+// that propagates, decides; its role's privileges (and System.*) are granted. A user with
+// no permission anywhere is the lab's administrator, as the simulator treats every login.
+
+type authorizationManager struct {
+	*simulator.AuthorizationManager
+}
+
+var authorizationRef = types.ManagedObjectReference{Type: "AuthorizationManager", Value: "AuthorizationManager"}
+
+func (m *authorizationManager) permissionsOn(ref types.ManagedObjectReference) []types.Permission {
+	body := m.AuthorizationManager.RetrieveEntityPermissions(&types.RetrieveEntityPermissions{Entity: ref})
+	return body.(*methods.RetrieveEntityPermissionsBody).Res.Returnval
+}
+
+func (m *authorizationManager) userHasAnyPermission(user string) bool {
+	body := m.AuthorizationManager.RetrieveAllPermissions(&types.RetrieveAllPermissions{})
+	for _, p := range body.(*methods.RetrieveAllPermissionsBody).Res.Returnval {
+		if !p.Group && p.Principal == user {
+			return true
+		}
+	}
+	return false
+}
+
+// granted returns the privileges ``user`` holds on ``ref``; nil and true for all of them.
+func (m *authorizationManager) granted(user string, ref types.ManagedObjectReference) (map[string]bool, bool) {
+	if !m.userHasAnyPermission(user) {
+		return nil, true
+	}
+	self := true
+	for current := &ref; current != nil; {
+		for _, p := range m.permissionsOn(*current) {
+			if p.Group || p.Principal != user || (!self && !p.Propagate) {
+				continue
+			}
+			privileges := map[string]bool{"System.Anonymous": true, "System.Read": true, "System.View": true}
+			for _, role := range m.RoleList {
+				if role.RoleId == p.RoleId {
+					for _, id := range role.Privilege {
+						privileges[id] = true
+					}
+				}
+			}
+			return privileges, false
+		}
+		entity, ok := simulator.Map.Get(*current).(mo.Entity)
+		if !ok {
+			break
+		}
+		current = entity.Entity().Parent
+		self = false
+	}
+	return map[string]bool{}, false
+}
+
+func (m *authorizationManager) HasPrivilegeOnEntities(ctx *simulator.Context, req *types.HasPrivilegeOnEntities) soap.HasFault {
+	user := ""
+	if ctx.Session != nil {
+		user = ctx.Session.UserName
+	}
+	var answer []types.EntityPrivilege
+	for _, e := range req.Entity {
+		privileges, all := m.granted(user, e)
+		entry := types.EntityPrivilege{Entity: e}
+		for _, id := range req.PrivId {
+			entry.PrivAvailability = append(entry.PrivAvailability,
+				types.PrivilegeAvailability{PrivId: id, IsGranted: all || privileges[id]})
+		}
+		answer = append(answer, entry)
+	}
+	return &methods.HasPrivilegeOnEntitiesBody{Res: &types.HasPrivilegeOnEntitiesResponse{Returnval: answer}}
+}
+
+// AddAuthorizationRole answers the new role's id, as vCenter does (the simulator answers none).
+func (m *authorizationManager) AddAuthorizationRole(req *types.AddAuthorizationRole) soap.HasFault {
+	body := m.AuthorizationManager.AddAuthorizationRole(req).(*methods.AddAuthorizationRoleBody)
+	if body.Res != nil {
+		for _, role := range m.RoleList {
+			if role.Name == req.Name {
+				body.Res.Returnval = role.RoleId
+			}
+		}
+	}
+	return body
+}
+
+func enforcePermissions() {
+	original := simulator.Map.Get(authorizationRef).(*simulator.AuthorizationManager)
+	simulator.Map.Put(&authorizationManager{original})
 }
