@@ -76,6 +76,11 @@ class Campaign(FileModel):
                           "judged against (its own: <baseline>@<host>)")
     baseline_series: int = Field(3, ge=1, description="series of a baseline captured for a "
                                  "host that has none (their spread judges later series)")
+    tolerance_pct: float | None = Field(
+        None, gt=0, le=50, description="the throughput loss a host may show against its "
+        "own baseline and still pass, in percent (default: each scenario's "
+        "tolerances.throughput_pct); a lab whose runs vary more than that needs a wider "
+        "one to ever pass, and says so here")
     gate_on_bare_metal: bool = Field(
         False, description="the gate also needs the VMs' comparison with bare metal to "
         "PASS (default: the host is gated on its own pre-upgrade baseline and the accuracy "

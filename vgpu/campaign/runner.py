@@ -12,7 +12,9 @@ nothing that changes the lab is done twice and no result is lost (vgpu.campaign.
 
 from __future__ import annotations
 
+import os
 import shlex
+import signal
 import subprocess
 import time
 from collections.abc import Callable
@@ -35,6 +37,7 @@ from vgpu.exitcodes import (
     EXIT_PASS,
 )
 from vgpu.model.inventory import Inventory
+from vgpu.model.scenario import Scenario
 from vgpu.results.store import ResultStore, store_exists
 from vgpu.revalidate.capture import CapturePlan
 from vgpu.revalidate.flow import Converge, RevalidateOutcome, RevalidateRequest, revalidate
@@ -70,6 +73,17 @@ class CampaignContext:
     mark: Marker = lambda host, text: None
     shutdown_timeout_s: float = 120.0
     connect_timeout_s: float = 600.0
+
+
+FAILPOINT = "VGPU_CAMPAIGN_FAILPOINT"
+
+
+def failpoint(where: str) -> None:
+    """Fault injection for the resume tests: with $VGPU_CAMPAIGN_FAILPOINT set to
+    HOST:PHASE, the process kills itself (SIGKILL, as `kill -9` does) once that phase has
+    changed the lab and before the state says so: the hardest moment to resume from."""
+    if os.environ.get(FAILPOINT) == where:
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 class Stop(Exception):
@@ -125,6 +139,7 @@ def _one_host(ctx: CampaignContext, state: CampaignState, host: HostProgress) ->
             ctx.mark(host.host, f"campaign {state.name}: {phase} refused")
             raise Stop(saved.STOPPED, f"{host.host}: {phase} refused: {exc}. {host.left_in}",
                        exc.exit_code) from None
+        failpoint(f"{host.host}:{phase}")
         state.end(host, phase, detail)
         ctx.say(f"[{host.host}] {phase}: {detail}")
     ctx.mark(host.host, f"campaign {state.name}: {host.verdict or '-'}")
@@ -312,11 +327,19 @@ def _gate(ctx: CampaignContext, state: CampaignState, host: HostProgress) -> str
                "again with a new revalidation), or `vgpu campaign abort`", EXIT_INCONCLUSIVE)
 
 
+def _with_tolerance(scenario: Scenario, tolerance_pct: float | None) -> Scenario:
+    if tolerance_pct is None:
+        return scenario
+    tolerances = scenario.tolerances.model_copy(update={"throughput_pct": tolerance_pct})
+    return scenario.model_copy(update={"tolerances": tolerances})
+
+
 def _revalidation(ctx: CampaignContext, state: CampaignState, host: HostProgress,
                   capture: bool) -> RevalidateOutcome:
     """The host's capture or revalidation, under a state name of the campaign's own: a
     resumed campaign continues it (finished scenarios are not run again)."""
-    scenarios = [catalog.load(s) for s in ctx.campaign.scenarios]
+    scenarios = [_with_tolerance(catalog.load(s), ctx.campaign.tolerance_pct)
+                 for s in ctx.campaign.scenarios]
     attempt = sum(1 for e in state.events if e.startswith(f"rerun {host.host}"))
     kind = "capture" if capture else f"after{attempt or ''}"
     with ResultStore.open(ctx.db) as store:

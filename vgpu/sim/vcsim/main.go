@@ -170,6 +170,10 @@ type labConfig struct {
 // a host (host-slowdown/<host>, a share of its guests' work: a SIMULATED regression).
 var labStateDir string
 
+// upgradesOf counts each host's upgrades (host-upgrades/<host>: a test's view of how often
+// a host was upgraded).
+var upgradesOf = map[string]int{}
+
 func parseFlags() labConfig {
 	var c labConfig
 	flag.StringVar(&c.listen, "listen", "127.0.0.1:0", "address:port to listen on (port 0 picks a free one)")
@@ -1326,6 +1330,10 @@ func upgradeHandler(c labConfig) http.HandlerFunc {
 			}
 			if problem == "" && r.FormValue("reboot") != "false" {
 				writeStateFile("host-slowdown", host.Name, r.FormValue("slowdown"))
+			}
+			if problem == "" {
+				upgradesOf[host.Name]++
+				writeStateFile("host-upgrades", host.Name, strconv.Itoa(upgradesOf[host.Name]))
 			}
 		})
 		if problem != "" {
