@@ -19,7 +19,7 @@ import pytest
 
 from loadgen.llm.slice_engine import SliceProfile
 from loadgen.llm.slice_sim import SliceSimulator
-from tests.bench.conftest import VGPU, RunVgpu, vgpu_env
+from tests.bench.conftest import VGPU, RunVgpu, exit_of_json, vgpu_env
 from vgpu.results.report import Table, build_report
 from vgpu.results.store import ResultStore
 
@@ -91,7 +91,7 @@ def bare_metal(tmp_path_factory: pytest.TempPathFactory, harness_cache: Path) ->
             [*VGPU, "bench", "--scenario", "capbm", "--runs", "2", "--json"], cwd=folder,
             env={**vgpu_env(harness_cache), "VGPU_SCENARIOS": str(folder / "scenarios")},
             capture_output=True, text=True, timeout=600, check=False)
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.returncode == exit_of_json(done.stdout), done.stdout + done.stderr
     return folder
 
 
