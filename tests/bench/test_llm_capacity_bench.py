@@ -139,7 +139,8 @@ def test_a_slice_with_5_percent_slower_steps_fails_capacity(
     checks = _verdict(done.stdout)
     assert _report_checks(tmp_path) == checks  # report shows the verdicts bench printed
     assert checks["capacity_at_slo"] == "FAIL", checks
-    assert checks["valid_at_bare_metal_capacity"] == "FAIL", checks
+    # 2 INVALID of 2 at the line: p = 1/4 for a VM within the margin, no FAIL on its own
+    assert checks["valid_at_bare_metal_capacity"] == "INCONCLUSIVE", checks
     assert "inter_token_latency_p99_at_matched_load" in checks
     assert "output_token_throughput" not in checks
     assert "capacity_at_slo" in report and "FAIL" in report
