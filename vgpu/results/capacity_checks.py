@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from statistics import NormalDist
 from typing import Any
 
+from vgpu.results import capacity_system as system
 from vgpu.results.capacity import CapacityCheck, LlmVerdict, judge_capacity, search_bracket
+from vgpu.results.capacity_system import Sharing, sharing
 from vgpu.results.compare import Band, Check
 from vgpu.results.series import SeriesData, interleaved_pairs
 from vgpu.results.stats import summarize, t_quantile
@@ -421,11 +424,59 @@ def capacity_checks(candidate: SeriesData, reference: SeriesData,
         return []
     positions = min(len(cand[0]), len(ref[0]))
     itl = 100 * tolerances.get("inter_token_latency_p99", 0.05)
-    checks: list[Check] = []
+    allowed = 100 * tolerances.get(CAPACITY_CHECK, default_tolerance)
     names = [inst.result.name for inst in candidate.instances[candidate.valid_run_ids[0]]]
-    for position in range(positions):
-        label = names[position] if positions > 1 else ""
-        checks += instance_checks(
-            label, [cand[i][position] for i, _ in pairs], [ref[j][position] for _, j in pairs],
-            100 * tolerances.get(CAPACITY_CHECK, default_tolerance), itl)
+    shared = sharing(candidate, reference) if positions > 1 else None
+    return position_checks(names[:positions], [cand[i][:positions] for i, _ in pairs],
+                           [ref[j][:positions] for _, j in pairs], allowed, itl, shared)
+
+
+def position_checks(names: Sequence[str], vm: Sequence[Sequence[Mapping[str, Any]]],
+                    bare: Sequence[Sequence[Mapping[str, Any]]], allowed: float,
+                    itl: float, shared: Sharing | None) -> list[Check]:
+    """The checks of paired repeats (``vm[i][k]``: repeat i's search of instance k):
+    per instance (``instance_checks``), or with the capacity judged as a system when the
+    instances share their compute (``shared``; vgpu.results.capacity_system), their own
+    capacity checks then shown in its reason and not judged."""
+    checks: list[Check] = []
+    shown: list[str] = []
+    as_system = shared is not None and shared.shared
+    for position, name in enumerate(names):
+        label = name if len(names) > 1 else ""
+        vm_k, bare_k = [r[position] for r in vm], [r[position] for r in bare]
+        found = instance_checks(label, vm_k, bare_k, allowed, itl)
+        if as_system:
+            own = [c for c in found if c.metric.startswith(
+                (CAPACITY_CHECK, "valid_at_bare_metal_capacity"))]
+            shown.append(f"{label} {system.ratio_text(vm_k, bare_k)}" + "".join(
+                f", {c.metric.split(' ')[0]} would be {c.verdict}" for c in own))
+            found = [c for c in found if c not in own]
+        checks += found
+    if as_system:
+        assert shared is not None
+        checks.insert(0, _system_check(vm, bare, allowed, shown, shared.why))
+    elif shared is not None:
+        checks = [replace(c, reason=f"{c.reason}; judged per instance: {shared.why}")
+                  if c.metric.startswith(CAPACITY_CHECK) else c for c in checks]
     return checks
+
+
+def _system_check(vm: Sequence[Sequence[Mapping[str, Any]]],
+                  bare: Sequence[Sequence[Mapping[str, Any]]], allowed: float,
+                  shown: Sequence[str], why: str) -> Check:
+    """The system's capacity check (vgpu.results.capacity_system), INCONCLUSIVE like an
+    instance's when a search is unconfirmed or open-ended."""
+    caps = ([sum(_confirmed(s) for s in r) for r in vm],
+            [sum(_confirmed(s) for s in r) for r in bare])
+    name = f"{CAPACITY_CHECK} {system.SYSTEM_LABEL}"
+    open_ended = [f"{side} repeat {i}" for side, found in (("VM", vm), ("bare metal", bare))
+                  for i, repeat in enumerate(found)
+                  if not all(bracketed(s) and _confirmed(s) > 0 for s in repeat)]
+    if open_ended:
+        return _as_check(CapacityCheck(name, False, (
+            f"an instance's search found no confirmed capacity or no INVALID rate above it "
+            f"in {', '.join(open_ended)}: the system's capacity is not bracketed; raise "
+            "capacity.runs or move capacity.start_qps")), "queries/s", caps,
+            inconclusive=True)
+    check, verdict = system.system_verdict(vm, bare, allowed, shown, why)
+    return _as_check(check, "queries/s", caps, verdict, allowed)
