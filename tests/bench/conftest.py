@@ -30,3 +30,17 @@ def run_vgpu(tmp_path: Path, harness_cache: Path) -> RunVgpu:
                               capture_output=True, text=True, timeout=timeout, check=False)
 
     return run
+
+
+# a bench that ran and stored its series, whatever its verdict (a reference run has none
+# to judge against: exit 5); 1 (could not run) and 2 (bad input) are not among them
+RAN_AND_STORED = (0, 3, 4, 5)
+
+
+def exit_of_json(stdout: str) -> int:
+    """The exit code `vgpu bench --json` must end with, from its workloads' verdicts."""
+    import json
+
+    from vgpu.exitcodes import exit_for, overall_verdict
+
+    return exit_for(overall_verdict(w["verdict"] for w in json.loads(stdout)["workloads"]))

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.bench.conftest import VGPU
+from tests.bench.conftest import VGPU, exit_of_json
 from vgpu.results.store import ResultStore
 
 RECORDED = ["--workload", "resnet50-offline", "--runs", "2", "--duration", "1", "--json"]
@@ -66,9 +66,9 @@ def scenario6_recording(tmp_path_factory: pytest.TempPathFactory) -> Scenario6Re
     folder = tmp_path_factory.mktemp("scenario6-recording")
     cache = tmp_path_factory.mktemp("harness-models")
     first = run_vgpu(folder, cache, "bench", "--scenario", "6", *RECORDED)
-    assert first.returncode in (0, 3), first.stderr  # 3: a FAIL verdict, still stored
+    assert first.returncode == exit_of_json(first.stdout), first.stderr
     again = run_vgpu(folder, cache, "bench", "--scenario", "6", *RECORDED)
-    assert again.returncode in (0, 3), again.stderr
+    assert again.returncode == exit_of_json(again.stdout), again.stderr
     with ResultStore.open_existing(folder / STORE) as store:
         assert [r.scenario_id for r in store.runs()] == ["bm6", "6", "6", "bm6", "6", "6"]
     return Scenario6Recording(folder, cache, first, again)

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.bench.conftest import RAN_AND_STORED
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -51,7 +53,7 @@ def test_bm6_layout_applied_then_benched_per_mig_device(tmp_path: Path) -> None:
                                                                    "local.yaml"),
                   "--runs", "1", "--duration", "1", "--workload", "resnet50-offline",
                   "--db", str(tmp_path / "results.db"), "--no-report"], env, tmp_path)
-    assert bench.returncode == 0, bench.stdout + bench.stderr
+    assert bench.returncode in RAN_AND_STORED, bench.stdout + bench.stderr
     assert "the CPU does the work" in bench.stdout
     records = {p.parent.name: json.loads(p.read_text())
                for p in tmp_path.rglob("result.json") if "probe" not in str(p)}

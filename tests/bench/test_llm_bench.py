@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.bench.conftest import VGPU, vgpu_env
+from tests.bench.conftest import RAN_AND_STORED, VGPU, vgpu_env
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -45,10 +45,10 @@ def test_scenario_6_llm_workload_ends_in_a_verdict_and_exports_token_logs(
     # interleaved design (tested in test_local_bench.py) adds two of each
     twin = run_vgpu("bench", "--scenario", "bm6", "--workload", "llm-server", "--runs", "2",
                     "--no-report")
-    assert twin.returncode == 0, twin.stdout + twin.stderr
+    assert twin.returncode in RAN_AND_STORED, twin.stdout + twin.stderr
     done = run_vgpu("bench", "--scenario", "6", "--workload", "llm-server", "--runs", "2",
                     "--report", "r.html")
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.returncode in (0, 4), done.stdout + done.stderr  # no FAIL
     out = " ".join(done.stdout.split())
     assert "llm-server: tokens (mean over valid repeats)" in out
     assert "verdict vs scenario bm6" in out

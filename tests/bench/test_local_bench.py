@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 import xmlschema
 
-from tests.bench.conftest import VGPU, vgpu_env
+from tests.bench.conftest import VGPU, exit_of_json, vgpu_env
 from tests.bench.recording import Scenario6Recording as Recording
 from tests.cli.counting import count_loads_and_plans
 from tests.cli.invoke import run_cli
 from vgpu.catalog import INVENTORY_ENV
+from vgpu.exitcodes import exit_for
 from vgpu.results.store import ResultStore
 
 pytestmark = pytest.mark.slow
@@ -75,7 +76,7 @@ def test_scenario_6_is_judged_against_its_bare_metal_baseline(
     assert workload["baseline"] == "scenario bm6"
     assert workload["verdict"] in ("PASS", "FAIL", "INCONCLUSIVE")
     assert [c["metric"] for c in workload["checks"]] == ["system_throughput"]
-    assert (scenario6_recording.again.returncode == 3) == (workload["verdict"] == "FAIL")
+    assert scenario6_recording.again.returncode == exit_for(workload["verdict"])
 
 
 def test_results_baseline_and_compare_commands(scenario6_recording: Recording,
@@ -96,7 +97,7 @@ def test_results_baseline_and_compare_commands(scenario6_recording: Recording,
                      "--junit", str(junit), "--json", "--tolerance", "50")
     verdict = json.loads(compared.stdout)
     assert verdict["kind"] == "run-vs-baseline"
-    assert compared.returncode == (3 if verdict["verdict"] == "FAIL" else 0)
+    assert compared.returncode == exit_for(verdict["verdict"])
     xmlschema.XMLSchema(JUNIT_XSD).validate(str(junit))
     report = scenario6_recording.vgpu(folder, "report", "--out", "r.html", "--markdown", "r.md")
     assert report.returncode == 0, report.stderr
@@ -112,22 +113,22 @@ def test_bench_interleaves_the_missing_twin_and_with_baseline_runs_it_again(
     assert workload["baseline"] == "scenario bm6, run interleaved with this one"
     assert workload["verdict"] in ("PASS", "FAIL", "INCONCLUSIVE")
     assert workload["checks"][0]["design"] == "interleaved"
-    assert (first.returncode == 3) == (workload["verdict"] == "FAIL")
+    assert first.returncode == exit_for(workload["verdict"])
     again = scenario6_recording.again  # the twin is stored now
-    assert again.returncode in (0, 3), again.stderr
+    assert again.returncode == exit_of_json(again.stdout), again.stderr
     assert "bm6" not in again.stderr
     scenario6_recording.copy_store(tmp_path)  # the runs below go to a copy
     args = ("bench", "--scenario", "6", "--workload", "resnet50-offline", "--duration", "1",
             "--json", "--no-report")
     forced = scenario6_recording.vgpu(tmp_path, *args, "--runs", "1", "--with-baseline")
-    assert forced.returncode in (0, 3), forced.stderr
+    assert forced.returncode == exit_of_json(forced.stdout), forced.stderr
     [workload] = json.loads(forced.stdout)["workloads"]
     assert workload["baseline"] == "scenario bm6, run interleaved with this one"
     both = scenario6_recording.vgpu(tmp_path, *args, "--with-baseline", "--no-baseline")
     assert both.returncode == 2 and "contradict" in both.stderr
     skipped = scenario6_recording.vgpu(tmp_path, *args, "--runs", "1", "--no-baseline",
                     "--db", "other.db")
-    assert skipped.returncode == 0, skipped.stderr
+    assert skipped.returncode == 5, skipped.stderr  # nothing to judge against
     assert json.loads(skipped.stdout)["workloads"][0]["verdict"] is None
     with ResultStore.open(tmp_path / "vgpu-results.db") as store:
         # ABBA blocks: bm6 6 | 6 bm6; then 6 alone, twice (twin stored); forced (--runs 1,

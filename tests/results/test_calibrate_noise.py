@@ -7,6 +7,7 @@ import json
 
 from tests.cli.invoke import run_cli
 from tests.results.conftest import AddSeries
+from vgpu.exitcodes import exit_for
 from vgpu.results.noise_store import class_key
 from vgpu.results.series import SYSTEM_THROUGHPUT, load_series, series_of_run
 from vgpu.results.store import ResultStore
@@ -26,7 +27,7 @@ def test_calibration_from_stored_series_is_used_by_compare(
     db = str(store.path)
     code, _, err = run_cli(["compare", str(later), str(first), "--db", db, "--json"])
     before = json.loads(_)
-    assert code == 0, err
+    assert before["verdict"] != "FAIL" and code == exit_for(before["verdict"]), err
     assert "not calibrated" in before["checks"][0]["noise"]
     code, out, err = run_cli(["calibrate", "noise", "--from-runs",
                               ",".join(map(str, runs)), "--db", db])
@@ -39,6 +40,7 @@ def test_calibration_from_stored_series_is_used_by_compare(
     assert stored.repeat_cv < 0.005
     code, out, err = run_cli(["compare", str(later), str(first), "--db", db, "--json"])
     after = json.loads(out)
+    assert code == exit_for(after["verdict"]), err
     assert "calibrated from 5 series" in after["checks"][0]["noise"]
     assert after["verdict"] != "FAIL"  # -5% against a 2.3% series level: not a finding
 

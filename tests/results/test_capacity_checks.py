@@ -15,6 +15,7 @@ from loadgen.llm.runs import Budget, LoadShape, Slo, tail
 from loadgen.llm.slice_engine import SliceProfile, simulated_run
 from vgpu.results.capacity_checks import (
     LATENCY_LOAD_SHARE,
+    gate_p_value,
     instance_checks,
     matched_run,
     shared_load,
@@ -26,7 +27,10 @@ SHAPE = LoadShape(16, 48, 16)
 # with the batch's context; capacity 53-58/s
 PROFILE = SliceProfile(step_ms=10.0, context_us=12.0)
 SLO = Slo(300.0, 20.0)
-BUDGET = Budget(runs=9, min_queries=100, duration_s=1.0, resolution=0.025)
+# the stated capacity margin, and a resolution well below it (the brackets widen the
+# interval, not the margin)
+MARGIN_PCT = 5.0
+BUDGET = Budget(runs=11, min_queries=100, duration_s=1.0, resolution=0.01)
 # from half the capacity: the search's doubling leaves a rate below both knees, where the
 # latency checks compare (at a knee, latency is the knee's queueing)
 START_QPS = 25.0
@@ -37,13 +41,14 @@ def _search(profile: SliceProfile, repeat: int) -> dict[str, Any]:
         lambda rate, _run: simulated_run(profile, rate, SHAPE, SLO, 0, repeat, BUDGET),
         START_QPS, BUDGET)
     return {**result.to_json(), "seed": 0, "slo_ms": {"ttft_ms": 300.0, "tpot_ms": 20.0},
-            "shape": {"input_min": 16}, "budget": {"resolution": 0.025}}
+            "shape": {"input_min": 16}, "budget": {"resolution": 0.01}}
 
 
-def _verdicts(vm_profile: SliceProfile) -> dict[str, str]:
-    vm = [_search(vm_profile, r) for r in range(2)]
-    bare = [_search(PROFILE, r) for r in range(2)]
-    return {c.metric: c.verdict for c in holm(instance_checks("", vm, bare, 2.0, 5.0))}
+def _verdicts(vm_profile: SliceProfile, repeats: int = 3) -> dict[str, str]:
+    vm = [_search(vm_profile, r) for r in range(repeats)]
+    bare = [_search(PROFILE, r) for r in range(repeats)]
+    return {c.metric: c.verdict
+            for c in holm(instance_checks("", vm, bare, MARGIN_PCT, 5.0))}
 
 
 def test_identical_slices_pass() -> None:
@@ -56,7 +61,25 @@ def test_identical_slices_pass() -> None:
 def test_a_5_percent_slower_step_fails_capacity_and_the_matched_load() -> None:
     checks = _verdicts(replace(PROFILE, slowdown=1.05))
     assert checks["capacity_at_slo"] == "FAIL"
-    assert checks["valid_at_bare_metal_capacity"] == "FAIL"
+    # 3 INVALID of 3 at the line: p = 1/8 for a VM within the margin, no FAIL on its own
+    assert checks["valid_at_bare_metal_capacity"] == "INCONCLUSIVE"
+    # 7 of 7: p = 1/128, a FAIL that holds among the 4 checks (Holm)
+    checks = _verdicts(replace(PROFILE, slowdown=1.05), repeats=7)
+    assert checks["capacity_at_slo"] == checks["valid_at_bare_metal_capacity"] == "FAIL"
+
+
+def test_two_repeats_decide_no_pass() -> None:
+    [check, *_] = instance_checks("", [_search(PROFILE, r) for r in range(2)],
+                                  [_search(PROFILE, r) for r in range(2)], MARGIN_PCT, 5.0)
+    assert check.metric == "capacity_at_slo" and check.verdict == "INCONCLUSIVE"
+    assert "needs at least 3" in check.reason
+
+
+def test_the_gate_is_a_test_at_the_margin() -> None:
+    assert gate_p_value(3, 3) == pytest.approx(1 / 8)
+    assert gate_p_value(6, 6) == pytest.approx(1 / 64)
+    assert gate_p_value(0, 4) == pytest.approx(1.0)
+    assert gate_p_value(5, 6) == pytest.approx(7 / 64)
 
 
 def test_periodic_stalls_fail_the_pooled_itl_p99_while_mean_tpot_passes() -> None:
@@ -117,11 +140,11 @@ def _bracketed(low: float, high: float) -> dict[str, Any]:
     runs = [{"rate": low, "valid": True, "reasons": []},
             {"rate": high, "valid": False, "reasons": ["p99 TPOT over 16 ms"]}]
     return {"capacity_qps": low, "confirmed_capacity_qps": low, "runs": runs, "seed": 0,
-            "budget": {"resolution": 0.025}}
+            "budget": {"resolution": 0.01}}
 
 
 def _capacity_check(vm: list[dict[str, Any]], bare: list[dict[str, Any]]) -> Any:
-    return next(c for c in instance_checks("", vm, bare, 2.0, 5.0)
+    return next(c for c in instance_checks("", vm, bare, MARGIN_PCT, 5.0)
                 if c.metric == "capacity_at_slo")
 
 
@@ -130,8 +153,18 @@ def test_the_interval_is_never_narrower_than_the_searches_brackets() -> None:
     low, high = check.ci_pct
     assert low == pytest.approx((100 / 102 - 1) * 100)
     assert high == pytest.approx((102 / 100 - 1) * 100)
-    assert check.band.lower_pct == pytest.approx(-7.5)  # three resolutions of 2.5%
+    assert check.band.lower_pct == pytest.approx(-MARGIN_PCT)  # the stated margin
+    assert check.df == 2  # the repeats' df, not infinity
     assert check.verdict == "PASS"
+
+
+def test_a_resolution_as_wide_as_the_margin_is_inconclusive_not_a_wider_margin() -> None:
+    # searches that reached their resolution of 6%, against a 5% margin
+    wide = [{**_bracketed(100, 106), "budget": {"resolution": 0.06}}] * 3
+    check = _capacity_check(wide, wide)
+    assert check.band.lower_pct == pytest.approx(-MARGIN_PCT)
+    assert check.verdict == "INCONCLUSIVE"
+    assert "a finer capacity.resolution would decide" in check.reason
 
 
 def test_brackets_the_runs_could_not_narrow_are_inconclusive_and_say_so() -> None:
@@ -142,16 +175,17 @@ def test_brackets_the_runs_could_not_narrow_are_inconclusive_and_say_so() -> Non
 
 
 def test_identical_sides_whose_knee_flipped_in_one_repeat_still_pass() -> None:
-    bare = [_bracketed(100, 102.2), _bracketed(100, 102.2)]
-    vm = [_bracketed(100, 102.2), _bracketed(97.8, 100)]
+    bare = [_bracketed(100, 101)] * 4
+    vm = [_bracketed(100, 101), _bracketed(100, 101), _bracketed(100, 101),
+          _bracketed(99, 100)]
     check = _capacity_check(vm, bare)
     assert check.verdict == "PASS", check.reason
-    assert "the 2 repeats' range: their hull" in check.reason
-    # VALID at bare metal's capacity less the allowed 7.5%: the VM's run at 97.8/s
-    gate = next(c for c in instance_checks("", vm, bare, 2.0, 5.0)
+    assert "t interval of 4 repeats" in check.reason
+    # VALID at bare metal's capacity less the allowed 5%: the VM's run at 99/s
+    gate = next(c for c in instance_checks("", vm, bare, MARGIN_PCT, 5.0)
                 if c.metric == "valid_at_bare_metal_capacity")
     assert gate.verdict == "PASS", gate.reason
-    assert "92.5/s (its run at 97.8/s)" in gate.reason
+    assert "95.0/s (its run at 99.0/s)" in gate.reason
 
 
 def _with_gaps(low: float, gaps_ms: list[float]) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.bench.conftest import RAN_AND_STORED
 from tests.bench.recording import Scenario6Recording
 from vgpu.results.report import Table, automatic_judgements, build_report
 from vgpu.results.series import all_series
@@ -59,7 +60,7 @@ def benched(scenario6_recording: Scenario6Recording,
     assert named.returncode == 0, named.stderr
     against_named = recorded.vgpu(folder, "bench", str(_named_baseline_scenario(folder)),
                                   *QUICK)
-    assert against_named.returncode in (0, 3), against_named.stderr  # 3: FAIL, still stored
+    assert against_named.returncode in RAN_AND_STORED, against_named.stderr  # 3: FAIL, still stored
     outputs = {"6": json.loads(recorded.again.stdout),
                "named6": json.loads(against_named.stdout)}
     return Benched(folder, outputs, json.loads(recorded.interleaved.stdout))

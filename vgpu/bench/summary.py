@@ -9,6 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from vgpu.bench.outcome import BenchOutcome, WorkloadOutcome
+from vgpu.bench.verdict import scenario_verdict
 from vgpu.results import capacity_view, telemetry_view, token_view
 from vgpu.results.accuracy import ACCURACY_REFERENCE, InstanceAccuracy, instance_accuracies
 from vgpu.results.capacity_view import capacity_rows
@@ -151,7 +152,10 @@ def split_table(outcome: WorkloadOutcome) -> Table:
     return table
 
 
-def render(outcome: BenchOutcome, console: Console, db: str, report: str | None) -> None:
+def render(outcome: BenchOutcome, console: Console, db: str, report: str | None,
+           judged: bool = False) -> None:
+    """The job's tables and verdicts; ``judged``: end with the verdict of the whole
+    scenario and its exit code (`vgpu bench`'s last line)."""
     for note in outcome.notes:
         console.print(f"[dim]note:[/dim] {escape(note)}")
     for workload in outcome.workloads:
@@ -198,6 +202,10 @@ def render(outcome: BenchOutcome, console: Console, db: str, report: str | None)
         elif workload.baseline_note:
             console.print(f"[dim]no verdict:[/dim] {escape(workload.baseline_note)}")
     console.print(f"results: {db}" + (f"; report: {report}" if report else ""))
+    if judged:
+        job = scenario_verdict(outcome)
+        style = _VERDICT_STYLE.get(job.verdict or "", "bold")
+        console.print(f"[{style}]{escape(job.line())}[/] (exit {job.exit_code})")
 
 
 def design_line(comparison: Comparison) -> str | None:
@@ -292,4 +300,5 @@ def as_json(outcome: BenchOutcome, db: str, report: str | None) -> dict[str, Any
                     for t in outcome.targets],
         "notes": outcome.notes, "workloads": workloads, "db": db, "report": report,
         "failure": outcome.failure,
+        "scenario_verdict": scenario_verdict(outcome).as_json(),
     }

@@ -37,7 +37,7 @@ from vgpu.cli.options import (
 )
 from vgpu.cli.root import app, err_console
 from vgpu.defaults import DEFAULT_DB, DEFAULT_MAX_CLOCK_OFFSET_MS
-from vgpu.errors import InputError, RemoteError, VerdictFailed
+from vgpu.errors import InputError, RemoteError
 
 if TYPE_CHECKING:
     from vgpu.model.scenario import Scenario
@@ -127,7 +127,10 @@ def bench(
     """Run a scenario's inference workloads on every target at once (synchronised start),
     repeated; store the runs, print statistics and the verdict against the baseline.
     With no stored run of the baseline scenario (the bare-metal twin, e.g. bm6 for 6),
-    that runs first on the same targets, unless --no-baseline."""
+    that runs first on the same targets, unless --no-baseline. Ends with the verdict of
+    the whole scenario (PASS only if every workload PASSes, FAIL if any FAILs, else
+    INCONCLUSIVE naming the undecided workload). Exit 0 PASS, 3 FAIL, 4 INCONCLUSIVE,
+    5 nothing to judge against, 1 could not run, 2 bad input."""
     from vgpu.model.scenario import InferenceWorkload
 
     sc = scenario_from_args(file, scenario)
@@ -158,6 +161,7 @@ def bench(
     from vgpu.bench.job import BenchRequest, TwinChoice, bench_with_twin
     from vgpu.bench.summary import as_json, render
     from vgpu.bench.twin import baseline_scenario
+    from vgpu.bench.verdict import scenario_verdict
     from vgpu.bench.workload import BenchOverrides
     from vgpu.results.report import build_report, write_report
     from vgpu.results.store import ResultStore
@@ -188,11 +192,10 @@ def bench(
     if as_json_flag:
         typer.echo(json.dumps(as_json(outcome, str(db), _text(report_path)), indent=2))
     else:
-        render(outcome, out, str(db), _text(report_path))
+        render(outcome, out, str(db), _text(report_path), judged=True)
     if outcome.failure:
         raise RemoteError(outcome.failure)
-    if any(c.verdict == "FAIL" for c in outcome.comparisons):
-        raise VerdictFailed("verdict FAIL against the baseline")
+    raise typer.Exit(scenario_verdict(outcome).exit_code)
 
 
 def _where_it_runs(sc: Scenario, site: Site) -> Site:

@@ -15,7 +15,8 @@ from vgpu.cli.checks import check_compare_inputs
 from vgpu.cli.options import DbOpt, JsonOpt
 from vgpu.cli.root import app
 from vgpu.defaults import DEFAULT_DB
-from vgpu.errors import InputError, VerdictFailed
+from vgpu.errors import InputError
+from vgpu.exitcodes import exit_for
 
 if TYPE_CHECKING:
     from vgpu.results.compare import Comparison, Reference
@@ -169,7 +170,7 @@ def compare(
     as_json_flag: JsonOpt = False,
 ) -> None:
     """Judge a run's series against another series, a named baseline or reference values.
-    Exit code 3 when the verdict is FAIL."""
+    Exit 0 PASS, 3 FAIL, 4 INCONCLUSIVE, 1 could not run, 2 bad input."""
     from vgpu.results.judge import compare_series
     from vgpu.results.noise_store import levels_against, levels_for
     from vgpu.results.referee import kind_between
@@ -235,7 +236,6 @@ def _emit_comparison(comparison: Comparison, junit: Path | None, as_json_flag: b
         typer.echo(json.dumps(comparison.as_dict(), indent=2))
     else:
         _print_comparison(comparison)
-    if comparison.verdict == "FAIL":
-        raise VerdictFailed(f"{comparison.title}: FAIL")
+    raise typer.Exit(exit_for(comparison.verdict))
 
 

@@ -267,8 +267,8 @@ class CapacitySettings(StrictModel):
                       "included (at least enough to bisect a doubling bracket to the "
                       "resolution: 8 for 0.025)")
     resolution: float = Field(0.025, gt=0, lt=1, description="bisect until the bracket is "
-                              "this fraction wide; the capacity verdict allows a loss of three "
-                              "resolutions (a finer ratio is within the brackets)")
+                              "this fraction wide; the brackets widen the capacity ratio's "
+                              "interval, so keep it well below tolerances.capacity_pct")
     duration_s: float = Field(2.0, gt=0, le=3600, description="seconds of arrivals per run "
                               "(at least min_queries queries)")
     min_queries: int = Field(100, ge=1, le=1_000_000, description="fewest queries a run "
@@ -574,6 +574,10 @@ class Tolerances(StrictModel):
                             "of time to first token (p50 and p99) vs the baseline")
     tpot_pct: float = Field(5.0, ge=0, le=1000, description="model llm: allowed increase "
                             "of time per output token (inter-token latency, p50 and p99)")
+    capacity_pct: float | None = Field(None, gt=0, le=100, description="model llm measured "
+                                       "as capacity at the SLO: allowed capacity loss vs the "
+                                       "baseline (default: throughput_pct); the searches' "
+                                       "resolution widens the interval, not this margin")
 
 
 class MigPartedRef(StrictModel):

@@ -19,16 +19,27 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from statistics import NormalDist
 from typing import Any
 
+from vgpu.results import capacity_system as system
 from vgpu.results.capacity import CapacityCheck, LlmVerdict, judge_capacity, search_bracket
+from vgpu.results.capacity_system import Sharing, sharing
 from vgpu.results.compare import Band, Check
 from vgpu.results.series import SeriesData, interleaved_pairs
 from vgpu.results.stats import summarize, t_quantile
 from vgpu.results.tails import tail_ratio
 
 CAPACITY_CHECK = "capacity_at_slo"
-RESOLUTIONS_ALLOWED = 3  # the allowed capacity loss, in the searches' resolutions
+FAIL_P = 0.025  # a FAIL alone, one-sided, as every check here
+# fewest paired repeats for a capacity verdict: a t interval of their spread on 2 df at
+# least (with 2 the hull of two repeats covers about half the time, with 1 never)
+MIN_REPEATS = 3
+# the VALID gate: a VM whose capacity is at the allowed line or above is VALID there at
+# least half the time (the line is at or below its knee), so k INVALID runs of n have
+# a chance of at most P(Binomial(n, 1/2) >= k) under non-inferiority
+GATE_INVALID_SHARE = 0.5
 SETUP_KEYS = ("seed", "slo_ms", "shape")
 # the latency checks compare a load at most this share of the lower capacity of a repeat
 LATENCY_LOAD_SHARE = 0.8
@@ -105,14 +116,26 @@ def _as_check(check: CapacityCheck, unit: str, values: tuple[list[float], list[f
                      band=Band(), verdict=outcome, reason=check.detail)
     interval = verdict.capacity
     n = interval.repeats
-    df = math.inf
+    # the repeats' t interval on n - 1 df, widened by the brackets' bound: Holm reads it as
+    # a t interval of that width on the same df (a bound is no standard error; it only
+    # widens, so the family's error stays within its level)
+    df = float(max(n - 1, 1))
     se = 100 * (math.log(interval.high) - math.log(interval.low)) / (2 * t_quantile(0.975, df))
     ci = ((interval.low - 1) * 100, (interval.high - 1) * 100)
     outcome = interval.verdict(1 - tolerance_pct / 100)
     reason = check.detail
-    if outcome == "INCONCLUSIVE" and "raise capacity.runs" not in reason:
-        reason += ("; the interval straddles the line: more repeats (from 3 a t interval of "
-                   "their spread), or a finer resolution with the runs it needs, would decide")
+    if n < MIN_REPEATS and outcome != "FAIL":
+        outcome = "INCONCLUSIVE"
+        reason += (f"; {n} repeat{'s' if n > 1 else ''}: a capacity verdict needs at least "
+                   f"{MIN_REPEATS} (a t interval of their spread); more repeats would decide")
+    elif n < MIN_REPEATS:
+        reason += f"; below the line even at {n} repeats' hull"
+    elif outcome == "INCONCLUSIVE" and "raise capacity.runs" not in reason:
+        floor = interval.resolution_pct
+        finer = (f"; the brackets alone (+/-{floor:.1f}%) take up most of the allowed "
+                 f"-{tolerance_pct:g}%: a finer capacity.resolution would decide"
+                 if floor >= tolerance_pct / 2 else "")
+        reason += ("; the interval straddles the line: more repeats would decide" + finer)
     return Check(metric=check.name, unit=unit, candidate=cand, reference_mean=ref.mean,
                  reference=ref, difference_pct=(interval.ratio - 1) * 100, ci_pct=ci,
                  mdd_pct=None, band=Band(lower_pct=-tolerance_pct),
@@ -154,14 +177,13 @@ def instance_checks(label: str, vm: Sequence[Mapping[str, Any]],
                     bare: Sequence[Mapping[str, Any]], capacity_pct: float,
                     itl_pct: float) -> list[Check]:
     """One instance position's checks from its paired searches (``vm[i]`` with
-    ``bare[i]``). The allowed capacity loss is at least three resolutions
-    (``RESOLUTIONS_ALLOWED``): each side's capacity is known only within its bracket, so
-    the ratio of two is known to about one resolution either way, and a side whose
-    outcome at the knee flipped in one repeat moves by one or two more (identical slices
-    on shared cores lost two brackets in one repeat of five; docs/results.md)."""
+    ``bare[i]``). The allowed capacity loss is the stated ``capacity_pct``; each side's
+    capacity is known only within its bracket, so the brackets widen the ratio's interval
+    (``bracket_interval``), never the margin: a resolution near the margin leaves the
+    verdict INCONCLUSIVE and says a finer one would decide."""
     resolution = max((float((s.get("budget") or {}).get("resolution") or 0)
                       for s in (*bare, *vm)), default=0.0)
-    allowed = max(capacity_pct, RESOLUTIONS_ALLOWED * resolution * 100)
+    allowed = capacity_pct
     suffix = f" {label}" if label else ""
     vm_doc, bare_doc = _document(vm), _document(bare)
     caps = ([_confirmed(s) for s in vm], [_confirmed(s) for s in bare])
@@ -218,8 +240,7 @@ def instance_checks(label: str, vm: Sequence[Mapping[str, Any]],
                       f"the allowed {allowed:g}%"
                       + (f"; {invalid[0]['reasons'][0]}" if invalid else "")
                       + _matched_detail(matched))
-            named = CapacityCheck(named.name, not invalid, detail)
-            checks.append(_valid_check(CapacityCheck(named.name, named.passed, detail),
+            checks.append(_valid_check(named.name, detail,
                                        [bool(r["valid"]) for _, r in matched]))
         else:
             key = "itl_p99_ms" if "inter_token" in check.name else "tpot_mean_ms"
@@ -256,25 +277,45 @@ def shared_load(vm: Mapping[str, Any], bare: Mapping[str, Any],
     return capacity, matched_run(vm, capacity), _at_capacity(bare)
 
 
-def _valid_check(check: CapacityCheck, valid: Sequence[bool]) -> Check:
-    """judge_capacity's matched-load gate with an interval over the repeats (the share of
-    VM runs VALID where bare metal was VALID every time, in percentage points; band: no
-    fewer than all), so a FAIL joins the Holm family: a VM INVALID in every repeat stays
-    FAIL, one INVALID among VALID repeats at the knee is noise unless the family keeps it."""
+def gate_p_value(invalid: int, runs: int) -> float:
+    """The chance of ``invalid`` or more INVALID VM runs of ``runs`` at the allowed line
+    when the VM's capacity is at that line or above (``GATE_INVALID_SHARE``): the VALID
+    gate's one-sided p of a FAIL."""
+    p = GATE_INVALID_SHARE
+    return sum(math.comb(runs, k) * p ** k * (1 - p) ** (runs - k)
+               for k in range(invalid, runs + 1))
+
+
+def _valid_check(name: str, detail: str, valid: Sequence[bool]) -> Check:
+    """The VM's runs at bare metal's capacity less the allowed loss as a non-inferiority
+    test in the Holm family: FAIL when that many INVALID runs are unlikely for a VM within
+    the margin (``gate_p_value`` at most 2.5%; Holm may keep it from FAIL among several
+    checks), PASS when at most half are INVALID (no sign the VM is below the line), else
+    INCONCLUSIVE. Holm reads its p through a normal quantile on the log scale (se 1, no
+    df limit, the line at 0); the share VALID is what it shows."""
     shares = [100.0 if v else 0.0 for v in valid]
     summary = summarize(shares)
-    se = df = ci = None
-    if len(shares) >= 2 and summary.stdev is not None:
-        df = float(len(shares) - 1)
-        se = summary.stdev / math.sqrt(len(shares))
-        half = t_quantile(0.975, len(shares) - 1) * se
-        ci = (summary.mean - 100 - half, summary.mean - 100 + half)
-    return Check(metric=check.name, unit="% of runs VALID", candidate=summary,
+    n, invalid = len(valid), sum(not v for v in valid)
+    p = gate_p_value(invalid, n) if n else 1.0
+    if p <= FAIL_P:
+        verdict = "FAIL"
+    elif invalid <= GATE_INVALID_SHARE * n:
+        verdict = "PASS"
+    else:
+        verdict = "INCONCLUSIVE"
+    needed = next(m for m in range(1, 64) if gate_p_value(m, m) <= FAIL_P)
+    said = (f"; {invalid} INVALID of {n}: p = {p:.3f} for a VM within the margin "
+            f"(VALID there at least half the time)")
+    if verdict == "INCONCLUSIVE":
+        said += (f"; a FAIL needs p <= {FAIL_P:.1%} (e.g. {needed} of {needed} INVALID): "
+                 "more repeats would decide")
+    z = NormalDist().inv_cdf(min(max(p, 1e-12), 1 - 1e-12))
+    return Check(metric=name, unit="% of runs VALID", candidate=summary,
                  reference_mean=100.0, reference=None, difference_pct=summary.mean - 100,
-                 ci_pct=ci, mdd_pct=None, band=Band(lower_pct=0.0),
-                 verdict="PASS" if check.passed else "FAIL", reason=check.detail,
-                 design="interleaved", se_pct=se, df=df, log_difference=summary.mean - 100,
-                 units=len(shares), shrinking_var=(se or 0.0) ** 2)
+                 ci_pct=None, mdd_pct=None, band=Band(lower_pct=0.0),
+                 verdict=verdict, reason=detail + said,  # type: ignore[arg-type]
+                 design="interleaved", se_pct=1.0, df=math.inf, log_difference=z,
+                 units=n)
 
 
 def _rise_check(name: str, key: str,
@@ -373,8 +414,8 @@ def capacity_checks(candidate: SeriesData, reference: SeriesData,
                     tolerances: Mapping[str, float], default_tolerance: float) -> list[Check]:
     """The checks of every instance position both series measured capacity on; none when
     either measured none. ``tolerances``: the comparison's per-metric bands (fractions);
-    the capacity band is ``default_tolerance`` (the throughput band), the inter-token one
-    the token band (tpot_pct)."""
+    the capacity band is the stated ``capacity_at_slo`` one, else ``default_tolerance``
+    (the throughput band), the inter-token one the token band (tpot_pct)."""
     cand, ref = searches(candidate), searches(reference)
     if not cand or not ref:
         return []
@@ -383,11 +424,59 @@ def capacity_checks(candidate: SeriesData, reference: SeriesData,
         return []
     positions = min(len(cand[0]), len(ref[0]))
     itl = 100 * tolerances.get("inter_token_latency_p99", 0.05)
-    checks: list[Check] = []
+    allowed = 100 * tolerances.get(CAPACITY_CHECK, default_tolerance)
     names = [inst.result.name for inst in candidate.instances[candidate.valid_run_ids[0]]]
-    for position in range(positions):
-        label = names[position] if positions > 1 else ""
-        checks += instance_checks(
-            label, [cand[i][position] for i, _ in pairs], [ref[j][position] for _, j in pairs],
-            100 * default_tolerance, itl)
+    shared = sharing(candidate, reference) if positions > 1 else None
+    return position_checks(names[:positions], [cand[i][:positions] for i, _ in pairs],
+                           [ref[j][:positions] for _, j in pairs], allowed, itl, shared)
+
+
+def position_checks(names: Sequence[str], vm: Sequence[Sequence[Mapping[str, Any]]],
+                    bare: Sequence[Sequence[Mapping[str, Any]]], allowed: float,
+                    itl: float, shared: Sharing | None) -> list[Check]:
+    """The checks of paired repeats (``vm[i][k]``: repeat i's search of instance k):
+    per instance (``instance_checks``), or with the capacity judged as a system when the
+    instances share their compute (``shared``; vgpu.results.capacity_system), their own
+    capacity checks then shown in its reason and not judged."""
+    checks: list[Check] = []
+    shown: list[str] = []
+    as_system = shared is not None and shared.shared
+    for position, name in enumerate(names):
+        label = name if len(names) > 1 else ""
+        vm_k, bare_k = [r[position] for r in vm], [r[position] for r in bare]
+        found = instance_checks(label, vm_k, bare_k, allowed, itl)
+        if as_system:
+            own = [c for c in found if c.metric.startswith(
+                (CAPACITY_CHECK, "valid_at_bare_metal_capacity"))]
+            shown.append(f"{label} {system.ratio_text(vm_k, bare_k)}" + "".join(
+                f", {c.metric.split(' ')[0]} would be {c.verdict}" for c in own))
+            found = [c for c in found if c not in own]
+        checks += found
+    if as_system:
+        assert shared is not None
+        checks.insert(0, _system_check(vm, bare, allowed, shown, shared.why))
+    elif shared is not None:
+        checks = [replace(c, reason=f"{c.reason}; judged per instance: {shared.why}")
+                  if c.metric.startswith(CAPACITY_CHECK) else c for c in checks]
     return checks
+
+
+def _system_check(vm: Sequence[Sequence[Mapping[str, Any]]],
+                  bare: Sequence[Sequence[Mapping[str, Any]]], allowed: float,
+                  shown: Sequence[str], why: str) -> Check:
+    """The system's capacity check (vgpu.results.capacity_system), INCONCLUSIVE like an
+    instance's when a search is unconfirmed or open-ended."""
+    caps = ([sum(_confirmed(s) for s in r) for r in vm],
+            [sum(_confirmed(s) for s in r) for r in bare])
+    name = f"{CAPACITY_CHECK} {system.SYSTEM_LABEL}"
+    open_ended = [f"{side} repeat {i}" for side, found in (("VM", vm), ("bare metal", bare))
+                  for i, repeat in enumerate(found)
+                  if not all(bracketed(s) and _confirmed(s) > 0 for s in repeat)]
+    if open_ended:
+        return _as_check(CapacityCheck(name, False, (
+            f"an instance's search found no confirmed capacity or no INVALID rate above it "
+            f"in {', '.join(open_ended)}: the system's capacity is not bracketed; raise "
+            "capacity.runs or move capacity.start_qps")), "queries/s", caps,
+            inconclusive=True)
+    check, verdict = system.system_verdict(vm, bare, allowed, shown, why)
+    return _as_check(check, "queries/s", caps, verdict, allowed)

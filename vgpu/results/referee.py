@@ -9,6 +9,7 @@ choice back (:func:`reference_of`) instead of reading the scenario file again.""
 from __future__ import annotations
 
 from vgpu.model.scenario import Scenario, Tolerances
+from vgpu.results.capacity_checks import CAPACITY_CHECK
 from vgpu.results.compare import ComparisonKind
 from vgpu.results.records import SeriesReference
 from vgpu.results.series import WORST_P99, SeriesData, load_series
@@ -46,9 +47,12 @@ def comparison_kind(candidate: SeriesData, reference: SeriesData,
 
 def metric_tolerances(tolerances: Tolerances) -> dict[str, float]:
     """The scenario's per-metric bands (fractions): latency for the worst p99, ttft_pct and
-    tpot_pct for an LLM series' token latencies; throughput_pct is the default band."""
+    tpot_pct for an LLM series' token latencies, capacity_pct for its capacity at the SLO;
+    throughput_pct is the default band."""
+    capacity = {} if tolerances.capacity_pct is None else \
+        {CAPACITY_CHECK: tolerances.capacity_pct / 100.0}
     return {WORST_P99: tolerances.latency_pct / 100.0,
-            **token_tolerances(tolerances.ttft_pct, tolerances.tpot_pct)}
+            **token_tolerances(tolerances.ttft_pct, tolerances.tpot_pct), **capacity}
 
 
 def _ok_series(store: ResultStore, series_id: str | None) -> SeriesData | None:

@@ -25,6 +25,7 @@ from vgpu.results import capacity_view, telemetry_view, token_view
 from vgpu.results import format as fmt
 from vgpu.results.capacity_view import capacity_rows
 from vgpu.results.compare import Band, Check, Comparison, compare_samples
+from vgpu.results.decided import decided_by
 from vgpu.results.judge import judge_stored_all
 from vgpu.results.platforms import FIELD_LABELS, series_platform
 from vgpu.results.records import PLATFORM_COMPARED
@@ -231,10 +232,10 @@ def comparison_table(comparisons: Sequence[Comparison]) -> Table:
                 comparison.title, check.metric, fmt.ratio(check.ratio),
                 fmt.signed_percent(check.difference_pct), fmt.percent_interval(low, high),
                 "-" if check.mdd_pct is None else f"{check.mdd_pct:.2f}%",
-                check.band.describe(), check.verdict,
+                check.band.describe(), check.verdict, check.reason,
             ])
     return Table(["comparison", "metric", "ratio", "difference", "95% CI", "MDD",
-                  "allowed", "verdict"], rows)
+                  "allowed", "verdict", "why"], rows)
 
 
 def platform_change_table(comparisons: Sequence[Comparison]) -> Table:
@@ -347,8 +348,9 @@ def _band_text(band: Band) -> str:
 
 
 def _why(comparison: Comparison) -> str:
-    """The checks that kept a comparison from PASS, and too few VALID repeats."""
-    return "; ".join(comparison.why) or "all checks PASS"
+    """One sentence: what decided the verdict, or what would; each check's full reason
+    is in the table of every check."""
+    return decided_by(comparison)
 
 
 def _headline_value(value: float, unit: str) -> str:

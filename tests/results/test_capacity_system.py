@@ -1,0 +1,86 @@
+"""The LLM capacity judged as a system where the instances share their compute
+(vgpu.results.capacity_system): the virtual-clock proofs of the per-instance verdict
+(identical PASS, 5% slower FAIL, stalls FAIL on ITL) hold for the sum of three instances'
+searches, and the choice between per instance and system follows the devices and plan."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from types import SimpleNamespace
+from typing import Any
+
+from loadgen.llm.capacity import find_capacity
+from loadgen.llm.slice_engine import SliceProfile, simulated_run
+from tests.results.test_capacity_checks import BUDGET, MARGIN_PCT, PROFILE, SHAPE, SLO, START_QPS
+from vgpu.results.capacity_checks import position_checks
+from vgpu.results.capacity_system import Sharing, sharing
+from vgpu.results.compare import holm
+
+NAMES = ["s-4g", "s-2g", "s-1g"]
+SHARED = Sharing(True, "the 3 instances share this machine's CPU cores")
+
+
+def _search(profile: SliceProfile, instance: int, repeat: int) -> dict[str, Any]:
+    result = find_capacity(lambda rate, _run: simulated_run(
+        profile, rate, SHAPE, SLO, instance, repeat, BUDGET), START_QPS, BUDGET)
+    return {**result.to_json(), "seed": instance, "budget": {"resolution": 0.01}}
+
+
+def _checks(vm_profile: SliceProfile, shared: Sharing = SHARED) -> dict[str, Any]:
+    vm = [[_search(vm_profile, k, r) for k in range(3)] for r in range(3)]
+    bare = [[_search(PROFILE, k, r) for k in range(3)] for r in range(3)]
+    return {c.metric: c for c in holm(position_checks(NAMES, vm, bare, MARGIN_PCT, 5.0,
+                                                      shared))}
+
+
+def test_identical_systems_pass_with_the_instances_shown_not_judged() -> None:
+    checks = _checks(PROFILE)
+    system = checks["capacity_at_slo system"]
+    assert system.verdict == "PASS", system.reason
+    assert "judged as a system: the 3 instances share this machine's CPU cores" in \
+        system.reason
+    assert "per instance, shown and not judged: s-4g 1.000" in system.reason
+    assert not any(m.startswith(("capacity_at_slo s-", "valid_at_bare_metal_capacity"))
+                   for m in checks)
+    assert all(c.verdict == "PASS" for c in checks.values())
+
+
+def test_a_5_percent_slower_system_fails_its_capacity() -> None:
+    system = _checks(replace(PROFILE, slowdown=1.05))["capacity_at_slo system"]
+    assert system.verdict == "FAIL", system.reason
+    assert system.ci_pct is not None and system.ci_pct[1] < -MARGIN_PCT
+
+
+def test_stalls_fail_the_inter_token_latency_of_a_system() -> None:
+    checks = _checks(replace(PROFILE, stall_every_ms=400.0, stall_ms=5.0))
+    assert checks["capacity_at_slo system"].verdict != "FAIL"
+    assert any(m.startswith("inter_token_latency_p99_at_matched_load") and c.verdict == "FAIL"
+               for m, c in checks.items())
+
+
+def test_instances_that_own_their_compute_are_judged_one_by_one() -> None:
+    owned = Sharing(False, "each instance owns its compute (a MIG instance or a whole GPU)")
+    checks = _checks(PROFILE, owned)
+    assert "capacity_at_slo system" not in checks
+    assert {f"capacity_at_slo {n}" for n in NAMES} <= set(checks)
+    assert "judged per instance: each instance owns its compute" in \
+        checks["capacity_at_slo s-1g"].reason
+
+
+def _series(kinds: list[str], migs: list[str | None], scenario: str = "none") -> Any:
+    results = [SimpleNamespace(result=SimpleNamespace(device_kind=k, mig_uuid=m,
+                                                      device_note=None, device_name=None))
+               for k, m in zip(kinds, migs, strict=True)]
+    return SimpleNamespace(valid_run_ids=[1], instances={1: results},
+                           label=f"scenario {scenario}", scenario_id=scenario)
+
+
+def test_the_choice_follows_the_devices_and_the_plan() -> None:
+    cpu = _series(["cpu"] * 3, [None] * 3)
+    migs = _series(["mig"] * 3, ["MIG-a", "MIG-b", "MIG-c"])
+    assert sharing(cpu, migs).shared and "CPU cores" in sharing(cpu, migs).why
+    assert not sharing(migs, migs).shared
+    one_device = _series(["mig"] * 2, ["MIG-a", "MIG-a"])
+    assert sharing(one_device, migs).shared and "one device" in sharing(one_device, migs).why
+    # scenario 6 plans MIG-backed vGPU profiles: its slices own their compute
+    assert not sharing(_series(["gpu"] * 3, ["a", "b", "c"], "6")).shared
