@@ -226,6 +226,7 @@ def _run(campaign: Campaign, file: Path, inventory: Path | None, db: str, state_
     from vgpu.bench.workload import BenchOverrides
     from vgpu.campaign.runner import CampaignContext, run_campaign
     from vgpu.cli.revalidate import converger
+    from vgpu.vsphere import audit
     from vgpu.vsphere.connection import connect, resolve_placement
     from vgpu.vsphere.from_inventory import placement_from_inventory, target_from_inventory
     from vgpu.vsphere.lease import LabLease
@@ -248,6 +249,7 @@ def _run(campaign: Campaign, file: Path, inventory: Path | None, db: str, state_
                          runtime=RuntimeOptions(runtime=lab.guest_runtime()
                                                 if lab is not None else None))
     names = placement_from_inventory(loaded, path)
+    audit.set_campaign(campaign.name)
     try:
         with connect(target_from_inventory(loaded, path)) as session:
             placement = resolve_placement(session, names)

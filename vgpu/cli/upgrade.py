@@ -37,14 +37,18 @@ def drain_command(
     shutdown_timeout: Annotated[float, typer.Option(
         min=0.0, help="seconds a guest gets to shut down before its VM is powered off")] =
         120.0,
+    maintenance_timeout: Annotated[float, typer.Option(
+        min=1.0, help="seconds maintenance mode may take; a task still running then is "
+        "cancelled and the host's state said")] = 900.0,
     db: DbOpt = DEFAULT_DB,
     facts_dir: FactsDirOpt = DEFAULT_FACTS,
     records_dir: RecordsDirOpt = DEFAULT_DIR,
 ) -> None:
     """Before an upgrade of HOST: save its facts (tied to the baselines measured on it),
     shut vgpu's own VMs on it down (guest shutdown, then power-off after the timeout) and
-    put it in maintenance mode. VMs vgpu does not own are never touched: one running there
-    refuses the drain. Exit 1 when vCenter refuses, 2 on bad input."""
+    put it in maintenance mode, holding the lab's lease. VMs vgpu does not own are never
+    touched: one running there refuses the drain; vSphere's own (vCLS, agent VMs) are left
+    to maintenance mode. Exit 1 when vCenter refuses, 2 on bad input."""
     from vgpu.results.store import store_exists
     from vgpu.vsphere.window import WindowPaths, drain
 
@@ -54,7 +58,7 @@ def drain_command(
     with common.flag_names(WINDOW_FLAGS, WINDOW_FIXES):
         record = drain(loaded, path, host,
                        WindowPaths(facts_dir, records_dir, db if store_exists(db) else None),
-                       shutdown_timeout, _say)
+                       shutdown_timeout, _say, maintenance_timeout)
     if record.baselines:
         _say(f"pre-upgrade facts {record.facts_id} tied to baseline(s) "
              f"{', '.join(record.baselines)}")
@@ -76,10 +80,12 @@ def undrain_command(
     records_dir: RecordsDirOpt = DEFAULT_DIR,
 ) -> None:
     """After the upgrade of HOST: wait until it is connected, check the upgrade took (no
-    reboot pending, booted since the drain, the running host driver), restart Xorg when
-    graphics settings changed meanwhile and require it running, then take it out of
-    maintenance mode. Where the upgrade did not take, the host stays in maintenance mode
-    and this exits 1 with the reason and the fix; 2 when it was never drained."""
+    reboot pending, booted since the drain, the running host driver) and left the NVIDIA
+    stack as at the drain (VIB, GPUs, vGPU types, Shared Direct, vGPU mode), restart Xorg
+    when graphics settings changed meanwhile (vSGA GPUs need it running; without Xorg a
+    boot puts them in effect), then take it out of maintenance mode. Where the upgrade did
+    not take, the host stays in maintenance mode and this exits 1 with the reason and the
+    fix; 2 when it was never drained."""
     from vgpu.vsphere.drainrecord import load
     from vgpu.vsphere.window import WindowPaths, undrain
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from contextlib import suppress
 from typing import Any
 
 from pyVmomi import vim, vmodl
@@ -73,11 +74,17 @@ def wait_for_task(task: Any, what: str, timeout_s: float = 3600.0,
         delay = min(delay * 2, MAX_POLL_S)
 
 
+class TaskCancelled(RemoteError):
+    """A task outlived its timeout and was cancelled (``call(cancel_on_timeout=True)``)."""
+
+
 def call(what: str, method: Any, *args: Any, watcher: TaskWatcher | None = None,
-         **kwargs: Any) -> Any:
+         timeout_s: float = 3600.0, cancel_on_timeout: bool = False, **kwargs: Any) -> Any:
     """Run a task-returning method and wait for it; a fault raised at call time is reported
     the same way as one raised by the task. Every call is a change: it is in the audit
-    trail (vgpu.vsphere.audit) as started before the task, with its result after."""
+    trail (vgpu.vsphere.audit) as started before the task, with its result after. With
+    ``cancel_on_timeout`` a task still running after ``timeout_s`` is cancelled
+    (TaskCancelled), so vCenter does not go on with it behind the caller's back."""
     change = audit.begin(audit.owner_of(method), what)
     try:
         task = method(*args, **kwargs)
@@ -89,10 +96,26 @@ def call(what: str, method: Any, *args: Any, watcher: TaskWatcher | None = None,
         raise
     try:
         audit.task_started(change, task)
-        result = wait_for_task(task, what, watcher=watcher)
+        result = wait_for_task(task, what, timeout_s=timeout_s, watcher=watcher)
+    except RemoteError as exc:
+        if cancel_on_timeout and _still_running(task):
+            with suppress(vmodl.MethodFault):
+                task.CancelTask()
+            audit.end(change, f"cancelled after {timeout_s:.0f} s")
+            raise TaskCancelled(f"{what} did not finish within {timeout_s:.0f} s: the task "
+                                "was cancelled") from None
+        audit.end(change, f"failed: {exc}")
+        raise
     except BaseException as exc:
         audit.end(change, f"failed: {exc}" if isinstance(exc, RemoteError)
                   else f"interrupted: {type(exc).__name__}")
         raise
     audit.end(change, "success")
     return result
+
+
+def _still_running(task: Any) -> bool:
+    try:
+        return task.info.state in (vim.TaskInfo.State.running, vim.TaskInfo.State.queued)
+    except vmodl.MethodFault:
+        return False

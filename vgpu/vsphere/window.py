@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from contextlib import suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from pyVmomi import vim, vmodl
+from pyVmomi import vim
 
 from vgpu.errors import InputError, ParameterError, RemoteError
 from vgpu.model.inventory import Inventory
@@ -28,7 +27,7 @@ from vgpu.vsphere.lease import LabLease
 from vgpu.vsphere.preflight import run_preflight
 from vgpu.vsphere.preflight_saved import save_report
 from vgpu.vsphere.reconcile import ClusterState, read_state
-from vgpu.vsphere.tasks import call, describe_fault, wait_for_task
+from vgpu.vsphere.tasks import TaskCancelled, call
 from vgpu.vsphere.xorg import settle_graphics
 
 Say = Callable[[str], None]
@@ -122,23 +121,14 @@ def enter_maintenance(facts: HostFacts, timeout_s: float, say: Say) -> None:
     cancelled (vCenter would otherwise go on trying for its own hour) and the state said."""
     what = f"enter maintenance mode on {facts.name}"
     try:
-        task = facts.ref.EnterMaintenanceMode_Task(0)
-    except (vim.fault.VimFault, vmodl.MethodFault) as exc:
-        raise RemoteError(f"{what} was refused: {describe_fault(exc)}") from None
-    try:
-        wait_for_task(task, what, timeout_s=timeout_s)
-    except RemoteError:
-        state = task.info.state
-        if state not in (vim.TaskInfo.State.running, vim.TaskInfo.State.queued):
-            raise
-        with suppress(vmodl.MethodFault):
-            task.CancelTask()
+        call(what, facts.ref.EnterMaintenanceMode_Task, 0, timeout_s=timeout_s,
+             cancel_on_timeout=True)
+    except TaskCancelled as exc:
         in_maintenance = bool(facts.ref.runtime.inMaintenanceMode)
         raise RemoteError(
-            f"{what} did not finish within {timeout_s:.0f} s (a VM that cannot be moved "
-            f"off, or DRS not fully automated); the task was cancelled and the host is "
-            f"{'in' if in_maintenance else 'not in'} maintenance mode. vgpu's VMs on it "
-            f"are shut down. Check the host's VMs and tasks in vCenter, then run `vgpu "
+            f"{exc} (a VM that cannot be moved off, or DRS not fully automated); the host "
+            f"is {'in' if in_maintenance else 'not in'} maintenance mode and vgpu's VMs on "
+            f"it are shut down. Check the host's VMs and tasks in vCenter, then run `vgpu "
             f"drain --host {facts.name}` again") from None
     say(f"host {facts.name} is in maintenance mode")
 
