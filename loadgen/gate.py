@@ -112,7 +112,7 @@ def _loadgen_accuracy(backend: Backend, library: SampleLibrary, batch_size: int,
                       log_settings: Any) -> str | None:
     """Runs LoadGen AccuracyOnly; the backend's error, if any."""
     dispatcher = SampleDispatcher(backend, library, batch_size, keep_predictions=True)
-    sut = lg.ConstructSUT(dispatcher.issue_queries, dispatcher.flush_queries)
+    sut = dispatcher.construct_sut()
     qsl = lg.ConstructQSL(library.total_count, library.performance_count,
                           library.load, library.unload)
     try:
@@ -120,7 +120,7 @@ def _loadgen_accuracy(backend: Backend, library: SampleLibrary, batch_size: int,
     finally:
         dispatcher.stop()
         lg.DestroyQSL(qsl)
-        lg.DestroySUT(sut)
+        dispatcher.destroy_sut(sut)
     return dispatcher.error
 
 
