@@ -32,7 +32,7 @@ from loadgen.spec import Spec
 from loadgen.stability import run_windows
 from loadgen.sut import SampleDispatcher
 from loadgen.sync import StdinSync
-from loadgen.telemetry import Telemetry
+from loadgen.telemetry import SERVER_COMMANDS, Telemetry
 
 
 def _model_path(spec: Spec) -> Path:
@@ -191,7 +191,7 @@ def run_sample_model(spec: Spec, out_dir: str | Path, sync: StdinSync | None = N
         backend = (open_backend or _open_slowed)(spec, model_path, model_io)
         state.backend = backend.describe()
         _prepare(state, backend, library)
-        telemetry = Telemetry(spec.device)
+        telemetry = Telemetry(spec.device, servers=SERVER_COMMANDS.get(spec.backend.name, ()))
         backend.mark_statistics_start()
         if sync is not None:
             sync.ready()

@@ -40,7 +40,7 @@ from loadgen.runrecord import (
 )
 from loadgen.spec import Spec
 from loadgen.sync import StdinSync
-from loadgen.telemetry import Telemetry
+from loadgen.telemetry import SERVER_COMMANDS, Telemetry
 
 OFFLINE_HEADROOM = 1.2  # Offline's expected rate, over the warm-up's
 RATE_PROBE_ANSWERS = 8
@@ -165,7 +165,7 @@ def run_llm(spec: Spec, out_dir: str | Path, sync: StdinSync | None = None,
         generator = (engine or open_generator)(spec)
         state.backend = generator.describe()
         warm_rate = _warm_up(generator, spec, llm)
-        telemetry = Telemetry(spec.device)
+        telemetry = Telemetry(spec.device, servers=SERVER_COMMANDS.get(spec.backend.name, ()))
         if sync is not None:
             sync.ready()
             state.sync = sync.wait_for_go()

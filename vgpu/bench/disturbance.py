@@ -9,12 +9,22 @@ from collections.abc import Sequence
 from typing import Any
 
 from vgpu.bench.fanout import InstanceOutcome
-from vgpu.results.disturbance import CPU_STEAL, GPU_OTHERS, GPU_THROTTLED, OTHER_CPU
+from vgpu.results.disturbance import (
+    CPU_STEAL,
+    GPU_OTHER_PROCESS,
+    GPU_OTHERS,
+    GPU_THROTTLED,
+    OTHER_CPU,
+)
 from vgpu.results.records import Metric
 
-# NVML clock-throttle reasons that say something else slowed the GPU: SW/HW power cap,
-# HW slowdown, sync boost, SW/HW thermal, power brake (not idle or application clocks).
-_DISTURBING_THROTTLE = 0x2 | 0x4 | 0x8 | 0x10 | 0x20 | 0x40 | 0x80
+# NVML clock-throttle reasons that say the hardware held the clocks down: HW slowdown
+# (0x8), HW thermal slowdown (0x40), HW power brake (0x80). Not idle (0x1), application
+# clocks (0x2), the software power cap (0x4), sync boost (0x10) or software thermal (0x20):
+# a GPU at full load, or slices sharing one power budget, show those normally.
+HW_SLOWDOWN, HW_THERMAL, HW_POWER_BRAKE = 0x8, 0x40, 0x80
+DISTURBING_THROTTLE = HW_SLOWDOWN | HW_THERMAL | HW_POWER_BRAKE
+COMMAND_CHARS = 80  # of a disturbing process's command, in its metric's unit
 
 
 def _machine(outcome: InstanceOutcome) -> str:
@@ -55,9 +65,24 @@ def disturbance_metrics(outcomes: Sequence[InstanceOutcome]) -> list[Metric]:
               if (g.get("other_processes") or {}).get("max") is not None]
     if others:
         metrics.append(Metric(GPU_OTHERS, max(others), "processes"))
+    metrics += other_process_metrics(outcomes)
     reasons = [int(g["clocks_throttle_reasons"]["max"]) for g in gpus
                if (g.get("clocks_throttle_reasons") or {}).get("max") is not None]
     if reasons:
-        throttled = any(r & _DISTURBING_THROTTLE for r in reasons)
+        throttled = any(r & DISTURBING_THROTTLE for r in reasons)
         metrics.append(Metric(GPU_THROTTLED, 1.0 if throttled else 0.0, "flag"))
+    return metrics
+
+
+def other_process_metrics(outcomes: Sequence[InstanceOutcome]) -> list[Metric]:
+    """One instance metric per process that disturbed an instance's device: its PID as the
+    value, its command as the unit, so that a disturbed run names what ran beside it."""
+    metrics = []
+    for outcome in outcomes:
+        seen = ((_telemetry(outcome).get("gpu") or {}).get("other_processes") or {}).get(
+            "seen") or []
+        for process in seen:
+            metrics.append(Metric(GPU_OTHER_PROCESS, float(process["pid"]),
+                                  str(process["command"])[:COMMAND_CHARS],
+                                  outcome.target.instance))
     return metrics
