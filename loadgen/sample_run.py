@@ -58,7 +58,8 @@ def _open_backend(spec: Spec, model_path: Path | None, model_io: ModelIO) -> Bac
     if b.name == "torch":
         from loadgen.backends.pytorch import TorchBackend
 
-        return TorchBackend(spec.model, b.threads, spec.device.kind, WEIGHT_SEED)
+        return TorchBackend(spec.model, b.threads, spec.device.kind, WEIGHT_SEED,
+                            spec.batch_size)
     if b.name == "triton":
         from loadgen.backends.triton import TritonBackend
 

@@ -67,8 +67,11 @@ class PendingSamples:
 
 class SampleDispatcher:
     def __init__(
-        self, backend: Backend, library: SampleLibrary, batch_size: int, keep_predictions: bool
+        self, backend: Backend, library: SampleLibrary, batch_size: int, keep_predictions: bool,
+        rows_only: bool | None = None,
     ) -> None:
+        """``rows_only``: hand the backend row numbers, not gathered feeds (default: when
+        the backend keeps samples; False for a library other than the one it keeps)."""
         self.backend = backend
         self.library = library
         self.batch_size = batch_size
@@ -92,7 +95,8 @@ class SampleDispatcher:
         want_outputs = getattr(backend, "want_outputs", None)
         if want_outputs is not None:
             want_outputs(keep_predictions)
-        self._rows_only = bool(getattr(backend, "keeps_samples", False))
+        self._rows_only = bool(getattr(backend, "keeps_samples", False)) if rows_only is None \
+            else rows_only
         self._worker = threading.Thread(target=self._run, daemon=True, name="sut-dispatch")
         self._worker.start()
 
