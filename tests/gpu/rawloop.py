@@ -9,6 +9,10 @@ JSON line:
 
     python -m tests.gpu.rawloop probe
     python -m tests.gpu.rawloop measure MODEL VARIANT PRECISION BATCH SECONDS [DEVICE]
+    python -m tests.gpu.rawloop sweep MODEL VARIANT PRECISION BATCHES SECONDS [DEVICE]
+
+``sweep`` measures each of the comma-separated BATCHES for SECONDS and chooses the
+device's batch size from them (loadgen.batchsize).
 
 DEVICE is cuda (the default) or cpu, which checks the loop itself on a machine without a
 GPU.
@@ -107,9 +111,32 @@ def measure(spec: ModelSpec, batch: int, seconds: float,
             "batch_size": batch, "seconds": elapsed, "backend": described}
 
 
+def sweep(spec: ModelSpec, batches: Sequence[int], seconds: float,
+          device_type: str = "cuda") -> dict[str, Any]:
+    """Each batch size's raw rate (0 where it failed, e.g. out of memory) and the choice."""
+    from loadgen.batchsize import choose_batch
+
+    rates: dict[int, float] = {}
+    errors: dict[int, str] = {}
+    for batch in batches:
+        try:
+            rates[batch] = float(measure(spec, batch, seconds, device_type)
+                                 ["samples_per_second"])
+        except Exception as exc:  # a size the device cannot hold is no candidate
+            rates[batch], errors[batch] = 0.0, f"{type(exc).__name__}: {exc}"[:300]
+    return {"rates": {str(b): r for b, r in rates.items()}, "errors": errors,
+            "chosen": choose_batch(rates), "seconds_each": seconds}
+
+
 def main(argv: Sequence[str]) -> int:
     if list(argv[:1]) == ["probe"]:
         print(json.dumps(probe()))
+        return 0
+    if list(argv[:1]) == ["sweep"] and len(argv) in (6, 7):
+        model, variant, precision, batches, seconds = argv[1:6]
+        device = argv[6] if len(argv) == 7 else "cuda"
+        print(json.dumps(sweep(ModelSpec(model, variant, precision),
+                               [int(b) for b in batches.split(",")], float(seconds), device)))
         return 0
     if len(argv) not in (6, 7) or argv[0] != "measure":
         print(__doc__, file=sys.stderr)

@@ -80,3 +80,13 @@ def test_raw_loop_moves_data_as_the_harness_does(tmp_path: Path) -> None:
                 "weight_seed", "channels_last"):
         assert raw["backend"][key] == record["backend"][key], key
     assert record["backend"]["math"] == {"cudnn_benchmark": False, "tf32": False}
+
+
+def test_the_batch_probe_sweeps_sizes_and_chooses_one() -> None:
+    done = subprocess.run([sys.executable, "-m", "tests.gpu.rawloop", "sweep", "bert", "tiny",
+                           "fp32", "2,4", "0.3", "cpu"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300, check=True)
+    swept = json.loads(done.stdout.strip().splitlines()[-1])
+    assert set(swept["rates"]) == {"2", "4"} and swept["errors"] == {}
+    assert all(rate > 0 for rate in swept["rates"].values())
+    assert swept["chosen"] in (2, 4)
