@@ -185,7 +185,9 @@ class ResidentBatches:
                 host = [out.to("cpu", non_blocking=self.on_cuda) for out in results]
             fence = None
             if self.on_cuda:
-                fence = th.cuda.Event()
+                # blocking: the waiter sleeps until the batch is done instead of spinning on
+                # a core the SUT (or a neighbouring slice's harness) needs
+                fence = th.cuda.Event(blocking=True)
                 fence.record(slot.stream)
         return host, fence
 
