@@ -8,10 +8,13 @@ the samples as a GPU backend does and completes each batch from a waiter thread 
 the best published per-GPU MLPerf Offline rate on an H200 (TensorRT, INT8: ResNet50 about
 94,600 samples/s, BERT-99 about 9,160): the goal is at least 2, so that the harness is
 never what a GPU run measures. The token workload's SUT is timed the same way around a
-generator that streams its tokens at once: output tokens per second it can time.
+generator that streams its tokens at once, in process and through the HTTP streaming
+client (backend openai) against vgpu's completions server answering at once from another
+process on another core: output tokens per second the client can time, and the client's
+CPU per token (on one core, 1 / that is its ceiling whatever the server's speed).
 
     python benchmarks/harness_ceiling.py [--seconds 5] [--cores 1] [--workload all]
-        [--json FILE]
+        [--host-gather] [--json FILE]
 
 Exit 0 when every goal is met, 1 when one is missed.
 """
@@ -19,8 +22,10 @@ Exit 0 when every goal is met, 1 when one is missed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -146,15 +151,54 @@ class InstantGenerator:
         return None
 
 
-def measure_llm(seconds: float, work: Path, tokens: int = 128,
-                concurrency: int = 8) -> dict[str, Any]:
+def serve_instant() -> int:
+    """vgpu's completions server around the instant generator (``--serve-instant``)."""
+    from loadgen.llm.server import READY_LINE, CompletionServer
+
+    class Instant:
+        def stream(self, prompt: np.ndarray, max_new: int) -> Any:
+            return iter(range(1, max_new + 1))
+
+    server = CompletionServer(("127.0.0.1", 0), Instant())  # type: ignore[arg-type]
+    host, port = server.server_address[:2]
+    print(f"{READY_LINE}http://{host}:{port}", flush=True)
+    server.serve_forever()
+    return 0
+
+
+def instant_server(cores: list[int]) -> tuple[subprocess.Popen[str], str]:
+    """The instant completions server in its own process, on a core the client is not."""
+    from loadgen.llm.server import READY_LINE
+
+    process = subprocess.Popen([sys.executable, __file__, "--serve-instant"],
+                               stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    if not line.startswith(READY_LINE):
+        process.kill()
+        raise SystemExit(f"the instant completions server did not start: {line!r}")
+    others = sorted(set(range(os.cpu_count() or 1)) - set(cores))
+    if others:
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(process.pid, others)
+    return process, line[len(READY_LINE):].strip()
+
+
+def measure_llm(seconds: float, work: Path, tokens: int = 128, concurrency: int = 8,
+                url: str | None = None) -> dict[str, Any]:
+    """The token SUT's ceiling: in process around the instant generator, or with ``url``
+    through the HTTP streaming client against the instant server."""
     from loadgen.llm.run import run_llm
+
+    backend: dict[str, Any] = {"name": "onnxruntime", "threads": 1}
+    if url is not None:
+        backend = {"name": "openai", "url": url, "in_flight": concurrency}
 
     def spec(duration: float, expected: float) -> Spec:
         doc = {
             "schema_version": 1,
             "model": {"name": "llm", "variant": "tiny", "precision": "fp32"},
-            "backend": {"name": "onnxruntime", "threads": 1},
+            "backend": backend,
             "device": {"kind": "cpu"},
             "llm": {"max_output_tokens": tokens},
             "loadgen": {"scenario": "Offline", "mode": "PerformanceOnly",
@@ -166,8 +210,8 @@ def measure_llm(seconds: float, work: Path, tokens: int = 128,
         return parse_spec(doc, "harness_ceiling", work)
 
     def once(duration: float, expected: float) -> dict[str, Any]:
-        record = run_llm(spec(duration, expected), tempfile.mkdtemp(dir=work),
-                         engine=lambda s: InstantGenerator(s.batch_size))
+        engine = None if url is not None else (lambda s: InstantGenerator(s.batch_size))
+        record = run_llm(spec(duration, expected), tempfile.mkdtemp(dir=work), engine=engine)
         if record["status"] != "ok":
             raise SystemExit(f"token run failed: {record.get('reason')}")
         return record
@@ -178,8 +222,11 @@ def measure_llm(seconds: float, work: Path, tokens: int = 128,
     elapsed = _timed_s(record)
     output_tokens = int(record["sut"]["output_tokens"])
     rate = output_tokens / elapsed
-    return {"tokens_per_second": rate, "answers_per_second": record["sut"]
+    cpu = record["telemetry"]["host"]["process_cpu_seconds_timed"]
+    return {"client": "http-sse" if url else "in-process",
+            "tokens_per_second": rate, "answers_per_second": record["sut"]
             ["completed_samples"] / elapsed, "output_tokens": output_tokens,
+            "client_cpu_us_per_token": 1e6 * cpu / output_tokens,
             "tokens_per_answer": tokens, "concurrency": concurrency,
             "reference_tokens_per_second": LLM_TOKENS_REFERENCE,
             "ratio": rate / LLM_TOKENS_REFERENCE,
@@ -192,6 +239,8 @@ def _timed_s(record: dict[str, Any]) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None and sys.argv[1:] == ["--serve-instant"]:
+        return serve_instant()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--cores", type=int, default=1,
@@ -212,6 +261,14 @@ def main(argv: list[str] | None = None) -> int:
     gathered = [measure_workload(w, BATCHES[w], args.seconds, work, host_gather=True)
                 for w in wanted if w != "llm"] if args.host_gather else []
     llm = measure_llm(args.seconds, work) if "llm" in wanted else None
+    llm_http = None
+    if "llm" in wanted:
+        server, url = instant_server(cores)
+        try:
+            llm_http = measure_llm(args.seconds, work, url=url)
+        finally:
+            server.kill()
+            server.wait()
     print(f"harness ceiling: null backend, {len(cores)} core(s) {cores}, "
           f"{args.seconds:.0f} s Offline per workload")
     print("  workload                  batch   samples/s   H200 published   ratio (goal >= 2)   "
@@ -220,20 +277,22 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {c.workload:24s} {c.batch:6d} {c.samples_per_second:11,.0f}   "
               f"{c.reference:14,.0f}   {c.ratio:6.2f} {c.status:>11s}   "
               f"{1e6 * c.cpu_seconds_per_sample:8.2f}")
-    if llm is not None:
-        print(f"  llm SUT: {llm['tokens_per_second']:,.0f} output tokens/s timed "
-              f"({llm['answers_per_second']:,.0f} answers/s of {llm['tokens_per_answer']} "
-              f"tokens, {llm['concurrency']} workers), "
-              f"{llm['ratio']:.2f} x {llm['reference_tokens_per_second']:,.0f} "
-              f"({llm['status']})")
+    for figures in (llm, llm_http):
+        if figures is None:
+            continue
+        print(f"  llm SUT, {figures['client']}: {figures['tokens_per_second']:,.0f} output "
+              f"tokens/s timed ({figures['answers_per_second']:,.0f} answers/s of "
+              f"{figures['tokens_per_answer']} tokens, {figures['concurrency']} workers; "
+              f"client CPU {figures['client_cpu_us_per_token']:.2f} us/token), "
+              f"{figures['ratio']:.2f} x {figures['reference_tokens_per_second']:,.0f} "
+              f"({figures['status']})")
     if args.json:
         args.json.write_text(json.dumps({"cores": cores, "seconds": args.seconds,
                                          "workloads": [asdict(c) for c in ceilings],
                                          "host_gather": [asdict(c) for c in gathered],
-                                         "llm": llm}, indent=2))
-    missed = [c for c in ceilings if c.status != "met"]
-    if llm is not None and llm["status"] != "met":
-        missed.append(llm)  # type: ignore[arg-type]
+                                         "llm": llm, "llm_http": llm_http}, indent=2))
+    missed = [c.workload for c in ceilings if c.status != "met"]
+    missed += [f["client"] for f in (llm, llm_http) if f is not None and f["status"] != "met"]
     return 1 if missed else 0
 
 

@@ -79,9 +79,12 @@ def test_the_benchmark_writes_every_figure(tmp_path: Path) -> None:
     status = harness_ceiling.main(["--workload", "llm", "--seconds", "0.3", "--cores", "0",
                                    "--json", str(out)])
     figures = json.loads(out.read_text())
-    llm = figures["llm"]
-    assert status == (0 if llm["status"] == "met" else 1)
-    assert llm["output_tokens"] > 0
-    assert llm["output_tokens"] % llm["tokens_per_answer"] == 0  # every token counted
-    assert llm["ratio"] == pytest.approx(llm["tokens_per_second"] / llm[
-        "reference_tokens_per_second"])
+    clients = [figures["llm"], figures["llm_http"]]
+    assert [c["client"] for c in clients] == ["in-process", "http-sse"]
+    assert status == (0 if all(c["status"] == "met" for c in clients) else 1)
+    for llm in clients:
+        assert llm["output_tokens"] > 0
+        assert llm["output_tokens"] % llm["tokens_per_answer"] == 0  # every token counted
+        assert llm["ratio"] == pytest.approx(llm["tokens_per_second"] / llm[
+            "reference_tokens_per_second"])
+        assert llm["client_cpu_us_per_token"] > 0
