@@ -411,6 +411,7 @@ class Telemetry:
         record: dict[str, Any] = {
             "interval_s": self.interval_s,
             "host": {
+                "pid": os.getpid(),  # siblings on one machine tell each other apart by it
                 "cpu_model": cpu_model(),
                 "cpu_count": os.cpu_count(),
                 "process_source": self.process.source,

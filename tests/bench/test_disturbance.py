@@ -41,9 +41,12 @@ def test_a_hog_beside_one_instance() -> None:
     assert other_cpu_share([]) == 0.0
 
 
+MACHINE = LocalTransport()  # every instance below runs on this one machine
+
+
 def _gpu_outcome(tmp_path: Path, throttle: int, seen: list[dict[str, Any]],
                  others: float = 0.0) -> InstanceOutcome:
-    target = Target(instance="s6-7g", transport=LocalTransport(), harness="python -m loadgen",
+    target = Target(instance="s6-7g", transport=MACHINE, harness="python -m loadgen",
                     work_root=str(tmp_path), device={"kind": "gpu"}, device_label="GPU 0",
                     target_kind="local")
     gpu = {"metrics": {"clocks_throttle_reasons": {"max": float(throttle)},
@@ -86,3 +89,26 @@ def test_a_disturbed_run_names_the_process(tmp_path: Path) -> None:
         "disturbed: 1 other process(es) ran on the GPU: pid 4242 (python train.py "
         "--epochs 90) on s6-7g's device during run 3")
     assert disturbance(3, disturbance_metrics([_gpu_outcome(tmp_path, 0, [])])) is None
+
+
+@pytest.mark.usefixtures("judged_disturbance")
+def test_sibling_instances_sharing_a_gpu_are_not_other_processes(tmp_path: Path) -> None:
+    def instance(pid: int, sibling: int, stranger: bool) -> InstanceOutcome:
+        seen = [{"pid": sibling, "command": "python -m loadgen run", "memory_bytes_max": 9e9,
+                 "sm_percent_max": 50.0}]
+        if stranger:
+            seen.append({"pid": 777, "command": "jupyter", "memory_bytes_max": 3e9,
+                         "sm_percent_max": 0.0})
+        outcome = _gpu_outcome(tmp_path, 0, seen, others=float(len(seen)))
+        assert outcome.record is not None
+        outcome.record["telemetry"]["host"] = {"pid": pid}
+        return outcome
+
+    quiet = disturbance_metrics([instance(100, 200, False), instance(200, 100, False)])
+    assert _value(quiet, "gpu_other_processes") == 0.0
+    assert [m for m in quiet if m.name == GPU_OTHER_PROCESS] == []
+    assert disturbance(3, quiet) is None
+    busy = disturbance_metrics([instance(100, 200, True), instance(200, 100, False)])
+    assert _value(busy, "gpu_other_processes") == 1.0
+    assert [(m.value, m.unit) for m in busy if m.name == GPU_OTHER_PROCESS] == [
+        (777.0, "jupyter")]
