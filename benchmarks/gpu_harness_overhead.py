@@ -11,6 +11,10 @@ GPU or without a CUDA build of torch.
 
     python benchmarks/gpu_harness_overhead.py [--workload resnet50|bert|all]
         [--seconds 20] [--raw-seconds 15] [--repeats 3] [--out DIR] [--json FILE]
+        [--batches-from gpu-check.json]
+
+``--batches-from`` runs each model at the batch size the acceptance suite's probe chose
+for this device (``batch_probe_<model>.chosen`` in its figures) instead of the default.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import json
 import statistics
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -98,6 +103,16 @@ def report(label: str, figures: dict[str, Any]) -> bool:
     return ratio_ok and cv_ok
 
 
+def chosen_batches(path: Path | None) -> dict[str, int]:
+    """Model -> the batch size the acceptance suite chose, from its figures file."""
+    if path is None or not path.exists():
+        return {}
+    document = json.loads(path.read_text())
+    return {key.removeprefix("batch_probe_"): int(value["chosen"])
+            for key, value in document.items()
+            if key.startswith("batch_probe_") and isinstance(value, dict) and "chosen" in value}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workload", choices=sorted(WORKLOADS), default="all")
@@ -106,10 +121,15 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path, help="keep the harness outputs here")
     parser.add_argument("--json", type=Path, help="write the figures here")
+    parser.add_argument("--batches-from", type=Path,
+                        help="gpu-check.json whose batch probe chose the batch sizes")
     args = parser.parse_args()
     host = _host_or_exit()
     out = args.out or Path(tempfile.mkdtemp(prefix="gpu-harness-overhead-"))
-    figures = {work.label: measure(host, work, args, out) for work in WORKLOADS[args.workload]}
+    chosen = chosen_batches(args.batches_from)
+    works = [replace(work, batch=chosen.get(work.model, work.batch))
+             for work in WORKLOADS[args.workload]]
+    figures = {work.label: measure(host, work, args, out) for work in works}
     met = [report(label, values) for label, values in figures.items()]
     if args.json:
         args.json.write_text(json.dumps({"gpu": host.as_dict(), "workloads": figures},

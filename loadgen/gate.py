@@ -111,8 +111,10 @@ def _settings(count: int) -> Any:
 def _loadgen_accuracy(backend: Backend, library: SampleLibrary, batch_size: int,
                       log_settings: Any) -> str | None:
     """Runs LoadGen AccuracyOnly; the backend's error, if any."""
-    dispatcher = SampleDispatcher(backend, library, batch_size, keep_predictions=True)
-    sut = lg.ConstructSUT(dispatcher.issue_queries, dispatcher.flush_queries)
+    # The backend may keep the timed run's samples on its device; these are others.
+    dispatcher = SampleDispatcher(backend, library, batch_size, keep_predictions=True,
+                                  rows_only=False)
+    sut = dispatcher.construct_sut()
     qsl = lg.ConstructQSL(library.total_count, library.performance_count,
                           library.load, library.unload)
     try:
@@ -120,7 +122,7 @@ def _loadgen_accuracy(backend: Backend, library: SampleLibrary, batch_size: int,
     finally:
         dispatcher.stop()
         lg.DestroyQSL(qsl)
-        lg.DestroySUT(sut)
+        dispatcher.destroy_sut(sut)
     return dispatcher.error
 
 

@@ -117,11 +117,16 @@ class SampleLibrary:
         return self._preloaded
 
     def rows(self, indices: np.ndarray) -> np.ndarray:
-        """Where the loaded samples ``indices`` sit in the loaded arrays."""
+        """Where the loaded samples ``indices`` sit in the loaded arrays: the indices
+        themselves once preloaded (every sample sits at its own index), no copy."""
+        if self._preloaded is not None and self._loaded is self._preloaded:
+            return indices
         return self._rows[indices]
 
     def batch(self, indices: np.ndarray) -> dict[str, np.ndarray]:
-        rows = self._rows[indices]
+        """The samples ``indices`` gathered into one new array per input: the one copy a
+        backend fed from host memory needs."""
+        rows = self.rows(indices)
         return {name: array[rows] for name, array in self._loaded.items()}
 
     def warmup_feeds(self, batch_size: int) -> dict[str, np.ndarray]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ from loadgen.spec import Spec
 from loadgen.stability import run_windows
 from loadgen.sut import SampleDispatcher
 from loadgen.sync import StdinSync
-from loadgen.telemetry import Telemetry
+from loadgen.telemetry import SERVER_COMMANDS, Telemetry
 
 
 def _model_path(spec: Spec) -> Path:
@@ -58,7 +59,8 @@ def _open_backend(spec: Spec, model_path: Path | None, model_io: ModelIO) -> Bac
     if b.name == "torch":
         from loadgen.backends.pytorch import TorchBackend
 
-        return TorchBackend(spec.model, b.threads, spec.device.kind, WEIGHT_SEED)
+        return TorchBackend(spec.model, b.threads, spec.device.kind, WEIGHT_SEED,
+                            spec.batch_size)
     if b.name == "triton":
         from loadgen.backends.triton import TritonBackend
 
@@ -126,7 +128,7 @@ def _run_loadgen(state: RunRecord, backend: Backend, library: SampleLibrary,
     spec = state.spec
     dispatcher = SampleDispatcher(backend, library, spec.batch_size,
                                   keep_predictions=spec.loadgen.mode == "AccuracyOnly")
-    sut = lg.ConstructSUT(dispatcher.issue_queries, dispatcher.flush_queries)
+    sut = dispatcher.construct_sut()
     qsl = lg.ConstructQSL(library.total_count, library.performance_count,
                           library.load, library.unload)
     telemetry.start()
@@ -139,7 +141,7 @@ def _run_loadgen(state: RunRecord, backend: Backend, library: SampleLibrary,
         ended, ended_cpu = time.time(), time.process_time()
         dispatcher.stop()
         lg.DestroyQSL(qsl)
-        lg.DestroySUT(sut)
+        dispatcher.destroy_sut(sut)
     # LoadGen's timed part begins once the samples are loaded and its work ends with the
     # last completed sample (what follows is LoadGen writing its report).
     state.timed = (library.first_load_end or called, dispatcher.last_completion_unix or ended)
@@ -182,9 +184,14 @@ def _prepare(state: RunRecord, backend: Backend, library: SampleLibrary) -> None
         state.stability = run_windows(backend, warm, spec.batch_size, spec.stability)
 
 
-def run_sample_model(spec: Spec, out_dir: str | Path,
-                     sync: StdinSync | None = None) -> dict[str, Any]:
-    """Run a resnet50/bert spec and write ``out_dir/result.json``; returns the record."""
+OpenBackend = Callable[[Spec, Path | None, ModelIO], Backend]
+
+
+def run_sample_model(spec: Spec, out_dir: str | Path, sync: StdinSync | None = None,
+                     open_backend: OpenBackend | None = None) -> dict[str, Any]:
+    """Run a resnet50/bert spec and write ``out_dir/result.json``; returns the record.
+    ``open_backend`` replaces the spec's backend (benchmarks/harness_ceiling.py runs the
+    harness around one that costs nothing)."""
     out = fresh_out_dir(out_dir)
     spec = ruled_spec(spec)
     binding = bind_device(spec.device)
@@ -200,10 +207,10 @@ def run_sample_model(spec: Spec, out_dir: str | Path,
                        "outputs": _tensor_dicts(model_io.outputs)}
         library = SampleLibrary(model_io, spec.seed, spec.loadgen.performance_sample_count,
                                 _load_dataset(spec.dataset))
-        backend = _open_slowed(spec, model_path, model_io)
+        backend = (open_backend or _open_slowed)(spec, model_path, model_io)
         state.backend = backend.describe()
         _prepare(state, backend, library)
-        telemetry = Telemetry(spec.device)
+        telemetry = Telemetry(spec.device, servers=SERVER_COMMANDS.get(spec.backend.name, ()))
         backend.mark_statistics_start()
         if sync is not None:
             sync.ready()

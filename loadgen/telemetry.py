@@ -158,6 +158,119 @@ class HostLoad:
         return record
 
 
+# Another process on the run's device disturbs it only when it uses the device: more
+# memory than an idle CUDA context holds (a notebook, an agent or a monitor that merely
+# opened the GPU holds 0.3-0.6 GiB and no SM time), or a share of the SMs.
+OTHER_PROCESS_MEMORY_FLOOR_BYTES = 1024**3
+OTHER_PROCESS_SM_FLOOR_PERCENT = 5.0
+# The server a backend talks to runs on the device by design: never "another process".
+SERVER_COMMANDS = {
+    "triton": ("tritonserver",),
+    "openai": ("loadgen.llm.server", "vllm", "sglang", "text-generation-launcher",
+               "trtllm-serve", "llama-server", "ollama"),
+}
+UNSEEN_COMMAND = "(not in this PID namespace)"
+
+
+def own_process_tree() -> set[int]:
+    """This process and its live descendants (the loopback LLM server among them)."""
+    me = os.getpid()
+    try:
+        import psutil
+    except ImportError:
+        return {me}
+    try:
+        return {me, *(c.pid for c in psutil.Process(me).children(recursive=True))}
+    except psutil.Error:
+        return {me}
+
+
+def process_command(pid: int) -> str | None:
+    """The command line of ``pid`` as this PID namespace sees it; None if it is not here."""
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return None
+    command = raw.replace(b"\0", b" ").decode(errors="replace").strip()
+    return command[:200] or f"[pid {pid}]"
+
+
+class DeviceProcesses:
+    """The processes NVML lists on the device that disturb the run: above a floor of
+    memory or SM share, and neither this harness's process tree nor the backend's own
+    server (``servers``: command words, SERVER_COMMANDS). In a container without the
+    host's PID namespace NVML's PIDs are the host's: when this process is not among them,
+    the listed process this namespace cannot see that holds the most memory is taken to
+    be this harness. Every disturbing process is kept (PID, command, most memory, most SM
+    share) for the record."""
+
+    def __init__(self, nvml: Any, handle: Any, servers: tuple[str, ...] = (),
+                 own: Callable[[], set[int]] = own_process_tree,
+                 command: Callable[[int], str | None] = process_command) -> None:
+        self.nvml, self.handle, self.servers = nvml, handle, servers
+        self._own, self._command = own, command
+        self._last_utilisation = 0
+        self.sm_supported = True
+        self.seen: dict[int, dict[str, Any]] = {}
+
+    def _sm_percent(self) -> dict[int, float]:
+        """Each process's SM share since the last reading, where NVML has it (not on a MIG
+        slice)."""
+        if not self.sm_supported:
+            return {}
+        try:
+            samples = self.nvml.nvmlDeviceGetProcessUtilization(self.handle,
+                                                                self._last_utilisation)
+        except Exception as exc:
+            # No sample since the last reading is NVML_ERROR_NOT_FOUND: nothing ran.
+            if "Not Found" in str(exc):
+                return {}
+            self.sm_supported = False
+            return {}
+        shares: dict[int, float] = {}
+        for sample in samples:
+            shares[int(sample.pid)] = max(shares.get(int(sample.pid), 0.0),
+                                          float(sample.smUtil))
+            self._last_utilisation = max(self._last_utilisation, int(sample.timeStamp))
+        return shares
+
+    def sample(self) -> list[dict[str, Any]]:
+        """The disturbing processes now."""
+        listed = list(self.nvml.nvmlDeviceGetComputeRunningProcesses(self.handle))
+        sm = self._sm_percent()
+        own = self._own()
+        commands = {int(p.pid): self._command(int(p.pid)) for p in listed}
+        harness_unseen = None
+        if not own & set(commands):
+            unseen = [p for p in listed if commands[int(p.pid)] is None]
+            if unseen:
+                harness_unseen = int(max(unseen, key=_memory_of).pid)
+        found = []
+        for process in listed:
+            pid = int(process.pid)
+            command = commands[pid]
+            if pid in own or pid == harness_unseen:
+                continue
+            if command is not None and any(word in command for word in self.servers):
+                continue
+            memory, share = _memory_of(process), sm.get(pid, 0.0)
+            if memory <= OTHER_PROCESS_MEMORY_FLOOR_BYTES and \
+                    share <= OTHER_PROCESS_SM_FLOOR_PERCENT:
+                continue
+            entry = self.seen.setdefault(pid, {"pid": pid,
+                                               "command": command or UNSEEN_COMMAND,
+                                               "memory_bytes_max": 0, "sm_percent_max": 0.0})
+            entry["memory_bytes_max"] = max(entry["memory_bytes_max"], memory)
+            entry["sm_percent_max"] = max(entry["sm_percent_max"], share)
+            found.append(entry)
+        return found
+
+
+def _memory_of(process: Any) -> int:
+    used = getattr(process, "usedGpuMemory", None)
+    return int(used) if used else 0
+
+
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
@@ -165,7 +278,8 @@ def _text(value: Any) -> str:
 class NvmlDevice:
     """Static facts and metric readers for the GPU or MIG slice the run is bound to."""
 
-    def __init__(self, nvml: Any, device: DeviceSpec) -> None:
+    def __init__(self, nvml: Any, device: DeviceSpec,
+                 servers: tuple[str, ...] = ()) -> None:
         self.nvml = nvml
         if device.uuid is not None:
             handle = nvml.nvmlDeviceGetHandleByUUID(device.uuid)
@@ -188,6 +302,7 @@ class NvmlDevice:
             "driver_version": _text(nvml.nvmlSystemGetDriverVersion()),
             "cuda_driver_version": f"{cuda // 1000}.{cuda % 1000 // 10}",
         }
+        self.processes = DeviceProcesses(nvml, handle, servers)
 
     def readers(self) -> dict[str, Callable[[], float]]:
         n, h, parent = self.nvml, self.handle, self.parent
@@ -200,9 +315,8 @@ class NvmlDevice:
             "gpu_utilization_percent": lambda: float(n.nvmlDeviceGetUtilizationRates(h).gpu),
             "memory_utilization_percent": lambda: float(
                 n.nvmlDeviceGetUtilizationRates(h).memory),
-            # what else ran on the device, and why its clocks were held down (bit mask)
-            "other_processes": lambda: float(sum(
-                1 for p in n.nvmlDeviceGetComputeRunningProcesses(h) if p.pid != os.getpid())),
+            # what else used the device, and why its clocks were held down (bit mask)
+            "other_processes": lambda: float(len(self.processes.sample())),
             "clocks_throttle_reasons": lambda: float(
                 n.nvmlDeviceGetCurrentClocksThrottleReasons(parent)),
         }
@@ -233,8 +347,9 @@ def _summary(samples: list[tuple[float, float]]) -> dict[str, Any]:
 
 class Telemetry:
     def __init__(self, device: DeviceSpec, nvml: Any = None,
-                 interval_s: float = SAMPLE_INTERVAL_S) -> None:
+                 interval_s: float = SAMPLE_INTERVAL_S, servers: tuple[str, ...] = ()) -> None:
         self.device = device
+        self.servers = servers
         self.interval_s = interval_s
         self.process = ProcessSampler()
         self.host_load = HostLoad()
@@ -258,7 +373,7 @@ class Telemetry:
             self.nvml_status = {"available": False, "reason": reason}
             return
         try:
-            self.gpu = NvmlDevice(nvml, self.device)
+            self.gpu = NvmlDevice(nvml, self.device, self.servers)
             self.nvml_status = {"available": True}
         except Exception as exc:
             self.nvml_status = {"available": False, "reason": f"NVML device lookup: {exc}"}
@@ -296,6 +411,7 @@ class Telemetry:
         record: dict[str, Any] = {
             "interval_s": self.interval_s,
             "host": {
+                "pid": os.getpid(),  # siblings on one machine tell each other apart by it
                 "cpu_model": cpu_model(),
                 "cpu_count": os.cpu_count(),
                 "process_source": self.process.source,
@@ -313,5 +429,12 @@ class Telemetry:
                 **self.gpu.info,
                 "metrics": {name: _summary(s) for name, s in self._gpu_samples.items()},
                 "unsupported": dict(self.unsupported),
+                "other_processes": {
+                    "seen": sorted(self.gpu.processes.seen.values(), key=lambda p: p["pid"]),
+                    "memory_floor_bytes": OTHER_PROCESS_MEMORY_FLOOR_BYTES,
+                    "sm_floor_percent": OTHER_PROCESS_SM_FLOOR_PERCENT,
+                    "sm_share_read": self.gpu.processes.sm_supported,
+                    "servers_ignored": list(self.servers),
+                },
             }
         return record

@@ -6,6 +6,7 @@ by a small Gather session, so only the batch's row numbers cross the bus on the 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,19 @@ RESIDENT_SAMPLES_MAX_BYTES = 4 * 1024**3
 NO_SPINNING = ("session.intra_op.allow_spinning", "session.inter_op.allow_spinning")
 
 # TF32 for fp32 is the CUDA provider's default; said explicitly, as backend torch sets it.
-CUDA_OPTIONS = {"device_id": "0", "use_tf32": "1"}
+# cuDNN's convolution algorithms come from its heuristics, not from a search timed in each
+# process (the provider's default, EXHAUSTIVE), so that two runs of one configuration on
+# one GPU, driver and cuDNN run the same kernels.
+CUDA_OPTIONS = {"device_id": "0", "use_tf32": "1", "cudnn_conv_algo_search": "HEURISTIC"}
+# The CUDA provider replays each batch size's run as a CUDA graph (its inputs and outputs
+# bound at fixed device addresses); a model the provider cannot capture whole (nodes left
+# to the CPU) runs without, and the record says why. VGPU_ORT_CUDA_GRAPH=0 turns it off.
+CUDA_GRAPH_OPTION = {"enable_cuda_graph": "1"}
+CUDA_GRAPH_ENV = "VGPU_ORT_CUDA_GRAPH"
+GRAPH_ID_ENTRY = "gpu_graph_id"
+ORT_NUMPY_TYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16,
+                   "tensor(int64)": np.int64, "tensor(int32)": np.int32,
+                   "tensor(double)": np.float64, "tensor(bool)": np.bool_}
 
 ProviderList = list[tuple[str, dict[str, str]]]
 
@@ -122,11 +135,21 @@ def gather_model(inputs: dict[str, np.ndarray]) -> bytes:
 class BoundRunner:
     """One session fed through one IO binding in ``memory`` (``cuda`` on a GPU): after
     ``keep_samples`` the samples stay there and ``run_rows`` gathers each batch in place;
-    ``run`` copies a batch in. The binding is made once and reused for every batch."""
+    ``run`` copies a batch in. The binding is made once and reused for every batch.
 
-    def __init__(self, ort: Any, session: Any, providers: ProviderList, memory: str) -> None:
+    With ``graphs`` (a session made with the CUDA provider's ``enable_cuda_graph``) every
+    batch size has its own input and output buffers, bound once at fixed addresses, and its
+    own graph id: ``run`` copies host feeds into those buffers rather than binding new
+    ones, since a replayed graph reads the addresses it was captured with. Outputs are
+    copied to the host only when wanted (``want_outputs``)."""
+
+    def __init__(self, ort: Any, session: Any, providers: ProviderList, memory: str,
+                 graphs: bool = False) -> None:
         self._ort, self.session, self.memory = ort, session, memory
         self._providers = providers
+        self.graphs = graphs
+        self.want_outputs = True
+        self._graph_bindings: dict[int, tuple[Any, Any, list[Any]]] = {}
         self.output_names = [o.name for o in session.get_outputs()]
         self.binding = session.io_binding()
         self._gather: Any = None
@@ -136,10 +159,55 @@ class BoundRunner:
         self._output_size: int | None = None
 
     def run(self, feeds: Feeds) -> list[np.ndarray]:
+        size = len(next(iter(feeds.values())))
+        if self.graphs:
+            self._samples_like(feeds)
+            for name, value in self._inputs_for(size).items():
+                value.update_inplace(np.ascontiguousarray(feeds[name]))
+            return self._run_graph(size, outputs=True)
         self._bound_size = None
         for name, array in feeds.items():
             self.binding.bind_cpu_input(name, np.ascontiguousarray(array))
-        return self._run(len(next(iter(feeds.values()))))
+        return self._run(size)
+
+    def _samples_like(self, feeds: Feeds) -> None:
+        """Dtypes and sample shapes for the static buffers before any sample is kept."""
+        if not hasattr(self, "_samples"):
+            self._samples = {name: array[:0] for name, array in feeds.items()}
+
+    def _outputs_for(self, size: int) -> list[Any]:
+        shapes = []
+        for output in self.session.get_outputs():
+            dims = [size if i == 0 else d for i, d in enumerate(output.shape)]
+            if not all(isinstance(d, int) for d in dims):
+                raise RunFailed(f"onnxruntime CUDA graphs need fixed output shapes; output "
+                                f"{output.name!r} is {output.shape}")
+            shapes.append((dims, ORT_NUMPY_TYPES[output.type]))
+        return [self._ort.OrtValue.ortvalue_from_shape_and_type(dims, dtype, self.memory, 0)
+                for dims, dtype in shapes]
+
+    def _graph_binding(self, size: int) -> tuple[Any, Any, list[Any]]:
+        """(binding, run options, outputs) of one batch size, bound once."""
+        if size not in self._graph_bindings:
+            binding = self.session.io_binding()
+            for name, value in self._inputs_for(size).items():
+                binding.bind_ortvalue_input(name, value)
+            outputs = self._outputs_for(size)
+            for name, value in zip(self.output_names, outputs, strict=True):
+                binding.bind_ortvalue_output(name, value)
+            options = self._ort.RunOptions()
+            options.add_run_config_entry(GRAPH_ID_ENTRY, str(len(self._graph_bindings) + 1))
+            self._graph_bindings[size] = (binding, options, outputs)
+        return self._graph_bindings[size]
+
+    def _run_graph(self, size: int, outputs: bool) -> list[np.ndarray]:
+        binding, options, values = self._graph_binding(size)
+        self.session.run_with_iobinding(binding, options)
+        return [value.numpy() for value in values] if outputs else []
+
+    @property
+    def graph_batch_sizes(self) -> list[int]:
+        return sorted(self._graph_bindings)
 
     def keep_samples(self, samples: dict[str, np.ndarray]) -> None:
         """Copies every sample to ``memory`` once and makes the Gather session for them."""
@@ -147,7 +215,9 @@ class BoundRunner:
         for key in NO_SPINNING:
             options.add_session_config_entry(key, "0")
         names = [p for p, _ in self._providers if p != TENSORRT_PROVIDER]
-        settings = [o for p, o in self._providers if p != TENSORRT_PROVIDER]
+        # Never a CUDA graph for the gather: its rows are bound afresh for every batch.
+        settings = [{k: v for k, v in o.items() if k not in CUDA_GRAPH_OPTION}
+                    for p, o in self._providers if p != TENSORRT_PROVIDER]
         self._gather = self._ort.InferenceSession(gather_model(samples), options,
                                                   providers=names, provider_options=settings)
         self._gather_binding = self._gather.io_binding()
@@ -177,6 +247,8 @@ class BoundRunner:
         for name, value in buffers.items():
             self._gather_binding.bind_ortvalue_output(name, value)
         self._gather.run_with_iobinding(self._gather_binding)
+        if self.graphs:
+            return self._run_graph(size, outputs=self.want_outputs)
         if self._bound_size != size:
             for name, value in buffers.items():
                 self.binding.bind_ortvalue_input(name, value)
@@ -192,6 +264,15 @@ class BoundRunner:
             self._output_size = size
         self.session.run_with_iobinding(self.binding)
         return list(self.binding.copy_outputs_to_cpu())
+
+    def run_rows_wanted(self, rows: np.ndarray) -> list[np.ndarray]:
+        """``run_rows``, the outputs copied back only when wanted ([] otherwise)."""
+        outputs = self.run_rows(rows)
+        return outputs if self.want_outputs else []
+
+
+def cuda_graphs_wanted() -> bool:
+    return os.environ.get(CUDA_GRAPH_ENV, "") != "0"
 
 
 class OrtBackend:
@@ -210,16 +291,40 @@ class OrtBackend:
         engines = Path(cache_dir) / TENSORRT_CACHE if cache_dir else None
         requested = choose_providers(device_kind, self.available, provider,
                                      precision == "fp16", engines)
+        self.cuda_graph_reason: str | None = None
+        graphs = on_gpu and requested[0][0] == CUDA_PROVIDER and cuda_graphs_wanted()
+        self.session, requested = self._open(model_path, threads, on_gpu, requested, graphs)
         self.provider_options = dict(requested)
-        self.session = ort.InferenceSession(
-            model_path, session_options(ort, threads, on_gpu),
-            providers=[p for p, _ in requested], provider_options=[o for _, o in requested])
         self.provider = started_provider(self.session, device_kind)
         self.output_names = [o.name for o in self.session.get_outputs()]
         self.threads = threads
         self._on_gpu = self.provider in GPU_PROVIDERS
-        self._runner = BoundRunner(ort, self.session, requested, "cuda") if self._on_gpu \
-            else None
+        self.cuda_graphs = graphs and self.cuda_graph_reason is None
+        self._runner = BoundRunner(ort, self.session, requested, "cuda", self.cuda_graphs) \
+            if self._on_gpu else None
+        if not graphs and self.cuda_graph_reason is None:
+            self.cuda_graph_reason = "not on the CUDA provider" if not on_gpu or \
+                requested[0][0] != CUDA_PROVIDER else f"{CUDA_GRAPH_ENV}=0"
+
+    def _open(self, model_path: str, threads: int | None, on_gpu: bool,
+              requested: ProviderList, graphs: bool) -> tuple[Any, ProviderList]:
+        """The session, with CUDA graphs where asked and the provider accepts the model;
+        otherwise without, the reason kept."""
+        ort = self._ort
+        if graphs:
+            with_graphs = [(requested[0][0], {**requested[0][1], **CUDA_GRAPH_OPTION}),
+                           *requested[1:]]
+            try:
+                return ort.InferenceSession(
+                    model_path, session_options(ort, threads, on_gpu),
+                    providers=[p for p, _ in with_graphs],
+                    provider_options=[o for _, o in with_graphs]), with_graphs
+            except Exception as exc:  # nodes on the CPU: the provider refuses graphs
+                self.cuda_graph_reason = f"the CUDA provider refused CUDA graphs: {exc}"
+        return ort.InferenceSession(
+            model_path, session_options(ort, threads, on_gpu),
+            providers=[p for p, _ in requested],
+            provider_options=[o for _, o in requested]), requested
 
     def keep_samples(self, samples: dict[str, np.ndarray]) -> bool:
         """On a GPU, the samples go to the device once (up to RESIDENT_SAMPLES_MAX_BYTES)."""
@@ -247,10 +352,15 @@ class OrtBackend:
             return
         done(outputs, None)
 
+    def want_outputs(self, wanted: bool) -> None:
+        """Outputs come back to the host only when the run keeps them (AccuracyOnly)."""
+        if self._runner is not None:
+            self._runner.want_outputs = wanted
+
     def submit_rows(self, rows: np.ndarray, done: Done) -> None:
         assert self._runner is not None
         try:
-            outputs = self._runner.run_rows(rows)
+            outputs = self._runner.run_rows_wanted(rows)
         except Exception as exc:
             done(None, exc)
             return
@@ -269,6 +379,10 @@ class OrtBackend:
             "samples_on_device": self.keeps_samples,
             "cuda_libraries_preloaded": self.preloaded_cuda,
             "thread_spinning": not self._on_gpu,
+            "cuda_graphs": {"enabled": self.cuda_graphs,
+                            "batch_sizes": self._runner.graph_batch_sizes
+                            if self._runner is not None and self.cuda_graphs else [],
+                            "fallback_reason": self.cuda_graph_reason},
         }
 
     def mark_statistics_start(self) -> None:

@@ -3,10 +3,14 @@ under ``torch.inference_mode()``, on CUDA for a gpu/mig device, on the CPU other
 
 torch is imported when the backend opens, after the device binding has set
 CUDA_VISIBLE_DEVICES, so the bound GPU or MIG slice is CUDA device 0. A gpu/mig run on a
-torch without CUDA fails; it never falls back to the CPU. Two batches may be in flight:
-``submit`` starts a batch (on CUDA: copied in from pinned memory, run, and copied out
-without waiting) and a waiter thread hands each finished batch back, so that the SUT
-gathers the next batch while the GPU still runs the last."""
+torch without CUDA fails; it never falls back to the CPU.
+
+On CUDA the preloaded samples go to the device before the run (``keep_samples``) and each
+batch is gathered there from its row numbers, captured as a CUDA graph at the full batch
+size, several batches in flight on their own streams (loadgen/backends/torch_resident.py).
+Feeds from the host (warm-up, a dataset too big for the device, the CPU) take ``submit``:
+copied in from pinned memory, run, and copied out without waiting, a waiter thread handing
+each finished batch back."""
 
 from __future__ import annotations
 
@@ -27,6 +31,14 @@ if TYPE_CHECKING:
     import torch
 
 IN_FLIGHT = 2
+# Batches in flight on the device-resident path, each on its own stream: one runs while
+# the next is gathered and queued and the last completes.
+RESIDENT_IN_FLIGHT = 3
+# Samples kept on the device up to this size (as ONNX Runtime's backend); a larger dataset
+# is copied in per batch.
+RESIDENT_SAMPLES_MAX_BYTES = 4 * 1024**3
+# Set to 1 to run the resident path without CUDA graphs (eager), e.g. to compare.
+EAGER_ENV = "VGPU_TORCH_EAGER"
 PROVIDERS = {"cuda": "torch-cuda", "cpu": "torch-cpu"}
 # fp32 on CUDA runs its matrix products and convolutions in TF32, as ONNX Runtime's CUDA
 # provider does by default (use_tf32): both backends measure the same arithmetic.
@@ -66,17 +78,21 @@ def place_model(th: ModuleType, model: Any, spec: ModelSpec, device: torch.devic
 
 
 def math_policy(device_type: str) -> dict[str, Any]:
-    """What the run sets for its arithmetic: cuDNN's autotuner and TF32 on CUDA; nothing
-    on the CPU (its kernels have neither)."""
+    """What the run sets for its arithmetic: on CUDA TF32 for fp32, and cuDNN's algorithms
+    chosen by its heuristics rather than timed in each process (``cudnn.benchmark``), so
+    that every run of one configuration on one GPU, driver and cuDNN runs the same kernels
+    and two runs differ by the device, not by an autotuner's pick; nothing on the CPU (its
+    kernels have neither)."""
     if device_type != "cuda":
         return {"cudnn_benchmark": False, "tf32": False}
-    return {"cudnn_benchmark": True, "tf32": TF32_ON_CUDA}
+    return {"cudnn_benchmark": False, "cudnn_algorithms": "heuristic", "tf32": TF32_ON_CUDA}
 
 
 def apply_math_policy(th: ModuleType, policy: dict[str, Any]) -> dict[str, Any]:
     """Sets the policy explicitly (not torch's defaults, which differ between matrix
     products and convolutions) and returns what torch reports back, for the record."""
     th.backends.cudnn.benchmark = policy["cudnn_benchmark"]
+    th.backends.cudnn.deterministic = False
     th.set_float32_matmul_precision("high" if policy["tf32"] else "highest")
     th.backends.cudnn.allow_tf32 = policy["tf32"]
     return {**policy, "float32_matmul_precision": th.get_float32_matmul_precision(),
@@ -91,15 +107,22 @@ def to_device(th: ModuleType, array: np.ndarray, device: torch.device) -> torch.
     return tensor
 
 
-def transfer_discipline(device_type: str) -> str:
+def transfer_discipline(device_type: str, resident: bool = False) -> str:
+    if resident:
+        return (f"samples on the device, rows in (pinned, non-blocking), "
+                f"{RESIDENT_IN_FLIGHT} batches in flight on their own streams")
     return "pinned, non-blocking, 2 batches in flight" if device_type == "cuda" else "none"
+
+
+def graphs_wanted() -> bool:
+    return os.environ.get(EAGER_ENV, "") in ("", "0")
 
 
 class TorchBackend:
     name = "torch"
 
     def __init__(self, model: ModelSpec, threads: int | None, device_kind: str,
-                 seed: int) -> None:
+                 seed: int, batch_size: int | None = None) -> None:
         torch = import_torch()
         from loadgen.torchmodels import build_torch_model
 
@@ -116,6 +139,9 @@ class TorchBackend:
         self.module = place_model(torch, build_torch_model(model.name, model.variant, seed),
                                   model, self.device)
         self.concurrency = IN_FLIGHT
+        self.batch_size = batch_size
+        self._resident: Any = None
+        self._want_outputs = True
         self._slots = threading.Semaphore(self.concurrency)
         self._finished: queue.Queue[tuple[Any, list[Any], Done] | None] = queue.Queue()
         self._waiter = threading.Thread(target=self._wait_loop, daemon=True, name="torch-wait")
@@ -129,6 +155,38 @@ class TorchBackend:
 
     def infer(self, feeds: Feeds) -> list[np.ndarray]:
         return [output.cpu().numpy() for output in self._forward(feeds)]
+
+    def keep_samples(self, samples: dict[str, np.ndarray]) -> bool:
+        """On CUDA, the samples go to the device once (up to RESIDENT_SAMPLES_MAX_BYTES) and
+        the full batch is captured; on the CPU the host feeds stay (nothing to gain)."""
+        if not self.on_cuda or not self.batch_size:
+            return False
+        if sum(array.nbytes for array in samples.values()) > RESIDENT_SAMPLES_MAX_BYTES:
+            return False
+        from loadgen.backends.torch_resident import ResidentBatches
+
+        self._resident = ResidentBatches(
+            self._torch, self.module, samples, self.input_names, self.device,
+            self.batch_size, RESIDENT_IN_FLIGHT, channels_last=self._channels_last,
+            graphs=graphs_wanted())
+        self.concurrency = RESIDENT_IN_FLIGHT
+        return True
+
+    @property
+    def _channels_last(self) -> bool:
+        return self.on_cuda and self.spec.name == "resnet50"
+
+    @property
+    def keeps_samples(self) -> bool:
+        return self._resident is not None
+
+    def want_outputs(self, wanted: bool) -> None:
+        """Outputs come back to the host only when the run keeps them (AccuracyOnly)."""
+        self._want_outputs = wanted
+
+    def submit_rows(self, rows: np.ndarray, done: Done) -> None:
+        assert self._resident is not None
+        self._resident.submit(rows, done, self._want_outputs)
 
     def submit(self, feeds: Feeds, done: Done) -> None:
         self._slots.acquire()
@@ -174,9 +232,12 @@ class TorchBackend:
             "weight_seed": self.seed,
             "intra_op_threads": torch.get_num_threads(),
             "in_flight": self.concurrency,
-            "channels_last": self.on_cuda and self.spec.name == "resnet50",
-            "transfer": transfer_discipline(self.device.type),
+            "channels_last": self._channels_last,
+            "transfer": transfer_discipline(self.device.type, self.keeps_samples),
             "math": self.math,
+            "batch_size": self.batch_size,
+            **(self._resident.describe() if self._resident is not None
+               else {"samples_on_device": False}),
         }
 
     def mark_statistics_start(self) -> None:
@@ -186,6 +247,9 @@ class TorchBackend:
         return None
 
     def close(self) -> None:
+        if self._resident is not None:
+            self._resident.close()
+            self._resident = None
         self._finished.put(None)
         self._waiter.join(timeout=60)
         self.module = None

@@ -34,7 +34,7 @@ from loadgen.result import write_result
 from loadgen.runrecord import RunRecord, fresh_out_dir
 from loadgen.spec import Spec
 from loadgen.sync import StdinSync
-from loadgen.telemetry import Telemetry
+from loadgen.telemetry import SERVER_COMMANDS, Telemetry
 
 
 def open_endpoint(spec: Spec) -> OpenAIGenerator:
@@ -100,7 +100,7 @@ def run_capacity(spec: Spec, out_dir: str | Path, sync: StdinSync | None = None)
         for _ in range(spec.warmup_queries):
             generator.generate(prompt, llm.max_output_tokens)
         engine = describe_engine(generator.url)
-        telemetry = Telemetry(spec.device)
+        telemetry = Telemetry(spec.device, servers=SERVER_COMMANDS.get(spec.backend.name, ()))
         if sync is not None:
             sync.ready()
             state.sync = sync.wait_for_go()

@@ -5,6 +5,7 @@ result.json has the usual fields plus ``tokens``."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -39,7 +40,7 @@ from loadgen.runrecord import (
 )
 from loadgen.spec import Spec
 from loadgen.sync import StdinSync
-from loadgen.telemetry import Telemetry
+from loadgen.telemetry import SERVER_COMMANDS, Telemetry
 
 OFFLINE_HEADROOM = 1.2  # Offline's expected rate, over the warm-up's
 RATE_PROBE_ANSWERS = 8
@@ -142,8 +143,11 @@ def _run_loadgen(state: RunRecord, sut: TokenSut, spec: Spec, warm_rate: float |
         state.reason = sut.error
 
 
-def run_llm(spec: Spec, out_dir: str | Path, sync: StdinSync | None = None) -> dict[str, Any]:
-    """Run a model-llm spec and write ``out_dir/result.json``; returns the record."""
+def run_llm(spec: Spec, out_dir: str | Path, sync: StdinSync | None = None,
+            engine: Callable[[Spec], TokenGenerator] | None = None) -> dict[str, Any]:
+    """Run a model-llm spec and write ``out_dir/result.json``; returns the record.
+    ``engine`` replaces the spec's generator (benchmarks/harness_ceiling.py times the SUT
+    around one that costs nothing)."""
     out = fresh_out_dir(out_dir)
     binding = bind_device(spec.device)
     state = RunRecord(spec, out)
@@ -158,10 +162,10 @@ def run_llm(spec: Spec, out_dir: str | Path, sync: StdinSync | None = None) -> d
         state.model = {"path": None, "builtin": True, "variant": variant,
                        "inputs": [{"name": "input_ids", "dtype": "int64", "shape": [1, None]}],
                        "outputs": [{"name": "next_token", "dtype": "int64", "shape": [1]}]}
-        generator = open_generator(spec)
+        generator = (engine or open_generator)(spec)
         state.backend = generator.describe()
         warm_rate = _warm_up(generator, spec, llm)
-        telemetry = Telemetry(spec.device)
+        telemetry = Telemetry(spec.device, servers=SERVER_COMMANDS.get(spec.backend.name, ()))
         if sync is not None:
             sync.ready()
             state.sync = sync.wait_for_go()

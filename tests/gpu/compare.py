@@ -35,6 +35,16 @@ class Workload:
 
 RESNET50_FP16 = Workload("resnet50", "full", "fp16", 32)
 BERT_LARGE_FP16 = Workload("bert", "large", "fp16", 16)
+SWEEP_SECONDS = 1.5  # per candidate batch size of the probe
+
+
+def batch_sweep(host: GpuHost, work: Workload, batches: tuple[int, ...],
+                seconds: float = SWEEP_SECONDS) -> dict[str, Any]:
+    """The raw loop at each candidate batch size and the size chosen for this device
+    (loadgen.batchsize): {"rates": {batch: samples/s}, "chosen": batch, ...}."""
+    return json_line(run_module(host, "tests.gpu.rawloop", "sweep", work.model, work.variant,
+                                work.precision, ",".join(str(b) for b in batches),
+                                str(seconds)))
 
 
 @dataclass(frozen=True)

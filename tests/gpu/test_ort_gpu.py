@@ -98,9 +98,13 @@ def test_harness_runs_on_the_cuda_provider(ort_gpu: Any, gpu_host: GpuHost,
     assert backend["cuda_libraries_preloaded"] is True
     assert backend["thread_spinning"] is False
     assert record["sut"]["failed_samples"] == 0
+    graphs = backend["cuda_graphs"]  # replayed per batch size, or the provider's reason
+    assert graphs["enabled"] is True or isinstance(graphs["fallback_reason"], str), graphs
+    assert backend["provider_options"]["cudnn_conv_algo_search"] == "HEURISTIC"
     figures.note("onnxruntime_harness", {
         "execution_provider": record["device"]["execution_provider"],
-        "samples_per_second": record["throughput"]["samples_per_second"]})
+        "samples_per_second": record["throughput"]["samples_per_second"],
+        "cuda_graphs": graphs})
 
 
 def test_tensorrt_on_request_caches_its_engine(ort_gpu: Any, gpu_host: GpuHost,

@@ -45,6 +45,10 @@ class SimulatedReadings:
     utilization: tuple[int, int] = (87, 41)  # GPU %, memory %
     memory_used: dict[str, int] = field(default_factory=dict)  # bytes by GPU or MIG UUID
     throttle_reasons: int = 0  # nvmlClocksThrottleReason* bits (0: none)
+    # processes on a GPU or MIG device by UUID: (pid, used memory bytes); a device not
+    # named lists the GPU simulator's running processes without their memory
+    processes: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    sm_percent: dict[int, int] = field(default_factory=dict)  # per-process SM share by pid
 
 
 def _error(code: int) -> pynvml.NVMLError:
@@ -224,9 +228,26 @@ class PynvmlSimulator:
         return pynvml.NVML_SUCCESS
 
     def nvmlDeviceGetComputeRunningProcesses(self, handle: Any) -> list[Any]:
+        uuid = self.nvmlDeviceGetUUID(handle)
+        if uuid in self.readings.processes:
+            return [SimpleNamespace(pid=pid, usedGpuMemory=used)
+                    for pid, used in self.readings.processes[uuid]]
         if _key(handle) >> 24 == _KIND_MIG:
             return []
-        return [SimpleNamespace(pid=p) for p in self.sim.running_processes(self._gpu(handle))]
+        return [SimpleNamespace(pid=p, usedGpuMemory=None)
+                for p in self.sim.running_processes(self._gpu(handle))]
+
+    def nvmlDeviceGetProcessUtilization(self, handle: Any, last_seen: int) -> list[Any]:
+        """Per-process SM share (NVML: Not Supported on a MIG device; Not Found without a
+        sample newer than ``last_seen``)."""
+        if _key(handle) >> 24 == _KIND_MIG:
+            raise _error(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        stamp = last_seen + 1
+        samples = [SimpleNamespace(pid=pid, smUtil=share, memUtil=0, timeStamp=stamp)
+                   for pid, share in self.readings.sm_percent.items()]
+        if not samples:
+            raise _error(pynvml.NVML_ERROR_NOT_FOUND)
+        return samples
 
     def nvmlDeviceGetGraphicsRunningProcesses(self, handle: Any) -> list[Any]:
         raise _error(pynvml.NVML_ERROR_NOT_SUPPORTED)

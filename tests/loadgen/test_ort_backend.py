@@ -33,7 +33,8 @@ ALL_GPU = [TENSORRT_PROVIDER, CUDA_PROVIDER, CPU_PROVIDER]
 
 
 def test_a_gpu_run_uses_the_cuda_provider_even_where_tensorrt_is_present() -> None:
-    assert CUDA_OPTIONS == {"device_id": "0", "use_tf32": "1"}
+    assert CUDA_OPTIONS == {"device_id": "0", "use_tf32": "1",
+                            "cudnn_conv_algo_search": "HEURISTIC"}
     assert choose_providers("gpu", ALL_GPU) == [(CUDA_PROVIDER, CUDA_OPTIONS),
                                                 (CPU_PROVIDER, {})]
     assert choose_providers("mig", ALL_GPU, "cuda") == [(CUDA_PROVIDER, CUDA_OPTIONS),
@@ -107,6 +108,38 @@ def test_kept_samples_give_the_outputs_of_gathered_feeds(model_cache: Path, name
     assert runner.binding is binding
 
 
+@pytest.mark.parametrize("name", ["resnet50", "bert"])
+def test_static_buffers_per_batch_size_give_the_same_outputs(model_cache: Path,
+                                                            name: str) -> None:
+    """The CUDA-graph binding (fixed input and output buffers per batch size, host feeds
+    copied into them, a graph id per size) exercised on the CPU provider, which ignores
+    the graph id: the outputs are those of plain session runs."""
+    model = build_model(name, "tiny", "fp32", model_cache)
+    library = SampleLibrary(read_model_io(model), seed=3, performance_count=16)
+    library.preload()
+    library.load(list(range(16)))
+    session = ort.InferenceSession(str(model), session_options(ort, 1, True),
+                                   providers=[CPU_PROVIDER])
+    runner = BoundRunner(ort, session, [(CPU_PROVIDER, {})], "cpu", graphs=True)
+    warm = library.batch(np.arange(4))
+    np.testing.assert_allclose(runner.run(warm)[0], session.run(None, warm)[0],
+                               rtol=1e-5, atol=1e-6)  # before any sample is kept
+    assert library.preloaded is not None
+    runner.keep_samples(library.preloaded)
+    first_inputs = runner._inputs_for(4)
+    for batch in ([5, 1, 12, 2], [9, 0, 15], [5, 1, 12, 2]):
+        indices = np.array(batch)
+        expected = session.run(None, library.batch(indices))
+        for got in (runner.run_rows(library.rows(indices)),
+                    runner.run(library.batch(indices))):
+            for out, want in zip(got, expected, strict=True):
+                np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
+    assert runner._inputs_for(4) is first_inputs  # the addresses a graph was captured with
+    assert runner.graph_batch_sizes == [3, 4]
+    runner.want_outputs = False
+    assert runner.run_rows_wanted(library.rows(np.array([1, 2, 3, 4]))) == []
+
+
 def test_the_cpu_record_says_what_ran(model_cache: Path) -> None:
     model = build_model("resnet50", "tiny", "fp32", model_cache)
     backend = OrtBackend(str(model), 1, "cpu", None, "fp32", model_cache)
@@ -116,6 +149,8 @@ def test_the_cpu_record_says_what_ran(model_cache: Path) -> None:
     assert described["samples_on_device"] is False
     assert described["cuda_libraries_preloaded"] is False
     assert described["provider_options"] == {}
+    assert described["cuda_graphs"] == {"enabled": False, "batch_sizes": [],
+                                        "fallback_reason": "not on the CUDA provider"}
     assert backend.keep_samples({"input": np.zeros((1, 3), np.float32)}) is False
 
 

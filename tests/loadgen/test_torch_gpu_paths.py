@@ -1,5 +1,6 @@
 """Backend torch's arithmetic and transfer policy, checked with the CPU build of torch:
-cuDNN's autotuner and TF32 set explicitly and recorded for CUDA, and the GPU suite's raw
+cuDNN's algorithm choice pinned (heuristics, not a per-process autotuner) and TF32 set
+explicitly and recorded for CUDA, and the GPU suite's raw
 loop moving data exactly as the harness does (it drives the backend itself)."""
 
 from __future__ import annotations
@@ -39,14 +40,15 @@ def restored_math() -> Iterator[None]:
     torch.backends.cudnn.allow_tf32 = saved[2]
 
 
-def test_cuda_runs_set_cudnn_benchmark_and_tf32(restored_math: None) -> None:
-    torch.backends.cudnn.benchmark = False
+def test_cuda_runs_pin_cudnns_algorithms_and_set_tf32(restored_math: None) -> None:
+    torch.backends.cudnn.benchmark = True  # an autotuner's pick may differ between runs
     torch.set_float32_matmul_precision("highest")
     torch.backends.cudnn.allow_tf32 = False
     record = apply_math_policy(torch, math_policy("cuda"))
-    assert record == {"cudnn_benchmark": True, "tf32": True,
+    assert record == {"cudnn_benchmark": False, "cudnn_algorithms": "heuristic", "tf32": True,
                       "float32_matmul_precision": "high", "cudnn_allow_tf32": True}
-    assert torch.backends.cudnn.benchmark is True
+    assert torch.backends.cudnn.benchmark is False
+    assert torch.backends.cudnn.deterministic is False
     assert torch.backends.cuda.matmul.allow_tf32 is True
 
 
@@ -78,3 +80,13 @@ def test_raw_loop_moves_data_as_the_harness_does(tmp_path: Path) -> None:
                 "weight_seed", "channels_last"):
         assert raw["backend"][key] == record["backend"][key], key
     assert record["backend"]["math"] == {"cudnn_benchmark": False, "tf32": False}
+
+
+def test_the_batch_probe_sweeps_sizes_and_chooses_one() -> None:
+    done = subprocess.run([sys.executable, "-m", "tests.gpu.rawloop", "sweep", "bert", "tiny",
+                           "fp32", "2,4", "0.3", "cpu"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300, check=True)
+    swept = json.loads(done.stdout.strip().splitlines()[-1])
+    assert set(swept["rates"]) == {"2", "4"} and swept["errors"] == {}
+    assert all(rate > 0 for rate in swept["rates"].values())
+    assert swept["chosen"] in (2, 4)

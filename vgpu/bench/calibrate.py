@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from vgpu.bench.fanout import RoundListener, RoundTimeouts, run_round
 from vgpu.bench.targets import Target
@@ -23,6 +25,29 @@ MAX_PROBES = 4
 # that runs a little long is not. A short probe under-reads a shared CPU by 20-40% (thread
 # pools and caches still warming), so 1.2 left many runs INVALID.
 HEADROOM = 1.5
+# On a GPU the probe reads the rate to a few percent once warmed up (the harness's warm-up
+# queries run before it): a little headroom keeps the run valid without making it last
+# half as long again; the first probe is long enough (200 batches) that a second is rarely
+# needed, and half a second of it is enough to read a GPU's rate.
+GPU_HEADROOM = 1.1
+GPU_FIRST_PROBE_BATCHES = 200
+GPU_PROBE_MIN_S = 0.5
+
+
+@dataclass
+class OfflineProbe:
+    """Each instance's probed rate, the expected QPS for its timed runs, and the last
+    probe's record (its completion timeline sizes a GPU run: vgpu.bench.runlength)."""
+
+    rates: dict[str, float] = field(default_factory=dict)
+    expected_qps: dict[str, float] = field(default_factory=dict)
+    records: dict[str, dict[str, Any]] = field(default_factory=dict)
+    probes: int = 0
+    headroom: float = HEADROOM
+
+
+def on_gpu(targets: Sequence[Target]) -> bool:
+    return all(t.device.get("kind") in ("gpu", "mig") for t in targets)
 
 
 def calibrate_offline(
@@ -34,8 +59,27 @@ def calibrate_offline(
     seed: int = 0,
 ) -> dict[str, float]:
     """Instance name -> expected Offline QPS for the timed runs."""
-    samples = {t.instance: max(2 * workload.batch, 64) for t in targets}
-    rates: dict[str, float] = {}
+    return probe_offline(targets, workload, probe_dir, listener, timeouts, seed).expected_qps
+
+
+def probe_offline(
+    targets: Sequence[Target],
+    workload: EffectiveWorkload,
+    probe_dir: Callable[[int, str], Path],
+    listener: RoundListener | None = None,
+    timeouts: RoundTimeouts = RoundTimeouts(),
+    seed: int = 0,
+) -> OfflineProbe:
+    """Probe rounds until the shortest instance's probe lasted long enough (sized for a
+    GPU where every target is one)."""
+    gpu = on_gpu(targets)
+    first = max(2 * workload.batch, 64)
+    if gpu:
+        first = max(first, GPU_FIRST_PROBE_BATCHES * workload.batch)
+    min_s = GPU_PROBE_MIN_S if gpu else PROBE_MIN_S
+    samples = {t.instance: first for t in targets}
+    probe = OfflineProbe(headroom=GPU_HEADROOM if gpu else HEADROOM)
+    rates = probe.rates
     for attempt in range(MAX_PROBES):
         specs = {
             t.instance: harness_spec(
@@ -58,8 +102,11 @@ def calibrate_offline(
                 raise RemoteError(f"calibration probe of {outcome.target.instance} "
                                   "reported no throughput")
             rates[outcome.target.instance] = float(rate)
+            probe.records[outcome.target.instance] = outcome.record or {}
+        probe.probes = attempt + 1
         shortest = min(samples[name] / rate for name, rate in rates.items())
-        if shortest >= PROBE_MIN_S:
+        if shortest >= min_s:
             break
         samples = {name: math.ceil(rate * PROBE_TARGET_S) for name, rate in rates.items()}
-    return {name: rate * HEADROOM for name, rate in rates.items()}
+    probe.expected_qps = {name: rate * probe.headroom for name, rate in rates.items()}
+    return probe

@@ -9,12 +9,22 @@ from collections.abc import Sequence
 from typing import Any
 
 from vgpu.bench.fanout import InstanceOutcome
-from vgpu.results.disturbance import CPU_STEAL, GPU_OTHERS, GPU_THROTTLED, OTHER_CPU
+from vgpu.results.disturbance import (
+    CPU_STEAL,
+    GPU_OTHER_PROCESS,
+    GPU_OTHERS,
+    GPU_THROTTLED,
+    OTHER_CPU,
+)
 from vgpu.results.records import Metric
 
-# NVML clock-throttle reasons that say something else slowed the GPU: SW/HW power cap,
-# HW slowdown, sync boost, SW/HW thermal, power brake (not idle or application clocks).
-_DISTURBING_THROTTLE = 0x2 | 0x4 | 0x8 | 0x10 | 0x20 | 0x40 | 0x80
+# NVML clock-throttle reasons that say the hardware held the clocks down: HW slowdown
+# (0x8), HW thermal slowdown (0x40), HW power brake (0x80). Not idle (0x1), application
+# clocks (0x2), the software power cap (0x4), sync boost (0x10) or software thermal (0x20):
+# a GPU at full load, or slices sharing one power budget, show those normally.
+HW_SLOWDOWN, HW_THERMAL, HW_POWER_BRAKE = 0x8, 0x40, 0x80
+DISTURBING_THROTTLE = HW_SLOWDOWN | HW_THERMAL | HW_POWER_BRAKE
+COMMAND_CHARS = 80  # of a disturbing process's command, in its metric's unit
 
 
 def _machine(outcome: InstanceOutcome) -> str:
@@ -51,13 +61,52 @@ def disturbance_metrics(outcomes: Sequence[InstanceOutcome]) -> list[Metric]:
         metrics.append(Metric(CPU_STEAL, 100.0 * max(load["steal_share"] for v in
                                                      loads.values() for load in v), "%"))
     gpus = [(_telemetry(o).get("gpu") or {}).get("metrics") or {} for o in outcomes]
-    others = [g["other_processes"]["max"] for g in gpus
+    siblings = _sibling_pids(outcomes)
+    others = [max(0.0, g["other_processes"]["max"] - len(_seen(o, siblings[i], True)))
+              for i, (o, g) in enumerate(zip(outcomes, gpus, strict=True))
               if (g.get("other_processes") or {}).get("max") is not None]
     if others:
         metrics.append(Metric(GPU_OTHERS, max(others), "processes"))
+    metrics += other_process_metrics(outcomes, siblings)
     reasons = [int(g["clocks_throttle_reasons"]["max"]) for g in gpus
                if (g.get("clocks_throttle_reasons") or {}).get("max") is not None]
     if reasons:
-        throttled = any(r & _DISTURBING_THROTTLE for r in reasons)
+        throttled = any(r & DISTURBING_THROTTLE for r in reasons)
         metrics.append(Metric(GPU_THROTTLED, 1.0 if throttled else 0.0, "flag"))
+    return metrics
+
+
+def _sibling_pids(outcomes: Sequence[InstanceOutcome]) -> list[set[int]]:
+    """For each instance, the PIDs of the other harness instances on its machine: they are
+    the run, not a disturbance, when they share a GPU with it."""
+    by_machine: dict[str, set[int]] = defaultdict(set)
+    own: list[int | None] = []
+    for outcome in outcomes:
+        pid = (_telemetry(outcome).get("host") or {}).get("pid")
+        own.append(pid)
+        if pid is not None:
+            by_machine[_machine(outcome)].add(int(pid))
+    return [by_machine[_machine(o)] - {pid} for o, pid in zip(outcomes, own, strict=True)]
+
+
+def _seen(outcome: InstanceOutcome, siblings: set[int], of_siblings: bool
+          ) -> list[dict[str, Any]]:
+    """The processes the instance saw using its device: those that are sibling instances,
+    or those that are not."""
+    seen = ((_telemetry(outcome).get("gpu") or {}).get("other_processes") or {}).get(
+        "seen") or []
+    return [p for p in seen if (int(p["pid"]) in siblings) == of_siblings]
+
+
+def other_process_metrics(outcomes: Sequence[InstanceOutcome],
+                          siblings: list[set[int]] | None = None) -> list[Metric]:
+    """One instance metric per process that disturbed an instance's device: its PID as the
+    value, its command as the unit, so that a disturbed run names what ran beside it."""
+    siblings = siblings if siblings is not None else _sibling_pids(outcomes)
+    metrics = []
+    for outcome, theirs in zip(outcomes, siblings, strict=True):
+        for process in _seen(outcome, theirs, False):
+            metrics.append(Metric(GPU_OTHER_PROCESS, float(process["pid"]),
+                                  str(process["command"])[:COMMAND_CHARS],
+                                  outcome.target.instance))
     return metrics

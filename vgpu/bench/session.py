@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 
-from vgpu.bench.calibrate import HEADROOM, calibrate_offline
+from vgpu.bench.calibrate import HEADROOM, probe_offline
 from vgpu.bench.clock import clock_metrics
 from vgpu.bench.collect import instance_result, server_split_metrics
 from vgpu.bench.disturbance import disturbance_metrics
@@ -18,6 +18,7 @@ from vgpu.bench.outcome import BenchListener, BenchOutcome, QuietListener, Workl
 from vgpu.bench.overlap import overlap_metrics, round_overlap, stability_metrics
 from vgpu.bench.pacing import Budget, Pacing, pacing_for
 from vgpu.bench.provenance import scenario_revision
+from vgpu.bench.runlength import gpu_run_seconds
 from vgpu.bench.targets import Target
 from vgpu.bench.triton import TritonSetup, deployed
 from vgpu.bench.workload import BenchOverrides, EffectiveWorkload, effective_workload, harness_spec
@@ -155,7 +156,7 @@ def calibrate(
     probe_root = store.logs_root / "probes" / result.series_id
     listen.begin_round([t.instance for t in targets], 2.0)
     try:
-        result.calibrated_qps = calibrate_offline(
+        probe = probe_offline(
             targets, effective, lambda n, inst: probe_root / f"probe-{n}" / inst,
             listen, timeouts, seed=overrides.seed,
         )
@@ -164,8 +165,15 @@ def calibrate(
         return False
     finally:
         listen.end_round()
+    result.calibrated_qps = probe.expected_qps
     rates = ", ".join(f"{k} {number(v)}/s" for k, v in result.calibrated_qps.items())
-    effective.notes.append(f"Offline expected QPS from a probe round (x{HEADROOM}): {rates}")
+    effective.notes.append(f"Offline expected QPS from a probe round (x{probe.headroom:g}): "
+                           f"{rates}")
+    if effective.sized_by_stability:
+        length = gpu_run_seconds(probe.records,
+                                 effective.duration_upper_s or effective.duration_s)
+        effective.duration_s = length.seconds
+        effective.notes.append(f"GPU run length {length.seconds:g} s: {length.reason}")
     return True
 
 

@@ -30,6 +30,7 @@ from loadgen.contract import (
     is_builtin_model,
     mlperf_token_targets,
 )
+from vgpu.bench.runlength import GPU_MAX_RUN_S, GPU_MIN_RUN_S, GPU_UNPROBED_RUN_S
 from vgpu.defaults import DEFAULT_MAX_CLOCK_OFFSET_MS
 from vgpu.model.scenario import InferenceWorkload
 
@@ -84,6 +85,10 @@ class EffectiveWorkload:
     slowdown: float = 0.0  # injected on purpose (--inject-slowdown): never a real result
     llm: LlmSpec | None = None  # model llm's token workload
     openai_url: str | None = None  # backend openai: the serving endpoint (unset: loopback)
+    # on a GPU without an explicit duration: the Offline probe sizes the run length from
+    # the rate's stability (vgpu.bench.runlength), up to ``duration_upper_s``
+    sized_by_stability: bool = False
+    duration_upper_s: float | None = None
 
     @property
     def key(self) -> str:
@@ -139,6 +144,7 @@ def effective_workload(
     workload: InferenceWorkload, on_cpu: bool, overrides: BenchOverrides
 ) -> EffectiveWorkload:
     notes: list[str] = []
+    sized, upper = False, workload.duration_s
     variant = workload.variant
     builtin = is_builtin_model(workload.model)
     if on_cpu and builtin and variant is None and not overrides.full_models:
@@ -164,6 +170,16 @@ def effective_workload(
                      "(the workload's cpu_duration_s)")
     else:
         duration = workload.duration_s
+        sized = "duration_s" not in workload.model_fields_set and \
+            workload.model not in (LLM_MODEL,)
+        if sized:
+            upper = duration
+            duration = min(duration, GPU_UNPROBED_RUN_S)
+            notes.append(
+                f"GPU: the run length follows the rate's stability measured by the Offline "
+                f"probe ({GPU_MIN_RUN_S:g}-{min(upper, GPU_MAX_RUN_S):g} s; "
+                f"{duration:g} s without a probe), not {upper:g} s: MLPerf's rule for a "
+                f"published figure, which --mlperf-rules keeps")
     if overrides.slowdown:
         notes.append(f"INJECTED SLOWDOWN: each batch takes 1/(1 - {overrides.slowdown:g}) as "
                      "long (--inject-slowdown, for calibrating verdicts: not a measurement)")
@@ -185,6 +201,7 @@ def effective_workload(
         rules_duration_s=overrides.duration_s if overrides.mlperf_rules else None,
         stability_pct=stability, min_valid=overrides.min_valid or workload.min_valid,
         slowdown=overrides.slowdown, llm=llm, openai_url=workload.url,
+        sized_by_stability=sized, duration_upper_s=upper if sized else None,
     )
 
 

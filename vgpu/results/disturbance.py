@@ -18,9 +18,14 @@ from vgpu.results.records import Metric
 # the run's harness instances: /proc/stat's busy time less the instances' own CPU time
 OTHER_CPU = "other_cpu_share"
 CPU_STEAL = "cpu_steal_share"  # percent of the machine's CPU the hypervisor stole
-GPU_OTHERS = "gpu_other_processes"  # most processes seen on a device besides the harness
-GPU_THROTTLED = "gpu_clocks_throttled"  # 1: clocks held down by power, heat or sync boost
-DISTURBANCE_METRICS = frozenset({OTHER_CPU, CPU_STEAL, GPU_OTHERS, GPU_THROTTLED})
+# most processes seen at once on an instance's device that used it (memory or SM share above
+# the harness's floors: loadgen/telemetry.py), not the harness itself nor its own server
+GPU_OTHERS = "gpu_other_processes"
+# one per such process and instance: its PID, its command as the unit
+GPU_OTHER_PROCESS = "gpu_other_process_pid"
+GPU_THROTTLED = "gpu_clocks_throttled"  # 1: clocks held down by HW slowdown, heat, power brake
+DISTURBANCE_METRICS = frozenset({OTHER_CPU, CPU_STEAL, GPU_OTHERS, GPU_OTHER_PROCESS,
+                                 GPU_THROTTLED})
 
 # Beyond these a run is disturbed. 15% of the machine is, on the 2-core machine the
 # defaults were measured on, 0.3 of a core: more than the repeat noise (1.2%) can hide.
@@ -38,14 +43,16 @@ class Disturbance(NamedTuple):
         return f"disturbed: {'; '.join(self.reasons)} during run {self.run_id}"
 
 
-def _reason(name: str, value: float) -> str:
+def _reason(name: str, value: float, processes: list[Metric]) -> str:
     if name == OTHER_CPU:
         return f"other processes used {value:.0f}% of the CPU"
     if name == CPU_STEAL:
         return f"the hypervisor stole {value:.0f}% of the CPU"
     if name == GPU_OTHERS:
-        return f"{value:.0f} other process(es) ran on the GPU"
-    return "the GPU's clocks were throttled (power, thermal or sync boost)"
+        named = "; ".join(f"pid {p.value:.0f} ({p.unit}) on {p.instance}'s device"
+                          for p in processes)
+        return f"{value:.0f} other process(es) ran on the GPU" + (f": {named}" if named else "")
+    return "the GPU's clocks were held down by the hardware (slowdown, thermal or power brake)"
 
 
 def ignored() -> bool:
@@ -57,6 +64,8 @@ def disturbance(run_id: int, metrics: Iterable[Metric]) -> Disturbance | None:
     (always None while $VGPU_IGNORE_DISTURBANCE is set)."""
     if ignored():
         return None
-    reasons = [_reason(m.name, m.value) for m in metrics
+    metrics = list(metrics)
+    processes = [m for m in metrics if m.name == GPU_OTHER_PROCESS]
+    reasons = [_reason(m.name, m.value, processes) for m in metrics
                if m.instance is None and m.name in LIMITS and m.value > LIMITS[m.name]]
     return Disturbance(run_id, reasons) if reasons else None

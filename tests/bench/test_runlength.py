@@ -1,0 +1,127 @@
+"""Run length on a GPU (vgpu.bench.runlength, pure; the workload's sizing): from the
+probe's completion timeline, not MLPerf's 600 s, which --mlperf-rules and an explicit
+duration keep."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from vgpu.bench.runlength import (
+    GPU_MAX_RUN_S,
+    GPU_MIN_RUN_S,
+    GPU_UNPROBED_RUN_S,
+    TARGET_NOISE_PCT,
+    gpu_run_seconds,
+    window_rates,
+)
+from vgpu.bench.workload import BenchOverrides, effective_workload
+from vgpu.model.scenario import InferenceWorkload
+
+
+def timeline(rates: list[float], window_s: float, batch: int = 8,
+             start: float = 1000.0) -> dict[str, list[float]]:
+    """Completions batch by batch at ``rates[k]`` samples/s in window k."""
+    unix, samples, now, done = [start], [0.0], start, 0
+    for rate in rates:
+        end = now + window_s
+        step = batch / rate
+        while now + step <= end + 1e-9:
+            now += step
+            done += batch
+            unix.append(now)
+            samples.append(float(done))
+        now = end
+    return {"unix": unix, "samples": samples}
+
+
+def record(rates: list[float], window_s: float) -> dict[str, Any]:
+    return {"sut": {"completions": timeline(rates, window_s)}}
+
+
+def test_window_rates_read_the_timeline_back() -> None:
+    got = window_rates(timeline([800.0] * 4 + [400.0] * 4, 0.5), windows=8)
+    assert got == pytest.approx([800.0] * 4 + [400.0] * 4, rel=0.03)
+    assert window_rates({"unix": [1.0], "samples": [0.0]}) == []
+    assert window_rates(timeline([800.0], 0.01)) == []  # too few completions per window
+
+
+def test_a_steady_gpu_runs_the_shortest_length() -> None:
+    length = gpu_run_seconds({"a": record([16_000.0] * 8, 0.25)}, upper_s=600)
+    assert length.seconds == GPU_MIN_RUN_S
+    assert length.noise_pct is not None and length.noise_pct < TARGET_NOISE_PCT
+
+
+def test_noise_lengthens_the_run_as_one_over_its_square_root() -> None:
+    rng = np.random.default_rng(4)
+    wobbly = list(800.0 * (1 + 0.02 * rng.standard_normal(8)))
+    length = gpu_run_seconds({"a": record([16_000.0] * 8, 0.25), "b": record(wobbly, 0.5)},
+                             upper_s=600)
+    assert length.noise_pct is not None and length.window_s is not None
+    expected = length.window_s * (length.noise_pct / TARGET_NOISE_PCT) ** 2
+    assert length.seconds == min(GPU_MAX_RUN_S, max(GPU_MIN_RUN_S, np.ceil(expected)))
+    assert GPU_MIN_RUN_S < length.seconds <= GPU_MAX_RUN_S
+    assert "varied" in length.reason
+    capped = gpu_run_seconds({"b": record([800.0, 400.0] * 4, 0.5)}, upper_s=45)
+    assert capped.seconds == 45  # the workload's own duration bounds it
+
+
+def test_without_a_usable_timeline_the_upper_bound_is_kept() -> None:
+    length = gpu_run_seconds({"a": {"sut": {}}}, upper_s=600)
+    assert (length.seconds, length.noise_pct) == (GPU_MAX_RUN_S, None)
+
+
+def _resnet(**fields: object) -> InferenceWorkload:
+    return InferenceWorkload(model="resnet50", scenario="Offline", batch=64, precision="fp16",
+                             **fields)
+
+
+def test_a_gpu_workload_without_a_duration_is_sized_by_stability() -> None:
+    sized = effective_workload(_resnet(), on_cpu=False, overrides=BenchOverrides())
+    assert sized.sized_by_stability and sized.duration_upper_s == 600
+    assert sized.duration_s == GPU_UNPROBED_RUN_S
+    assert any("follows the rate's stability" in n and "--mlperf-rules" in n
+               for n in sized.notes)
+    for kept in (effective_workload(_resnet(duration_s=600), on_cpu=False,
+                                    overrides=BenchOverrides()),
+                 effective_workload(_resnet(), on_cpu=False,
+                                    overrides=BenchOverrides(mlperf_rules=True)),
+                 effective_workload(_resnet(), on_cpu=False,
+                                    overrides=BenchOverrides(duration_s=5))):
+        assert not kept.sized_by_stability
+    assert not effective_workload(_resnet(), on_cpu=True,
+                                  overrides=BenchOverrides()).sized_by_stability
+
+
+def test_the_probe_is_sized_for_a_gpu(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    from vgpu.bench import calibrate
+    from vgpu.bench.fanout import InstanceOutcome, RoundResult
+    from vgpu.bench.targets import Target
+    from vgpu.remote.local import LocalTransport
+
+    asked: list[int] = []
+
+    def fake_round(targets: Any, specs: dict[str, Any], *args: Any, **kw: Any) -> RoundResult:
+        asked.extend(spec["loadgen"]["min_query_count"] for spec in specs.values())
+        return RoundResult([InstanceOutcome(t, tmp_path, 0, {
+            "throughput": {"samples_per_second": 16_000.0},
+            "sut": {"completions": timeline([16_000.0] * 8, 0.1)}}) for t in targets])
+
+    monkeypatch.setattr(calibrate, "run_round", fake_round)
+
+    def target(kind: str) -> Target:
+        return Target(instance=f"i-{kind}", transport=LocalTransport(),
+                      harness="python -m loadgen", work_root=str(tmp_path),
+                      device={"kind": kind}, device_label=kind, target_kind="local")
+
+    workload = effective_workload(_resnet(), on_cpu=False, overrides=BenchOverrides())
+    gpu = calibrate.probe_offline([target("gpu")], workload, lambda n, i: tmp_path)
+    assert asked == [calibrate.GPU_FIRST_PROBE_BATCHES * 64]  # one probe: 12,800 samples
+    assert (gpu.probes, gpu.headroom) == (1, calibrate.GPU_HEADROOM)
+    assert gpu.expected_qps == {"i-gpu": pytest.approx(16_000.0 * calibrate.GPU_HEADROOM)}
+    assert gpu_run_seconds(gpu.records, 600).seconds == GPU_MIN_RUN_S
+    asked.clear()
+    cpu = calibrate.probe_offline([target("cpu")], workload, lambda n, i: tmp_path)
+    assert asked[0] == 128 and cpu.probes == 2 and cpu.headroom == calibrate.HEADROOM

@@ -1,0 +1,85 @@
+"""How long a timed run lasts on a GPU (pure). MLPerf's 600 s is a rule for a published
+figure (``--mlperf-rules`` keeps it); an A/B comparison needs a run long enough that its
+rate's own noise is small next to the differences the verdict looks for. The Offline
+probe's completion timeline says how much the rate wanders: its rate in equal windows,
+their coefficient of variation at that window length, and, as windows average, the run
+length at which the noise falls to the target (noise ~ 1/sqrt(length)), within bounds."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+# A run's rate noise the length aims at (percent). The A/A spread of BERT on an H200 was
+# 0.5% between 5 s runs; a quarter of a percent keeps the run's own noise well below it.
+TARGET_NOISE_PCT = 0.25
+# At least: clocks and power settle, LoadGen's start and end are a small part of the run.
+GPU_MIN_RUN_S = 10.0
+GPU_MAX_RUN_S = 120.0
+# Without a probe to measure (a Server run, an Offline workload with its own target_qps).
+GPU_UNPROBED_RUN_S = 60.0
+PROBE_WINDOWS = 8
+MIN_WINDOW_SAMPLES = 4  # a window with fewer completions is too coarse to count
+
+
+@dataclass(frozen=True)
+class RunLength:
+    seconds: float
+    noise_pct: float | None  # the worst instance's rate CV in the probe's windows
+    window_s: float | None
+    reason: str
+
+
+def window_rates(completions: Mapping[str, Sequence[float]], windows: int = PROBE_WINDOWS
+                 ) -> list[float]:
+    """The rate (samples/s) in ``windows`` equal spans of a run's completion timeline
+    (``unix`` times, ``samples`` completed by then, as the harness records them); [] when
+    the timeline is too coarse for that many windows."""
+    times, counts = list(completions.get("unix") or []), list(completions.get("samples") or [])
+    if len(times) < 2 or times[-1] <= times[0]:
+        return []
+    start, end = times[0], times[-1]
+    width = (end - start) / windows
+
+    def done_by(moment: float) -> float:
+        # completions are steps: the count reached at the last point not after ``moment``
+        index = max(i for i, t in enumerate(times) if t <= moment + 1e-12)
+        return counts[index]
+
+    edges = [done_by(start + k * width) for k in range(windows)] + [counts[-1]]
+    per_window = [b - a for a, b in itertools.pairwise(edges)]
+    if min(per_window) < MIN_WINDOW_SAMPLES:
+        return []
+    return [n / width for n in per_window]
+
+
+def gpu_run_seconds(probe_records: Mapping[str, dict[str, Any]], upper_s: float,
+                    target_pct: float = TARGET_NOISE_PCT) -> RunLength:
+    """The run length for the instances whose Offline probe records these are."""
+    upper = min(upper_s, GPU_MAX_RUN_S)
+    lower = min(GPU_MIN_RUN_S, upper)
+    worst: tuple[float, float] | None = None  # (cv %, window s)
+    for record in probe_records.values():
+        completions = (record.get("sut") or {}).get("completions") or {}
+        rates = window_rates(completions)
+        if len(rates) < 2:
+            continue
+        times = completions["unix"]
+        window = (times[-1] - times[0]) / len(rates)
+        cv = 100.0 * statistics.stdev(rates) / statistics.fmean(rates)
+        if worst is None or cv * math.sqrt(window) > worst[0] * math.sqrt(worst[1]):
+            worst = (cv, window)
+    if worst is None:
+        return RunLength(upper, None, None, "the probe's timeline was too short to measure "
+                         f"the rate's noise: the upper bound {upper:g} s")
+    cv, window = worst
+    needed = window * (cv / target_pct) ** 2
+    seconds = min(upper, max(lower, math.ceil(needed)))
+    return RunLength(float(seconds), cv, window,
+                     f"the probe's rate varied {cv:.2f}% between {window:.2f} s windows: "
+                     f"{needed:.1f} s brings it to {target_pct:g}% "
+                     f"(bounds {lower:g}-{upper:g} s)")
