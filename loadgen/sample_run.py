@@ -74,30 +74,42 @@ def _open_backend(spec: Spec, model_path: Path | None, model_io: ModelIO) -> Bac
 
 
 # Set only by the simulator lab's guests (vgpu sim): the share of the work a simulated
-# upgraded host takes away, so that a lab without GPUs can show a host that regressed.
+# upgraded host takes away, so that a lab without GPUs can show a host that regressed, and
+# the compute slices of the guest's simulated GPU where the lab paces runs as a GPU
+# (`vgpu sim up --device-model gpu`).
 SIM_HOST_SLOWDOWN = "VGPU_SIM_HOST_SLOWDOWN"
+SIM_DEVICE_SLICES = "VGPU_SIM_DEVICE_SLICES"
 
 
 def _open_slowed(spec: Spec, model_path: Path | None, model_io: ModelIO) -> Backend:
     """The spec's backend, slowed by ``spec.slowdown`` when it asks for it, and by the
-    simulator lab's host slowdown where its guest sets one."""
+    simulator lab's host slowdown where its guest sets one; paced as the lab's simulated
+    GPU where the guest has one."""
     backend = _open_backend(spec, model_path, model_io)
     from loadgen.backends.slowed import SlowedBackend
 
     if spec.slowdown:
         backend = SlowedBackend(backend, spec.slowdown)
-    simulated = _simulated_host_slowdown()
-    if simulated:
-        backend = SlowedBackend(backend, simulated, "simulated_host_slowdown")
+    host_slowdown = _sim_number(SIM_HOST_SLOWDOWN, 0.0, 0.9)
+    slices = int(_sim_number(SIM_DEVICE_SLICES, 1.0, 65.0))
+    if slices:
+        from loadgen.backends.simulated_device import SimulatedDevice, device_rate
+
+        return SimulatedDevice(backend, device_rate(spec.model.name, slices),
+                               slowdown=host_slowdown)
+    if host_slowdown:
+        backend = SlowedBackend(backend, host_slowdown, "simulated_host_slowdown")
     return backend
 
 
-def _simulated_host_slowdown() -> float:
+def _sim_number(name: str, low: float, high: float) -> float:
+    """A simulator lab's setting from the environment: 0 when unset or outside
+    [low, high)."""
     try:
-        share = float(os.environ.get(SIM_HOST_SLOWDOWN) or 0.0)
+        value = float(os.environ.get(name) or 0.0)
     except ValueError:
         return 0.0
-    return share if 0.0 < share < 0.9 else 0.0
+    return value if low <= value < high and value > 0 else 0.0
 
 
 def _load_dataset(path: str | None) -> dict[str, np.ndarray] | None:

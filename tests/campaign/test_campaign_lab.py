@@ -139,7 +139,7 @@ def test_a_campaign_stops_where_a_host_breaks_resumes_after_kills_and_fails_a_sl
     # Resumed: the upgrade is not done again; the undrain finds the VIB gone.
     code, out = lab.vgpu("campaign", "run", str(lab.file), "--resume")
     assert code == 1, out
-    assert f"{H0}: upgrade: upgraded already" in out
+    assert f"[{H0}] upgrade: upgraded already" in out
     assert f"host {H0} has no NVIDIA host driver VIB any more" in out
     assert f"Host {H0} is in maintenance mode" in out
     assert lab.campaign_upgrades(H0) == 1
@@ -155,7 +155,7 @@ def test_a_campaign_stops_where_a_host_breaks_resumes_after_kills_and_fails_a_sl
     code, out = lab.vgpu("campaign", "run", str(lab.file), "--resume",
                          failpoint=f"{H0}:revalidate")
     assert code == KILLED, out
-    assert f"{H0}: undrain: out of maintenance mode since" in out  # not undrained twice
+    assert f"[{H0}] undrain: out of maintenance mode since" in out  # not undrained twice
     code, out = lab.vgpu("campaign", "run", str(lab.file), "--resume")
     if code == 4:  # H0 undecided on this shared CPU: the engineer's decision, recorded
         assert f"{H0}: INCONCLUSIVE" in out and "--accept" in out

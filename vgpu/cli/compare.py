@@ -12,7 +12,7 @@ from rich.markup import escape
 
 from vgpu.cli import common
 from vgpu.cli.checks import check_compare_inputs
-from vgpu.cli.options import DbOpt, JsonOpt
+from vgpu.cli.options import DbOpt, InventoryReq, JsonOpt
 from vgpu.cli.root import app
 from vgpu.defaults import DEFAULT_DB
 from vgpu.errors import InputError
@@ -94,6 +94,48 @@ def baseline_list(db: DbOpt = DEFAULT_DB) -> None:
     with ResultStore.open_existing(db) as store:
         for item in store.baselines():
             common.console.print(f"{item.name}: run {item.run_id}, series {item.series_id[:8]}")
+
+
+@baseline_app.command("remap")
+def baseline_remap(
+    name: Annotated[str, typer.Argument(help="the baseline set, e.g. pre-upgrade@esx07",
+                                        show_default=False)],
+    inventory: InventoryReq = None,
+    host: Annotated[str | None, typer.Option(
+        "--host", help="the host whose hardware UUID the set takes (default: the host it "
+        "was captured on)")] = None,
+    db: DbOpt = DEFAULT_DB,
+) -> None:
+    """Tie a baseline set to a host's hardware UUID as vCenter reports it now, on purpose:
+    a host whose board was replaced (a new UUID, the same name) is otherwise refused as
+    another machine. Says the UUIDs before and after."""
+    from dataclasses import replace
+
+    from vgpu.results.store import ResultStore
+    from vgpu.vsphere.hostid import host_uuid
+
+    assert inventory is not None  # InventoryReq finds one or stops with exit 2
+    loaded, path = common.site_of(inventory).require("remap needs an inventory",
+                                                     fix="pass --inventory")
+    with ResultStore.open_existing(db) as store:
+        record = store.baseline_set(name)
+        if record is None:
+            names = ", ".join(s.name for s in store.baseline_sets()) or "none"
+            raise InputError.single("command line", "NAME", f"no baseline set '{name}' in "
+                                    f"{db}", fix=f"name one of: {names}")
+        target = host or record.host
+        if target is None:
+            raise InputError.single("command line", "--host", f"baseline set '{name}' was "
+                                    "captured on no pinned host", fix="pass --host HOST")
+        uuid = host_uuid(loaded, path, target)
+        if uuid is None:
+            raise InputError.single("command line", "--host", f"vCenter has no host "
+                                    f"{target} (or it reports no hardware UUID)",
+                                    fix="name a host of the inventory's vCenter")
+        store.put_baseline_set(replace(record, hardware_uuid=uuid))
+    common.console.print(f"baseline set '{name}': hardware UUID {record.hardware_uuid or '-'}"
+                         f" -> {uuid} (host {target}, as vCenter reports it now)",
+                         highlight=False)
 
 
 def _references(path: Path) -> dict[str, Reference]:

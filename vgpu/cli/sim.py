@@ -53,6 +53,11 @@ def sim_up(
     xorg: Annotated[bool, typer.Option(
         "--xorg/--no-xorg", help="--no-xorg: compute GPUs, as A100/H100 hosts are: Xorg "
         "not running and not starting (vGPU needs none since vSphere 7.0 U1)")] = True,
+    device_model: Annotated[str, typer.Option(
+        "--device-model", help="how the guests' harness runs are paced: cpu (as fast as "
+        "this machine runs the model: a functional check) or gpu (a SIMULATED GPU: a fixed "
+        "rate per compute slice and a GPU's 0.5% run-to-run noise, so verdicts can decide; "
+        "needs the lab's Docker daemon)")] = "cpu",
     inventory_out: Annotated[Path, typer.Option(help="inventory file to write for the lab "
                                                 "(found by every command in this folder)")] =
     Path(catalog.LOCAL_INVENTORY),
@@ -69,12 +74,15 @@ def sim_up(
         raise InputError.single("command line", "--no-vgpu-hosts/--no-gpu-hosts",
                                 "more special hosts than --hosts", fix="raise --hosts")
     _check_host_indexes(maintenance or [], hosts)
+    if device_model not in ("cpu", "gpu"):
+        raise InputError.single("command line", "--device-model", f"'{device_model}' is "
+                                "not a device model", fix="give cpu or gpu")
     shape = LabShape(hosts=hosts, gpus_per_host=gpus, no_vgpu_hosts=no_vgpu_hosts,
                      no_gpu_hosts=no_gpu_hosts, tls=tls, listen=f"127.0.0.1:{port}",
                      esxi_build=esxi_build, vib_version=vib_version,
                      removed_vgpu_types=tuple(remove_vgpu_type or ()),
                      maintenance=tuple(sorted(set(maintenance or []))),
-                     system_vms=system_vms, xorg_off=not xorg)
+                     system_vms=system_vms, xorg_off=not xorg, device_model=device_model)
     out = common.console
     missing = guests_missing()
     if missing:
@@ -97,6 +105,9 @@ def sim_up(
                   "maintenance mode by `vgpu drain`")
     if shape.xorg_off:
         out.print("  Xorg: not running on any host (compute GPUs)")
+    if shape.device_model == "gpu":
+        out.print("  guests' runs paced as a SIMULATED GPU (a fixed rate per compute slice, "
+                  "0.5% run-to-run noise)")
     network = record.guest_network
     if network is not None:
         out.print(f"  guests: one per VM that `vgpu apply` creates, an sshd at the VM's IP "

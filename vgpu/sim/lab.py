@@ -82,6 +82,10 @@ class LabShape:
     # an agent VM per host, all managed by the ESX Agent Manager
     system_vms: bool = False
     xorg_off: bool = False  # compute GPUs: Xorg not running and not starting on any host
+    # how the guests' harness runs are paced: "cpu" (as fast as this machine's CPU runs the
+    # model: a functional check) or "gpu" (a SIMULATED GPU of a fixed rate and a GPU's
+    # run-to-run noise, loadgen.backends.simulated_device: verdicts that can decide)
+    device_model: str = "cpu"
 
     def host_names(self) -> list[str]:
         return [host_name(i) for i in range(self.hosts)]
@@ -98,6 +102,7 @@ class LabShape:
                 "removed_vgpu_types": list(self.removed_vgpu_types),
                 "maintenance": [host_name(i) for i in self.maintenance],
                 "system_vms": self.system_vms, "xorg_off": self.xorg_off,
+                "device_model": self.device_model,
                 "disconnected": [host_name(i) for i in self.disconnected]}
 
     def args(self, ca_out: Path | None) -> list[str]:
@@ -227,6 +232,8 @@ def start_lab(
     ca_file = workdir / "ca.pem" if shape.tls else None
     url_file = workdir / "url"
     url_file.unlink(missing_ok=True)
+    (workdir / LAB_STATE).mkdir(parents=True, exist_ok=True)
+    (workdir / LAB_STATE / "device-model").write_text(shape.device_model + "\n")
     log_file = workdir / "vcsim.log"
     with url_file.open("wb") as out, log_file.open("wb") as log:
         process = subprocess.Popen(

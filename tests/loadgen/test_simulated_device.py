@@ -1,0 +1,92 @@
+"""The simulator lab's SIMULATED GPU, on a virtual clock: batches are served back to back
+at the device's rate on an absolute timeline (a late wake-up does not slow the device),
+the run-to-run draw and an upgraded host's slowdown set the rate, the real backend's
+outputs come back, and the record names the device as simulated."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from loadgen.backends.simulated_device import SimulatedDevice, device_rate
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+class Echo:
+    """A backend whose outputs are its inputs doubled; costs no time."""
+
+    name, concurrency = "echo", 1
+
+    def infer(self, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+        return [feeds["x"] * 2]
+
+    def submit(self, feeds: dict[str, np.ndarray], done: Any) -> None:
+        done(self.infer(feeds), None)
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": "echo"}
+
+    def mark_statistics_start(self) -> None: ...
+
+    def statistics(self) -> None:
+        return None
+
+    def close(self) -> None: ...
+
+
+def _device(rate: float, clock: Clock, slowdown: float = 0.0, draw: float = 1.0
+            ) -> SimulatedDevice:
+    return SimulatedDevice(Echo(), rate, slowdown=slowdown, clock=clock, sleep=clock.sleep,
+                           draw=lambda: draw)
+
+
+def test_batches_complete_at_the_device_rate_and_keep_their_outputs() -> None:
+    clock = Clock()
+    device = _device(1000.0, clock)
+    out = device.infer({"x": np.ones((50, 3))})
+    assert clock.now == pytest.approx(100.05)  # 50 samples at 1000/s
+    assert np.array_equal(out[0], np.full((50, 3), 2.0))
+    done: list[float] = []
+    device.submit({"x": np.ones((100, 3))}, lambda o, e: done.append(clock.now))
+    assert done == [pytest.approx(100.15)]
+
+
+def test_a_late_wake_up_does_not_slow_the_device() -> None:
+    clock = Clock()
+    device = _device(1000.0, clock)
+    ends = [device._slot_end(10) for _ in range(3)]  # queued together: back to back
+    assert ends == [pytest.approx(100.01), pytest.approx(100.02), pytest.approx(100.03)]
+    clock.now = 100.025  # this process woke late for the second one
+    device._wait_until(ends[2])
+    assert clock.now == pytest.approx(100.03)  # the third still ends on the timeline
+
+
+def test_the_draw_and_the_host_slowdown_set_the_rate() -> None:
+    clock = Clock()
+    assert _device(1000.0, clock, draw=1.004).rate == pytest.approx(1004.0)
+    slowed = _device(1000.0, clock, slowdown=0.1)
+    assert slowed.rate == pytest.approx(900.0)
+    slowed.infer({"x": np.ones((90, 1))})
+    assert clock.now == pytest.approx(100.1)
+    record = slowed.describe()["simulated_device"]
+    assert record["host_slowdown"] == 0.1 and "SIMULATED GPU" in record["note"]
+    with pytest.raises(ValueError):
+        _device(1000.0, clock, slowdown=0.95)
+
+
+def test_the_rate_follows_the_model_and_the_slices() -> None:
+    assert device_rate("resnet50", 1) * 7 == device_rate("resnet50", 7)
+    assert device_rate("bert-large", 2) < device_rate("resnet50", 2)
+    assert device_rate("some-onnx-file.onnx", 1) > 0
