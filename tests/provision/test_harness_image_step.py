@@ -14,7 +14,7 @@ import pytest
 import loadgen
 from tests.provision.scripted import ScriptedTransport
 from vgpu.container.docker import DockerCli
-from vgpu.container.images import DEFAULT_BASE_IMAGE, default_tag
+from vgpu.container.images import DEFAULT_BASE_IMAGE, default_tag, harness_digest
 from vgpu.provision.requirements import GuestRequirements, HarnessImageSpec
 from vgpu.provision.runner import provision_host
 from vgpu.provision.step import HostContext, Outcome, StepFailed
@@ -22,6 +22,7 @@ from vgpu.provision.steps import build_steps
 from vgpu.provision.steps.dockercmd import last_json
 from vgpu.provision.steps.image import (
     BASE_LABEL,
+    CONTENT_LABEL,
     ORT_PACKAGE_LABEL,
     VERSION_LABEL,
     HarnessImageStep,
@@ -44,7 +45,8 @@ NGC_BANNER = ("\n=============\n== PyTorch ==\n=============\n\nNVIDIA Release 2
 
 def labels(**changes: str) -> dict[str, str]:
     base = {VERSION_LABEL: V, ORT_PACKAGE_LABEL: "onnxruntime-gpu",
-            "vgpu.harness.ort-version": "1.23.2", BASE_LABEL: DEFAULT_BASE_IMAGE}
+            "vgpu.harness.ort-version": "1.23.2", BASE_LABEL: DEFAULT_BASE_IMAGE,
+            CONTENT_LABEL: harness_digest()}
     return {**base, **changes}
 
 
@@ -87,6 +89,14 @@ def test_image_problems_compare_version_build_and_base() -> None:
         f"image has harness (no label); want {V}"
     pulled = HarnessImageSpec(pull="registry.lab/harness:1")
     assert image_problems(ImageFacts(IMAGE_ID, {VERSION_LABEL: V}), pulled) == []
+
+
+def test_an_image_of_the_same_version_built_from_other_sources_is_built_again() -> None:
+    spec = HarnessImageSpec(ort_package="onnxruntime-gpu")
+    stale = image_problems(ImageFacts(IMAGE_ID, labels(**{CONTENT_LABEL: "0123abcd"})), spec)
+    assert stale == [f"image built from other harness sources (0123abcd); want "
+                     f"{harness_digest()}"]
+    assert len(harness_digest()) == 16 and harness_digest() == harness_digest()
 
 
 def test_check_inspects_the_tag_through_the_inventory_cli() -> None:

@@ -7,6 +7,8 @@ a folder holding them next to a copy of the ``loadgen`` package.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import re
 import shutil
 from collections.abc import Mapping
@@ -159,6 +161,23 @@ def data_file_text(name: str) -> str:
 def loadgen_source() -> Path:
     """The folder of the ``loadgen`` package this vgpu runs with."""
     return Path(loadgen.__file__).resolve().parent
+
+
+@functools.cache
+def harness_digest() -> str:
+    """A digest of what the harness image is built from (the Dockerfile, the pinned
+    requirements, loadgen's sources): an image labelled with another one holds an older
+    or newer harness of the same version, and is built again."""
+    digest = hashlib.sha256()
+    for name in sorted(_DATA_FILES):
+        digest.update(name.encode() + b"\0" + data_file_text(name).encode() + b"\0")
+    root = loadgen_source()
+    for path in sorted(root.rglob("*")):
+        relative = path.relative_to(root)
+        if path.is_file() and "__pycache__" not in relative.parts \
+                and not path.name.startswith(".") and path.suffix not in (".pyc", ".pyo"):
+            digest.update(str(relative).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
 
 
 def write_build_context(dest: Path, pip_ca_bundle: Path | None = None) -> Path:

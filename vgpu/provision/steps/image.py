@@ -16,7 +16,12 @@ from pathlib import Path
 
 from vgpu import stepnames
 from vgpu.container import docker
-from vgpu.container.images import HeldImage, ImageBuild, write_build_context
+from vgpu.container.images import (
+    HeldImage,
+    ImageBuild,
+    harness_digest,
+    write_build_context,
+)
 from vgpu.container.local import host_ca_bundle
 from vgpu.container.spec import HARNESS_PYTHON
 from vgpu.provision.requirements import GuestRequirements, HarnessImageSpec
@@ -36,6 +41,9 @@ ORT_PACKAGE_LABEL = "vgpu.harness.ort-package"
 ORT_VERSION_LABEL = "vgpu.harness.ort-version"
 BASE_LABEL = "vgpu.harness.base-image"
 DRIVER_BRANCH_LABEL = "vgpu.harness.driver-branch"  # the guest driver branch it was made for
+# what it was built from (vgpu.container.images.harness_digest): the same version built
+# from other harness sources is another harness
+CONTENT_LABEL = "vgpu.harness.content"
 INSPECT_FORMAT = "{{.Id}} {{json .Config.Labels}}"
 CONTEXT_ARCHIVE = "context.tar.gz"
 BUILD_TIMEOUT_S = 3600.0
@@ -87,11 +95,15 @@ def image_problems(facts: ImageFacts, spec: HarnessImageSpec) -> list[str]:
         if spec.driver_branch is not None and branch != str(spec.driver_branch):
             problems.append(f"image made for guest driver branch {branch or '(no label)'}; "
                             f"want {spec.driver_branch}")
+        content = facts.labels.get(CONTENT_LABEL)
+        if content != harness_digest():
+            problems.append(f"image built from other harness sources ({content or 'no label'}"
+                            f"); want {harness_digest()}")
     return problems
 
 
 def image_build(spec: HarnessImageSpec) -> ImageBuild:
-    labels = {BASE_LABEL: spec.base_image}
+    labels = {BASE_LABEL: spec.base_image, CONTENT_LABEL: harness_digest()}
     if spec.driver_branch is not None:
         labels[DRIVER_BRANCH_LABEL] = str(spec.driver_branch)
     return ImageBuild(tag=spec.tag, base_image=spec.base_image, ort_package=spec.ort_package,
