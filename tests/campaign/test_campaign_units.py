@@ -82,6 +82,9 @@ def test_a_host_is_gated_on_its_own_baseline_and_never_on_bare_metal_alone() -> 
     assert verdict == "FAIL" and "(-11.3%)" in why
     verdict, why = gate_verdict([_row("PASS"), _row("INCONCLUSIVE")], False)
     assert verdict == "INCONCLUSIVE" and "more runs decide it" in why
+    disturbed = _row("INCONCLUSIVE")
+    disturbed["vs_baseline"]["why"] = ["disturbed: other processes used 48% of the CPU"]  # type: ignore[index]
+    assert gate_verdict([disturbed], False)[1].endswith("other processes used 48% of the CPU")
     assert gate_verdict([], False)[0] is None
     assert gate_verdict([_row(None, bare="PASS")], False)[0] is None
 

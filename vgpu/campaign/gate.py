@@ -30,7 +30,7 @@ def _summary(comparison: Any) -> dict[str, Any] | None:
         return None
     checks = [c for c in comparison.checks if c.metric != "accuracy"]
     head = checks[0] if checks else None
-    return {"verdict": comparison.verdict,
+    return {"verdict": comparison.verdict, "why": list(comparison.why)[:3],
             "difference_pct": head.difference_pct if head is not None else None,
             "ci_pct": list(head.ci_pct) if head is not None and head.ci_pct else None,
             "metric": head.metric if head is not None else None}
@@ -68,8 +68,11 @@ def gate_verdict(rows: Sequence[dict[str, Any]], on_bare_metal: bool
     if verdict is None:
         return None, "no workload was judged against the host's own baseline"
     undecided = named("INCONCLUSIVE") or named(None)
-    return verdict, (f"not decided for {undecided}: the interval holds both a pass and a "
-                     "regression (more runs decide it)")
+    reasons = [w for r, v in judged if v != "PASS"
+               for w in ((r.get("vs_baseline") or {}).get("why") or [])]
+    why = reasons[0] if reasons else ("the interval holds both a pass and a regression "
+                                      "(more runs decide it)")
+    return verdict, f"not decided for {undecided}: {why}"
 
 
 def _difference(row: dict[str, Any]) -> str:

@@ -71,6 +71,8 @@ class CampaignContext:
     say: Say
     console: Any  # rich Console for the revalidations' own output
     mark: Marker = lambda host, text: None
+    # shows a host's revalidation (its verdict table, drift and notes) as it ends
+    show: Callable[[RevalidateOutcome], None] = lambda outcome: None
     shutdown_timeout_s: float = 120.0
     connect_timeout_s: float = 600.0
 
@@ -293,6 +295,7 @@ def _undrain(ctx: CampaignContext, state: CampaignState, host: HostProgress) -> 
 
 def _revalidate(ctx: CampaignContext, state: CampaignState, host: HostProgress) -> str:
     outcome = _revalidation(ctx, state, host, capture=False)
+    ctx.show(outcome)
     host.drift = list((outcome.drift or {}).get("rows", []))
     host.verdicts = verdict_rows(outcome.verdicts)
     if outcome.could_not_run:

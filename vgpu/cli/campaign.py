@@ -226,6 +226,7 @@ def _run(campaign: Campaign, file: Path, inventory: Path | None, db: str, state_
     from vgpu.bench.workload import BenchOverrides
     from vgpu.campaign.runner import CampaignContext, run_campaign
     from vgpu.cli.revalidate import converger
+    from vgpu.revalidate.render import render_outcome
     from vgpu.vsphere import audit
     from vgpu.vsphere.connection import connect, resolve_placement
     from vgpu.vsphere.from_inventory import placement_from_inventory, target_from_inventory
@@ -260,7 +261,8 @@ def _run(campaign: Campaign, file: Path, inventory: Path | None, db: str, state_
                     converge=converger(site, True, common.console), db=db,
                     dirs=_dirs(state_dir), say=_say, console=common.console,
                     mark=host_marker(session, placement.hosts, lambda t: _say(
-                        f"warning: {t}")))
+                        f"warning: {t}")),
+                    show=lambda outcome: render_outcome(outcome, common.console))
                 state = run_campaign(ctx, state)
     except KeyboardInterrupt:
         _say(f"interrupted: `vgpu campaign run {file} --resume` continues where it stopped")
