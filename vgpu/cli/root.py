@@ -13,7 +13,7 @@ from typer.core import TyperGroup
 FLOW_PANELS: dict[str, tuple[str, ...]] = {
     "Lab": ("sim", "inventory", "preflight", "drain", "undrain", "audit"),
     "Build": ("scenarios", "plan", "apply", "provision", "destroy"),
-    "Measure": ("bench", "train", "revalidate"),
+    "Measure": ("bench", "train", "revalidate", "campaign"),
     "Results": ("results", "compare", "compare-capacity", "report", "baseline"),
     "Devices": ("mig",),
 }

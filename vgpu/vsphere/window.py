@@ -320,9 +320,12 @@ def undrain(inventory: Inventory, inventory_path: Path, host: str, paths: Window
         if refusals:
             raise RemoteError("; ".join(r.reason for r in refusals) + f". Host {host} stays "
                               "in maintenance mode. Fix: " + "; ".join(r.fix for r in refusals))
+        unread = "" if facts.vgpu_mode_per_gpu else (
+            "; each GPU's vGPU mode is not reported before ESXi 8.0 U3: not checked "
+            "(`nvidia-smi -q` on the host shows MIG and ECC mode)")
         say(f"host {host}: GPU stack as at the drain ({len(record.gpus)} GPU(s), "
             f"{len(facts.vgpu_types)} vGPU type(s) offered, host driver "
-            f"{_driver(facts) or '-'})")
+            f"{_driver(facts) or '-'}){unread}")
         booted = facts.boot_time is not None and record.boot_time is not None \
             and facts.boot_time > record.boot_time
         state = read_state(session, placement_from_inventory(inventory, inventory_path))
