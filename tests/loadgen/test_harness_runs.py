@@ -215,14 +215,18 @@ def test_sync_stdin_starts_at_the_go_time(write_spec: Callable[..., Path],
     assert process.returncode == 0, process.stderr.read() if process.stderr else ""
     record = json.loads((tmp_path / "out" / "result.json").read_text())
     assert record["sync"]["mode"] == "stdin"
-    assert record["sync"]["go_unix"] == pytest.approx(go, abs=1e-5)
-    # Never before GO; the upper bounds leave room for a loaded CI machine.
-    assert record["sync"]["late_s"] < 0.5
-    assert go <= record["timed_start_unix"] < go + 1.0
+    sync = record["sync"]
+    assert sync["go_unix"] == pytest.approx(go, abs=1e-5)
+    # In order: the GO line arrived, the test started at the GO time or after it (late_s
+    # after), then the timed part began. How late, and how close two instances start, are
+    # timing claims: benchmarks/bench_sync_start.py measures them.
+    assert sync["late_s"] >= 0.0 and sync["go_received_unix"] <= record["timed_start_unix"]
+    assert go <= sync["go_unix"] + sync["late_s"] <= record["timed_start_unix"] + 1e-6
+    assert record["timed_start_unix"] < record["timed_end_unix"]
 
 
 @pytest.mark.slow
-def test_sync_starts_two_instances_together(model_cache: Path, tmp_path: Path) -> None:
+def test_sync_holds_two_instances_until_one_go(model_cache: Path, tmp_path: Path) -> None:
     processes = []
     try:
         for name in ("a", "b"):
@@ -246,10 +250,11 @@ def test_sync_starts_two_instances_together(model_cache: Path, tmp_path: Path) -
             if process.poll() is None:
                 process.kill()
                 process.wait()
-    starts = [json.loads((tmp_path / n / "result.json").read_text())["timed_start_unix"]
-              for n in ("a", "b")]
-    assert all(go <= start < go + 1.0 for start in starts)
-    assert abs(starts[0] - starts[1]) < 0.5
+    records = [json.loads((tmp_path / n / "result.json").read_text()) for n in ("a", "b")]
+    # both held until the one GO time, neither started before it (the start skew is a
+    # timing claim: benchmarks/bench_sync_start.py measures it)
+    assert [r["sync"]["go_unix"] for r in records] == [pytest.approx(go, abs=1e-5)] * 2
+    assert all(go <= r["timed_start_unix"] < r["timed_end_unix"] for r in records)
 
 
 def test_sync_rejects_a_malformed_go_line(write_spec: Callable[..., Path],

@@ -124,8 +124,7 @@ def test_proc_fallback_agrees_with_psutil(monkeypatch: pytest.MonkeyPatch) -> No
     cpu, rss = fallback.sample()
     # What this process really got of a core meanwhile (less than 100 % on a busy host).
     expected = 100 * (time.process_time() - process) / (time.monotonic() - wall)
-    assert cpu == pytest.approx(expected, abs=15)
-    assert cpu > 10
+    assert cpu == pytest.approx(expected, rel=0.15, abs=3)  # however busy the host
     assert rss == pytest.approx(psutil.Process().memory_info().rss, rel=0.1)
 
 

@@ -128,16 +128,21 @@ def test_a_concurrency_limit_queues_on_the_run_clock_as_a_one_slot_server_would(
                              budget)
     assert limited.client["connections"] == 1 and limited.client["concurrency"] == 1
     assert free.client["connections"] > 1
+    assert limited.queries == free.queries and limited.failed == free.failed == 0
     assert one_slot.ttft_p99_ms > 1.5 * slo.ttft_ms and not one_slot.valid
-    # the real server adds HTTP and scheduling time to each query, which a one-slot queue
-    # accumulates: at least the virtual clock's TTFT, more on a slower or busier machine
-    assert 0.8 * one_slot.ttft_p99_ms < limited.ttft_p99_ms < 2.5 * one_slot.ttft_p99_ms
-    assert not limited.valid and free.valid
+    # a query's wait for its place is latency: a TTFT counts from the query's scheduled
+    # time, so the largest holds at least the longest wait before a query left
+    assert limited.tails["ttft"]["top_ms"][0] >= limited.client["send_lag_max_ms"]
+    # the waits pile up as in the virtual clock's one-slot queue; the real server and a
+    # busier machine only add to them (by how much: benchmarks/open_loop_clock.py)
+    assert limited.ttft_p99_ms > 0.8 * one_slot.ttft_p99_ms and not limited.valid
+    # the limited client's queries left late, the free client's did not wait for a place
+    assert limited.client["send_lag_max_ms"] > 100.0
+    assert free.client["send_lag_p99_ms"] < limited.client["send_lag_max_ms"]
+    assert free.ttft_p99_ms < limited.ttft_p99_ms
     for run in (limited, free):
-        assert 0 < run.client["cpu_s"] < run.client["wall_s"]
+        assert 0 < run.client["cpu_s"] < run.client["wall_s"]  # one thread's CPU
         assert run.client["send_lag_p99_ms"] >= 0.0
-    # the limited client's queries left late: the wait is in its send lag
-    assert limited.client["send_lag_max_ms"] > 100.0 > free.client["send_lag_p99_ms"]
 
 
 def test_a_client_needs_a_place_for_at_least_one_query() -> None:
