@@ -386,7 +386,7 @@ def _make_home(net: GuestNetwork, home: Path, vm: str, hardware: GuestHardware) 
     if daemon is not None:  # the guest's docker forwards to it (guest_tools/docker)
         (state / "docker").write_text(
             f"host={daemon.host}\nhome={home}\nvm={vm}\nlock={daemon.build_lock}\n"
-            f"lab={Path(net.workdir) / LAB_STATE}\n")
+            f"lab={(Path(net.workdir) / LAB_STATE).resolve()}\n")
     (state / "hardware").write_text(hardware_text(vm, hardware.vgpu_type, hardware.mig_profile,
                                                   hardware.gpu_count, hardware.gpu_name))
     (state / "urls" / url_key(TOOLKIT_KEY_URL)).write_text(

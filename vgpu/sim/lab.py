@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -179,7 +181,8 @@ class RunningLab:
         return self.workdir / "vcsim.log"
 
     def stop(self, timeout_s: float = 10.0) -> None:
-        """SIGTERM, then SIGKILL if it has not gone within ``timeout_s``."""
+        """SIGTERM, then SIGKILL if it has not gone within ``timeout_s``; its lab-state
+        folder removed."""
         if self.process is not None:
             if self.process.poll() is None:
                 self.process.terminate()
@@ -188,8 +191,35 @@ class RunningLab:
                 except subprocess.TimeoutExpired:
                     self.process.kill()
                     self.process.wait()
-            return
-        stop_pid(self.pid, timeout_s)
+        else:
+            stop_pid(self.pid, timeout_s)
+        remove_lab_state(self.workdir)
+
+
+def make_lab_state(workdir: Path) -> Path:
+    """The folder the simulator writes and the guests read at run time (main.go
+    -state-dir), made anew: a folder of its own under the system's temporary folder that
+    the guests' login user can read (the lab's workdir may sit in a private folder), linked
+    from ``workdir/lab-state``; a lab restarted in the same workdir keeps its folder (the
+    guests know it by its path)."""
+    link = workdir / LAB_STATE
+    if link.is_symlink() and link.resolve().is_dir():
+        return link.resolve()
+    remove_lab_state(workdir)
+    folder = Path(tempfile.mkdtemp(prefix="vgpu-lab-state-"))
+    folder.chmod(0o755)
+    (workdir / LAB_STATE).symlink_to(folder, target_is_directory=True)
+    return folder
+
+
+def remove_lab_state(workdir: Path) -> None:
+    """The lab-state folder of ``workdir`` and its link, gone."""
+    link = workdir / LAB_STATE
+    if link.is_symlink():
+        shutil.rmtree(link.resolve(), ignore_errors=True)
+        link.unlink()
+    elif link.is_dir():
+        shutil.rmtree(link, ignore_errors=True)
 
 
 def stop_pid(pid: int, timeout_s: float = 10.0) -> bool:
@@ -232,12 +262,12 @@ def start_lab(
     ca_file = workdir / "ca.pem" if shape.tls else None
     url_file = workdir / "url"
     url_file.unlink(missing_ok=True)
-    (workdir / LAB_STATE).mkdir(parents=True, exist_ok=True)
-    (workdir / LAB_STATE / "device-model").write_text(shape.device_model + "\n")
+    lab_state = make_lab_state(workdir)
+    (lab_state / "device-model").write_text(shape.device_model + "\n")
     log_file = workdir / "vcsim.log"
     with url_file.open("wb") as out, log_file.open("wb") as log:
         process = subprocess.Popen(
-            [str(binary), *shape.args(ca_file), f"-state-dir={workdir / LAB_STATE}"],
+            [str(binary), *shape.args(ca_file), f"-state-dir={lab_state}"],
             stdout=out, stderr=log, stdin=subprocess.DEVNULL,
             env={**os.environ, "VGPU_SIM_PASSWORD": password},
             start_new_session=detach,

@@ -19,7 +19,15 @@ from vgpu.errors import InputError, RemoteError
 from vgpu.runpaths import cache_dir
 from vgpu.sim import dockerd, guests
 from vgpu.sim.hostupgrade import HostUpgrade, upgrade_host
-from vgpu.sim.lab import LabShape, RunningLab, inventory_data, pid_alive, start_lab, stop_pid
+from vgpu.sim.lab import (
+    LabShape,
+    RunningLab,
+    inventory_data,
+    pid_alive,
+    remove_lab_state,
+    start_lab,
+    stop_pid,
+)
 
 STATE_FILE = "state.json"
 PASSWORD_FILE = "password"
@@ -195,6 +203,7 @@ def down() -> str | None:
     if network is not None:
         guests.teardown(network)
     stop_pid(record.pid)
+    remove_lab_state(Path(record.workdir))
     (state_dir() / STATE_FILE).unlink(missing_ok=True)
     Path(record.inventory).unlink(missing_ok=True)
     shutil.rmtree(record.workdir, ignore_errors=True)
