@@ -10,9 +10,7 @@ from typing import Annotated
 import typer
 
 from vgpu.cli import common
-from vgpu.cli.options import DbOpt
 from vgpu.cli.root import app
-from vgpu.defaults import DEFAULT_DB
 from vgpu.errors import InputError
 
 
@@ -30,7 +28,9 @@ def _time(text: str | None, flag: str) -> float | None:
 
 @app.command("audit")
 def audit_command(
-    db: DbOpt = DEFAULT_DB,
+    db: Annotated[str | None, typer.Option(
+        "--db", help="the store the trail is in (default: where vgpu records it: "
+        "$VGPU_AUDIT_DB, else $VGPU_DB, else vgpu-results.db)")] = None,
     obj: Annotated[str | None, typer.Option("--object", help="a VM, host or folder: its "
                                             "name or moId")] = None,
     host: Annotated[str | None, typer.Option("--host", help="changes to this ESXi host "
@@ -49,9 +49,10 @@ def audit_command(
     from dataclasses import asdict
 
     from vgpu.results.store import ResultStore
+    from vgpu.vsphere.audit import store_location
 
     start, end = _time(since, "--since"), _time(until, "--until")
-    with ResultStore.open_existing(db, first="vgpu apply") as store:
+    with ResultStore.open_existing(db or store_location(), first="vgpu apply") as store:
         entries = store.audit_entries(obj=obj, host=host, campaign=campaign, since=start,
                                       until=end)
     if as_json:
