@@ -10,7 +10,8 @@ CLI as a lab engineer runs it, in separate processes so that a kill is a real `k
   campaign stops at H1 with FAIL (exit 3).
 - Through it all each change happened once: one maintenance-mode entry and exit per host
   in the audit trail, one upgrade by the campaign per host, one revalidation's bench per
-  host; the report covers both hosts."""
+  host; the report covers both hosts; and no file written (stores, reports, logs, the
+  guests' homes) holds the vCenter password."""
 
 from __future__ import annotations
 
@@ -85,6 +86,18 @@ class Lab:
         entries = json.loads(done.stdout)
         return [(e["change"].split(" on ")[0], e["result"]) for e in entries
                 if "maintenance mode" in e["change"]]
+
+    def files_holding_the_password(self) -> list[str]:
+        """Every file the campaign, its provisioning, benches, revalidations, reports and
+        stores wrote (the guests' homes included) that holds the vCenter password (its
+        own file aside), plain or base64."""
+        import base64
+
+        lab_dir = self.folder / "sim-state" / "lab"
+        secret = (lab_dir / "password").read_text().strip().encode()
+        marks = (secret, base64.b64encode(secret))
+        return [str(p) for p in _readable_files(self.folder)
+                if p != lab_dir / "password" and any(m in p.read_bytes() for m in marks)]
 
     def campaign_upgrades(self, host: str) -> int:
         counter = self.folder / "sim-state" / "lab" / "lab-state" / "host-upgrades" / host
@@ -183,3 +196,10 @@ def test_a_campaign_stops_where_a_host_breaks_resumes_after_kills_and_fails_a_sl
     assert f"{H1}: verdicts" in (lab.folder / "vgpu-campaign.html").read_text()
     code, out = lab.vgpu("campaign", "status", str(lab.file))
     assert code == 0 and "campaign ci-rollout: stopped" in out
+    assert lab.files_holding_the_password() == []
+
+
+def _readable_files(root: Path) -> Iterator[Path]:
+    for path in root.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            yield path
