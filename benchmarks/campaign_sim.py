@@ -1,6 +1,6 @@
-"""The 4-host campaign of docs/campaign.md on `vgpu sim up --hosts 4 --no-xorg` (vCLS and
-agent VMs, compute GPUs without Xorg, a guest per VM in the lab's Docker daemon), outside
-the test suite, as root:
+"""The 4-host campaign of docs/campaign.md on `vgpu sim up --hosts 4 --no-xorg
+--device-model gpu` (vCLS and agent VMs, compute GPUs without Xorg, a guest per VM in the
+lab's Docker daemon, its runs paced as a simulated GPU), outside the test suite, as root:
 
     .venv/bin/python benchmarks/campaign_sim.py [--runs 3] [--duration 2] [--tolerance 5]
                                                 [--slowdown 10] [--folder DIR]
@@ -79,7 +79,7 @@ def main() -> None:
     folder.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     code, out = vgpu(folder, "sim", "up", "--port", "0", "--hosts", "4", "--gpus", "1",
-                     "--no-xorg")
+                     "--no-xorg", "--device-model", "gpu")
     if code != 0:
         sys.exit(f"vgpu sim up failed:\n{out}")
     try:
