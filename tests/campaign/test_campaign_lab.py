@@ -26,20 +26,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.labs.sshlab import lab_available as ssh_lab_available
-from tests.labs.vcsim import lab_available
-from vgpu.sim import dockerd
+from tests.labs.simlab import WHOLE_LAB_MARKS
 
 REPO = Path(__file__).resolve().parents[2]
 H0, H1 = "DC0_C0_H0", "DC0_C0_H1"
 KILLED = -9
-pytestmark = [pytest.mark.vcsim, pytest.mark.sshd, pytest.mark.docker, pytest.mark.slow,
-              pytest.mark.timeout(1800),
-              pytest.mark.skipif(lab_available() is not None, reason=str(lab_available())),
-              pytest.mark.skipif(ssh_lab_available() is not None,
-                                 reason=str(ssh_lab_available())),
-              pytest.mark.skipif(dockerd.missing() is not None,
-                                 reason=f"docker lab: {dockerd.missing()}")]
+pytestmark = WHOLE_LAB_MARKS
 CAMPAIGN = {
     "name": "ci-rollout", "hosts": [H0, H1], "scenarios": ["5"],
     "workloads": ["resnet50-offline"], "runs": 3, "duration_s": 2, "baseline_series": 3,

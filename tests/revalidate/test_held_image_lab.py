@@ -19,20 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.labs.sshlab import lab_available as ssh_lab_available
-from tests.labs.vcsim import lab_available
-from vgpu.sim import dockerd, state
+from tests.labs.simlab import WHOLE_LAB_MARKS
+from vgpu.sim import state
 
 REPO = Path(__file__).resolve().parents[2]
 # One short repeat per bench: the images and the verdicts' notes are what is checked here.
 BENCH = ("--workload", "resnet50-offline", "--runs", "1", "--duration", "0.5")
-pytestmark = [pytest.mark.vcsim, pytest.mark.sshd, pytest.mark.docker, pytest.mark.slow,
-              pytest.mark.timeout(1800),
-              pytest.mark.skipif(lab_available() is not None, reason=str(lab_available())),
-              pytest.mark.skipif(ssh_lab_available() is not None,
-                                 reason=str(ssh_lab_available())),
-              pytest.mark.skipif(dockerd.missing() is not None,
-                                 reason=f"docker lab: {dockerd.missing()}")]
+pytestmark = WHOLE_LAB_MARKS
 
 
 class Lab:
