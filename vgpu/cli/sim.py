@@ -118,8 +118,10 @@ def sim_up(
     else:
         out.print(f"  guests: none (missing: {record.guests_missing})", highlight=False)
     out.print(f"  inventory written to {inventory_out.resolve()}")
-    out.print(f"  password file {lab.workdir / simstate.PASSWORD_FILE}; for "
-              f"inventory/sim.yaml: export VGPU_VCENTER_PASSWORD='{lab.password}'")
+    password_file = lab.workdir / simstate.PASSWORD_FILE
+    out.print(f"  password file {password_file} (mode 600; never printed); for "
+              f"inventory/sim.yaml: export VGPU_VCENTER_PASSWORD=\"$(cat {password_file})\"",
+              highlight=False, markup=False)
     out.print(f"next: vgpu preflight --scenario 8\n"
               f"      vgpu apply --scenario 8 --yes{'' if network else ' --no-provision'}\n"
               "      vgpu sim status\n"
