@@ -19,6 +19,7 @@ from tests.labs.dockerlab import BuildResult, HarnessLab
 from tests.labs.tritonimage import triton_image  # noqa: F401 (fixture)
 from vgpu.container import docker
 from vgpu.container.triton import SERVER_LABEL
+from vgpu.exitcodes import EXIT_NO_REFERENCE
 from vgpu.results.server_split import SPLIT_METRICS
 from vgpu.results.store import ResultStore
 
@@ -85,7 +86,7 @@ def test_a_deployed_triton_server_serves_the_bench_and_is_removed(
     process = _bench(docker_lab, tmp_path, triton_image.tag)
     seen = _seen_while_running(docker_lab, process, before)
     out, err = process.communicate(timeout=BENCH_TIMEOUT_S)
-    assert process.returncode == 0, err[-3000:]
+    assert process.returncode == EXIT_NO_REFERENCE, err[-3000:]  # no reference stored
     assert len(seen) == 1 and next(iter(seen)).startswith("vgpu-triton-"), seen
     assert set(_servers(docker_lab)) == before
     [workload] = json.loads(out)["workloads"]

@@ -18,7 +18,7 @@ from tests.labs.netns import NetnsLab, netns_available
 from tests.labs.sshlab import SshLab, lab_available
 from tests.train.labnodes import lab_train_nodes, link_scenario
 from vgpu.cli import _register, app
-from vgpu.errors import VerdictFailed
+from vgpu.exitcodes import EXIT_FAIL
 from vgpu.model.scenario import Scenario
 from vgpu.results.store import ResultStore
 from vgpu.train.launch import TrainNode
@@ -93,7 +93,7 @@ def test_probe_follows_the_link_and_the_series_compare_apart(
     result = CliRunner().invoke(app, ["compare", str(slow[0].run_id), str(fast[0].run_id),
                                       "--kind", "run-vs-baseline", "--db", str(db)])
     # FAIL (exit 3 from the command line): the slower link loses bandwidth
-    assert isinstance(result.exception, VerdictFailed), result.output
+    assert result.exit_code == EXIT_FAIL, result.output
     assert "busbw_peak" in result.output and "FAIL" in result.output
     assert "link speed Gbit/s: 0.4 -> 0.1" in result.output
 
