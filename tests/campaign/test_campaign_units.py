@@ -89,6 +89,15 @@ def test_a_host_is_gated_on_its_own_baseline_and_never_on_bare_metal_alone() -> 
     assert gate_verdict([_row(None, bare="PASS")], False)[0] is None
 
 
+def test_a_rerun_judges_the_host_with_a_new_revalidation_a_resume_with_the_same() -> None:
+    host = saved.HostProgress("H0")
+    assert host.revalidation_name("r1", capture=True) == "campaign-r1-H0-capture"
+    assert host.revalidation_name("r1", capture=False) == "campaign-r1-H0-after"
+    host.reruns = 2
+    assert host.revalidation_name("r1", capture=False) == "campaign-r1-H0-after2"
+    assert host.revalidation_name("r1", capture=True) == "campaign-r1-H0-capture"
+
+
 def test_the_state_survives_its_file_and_a_broken_one_is_named(tmp_path: Path) -> None:
     state = saved.new_state(tmp_path, "r1", tmp_path / "c.yaml", ["H0", "H1"])
     host = state.host("H0")

@@ -343,8 +343,6 @@ def _revalidation(ctx: CampaignContext, state: CampaignState, host: HostProgress
     resumed campaign continues it (finished scenarios are not run again)."""
     scenarios = [_with_tolerance(catalog.load(s), ctx.campaign.tolerance_pct)
                  for s in ctx.campaign.scenarios]
-    attempt = sum(1 for e in state.events if e.startswith(f"rerun {host.host}"))
-    kind = "capture" if capture else f"after{attempt or ''}"
     with ResultStore.open(ctx.db) as store:
         choice = choose_baseline(store, ctx.campaign.baseline, host.host, None, capture,
                                  False, [s.id for s in scenarios]) if not capture else \
@@ -355,5 +353,5 @@ def _revalidation(ctx: CampaignContext, state: CampaignState, host: HostProgress
             state_dir=ctx.dirs.revalidations, baseline=ctx.campaign.baseline,
             capture_baseline=capture, choice=choice,
             capture=CapturePlan(ctx.campaign.baseline_series, 0.0),
-            state_name=f"campaign-{state.name}-{host.host}-{kind}")
+            state_name=host.revalidation_name(state.name, capture))
         return revalidate(request, store, ctx.console, ctx.converge)

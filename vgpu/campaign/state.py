@@ -49,6 +49,13 @@ class HostProgress:
     drift: list[dict[str, Any]] = field(default_factory=list)  # the revalidation's rows
     verdicts: list[dict[str, Any]] = field(default_factory=list)  # per scenario/workload
     left_in: str | None = None  # the host's state when the campaign stopped at it
+    reruns: int = 0  # `continue --rerun`s: each judges the host with a new revalidation
+
+    def revalidation_name(self, campaign: str, capture: bool) -> str:
+        """The state name of the host's capture or of its current revalidation: kept over
+        resumes, a new one after each rerun."""
+        kind = "capture" if capture else f"after{self.reruns or ''}"
+        return f"campaign-{campaign}-{self.host}-{kind}"
 
     def phase(self, name: str) -> PhaseRecord:
         return self.phases[name]

@@ -143,6 +143,8 @@ def continue_command(
         for name in ("revalidate", "gate"):
             host.phases[name] = saved.PhaseRecord()
         host.verdict, host.decided_by, host.left_in = None, None, None
+        if host.phase("revalidate").started_at is not None:
+            host.reruns += 1  # a new revalidation; an unrun one keeps its name
         state.note(f"rerun {host.host} by {_who()}")
     elif phase == "upgrade" and state.status == saved.PAUSED:
         state.end(host, "upgrade", f"upgraded by hand, confirmed by {_who()}")
