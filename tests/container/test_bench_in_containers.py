@@ -6,6 +6,7 @@ with the reason while the others are stored."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -16,7 +17,7 @@ import pytest
 from tests.labs.dockerlab import HarnessLab
 from vgpu.container import docker
 from vgpu.container.spec import INSTANCE_LABEL, RUN_LABEL
-from vgpu.exitcodes import EXIT_NO_REFERENCE
+from vgpu.exitcodes import EXIT_NO_REFERENCE, exit_for
 from vgpu.results.store import ResultStore
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.timeout(2400)]
@@ -127,6 +128,8 @@ def test_each_instance_in_its_own_container_then_compared_with_a_host_run(
         cwd=tmp_path, capture_output=True, text=True, timeout=300,
         env={**os.environ, "PYTHONPATH": str(ROOT)})
     text = " ".join((compared.stdout + compared.stderr).split())
-    assert compared.returncode in (0, 3), text
+    verdict = re.search(r"verdict: (PASS|FAIL|INCONCLUSIVE)", text)
+    assert verdict is not None, text
+    # two short runs a side on shared cores may leave it undecided: the code says which
+    assert compared.returncode == exit_for(verdict.group(1)), text
     assert "[local, container]" in text and "[local, host]" in text
-    assert "verdict:" in text
