@@ -50,3 +50,22 @@ class KeepsSamples(Protocol):
     def keep_samples(self, samples: dict[str, np.ndarray]) -> bool: ...
 
     def submit_rows(self, rows: np.ndarray, done: Done) -> None: ...
+
+
+class Wrapping:
+    """A backend around another that changes when batches complete, not what they
+    compute (a known slowdown, a simulated device): everything else goes to ``inner``."""
+
+    def __init__(self, inner: Backend) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.concurrency = inner.concurrency
+
+    def mark_statistics_start(self) -> None:
+        self.inner.mark_statistics_start()
+
+    def statistics(self) -> dict[str, Any] | None:
+        return self.inner.statistics()
+
+    def close(self) -> None:
+        self.inner.close()

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from loadgen.backends.base import Backend, Done, Feeds
+from loadgen.backends.base import Backend, Done, Feeds, Wrapping
 
 # Samples per second per compute slice (a MIG 1g slice; a whole A100/H100 is 7) of the
 # simulated device, per model family: below the tiny models' CPU rates on two shared cores
@@ -35,7 +35,7 @@ def device_rate(model: str, slices: int) -> float:
     return per_slice * max(1, slices)
 
 
-class SimulatedDevice:
+class SimulatedDevice(Wrapping):
     def __init__(self, inner: Backend, rate: float, *, noise_cv: float = GPU_RUN_TO_RUN_CV,
                  slowdown: float = 0.0, clock: Callable[[], float] = time.perf_counter,
                  sleep: Callable[[float], None] = time.sleep,
@@ -43,9 +43,7 @@ class SimulatedDevice:
         if rate <= 0 or not 0.0 <= slowdown < 0.9:
             raise ValueError(f"a simulated device needs a rate > 0 and a slowdown in [0, "
                              f"0.9), got {rate} and {slowdown}")
-        self.inner = inner
-        self.name = inner.name
-        self.concurrency = inner.concurrency
+        super().__init__(inner)
         factor = draw() if draw is not None else random.SystemRandom().gauss(1.0, noise_cv)
         self.nominal_rate, self.noise_cv, self.slowdown = rate, noise_cv, slowdown
         self.rate = rate * max(0.5, factor) * (1.0 - slowdown)
@@ -86,15 +84,6 @@ class SimulatedDevice:
             "noise_cv": self.noise_cv, "host_slowdown": self.slowdown,
             "note": "SIMULATED GPU of the simulator lab: the CPU computes, completions are "
                     "paced as a device of this rate"}}
-
-    def mark_statistics_start(self) -> None:
-        self.inner.mark_statistics_start()
-
-    def statistics(self) -> dict[str, Any] | None:
-        return self.inner.statistics()
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 def _batch(feeds: Feeds) -> int:

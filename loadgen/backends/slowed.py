@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from loadgen.backends.base import Backend, Done, Feeds
+from loadgen.backends.base import Backend, Done, Feeds, Wrapping
 
 
 def spin(seconds: float) -> None:
@@ -20,13 +20,11 @@ def spin(seconds: float) -> None:
         pass
 
 
-class SlowedBackend:
+class SlowedBackend(Wrapping):
     def __init__(self, inner: Backend, share: float, label: str = "injected_slowdown") -> None:
         if not 0.0 < share < 0.9:
             raise ValueError(f"slowdown share must be in (0, 0.9), got {share}")
-        self.inner = inner
-        self.name = inner.name
-        self.concurrency = inner.concurrency
+        super().__init__(inner)
         self.share = share
         self.label = label  # the key its describe() names the share under
         self._factor = share / (1.0 - share)
@@ -48,12 +46,3 @@ class SlowedBackend:
 
     def describe(self) -> dict[str, Any]:
         return {**self.inner.describe(), self.label: self.share}
-
-    def mark_statistics_start(self) -> None:
-        self.inner.mark_statistics_start()
-
-    def statistics(self) -> dict[str, Any] | None:
-        return self.inner.statistics()
-
-    def close(self) -> None:
-        self.inner.close()
