@@ -88,15 +88,18 @@ def _open_slowed(spec: Spec, model_path: Path | None, model_io: ModelIO) -> Back
     backend = _open_backend(spec, model_path, model_io)
     from loadgen.backends.slowed import SlowedBackend
 
-    if spec.slowdown:
-        backend = SlowedBackend(backend, spec.slowdown)
     host_slowdown = _sim_number(SIM_HOST_SLOWDOWN, 0.0, 0.9)
     slices = int(_sim_number(SIM_DEVICE_SLICES, 1.0, 65.0))
     if slices:
         from loadgen.backends.simulated_device import SimulatedDevice, device_rate
 
+        # The device sets the pace: a slowdown slows the device, since a slower CPU
+        # computing ahead of it would not show.
+        kept = (1.0 - spec.slowdown) * (1.0 - host_slowdown)
         return SimulatedDevice(backend, device_rate(spec.model.name, slices),
-                               slowdown=host_slowdown)
+                               slowdown=1.0 - kept, injected=spec.slowdown)
+    if spec.slowdown:
+        backend = SlowedBackend(backend, spec.slowdown)
     if host_slowdown:
         backend = SlowedBackend(backend, host_slowdown, "simulated_host_slowdown")
     return backend
@@ -176,6 +179,9 @@ def _end_timed_part(state: RunRecord, backend: Backend | None,
         # Exact CPU time of this process (all threads) during LoadGen's timed part.
         state.telemetry["host"]["process_cpu_seconds_timed"] = state.timed_cpu_s
     if backend is not None:
+        simulated = getattr(backend, "timed_record", None)
+        if simulated is not None and state.backend is not None:
+            state.backend["simulated_device"] = simulated()
         stats = backend.statistics()
         if stats is not None and state.backend is not None:
             state.backend["server_statistics"] = stats

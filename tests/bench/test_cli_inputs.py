@@ -92,3 +92,16 @@ def test_baseline_set_and_list(db: Path) -> None:
     assert "bm: run 3" in out
     code, _out, err = run_cli(["baseline", "set", "42", "--db", str(db)])
     assert code == 2 and "no run 42" in err
+
+
+def test_a_simulated_gpu_is_refused_where_a_real_one_is(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from vgpu.bench import devices
+
+    monkeypatch.chdir(tmp_path)
+    gpu = devices.LocalDevice(kind="gpu", name="NVIDIA H200", index=0, uuid="GPU-1")
+    monkeypatch.setattr(devices, "discover", lambda backend=None: [gpu])
+    code, _out, err = run_cli(["bench", "--scenario", "6", "--simulated-gpu"])
+    assert code == 2
+    assert "--simulated-gpu" in err and "this machine has a GPU (NVIDIA H200)" in err
+    assert list(tmp_path.iterdir()) == []  # no database, no report

@@ -175,6 +175,26 @@ def test_an_undecided_pilot_adds_blocks_in_pairs_within_the_stated_cap(
     assert any("at most 12 blocks (24 runs) unless decided sooner" in n for n in notes)
     looks = [n for n in notes if n.startswith("sequential repeats")]
     assert looks[0].startswith("sequential repeats: look 1 at 4: undecided")
+    # the time plan before the first block names every look; the end checks it
+    [plan] = [n for n in notes if n.startswith("time plan")]
+    assert "looks at 4 (" in plan and ", 12 (" in plan and "worst case" in plan
+    [kept] = [n for n in notes if n.startswith("time: ")]
+    assert kept.startswith(f"time: {len(blocks)} blocks in")
+
+
+def test_both_sides_run_the_longer_probed_length() -> None:
+    from vgpu.bench.outcome import WorkloadOutcome
+    from vgpu.bench.workload import effective_workload
+    from vgpu.model.scenario import InferenceWorkload
+
+    workload = InferenceWorkload(model="resnet50", scenario="Offline", batch=64)
+    pair = tuple(WorkloadOutcome(effective_workload(workload, True,
+                                                    BenchOverrides(simulated_gpu=True)), s)
+                 for s in ("ref", "cand"))
+    pair[0].workload.duration_s, pair[1].workload.duration_s = 11.0, 10.0
+    interleave._share_length(pair)  # type: ignore[arg-type]
+    assert [r.workload.duration_s for r in pair] == [11.0, 11.0]
+    assert any("10 s -> 11 s" in n for n in pair[1].workload.notes)
 
 
 def _busy(order: list[tuple[str, int]], other_cpu: Iterator[float]) -> Any:
@@ -214,7 +234,7 @@ def test_a_disturbed_block_is_set_aside_and_run_again_up_to_the_limit(
         ("6", 1), ("bm6", 1), ("bm6", 2), ("6", 2), ("bm6", 2), ("6", 2)]
     assert all(r.reason and r.reason.startswith("set aside: ") for r in set_aside)
     [mine] = cand_out.workloads
-    notes = [n for n in mine.workload.notes if "set aside" in n or "disturbed after" in n]
+    notes = [n for n in mine.workload.notes if n.startswith("block ")]
     assert notes[0].startswith("block 2 set aside (") and "replacement 1 of at most 3" in notes[0]
     assert notes[-1].startswith("block 3 disturbed after 3 blocks set aside")
     # the block disturbed after the last replacement stays: INCONCLUSIVE, naming its runs

@@ -35,3 +35,28 @@ def test_one_instance_per_mig_device_when_there_are_some(tmp_path: Path) -> None
     assert all(t.threads is None for t in targets)
     assert notes == ["this machine: one instance per MIG device (3g.40gb, 3g.40gb); the "
                      "scenario plans 4g.40gb, 2g.20gb, 1g.10gb"]
+
+
+def test_a_simulated_gpu_paces_each_instance_by_its_planned_slices(tmp_path: Path) -> None:
+    from vgpu.bench.local import SIM_DEVICE_SLICES
+
+    targets, notes = local_targets(catalog.load("6"), [cpu_device()], tmp_path / "w",
+                                   cores=2, simulated_gpu=True)
+    assert [(t.instance, t.env) for t in targets] == [
+        ("s6-4g", {SIM_DEVICE_SLICES: "4"}), ("s6-2g", {SIM_DEVICE_SLICES: "2"}),
+        ("s6-1g", {SIM_DEVICE_SLICES: "1"})]
+    assert targets[0].device == {"kind": "cpu"}  # the CPU computes
+    assert targets[0].device_label == "SIMULATED GPU, 4 slice(s) (planned 4g.40gb)"
+    assert any("SIMULATED GPU" in note and "no GPU is measured" in note for note in notes)
+    plain, _ = local_targets(catalog.load("6"), [cpu_device()], tmp_path / "w", cores=2)
+    assert all(t.env == {} for t in plain)
+
+
+def test_simulated_slices_follow_the_profile() -> None:
+    from vgpu.bench.local import simulated_slices
+
+    assert simulated_slices("3g.40gb") == 3
+    assert simulated_slices("passthrough") == 7
+    assert simulated_slices("1g.10gb+1g.10gb") == 2
+    assert simulated_slices("A100D-20C", time_sliced_sharers=4) == 1  # 7 // 4
+    assert simulated_slices("A100D-40C", time_sliced_sharers=2) == 3

@@ -42,10 +42,21 @@ def record(rates: list[float], window_s: float) -> dict[str, Any]:
 
 
 def test_window_rates_read_the_timeline_back() -> None:
-    got = window_rates(timeline([800.0] * 4 + [400.0] * 4, 0.5), windows=8)
-    assert got == pytest.approx([800.0] * 4 + [400.0] * 4, rel=0.03)
+    # 1,600 samples at 800/s, then 800 at 400/s: 6 spans of 400 samples each
+    got = window_rates(timeline([800.0] * 4 + [400.0] * 4, 0.5), windows=6)
+    assert got == pytest.approx([800.0] * 4 + [400.0] * 2, rel=0.03)
     assert window_rates({"unix": [1.0], "samples": [0.0]}) == []
     assert window_rates(timeline([800.0], 0.01)) == []  # too few completions per window
+
+
+def test_a_steady_device_reads_steady_with_few_batches_per_window() -> None:
+    # 1,600/s in batches of 64 for 2 s: 50 completions, about 6 a window. Windows of
+    # equal time would cut batches (one more or fewer: +-17%); spans between completions
+    # read the device's rate exactly.
+    steady = timeline([1600.0], 2.0, batch=64)
+    assert window_rates(steady) == pytest.approx([1600.0] * 8, rel=1e-6)
+    length = gpu_run_seconds({"a": {"sut": {"completions": steady}}}, upper_s=600)
+    assert length.seconds == GPU_MIN_RUN_S and length.noise_pct == pytest.approx(0, abs=1e-6)
 
 
 def test_a_steady_gpu_runs_the_shortest_length() -> None:
@@ -123,5 +134,15 @@ def test_the_probe_is_sized_for_a_gpu(monkeypatch: pytest.MonkeyPatch, tmp_path:
     assert gpu.expected_qps == {"i-gpu": pytest.approx(16_000.0 * calibrate.GPU_HEADROOM)}
     assert gpu_run_seconds(gpu.records, 600).seconds == GPU_MIN_RUN_S
     asked.clear()
-    cpu = calibrate.probe_offline([target("cpu")], workload, lambda n, i: tmp_path)
+    on_cpu = effective_workload(_resnet(), on_cpu=True, overrides=BenchOverrides())
+    cpu = calibrate.probe_offline([target("cpu")], on_cpu, lambda n, i: tmp_path)
     assert asked[0] == 128 and cpu.probes == 2 and cpu.headroom == calibrate.HEADROOM
+    # a simulated GPU: the CPU's short first probe, but enough batches to read its
+    # timeline, and a GPU's headroom
+    asked.clear()
+    paced = effective_workload(_resnet(), on_cpu=True,
+                               overrides=BenchOverrides(simulated_gpu=True))
+    assert paced.sized_by_stability and paced.variant == "tiny"
+    simulated = calibrate.probe_offline([target("cpu")], paced, lambda n, i: tmp_path)
+    assert asked[0] == calibrate.STABILITY_PROBE_BATCHES * 64 == 17 * 64
+    assert simulated.headroom == calibrate.GPU_HEADROOM

@@ -60,7 +60,22 @@ def test_batches_complete_at_the_device_rate_and_keep_their_outputs() -> None:
     assert np.array_equal(out[0], np.full((50, 3), 2.0))
     done: list[float] = []
     device.submit({"x": np.ones((100, 3))}, lambda o, e: done.append(clock.now))
+    device.close()  # waits for the queued batch
     assert done == [pytest.approx(100.15)]
+
+
+def test_queued_batches_keep_the_device_busy_between_the_harness_s_batches() -> None:
+    """The SUT hands over the next batch while the device runs the last (IN_FLIGHT), so
+    its own time between batches does not idle the device: the ends are back to back."""
+    clock = Clock()
+    device = _device(1000.0, clock)
+    done: list[float] = []
+    for _ in range(3):
+        device.submit({"x": np.ones((50, 1))}, lambda o, e: done.append(clock.now))
+    device.close()
+    assert done == [pytest.approx(100.05), pytest.approx(100.10), pytest.approx(100.15)]
+    record = device.describe()["simulated_device"]
+    assert record["in_flight"] == 2 and record["batches"] == 3
 
 
 def test_a_late_wake_up_does_not_slow_the_device() -> None:
@@ -90,3 +105,34 @@ def test_the_rate_follows_the_model_and_the_slices() -> None:
     assert device_rate("resnet50", 1) * 7 == device_rate("resnet50", 7)
     assert device_rate("bert-large", 2) < device_rate("resnet50", 2)
     assert device_rate("some-onnx-file.onnx", 1) > 0
+
+
+def test_an_injected_slowdown_slows_the_device_not_the_cpu(monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    """A CPU computing ahead of the device would hide a slowed CPU: the simulated device
+    takes the injected share and the simulator host's share of its rate."""
+    from loadgen import sample_run
+    from loadgen.contract import InferenceRunSpec, ModelSpec
+
+    monkeypatch.setattr(sample_run, "_open_backend", lambda spec, path, io: Echo())
+    monkeypatch.setenv(sample_run.SIM_DEVICE_SLICES, "2")
+    monkeypatch.setenv(sample_run.SIM_HOST_SLOWDOWN, "0.1")
+    spec = InferenceRunSpec(model=ModelSpec("resnet50"), slowdown=0.05)
+    device = sample_run._open_slowed(spec, None, None)  # type: ignore[arg-type]
+    assert isinstance(device, SimulatedDevice) and device.inner.__class__ is Echo
+    assert device.slowdown == pytest.approx(1 - 0.95 * 0.9)
+    record = device.describe()["simulated_device"]
+    assert record["injected_slowdown"] == 0.05
+    assert record["host_slowdown"] == pytest.approx(0.1)
+    assert record["nominal_rate_samples_s"] == device_rate("resnet50", 2)
+
+
+def test_a_batch_the_cpu_finishes_after_the_device_is_counted() -> None:
+    clock = Clock()
+    device = _device(1000.0, clock)
+    end = device._slot_end(10)  # due at 100.01
+    clock.now = end + 0.005  # the CPU took longer than the device would
+    device._wait_until(end)
+    device._wait_until(device._slot_end(10))  # on time
+    record = device.describe()["simulated_device"]
+    assert (record["batches"], record["cpu_late_batches"]) == (2, 1)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from vgpu.bench.fanout import RoundListener, RoundTimeouts, run_round
+from vgpu.bench.runlength import MIN_WINDOW_POINTS, PROBE_WINDOWS
 from vgpu.bench.targets import Target
 from vgpu.bench.workload import EffectiveWorkload, harness_spec
 from vgpu.errors import RemoteError
@@ -32,6 +33,9 @@ HEADROOM = 1.5
 GPU_HEADROOM = 1.1
 GPU_FIRST_PROBE_BATCHES = 200
 GPU_PROBE_MIN_S = 0.5
+# batches a probe completes at least when it sizes a GPU's run length: enough points for
+# every span of vgpu.bench.runlength's windows, and one to start from
+STABILITY_PROBE_BATCHES = MIN_WINDOW_POINTS * PROBE_WINDOWS + 1
 
 
 @dataclass
@@ -77,8 +81,11 @@ def probe_offline(
     if gpu:
         first = max(first, GPU_FIRST_PROBE_BATCHES * workload.batch)
     min_s = GPU_PROBE_MIN_S if gpu else PROBE_MIN_S
-    samples = {t.instance: first for t in targets}
-    probe = OfflineProbe(headroom=GPU_HEADROOM if gpu else HEADROOM)
+    # a run length sized from the probe's timeline needs enough completions to read
+    least = STABILITY_PROBE_BATCHES * workload.batch if workload.sized_by_stability else 0
+    samples = {t.instance: max(first, least) for t in targets}
+    steady = gpu or workload.simulated_gpu
+    probe = OfflineProbe(headroom=GPU_HEADROOM if steady else HEADROOM)
     rates = probe.rates
     for attempt in range(MAX_PROBES):
         specs = {
@@ -107,6 +114,7 @@ def probe_offline(
         shortest = min(samples[name] / rate for name, rate in rates.items())
         if shortest >= min_s:
             break
-        samples = {name: math.ceil(rate * PROBE_TARGET_S) for name, rate in rates.items()}
+        samples = {name: max(least, math.ceil(rate * PROBE_TARGET_S))
+                   for name, rate in rates.items()}
     probe.expected_qps = {name: rate * probe.headroom for name, rate in rates.items()}
     return probe

@@ -12,13 +12,15 @@ from typing import Literal
 from vgpu.bench.capacity_plan import plan_note
 from vgpu.bench.fanout import RoundTimeouts, run_round
 from vgpu.bench.outcome import BenchListener, BenchOutcome, QuietListener, WorkloadOutcome
-from vgpu.bench.pacing import Budget, pacing_for
+from vgpu.bench.pacing import Budget, Pacing, pacing_for
 from vgpu.bench.session import calibrate, inference_workloads, judge_series, recalibrate, run_repeat
-from vgpu.bench.setaside import DisturbedBlocks
+from vgpu.bench.setaside import MAX_REPLACED_BLOCKS, DisturbedBlocks
 from vgpu.bench.targets import Target
+from vgpu.bench.timeplan import job_outline, plan_blocks
 from vgpu.bench.workload import BenchOverrides, effective_workload, harness_spec
 from vgpu.errors import RemoteError
 from vgpu.model.scenario import InferenceWorkload, Scenario
+from vgpu.results.sequential import schedule
 from vgpu.results.series import load_series
 from vgpu.results.server_split import series_split
 from vgpu.results.store import ResultStore
@@ -58,6 +60,9 @@ def run_interleaved(
     repeats = runs or candidate.scenario.repeats
     repeats += repeats % 2  # complete ABBA pairs
     budget = Budget.of(candidate.overrides, len(cand_workloads))
+    listen.phase(job_outline([w.label for w in cand_workloads],
+                             planned_looks(candidate, repeats, runs is None),
+                             _run_rule(candidate, cand_workloads)))
     for cand_w in cand_workloads:
         ref_w = next(w for w in ref_workloads if w.label == cand_w.label)
         pair = (_side_outcome(reference, ref_w), _side_outcome(candidate, cand_w))
@@ -95,10 +100,14 @@ def _run_blocks(store: ResultStore, sides: tuple[Side, Side],
             pair[1 - index].failure = f"stopped with scenario {side.scenario.id}"
             return
     _share_rates(sides, pair)
+    _share_length(pair)
+    warm_s: list[float] = []
     for index, (side, result) in enumerate(zip(sides, pair, strict=True)):
+        began = time.monotonic()
         if not warm_up(store, side, result, listen, timeouts):
             pair[1 - index].failure = f"stopped with scenario {side.scenario.id}"
             return
+        warm_s.append(time.monotonic() - began)
     _share_rates(sides, pair)
     candidate = sides[1]
     if pair[1].workload.capacity_search:
@@ -114,6 +123,52 @@ def _run_blocks(store: ResultStore, sides: tuple[Side, Side],
                   "(--max-repeats, --budget)")
         pair[1].workload.notes.append(stated)
         listen.phase(f"{pair[1].workload.label}: {stated}")
+    looks = (schedule(repeats, pacing.design.max_repeats, pacing.design)
+             if pacing is not None else (repeats,))
+    plan = plan_blocks(pair[1].workload.label, looks, warm_s, pair[1].workload.duration_s,
+                       MAX_REPLACED_BLOCKS)
+    _say(pair, listen, plan.describe())
+    started = time.monotonic()
+    try:
+        _blocks(store, sides, pair, (repeats, pacing), listen, timeouts)
+    finally:
+        spent = time.monotonic() - started
+        blocks = len(pair[1].run_ids)
+        _say(pair, listen, plan.kept(blocks, spent))
+
+
+def _say(pair: tuple[WorkloadOutcome, WorkloadOutcome], listen: BenchListener,
+         text: str) -> None:
+    pair[1].workload.notes.append(text)
+    listen.phase(f"{pair[1].workload.label}: {text}")
+
+
+def planned_looks(candidate: Side, repeats: int, sequential: bool) -> tuple[int, ...]:
+    """The block totals a candidate workload is looked at (one: a fixed --runs)."""
+    pacing = pacing_for(candidate.overrides, repeats, None, step=2, always=sequential)
+    if pacing is None:
+        return (repeats,)
+    return schedule(repeats, pacing.design.max_repeats, pacing.design)
+
+
+def _run_rule(candidate: Side, workloads: Sequence[InferenceWorkload]) -> str:
+    on_cpu = all(t.device.get("kind") == "cpu" for t in candidate.targets)
+    lengths = {effective_workload(w, on_cpu, candidate.overrides).duration_s
+               for w in workloads}
+    sized = any(effective_workload(w, on_cpu, candidate.overrides).sized_by_stability
+                for w in workloads)
+    if sized:
+        return ("a run lasts what the probe's rate stability needs (10-120 s, a GPU's "
+                "rule; --mlperf-rules: 600 s)")
+    return f"a run lasts {', '.join(f'{d:g}' for d in sorted(lengths))} s"
+
+
+def _blocks(store: ResultStore, sides: tuple[Side, Side],
+            pair: tuple[WorkloadOutcome, WorkloadOutcome],
+            design: tuple[int, Pacing | None], listen: BenchListener,
+            timeouts: RoundTimeouts) -> None:
+    repeats, pacing = design
+    candidate = sides[1]
     total, block, started = repeats, 0, time.monotonic()
     disturbed = DisturbedBlocks()
     while block < total:
@@ -199,6 +254,21 @@ def warm_up(store: ResultStore, side: Side, result: WorkloadOutcome, listen: Ben
     if result.calibrated_qps:
         recalibrate(result, warm.outcomes)
     return True
+
+
+def _share_length(pair: tuple[WorkloadOutcome, WorkloadOutcome]) -> None:
+    """Runs sized by each side's probe (a GPU's rule) last as long on both sides: the
+    longer of the two, so neither side's rate is read over a different span."""
+    ref, cand = (result.workload for result in pair)
+    if not (ref.sized_by_stability and cand.sized_by_stability) or \
+            ref.duration_s == cand.duration_s:
+        return
+    longer = max(ref.duration_s, cand.duration_s)
+    for workload in (ref, cand):
+        if workload.duration_s != longer:
+            workload.notes.append(f"run length {workload.duration_s:g} s -> {longer:g} s: "
+                                  "both sides run the longer of their probes' lengths")
+            workload.duration_s = longer
 
 
 def _share_rates(sides: tuple[Side, Side],

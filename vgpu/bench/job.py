@@ -72,7 +72,8 @@ def prepare(sc: Scenario, request: BenchRequest, store: ResultStore) -> Prepared
     found = devices.discover()
     gpu = any(d.kind != "cpu" and not d.simulated for d in found)
     container, notes = local_container(request.runtime, gpu)
-    targets, more = local_targets(sc, found, store.logs_root / "work", container=container)
+    targets, more = local_targets(sc, found, store.logs_root / "work", container=container,
+                                  simulated_gpu=request.overrides.simulated_gpu)
     return Prepared(sc, targets, notes + more, request.runtime.cli)
 
 

@@ -3,6 +3,7 @@ only) one per planned VM/slice of the scenario with the cores split between them
 
 from __future__ import annotations
 
+import re
 import shlex
 import socket
 import sys
@@ -41,6 +42,29 @@ def planned_slices(scenario: Scenario) -> list[tuple[str, str]]:
     return out
 
 
+# What the harness reads to pace its backend as a simulated GPU of that many compute slices
+# (loadgen.sample_run.SIM_DEVICE_SLICES; the simulator lab's guests set it too).
+SIM_DEVICE_SLICES = "VGPU_SIM_DEVICE_SLICES"
+FULL_GPU_SLICES = 7  # an A100's or H100's compute slices
+_MIG_LABEL = re.compile(r"^(\d)g\.")
+
+
+def simulated_slices(label: str, time_sliced_sharers: int = 1) -> int:
+    """The compute slices a simulated GPU gives an instance of this planned vGPU label
+    ("4g.40gb" 4, "passthrough" a whole GPU's 7, a time-sliced profile the whole GPU's
+    share among the instances that time-slice it, "a+b" the sum)."""
+    total = 0
+    for part in label.split("+"):
+        mig = _MIG_LABEL.match(part)
+        if mig:
+            total += int(mig.group(1))
+        elif part == "passthrough":
+            total += FULL_GPU_SLICES
+        else:
+            total += max(1, FULL_GPU_SLICES // max(1, time_sliced_sharers))
+    return max(1, total)
+
+
 def cores_each(cores: int, instances: int) -> int:
     """Intra-op threads per instance when ``instances`` share ``cores`` (at least one)."""
     return max(1, cores // max(1, instances))
@@ -59,10 +83,11 @@ def _launch(container: ContainerLaunch | None, device: LocalDevice,
 
 def local_targets(
     scenario: Scenario, devices: list[LocalDevice], work_root: Path, cores: int | None = None,
-    container: ContainerLaunch | None = None,
+    container: ContainerLaunch | None = None, simulated_gpu: bool = False,
 ) -> tuple[list[Target], list[str]]:
     """The targets and notes that say what this machine could and could not provide;
-    ``container`` set: every instance runs in its own container of the harness image."""
+    ``container`` set: every instance runs in its own container of the harness image;
+    ``simulated_gpu``: CPU instances paced as a GPU of their planned slices."""
     harness = f"{shlex.quote(sys.executable)} -m loadgen"
     work_root.mkdir(parents=True, exist_ok=True)
     transport = LocalTransport(home=work_root)
@@ -84,7 +109,10 @@ def local_targets(
                 device=device.harness_device(), device_label=device.name,
                 target_kind=kind, threads=threads, planned_slice=device.mig_profile,
                 platform=_platform(device, threads or cores), local_root=work_root,
-                env={"CUDA_VISIBLE_DEVICES": device.uuid} if simulated and device.uuid else {},
+                env={**({"CUDA_VISIBLE_DEVICES": device.uuid}
+                        if simulated and device.uuid else {}),
+                     **({SIM_DEVICE_SLICES: str(simulated_slices(label))}
+                        if simulated_gpu and device.simulated else {})},
                 container=_launch(container, device, threads),
             ))
         wanted = ", ".join(label for _vm, label in planned)
@@ -102,14 +130,23 @@ def local_targets(
         f"{threads} intra-op thread(s) each"
     )
     cpu = LocalDevice(kind="cpu", name="CPU")
-    targets = [
-        Target(
+    sharers = sum(1 for _vm, label in planned
+                  if label not in ("passthrough", "no GPU") and not _MIG_LABEL.match(label))
+    targets = []
+    for vm, label in planned:
+        slices = simulated_slices(label, sharers) if simulated_gpu else 0
+        targets.append(Target(
             instance=vm, transport=transport, harness=harness, work_root=str(work_root),
-            device=cpu.harness_device(), device_label=f"{CPU_DEVICE_NOTE} (planned {label})",
+            device=cpu.harness_device(),
+            device_label=(f"SIMULATED GPU, {slices} slice(s) (planned {label})" if slices
+                          else f"{CPU_DEVICE_NOTE} (planned {label})"),
             target_kind=kind, threads=threads, planned_slice=label,
             platform=_platform(cpu, threads), local_root=work_root,
+            env={SIM_DEVICE_SLICES: str(slices)} if slices else {},
             container=_launch(container, cpu, threads),
-        )
-        for vm, label in planned
-    ]
+        ))
+    if simulated_gpu:
+        notes.append("SIMULATED GPU: each instance's batches complete as a device of its "
+                     "planned compute slices would finish them (the CPU computes them; "
+                     "run-to-run noise 0.5%): no GPU is measured")
     return targets, notes

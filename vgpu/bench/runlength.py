@@ -23,7 +23,8 @@ GPU_MAX_RUN_S = 120.0
 # Without a probe to measure (a Server run, an Offline workload with its own target_qps).
 GPU_UNPROBED_RUN_S = 60.0
 PROBE_WINDOWS = 8
-MIN_WINDOW_SAMPLES = 4  # a window with fewer completions is too coarse to count
+MIN_WINDOWS = 4  # fewer spans say too little about the rate's wander
+MIN_WINDOW_POINTS = 2  # completions a span covers at least
 
 
 @dataclass(frozen=True)
@@ -36,25 +37,25 @@ class RunLength:
 
 def window_rates(completions: Mapping[str, Sequence[float]], windows: int = PROBE_WINDOWS
                  ) -> list[float]:
-    """The rate (samples/s) in ``windows`` equal spans of a run's completion timeline
-    (``unix`` times, ``samples`` completed by then, as the harness records them); [] when
-    the timeline is too coarse for that many windows."""
+    """The rate (samples/s) in up to ``windows`` consecutive spans of a run's completion
+    timeline (``unix`` times, ``samples`` completed by then, as the harness records them),
+    each span holding an equal share of its completion points, so a rate is measured
+    between two completions and never miscounts a batch cut by a window's edge (with a
+    few batches per window that alone would read as several percent of noise); [] when
+    the timeline has too few points for MIN_WINDOWS spans of MIN_WINDOW_POINTS."""
     times, counts = list(completions.get("unix") or []), list(completions.get("samples") or [])
-    if len(times) < 2 or times[-1] <= times[0]:
+    if len(times) != len(counts) or len(times) < 2 or times[-1] <= times[0]:
         return []
-    start, end = times[0], times[-1]
-    width = (end - start) / windows
-
-    def done_by(moment: float) -> float:
-        # completions are steps: the count reached at the last point not after ``moment``
-        index = max(i for i, t in enumerate(times) if t <= moment + 1e-12)
-        return counts[index]
-
-    edges = [done_by(start + k * width) for k in range(windows)] + [counts[-1]]
-    per_window = [b - a for a, b in itertools.pairwise(edges)]
-    if min(per_window) < MIN_WINDOW_SAMPLES:
+    spans = min(windows, (len(times) - 1) // MIN_WINDOW_POINTS)
+    if spans < MIN_WINDOWS:
         return []
-    return [n / width for n in per_window]
+    edges = [round(k * (len(times) - 1) / spans) for k in range(spans + 1)]
+    rates = []
+    for a, b in itertools.pairwise(edges):
+        if times[b] <= times[a]:
+            return []
+        rates.append((counts[b] - counts[a]) / (times[b] - times[a]))
+    return rates
 
 
 def gpu_run_seconds(probe_records: Mapping[str, dict[str, Any]], upper_s: float,
@@ -66,7 +67,7 @@ def gpu_run_seconds(probe_records: Mapping[str, dict[str, Any]], upper_s: float,
     for record in probe_records.values():
         completions = (record.get("sut") or {}).get("completions") or {}
         rates = window_rates(completions)
-        if len(rates) < 2:
+        if not rates:
             continue
         times = completions["unix"]
         window = (times[-1] - times[0]) / len(rates)

@@ -57,6 +57,9 @@ class BenchOverrides:
     max_repeats: int | None = None  # --max-repeats: cap of --until-decided / --budget
     budget_s: float | None = None  # --budget: wall time spread over the workloads
     slowdown: float = 0.0  # --inject-slowdown: known share taken away (calibration only)
+    # --simulated-gpu: this machine's CPU instances paced as a GPU of their planned slices
+    # (loadgen.backends.simulated_device), timed by a GPU's rules
+    simulated_gpu: bool = False
 
 
 @dataclass
@@ -89,6 +92,7 @@ class EffectiveWorkload:
     # the rate's stability (vgpu.bench.runlength), up to ``duration_upper_s``
     sized_by_stability: bool = False
     duration_upper_s: float | None = None
+    simulated_gpu: bool = False  # the CPU computes, completions paced as a GPU's
 
     @property
     def key(self) -> str:
@@ -98,8 +102,9 @@ class EffectiveWorkload:
         rules = ", MLPerf rules" if self.mlperf_rules else ""
         slowed = f", injected slowdown {self.slowdown:.0%}" if self.slowdown else ""
         searched = ", capacity at the SLO" if self.capacity_search else ""
+        simulated = ", SIMULATED GPU" if self.simulated_gpu else ""
         return (f"{self.label} ({model} {self.precision} {self.scenario} b{self.batch} "
-                f"{self.backend}{rules}{searched}{slowed})")
+                f"{self.backend}{rules}{searched}{simulated}{slowed})")
 
     @property
     def capacity_search(self) -> bool:
@@ -124,6 +129,8 @@ class EffectiveWorkload:
         }
         if self.slowdown:
             detail["injected_slowdown"] = self.slowdown
+        if self.simulated_gpu:
+            detail["simulated_gpu"] = True
         if self.llm is not None:
             detail["llm"] = self.llm.to_json()
         if self.accuracy_target is not None:
@@ -164,7 +171,7 @@ def effective_workload(
     elif overrides.duration_s is not None:
         duration = overrides.duration_s
         notes.append(f"duration {workload.duration_s:g} s -> {duration:g} s (--duration)")
-    elif on_cpu:
+    elif on_cpu and not overrides.simulated_gpu:
         duration = workload.cpu_duration_s
         notes.append(f"CPU only: duration {workload.duration_s:g} s -> {duration:g} s "
                      "(the workload's cpu_duration_s)")
@@ -183,10 +190,15 @@ def effective_workload(
     if overrides.slowdown:
         notes.append(f"INJECTED SLOWDOWN: each batch takes 1/(1 - {overrides.slowdown:g}) as "
                      "long (--inject-slowdown, for calibrating verdicts: not a measurement)")
+    if overrides.simulated_gpu:
+        notes.append("SIMULATED GPU (--simulated-gpu): the CPU computes each batch, the "
+                     "completions are paced as a device of the instance's planned slices "
+                     "with a GPU's run-to-run noise; proves the design, measures no GPU")
+    timed_on_cpu = on_cpu and not overrides.simulated_gpu
     stability = workload.stability_pct
     if stability is None:
-        stability = CPU_STABILITY_PCT if on_cpu else GPU_STABILITY_PCT
-        if on_cpu:
+        stability = CPU_STABILITY_PCT if timed_on_cpu else GPU_STABILITY_PCT
+        if timed_on_cpu:
             notes.append(f"CPU only: warm-up windows must agree within {stability:g}% "
                          f"(on a GPU {GPU_STABILITY_PCT:g}%): shared CPU cores are noisier")
     llm = _cpu_token_targets(workload, on_cpu, notes)
@@ -202,6 +214,7 @@ def effective_workload(
         stability_pct=stability, min_valid=overrides.min_valid or workload.min_valid,
         slowdown=overrides.slowdown, llm=llm, openai_url=workload.url,
         sized_by_stability=sized, duration_upper_s=upper if sized else None,
+        simulated_gpu=overrides.simulated_gpu,
     )
 
 

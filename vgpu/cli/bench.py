@@ -92,6 +92,12 @@ InjectSlowdownOpt = Annotated[float | None, typer.Option(
     "--inject-slowdown", help="PERCENT: slow the scenario's own instances by this share "
     "(busy waiting after each batch; its bare-metal twin runs unslowed, interleaved) to "
     "check what the verdict finds; stored under its own workload key, never a measurement")]
+SimulatedGpuOpt = Annotated[bool, typer.Option(
+    "--simulated-gpu", help="on this machine without a GPU: pace each instance as a "
+    "SIMULATED GPU of its planned slices (the CPU computes, completions come at a device's "
+    "rate with a GPU's 0.5% run-to-run noise) under a GPU's run-length rules, to see the "
+    "time plan and the verdict's design on a GPU's noise; stored under its own workload "
+    "key, never a measurement")]
 
 
 @app.command()
@@ -123,6 +129,7 @@ def bench(
     max_repeats: MaxRepeatsOpt = None,
     budget: BudgetOpt = None,
     inject_slowdown: InjectSlowdownOpt = None,
+    simulated_gpu: SimulatedGpuOpt = False,
 ) -> None:
     """Run a scenario's inference workloads on every target at once (synchronised start),
     repeated; store the runs, print statistics and the verdict against the baseline.
@@ -145,6 +152,14 @@ def bench(
         raise InputError.single("command line", "--inject-slowdown",
                                 f"must be a percentage above 0 and below 90, got "
                                 f"{inject_slowdown:g}", fix="give e.g. --inject-slowdown 10")
+    if simulated_gpu and runs_on.inventory is not None:
+        raise InputError.single("command line", "--simulated-gpu",
+                                "runs on this machine only; the scenario runs on the "
+                                "inventory's hosts", fix="leave --simulated-gpu out (a "
+                                "simulator lab paces its guests as GPUs with `vgpu sim up "
+                                "--device-model gpu`)")
+    if simulated_gpu:
+        _no_gpu_here()
     if with_baseline and no_baseline:
         raise InputError.single("command line", "--with-baseline/--no-baseline",
                                 "the two contradict each other", fix="give one of them")
@@ -174,7 +189,8 @@ def bench(
                                           until_decided=until_decided,
                                           max_repeats=max_repeats,
                                           budget_s=budget_s(budget),
-                                          slowdown=(inject_slowdown or 0.0) / 100.0),
+                                          slowdown=(inject_slowdown or 0.0) / 100.0,
+                                          simulated_gpu=simulated_gpu),
                            allow_cpu, runtime_options(runtime, image, base_image, docker_host,
                                                        runs_on.inventory is not None,
                                                        deploys),
@@ -234,6 +250,17 @@ def _where_it_runs(sc: Scenario, site: Site) -> Site:
             markup=False, highlight=False)
         return Site()
     return site
+
+
+def _no_gpu_here() -> None:
+    """--simulated-gpu on a machine with a real GPU would hide the GPU: refused."""
+    from vgpu.bench import devices
+
+    real = [d for d in devices.discover() if d.kind != "cpu" and not d.simulated]
+    if real:
+        raise InputError.single("command line", "--simulated-gpu",
+                                f"this machine has a GPU ({real[0].name}): a simulated one "
+                                "would hide it", fix="leave --simulated-gpu out")
 
 
 def _simulator_lab_reference(lab: SimulatedLab, image: str | None, base_image: str,

@@ -315,7 +315,9 @@ class InferenceWorkload(StrictModel):
     precision: Precision = "fp32"
     target_qps: float | None = Field(None, gt=0)
     target_latency_ms: float | None = Field(None, gt=0)
-    duration_s: float = Field(600, gt=0, description="LoadGen min_duration on a GPU lab")
+    duration_s: float = Field(600, gt=0, description="LoadGen min_duration on a GPU when "
+                              "set here; unset, a GPU's run lasts what the probe's rate "
+                              "stability needs (10-120 s) and 600 s under --mlperf-rules")
     cpu_duration_s: float = Field(3, gt=0, description="min_duration used when only a CPU "
                                   "is there (a CPU run is a functional check, not a figure)")
     accuracy_target: float | None = Field(
