@@ -2,8 +2,9 @@
 figure (``--mlperf-rules`` keeps it); an A/B comparison needs a run long enough that its
 rate's own noise is small next to the differences the verdict looks for. The Offline
 probe's completion timeline says how much the rate wanders: its rate in equal windows,
-their coefficient of variation at that window length, and, as windows average, the run
-length at which the noise falls to the target (noise ~ 1/sqrt(length)), within bounds."""
+their coefficient of variation at that window length less what late completion timestamps
+alone explain (they do not add up over a run), and, as windows average, the run length at
+which the rest falls to the target (noise ~ 1/sqrt(length)), within bounds."""
 
 from __future__ import annotations
 
@@ -58,6 +59,19 @@ def window_rates(completions: Mapping[str, Sequence[float]], windows: int = PROB
     return rates
 
 
+def timestamp_jitter_s(times: Sequence[float]) -> float:
+    """The spread of the completion timestamps around the device's own steps: a stamp
+    late by e lengthens one interval and shortens the next, so intervals between
+    completions that alternate that way (negative lag-1 covariance) are reporting
+    jitter, not service time (which lengthens a run for good and is not removed)."""
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    if len(gaps) < 3:
+        return 0.0
+    mean = statistics.fmean(gaps)
+    lagged = [(a - mean) * (b - mean) for a, b in itertools.pairwise(gaps)]
+    return math.sqrt(max(0.0, -statistics.fmean(lagged)))
+
+
 def gpu_run_seconds(probe_records: Mapping[str, dict[str, Any]], upper_s: float,
                     target_pct: float = TARGET_NOISE_PCT) -> RunLength:
     """The run length for the instances whose Offline probe records these are."""
@@ -71,7 +85,11 @@ def gpu_run_seconds(probe_records: Mapping[str, dict[str, Any]], upper_s: float,
             continue
         times = completions["unix"]
         window = (times[-1] - times[0]) / len(rates)
-        cv = 100.0 * statistics.stdev(rates) / statistics.fmean(rates)
+        spread = statistics.stdev(rates) / statistics.fmean(rates)
+        # A late timestamp moves one span's end and the next one's start: its share of the
+        # spread does not add up over a run, so only the rest is the rate's own wander.
+        stamp = math.sqrt(2.0) * timestamp_jitter_s(times) / window
+        cv = 100.0 * math.sqrt(max(0.0, spread ** 2 - stamp ** 2))
         if worst is None or cv * math.sqrt(window) > worst[0] * math.sqrt(worst[1]):
             worst = (cv, window)
     if worst is None:
