@@ -79,7 +79,9 @@ def gpu_run_seconds(probe_records: Mapping[str, dict[str, Any]], upper_s: float,
     lower = min(GPU_MIN_RUN_S, upper)
     worst: tuple[float, float] | None = None  # (cv %, window s)
     for record in probe_records.values():
-        completions = (record.get("sut") or {}).get("completions") or {}
+        timeline = (record.get("sut") or {}).get("completions") or {}
+        # from the second completion on: the first interval is the pipeline filling
+        completions = {key: list(timeline.get(key) or [])[1:] for key in ("unix", "samples")}
         rates = window_rates(completions)
         if not rates:
             continue
