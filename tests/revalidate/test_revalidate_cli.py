@@ -5,9 +5,9 @@ later run as the regression, and --resume keeping what finished.
 The machine may be busy (another job, a shared developer box): the capture and the slowed
 run each get a CPU group of their own served before anything else up to its quota (one
 core, then a fifth of one), so the regression judged is the quota's, never the neighbour's.
-A neighbour still adds noise (on a busy 2-core box runs held to one core varied by 16%
-where they vary by 1-2% when it is idle): the regression is made large enough to be
-judged through that noise."""
+A neighbour still adds noise (on a 2-core box at load average 8, runs held to one core had
+a repeat CV of 16.5%, against 1.2% idle): the regression is made large enough to be judged
+through it."""
 
 from __future__ import annotations
 
