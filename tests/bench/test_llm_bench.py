@@ -48,7 +48,9 @@ def test_scenario_6_llm_workload_ends_in_a_verdict_and_exports_token_logs(
     assert twin.returncode in RAN_AND_STORED, twin.stdout + twin.stderr
     done = run_vgpu("bench", "--scenario", "6", "--workload", "llm-server", "--runs", "2",
                     "--report", "r.html")
-    assert done.returncode in (0, 4), done.stdout + done.stderr  # no FAIL
+    # a verdict, whichever: both sides run on this CPU, and a neighbour that starts or
+    # stops between them moves their latencies (the verdict's own tests are elsewhere)
+    assert done.returncode in (0, 3, 4), done.stdout + done.stderr
     out = " ".join(done.stdout.split())
     assert "llm-server: tokens (mean over valid repeats)" in out
     assert "verdict vs scenario bm6" in out
