@@ -19,7 +19,8 @@ import pytest
 from tests.bench.conftest import VGPU, exit_of_json
 from vgpu.results.store import ResultStore
 
-RECORDED = ["--workload", "resnet50-offline", "--runs", "2", "--duration", "1", "--json"]
+# Half-second runs: the tests read what was stored and printed, not how fast or how steady
+RECORDED = ["--workload", "resnet50-offline", "--runs", "2", "--duration", "0.5", "--json"]
 STORE = "vgpu-results.db"
 
 

@@ -118,7 +118,7 @@ def test_bench_interleaves_the_missing_twin_and_with_baseline_runs_it_again(
     assert again.returncode == exit_of_json(again.stdout), again.stderr
     assert "bm6" not in again.stderr
     scenario6_recording.copy_store(tmp_path)  # the runs below go to a copy
-    args = ("bench", "--scenario", "6", "--workload", "resnet50-offline", "--duration", "1",
+    args = ("bench", "--scenario", "6", "--workload", "resnet50-offline", "--duration", "0.5",
             "--json", "--no-report")
     forced = scenario6_recording.vgpu(tmp_path, *args, "--runs", "1", "--with-baseline")
     assert forced.returncode == exit_of_json(forced.stdout), forced.stderr

@@ -6,7 +6,7 @@ CLI as a lab engineer runs it, in separate processes so that a kill is a real `k
   again right after its upgrade, resumes each time, then stops at undrain (exit 1) naming
   the VIB, H0 left in maintenance mode, H1 untouched. The engineer remediates H0 with a
   good image; `continue --rerun` is killed after the undrain and after the revalidation,
-  resumes, and H0 is gated. H1's upgrade slows its guests' simulated GPU by 10%: the
+  resumes, and H0 is gated. H1's upgrade slows its guests' simulated GPU by 20%: the
   campaign stops at H1 with FAIL (exit 3).
 - Through it all each change happened once: one maintenance-mode entry and exit per host
   in the audit trail, one upgrade by the campaign per host, one revalidation's bench per
@@ -34,11 +34,13 @@ KILLED = -9
 pytestmark = WHOLE_LAB_MARKS
 CAMPAIGN = {
     "name": "ci-rollout", "hosts": [H0, H1], "scenarios": ["5"],
-    "workloads": ["resnet50-offline"], "runs": 3, "duration_s": 2, "baseline_series": 3,
-    # the lab paces runs as a simulated GPU (0.5% run to run): a 5% margin decides
+    # the lab paces runs as a simulated GPU (0.5% run to run): 2 short runs a series; the
+    # baseline's 3 series of 2 runs judge at a series level of 1-3%, so H1's 20% slowdown
+    # FAILs the 5% margin clearly (a 10% one may be INCONCLUSIVE), H0 may be either
+    "workloads": ["resnet50-offline"], "runs": 2, "duration_s": 1, "baseline_series": 3,
     "tolerance_pct": 5,
     "upgrade": {"method": "sim", "esxi_build": "24022510",
-                "faults": {H0: {"drop_vib": True}, H1: {"slowdown_pct": 10}}},
+                "faults": {H0: {"drop_vib": True}, H1: {"slowdown_pct": 20}}},
 }
 
 

@@ -94,7 +94,8 @@ def test_a_killed_container_fails_its_instance_and_the_others_are_stored(
 def test_each_instance_in_its_own_container_then_compared_with_a_host_run(
         docker_lab: HarnessLab, tmp_path: Path) -> None:
     db = tmp_path / "r.db"
-    in_container = _bench(docker_lab, db, duration="1", runs="2")
+    # half-second runs: what is checked is where they ran and what was stored
+    in_container = _bench(docker_lab, db, duration="0.5", runs="2")
     seen = _watch(docker_lab, in_container, time.monotonic() + 600, len(INSTANCES))
     out, err = in_container.communicate(timeout=900)
     # no bare-metal run is stored in this store: nothing to judge against (exit 5)
@@ -114,7 +115,7 @@ def test_each_instance_in_its_own_container_then_compared_with_a_host_run(
         assert {i.result.name for i in store.instances(container_runs[0].id)} == INSTANCES
     on_host = subprocess.run(
         [sys.executable, "-m", "vgpu", "bench", "--scenario", "6", "-w", "resnet50-offline",
-         "--runs", "2", "--duration", "1", "--db", str(db), "--no-report",
+         "--runs", "2", "--duration", "0.5", "--db", str(db), "--no-report",
          "--no-baseline"],
         cwd=tmp_path, capture_output=True, text=True, timeout=900,
         env={**os.environ, "PYTHONPATH": str(ROOT)})

@@ -1,7 +1,12 @@
 """A real CPU quota for a process tree (a guest made slower on purpose): the process is
 moved into a cgroup of its own whose CFS quota is a fraction of one core; every process it
 starts afterwards (an sshd's sessions, the harness they run) inherits it. cgroup v1's cpu
-controller or cgroup v2's cpu.max, whichever this machine has. Needs root."""
+controller or cgroup v2's cpu.max, whichever this machine has. Needs root.
+
+With ``first=True`` the group also gets the highest scheduler weight (cpu.shares or
+cpu.weight): up to its quota it is served before everything else on the machine, so what
+it measures is the quota, not what a neighbour left it (another job, another session's
+busy loops: the kernel's autogroups each weigh as one nice-0 process)."""
 
 from __future__ import annotations
 
@@ -17,6 +22,9 @@ V2 = Path("/sys/fs/cgroup")
 # short burst (the bench's first calibration probe) runs at the quota too, not at full
 # speed for a slice and then stopped.
 PERIOD_US = 10_000
+# The largest weight each version accepts (the default is 1024, and 100 on cgroup v2).
+FIRST_SHARES_V1 = 262_144
+FIRST_WEIGHT_V2 = 10_000
 
 
 def _root() -> tuple[Path, int] | None:
@@ -39,8 +47,9 @@ def quota_available() -> str | None:
 
 
 @contextlib.contextmanager
-def cpu_quota(pid: int, cores: float) -> Iterator[Path]:
-    """Limit ``pid`` and what it starts from now on to ``cores`` of CPU time."""
+def cpu_quota(pid: int, cores: float, *, first: bool = False) -> Iterator[Path]:
+    """Limit ``pid`` and what it starts from now on to ``cores`` of CPU time (served
+    before anything else up to that, with ``first``)."""
     found = _root()
     if found is None:
         raise RuntimeError(quota_available() or "no cpu cgroup")
@@ -51,8 +60,12 @@ def cpu_quota(pid: int, cores: float) -> Iterator[Path]:
     if version == 1:
         (group / "cpu.cfs_period_us").write_text(str(PERIOD_US))
         (group / "cpu.cfs_quota_us").write_text(quota)
+        if first:
+            (group / "cpu.shares").write_text(str(FIRST_SHARES_V1))
     else:
         (group / "cpu.max").write_text(f"{quota} {PERIOD_US}")
+        if first:
+            (group / "cpu.weight").write_text(str(FIRST_WEIGHT_V2))
     (group / "cgroup.procs").write_text(str(pid))
     try:
         yield group

@@ -56,6 +56,7 @@ def test_arrivals_scale_with_the_rate_and_prompts_never_share_a_prefix() -> None
     assert [len(p) for p in prompts[:300]] == [len(p) for p in prompts[300:]]
 
 
+@pytest.mark.slow  # about 5 s or more: the whole suite runs it, the quick tier not
 def test_the_command_searches_runs_matched_and_refuses_a_bad_reference(
         tmp_path: Path) -> None:
     from loadgen.llm.capacity import main

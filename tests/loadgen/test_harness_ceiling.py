@@ -74,6 +74,7 @@ def test_the_ceiling_path_completes_every_sample(tmp_path: Path, host_gather: bo
     assert sut["batches"] == -(-sut["completed_samples"] // 8)
 
 
+@pytest.mark.slow  # about 5 s or more: the whole suite runs it, the quick tier not
 def test_the_benchmark_writes_every_figure(tmp_path: Path) -> None:
     out = tmp_path / "ceiling.json"
     status = harness_ceiling.main(["--workload", "llm", "--seconds", "0.3", "--cores", "0",

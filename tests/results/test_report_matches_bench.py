@@ -24,7 +24,7 @@ from vgpu.results.store import ResultStore
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
-QUICK = ("--workload", "resnet50-offline", "--runs", "2", "--duration", "1", "--json",
+QUICK = ("--workload", "resnet50-offline", "--runs", "2", "--duration", "0.5", "--json",
          "--no-report")
 
 

@@ -193,6 +193,7 @@ def test_budget_shares_the_time_left_after_later_pilots() -> None:
     assert "expect INCONCLUSIVE" in expectation(pilot, 30, 24)
 
 
+@pytest.mark.slow  # about 5 s or more: the whole suite runs it, the quick tier not
 def test_small_simulation_holds_the_goals() -> None:
     """A small version of benchmarks/verdict_power.py (fixed seed, few draws): the gate
     as the main job runs it (one check, pilot, fixed looks, set-aside, carry-over) with

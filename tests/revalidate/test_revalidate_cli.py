@@ -1,6 +1,13 @@
 """`vgpu revalidate` through its command line on this machine (inventory `local`): every
 exit code, the baseline captured from three series and found again, a real CPU quota on a
-later run as the regression, and --resume keeping what finished."""
+later run as the regression, and --resume keeping what finished.
+
+The machine may be busy (another job, a shared developer box): the capture and the slowed
+run each get a CPU group of their own served before anything else up to its quota (one
+core, then a fifth of one), so the regression judged is the quota's, never the neighbour's.
+A neighbour still adds noise (on a 2-core box at load average 8, runs held to one core had
+a repeat CV of 16.5%, against 1.2% idle): the regression is made large enough to be judged
+through it."""
 
 from __future__ import annotations
 
@@ -13,7 +20,7 @@ import pytest
 
 from tests.bench.conftest import VGPU, vgpu_env
 from tests.labs.cpuquota import cpu_quota, quota_available
-from vgpu.exitcodes import EXIT_INCONCLUSIVE, EXIT_PASS, exit_for
+from vgpu.exitcodes import exit_for
 from vgpu.results.noise import estimate_levels
 from vgpu.results.series import SYSTEM_THROUGHPUT, load_series
 from vgpu.results.store import ResultStore
@@ -30,6 +37,20 @@ def _revalidate(folder: Path, cache: Path, *args: str) -> subprocess.CompletedPr
                           check=False)
 
 
+def _revalidate_on(cores: float, folder: Path, cache: Path,
+                   *args: str) -> subprocess.CompletedProcess[str]:
+    """`vgpu revalidate ARGS` with the whole command held to ``cores`` of CPU, served first
+    up to them (tests/labs/cpuquota.py)."""
+    argv = [*VGPU, "revalidate", "-i", "local", *args]
+    # the shell waits for the quota to be in place before the command starts
+    started = subprocess.Popen(["bash", "-c", 'sleep 0.2; exec "$@"', "bash", *argv],
+                               cwd=folder, env=vgpu_env(cache), text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    with cpu_quota(started.pid, cores, first=True):
+        out, err = started.communicate(timeout=600)
+    return subprocess.CompletedProcess(argv, started.returncode, out, err)
+
+
 def _runs(folder: Path) -> list[str]:
     with ResultStore.open(folder / "vgpu-results.db") as store:
         return [r.scenario_id for r in store.runs()]
@@ -39,8 +60,8 @@ def _runs(folder: Path) -> list[str]:
 def test_a_baseline_captured_from_three_series_judges_with_their_spread(
     tmp_path: Path, harness_cache: Path,
 ) -> None:
-    first = _revalidate(tmp_path, harness_cache, "-s", "bm5", "--capture-baseline",
-                        "--baseline-series", "3", "--baseline-pause", "0", *SHORT)
+    first = _revalidate_on(1.0, tmp_path, harness_cache, "-s", "bm5", "--capture-baseline",
+                           "--baseline-series", "3", "--baseline-pause", "0", *SHORT)
     assert first.returncode == 0, first.stdout + first.stderr
     assert "3 series per scenario, 0 s apart" in " ".join(first.stdout.split())
     with ResultStore.open(tmp_path / "vgpu-results.db") as store:
@@ -54,34 +75,24 @@ def test_a_baseline_captured_from_three_series_judges_with_their_spread(
     assert stored is not None and (stored.series, stored.repeats) == (3, valid)
     assert math.isclose(stored.series_cv, expected.series_cv, rel_tol=1e-9)
 
-    again = _revalidate(tmp_path, harness_cache, "--json", *SHORT)
-    [verdict] = json.loads(again.stdout)["verdicts"]
-    # short runs may leave it undecided: the exit code says which (4 is no pass)
-    assert again.returncode == exit_for(verdict["verdict"]) \
-        and again.returncode in (EXIT_PASS, EXIT_INCONCLUSIVE), again.stdout + again.stderr
+    # No --scenario: the scenarios of the baseline, on a fifth of a core. (No unchanged run
+    # is judged here: on a shared machine what the command runs beside changes its result.)
+    slowed = _revalidate_on(0.2, tmp_path, harness_cache, "--json", *STEADY)
+    assert slowed.returncode == 3, slowed.stdout + slowed.stderr
+    [verdict] = json.loads(slowed.stdout)["verdicts"]
+    assert (verdict["scenario"], verdict["verdict"]) == ("bm5", "FAIL")
+    assert slowed.returncode == exit_for(verdict["verdict"])
     throughput = verdict["vs_baseline"]["checks"][0]
     assert throughput["metric"] == SYSTEM_THROUGHPUT
+    # a fifth of a core against one: about 80% slower
+    assert throughput["verdict"] == "FAIL" and throughput["difference_pct"] < -50
+    # judged with the spread of the baseline's own series, and the verdict says so
     assert (f"series level {stored.judged_series_cv * 100:.2f}% from this baseline's 3 "
             "series") in throughput["noise"]
     assert not any("no spread" in note for note in verdict["notes"])
     level = f"{stored.judged_series_cv * 100:.1f}%"
     assert (f"against baseline 'pre-upgrade': judged with the series level {level} from "
             "this baseline's 3 series") in verdict["notes"]
-
-    # No --scenario: the scenarios of the baseline. The whole run gets 0.4 of a core.
-    argv = [*VGPU, "revalidate", "-i", "local", "--json", *STEADY]
-    slowed = subprocess.Popen(["bash", "-c", 'sleep 0.2; exec "$@"', "bash", *argv],
-                              cwd=tmp_path, env=vgpu_env(harness_cache), text=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    with cpu_quota(slowed.pid, 0.4):
-        out, err = slowed.communicate(timeout=600)
-    assert slowed.returncode == 3, out + err
-    [verdict] = json.loads(out)["verdicts"]
-    assert (verdict["scenario"], verdict["verdict"]) == ("bm5", "FAIL")
-    throughput = verdict["vs_baseline"]["checks"][0]
-    # 0.4 of a core: far slower, though by how much depends on what else the machine runs
-    assert throughput["verdict"] == "FAIL" and throughput["difference_pct"] < -15
-    assert "from this baseline's 3 series" in throughput["noise"]
 
 
 def test_cannot_run_exits_1_resume_keeps_what_finished_and_references_judge_a_new_lab(

@@ -2,7 +2,12 @@
 vSphere simulator (scenario 6's three VMs are loopback sshd guests), the simulator started
 again as an "upgraded" lab (other ESXi build, other NVIDIA VIB), one guest made slower with
 a real CPU quota; then the drift, a FAIL against the baseline with the platform changes
-beside it, and a scenario that can no longer run once its vGPU type is gone."""
+beside it, and a scenario that can no longer run once its vGPU type is gone.
+
+The machine may be busy (another job, a shared developer box): the guest made slower runs
+in a CPU group of its own, served before anything else up to its quota, both for the
+capture (0.6 of a core, about its share of two cores beside two other guests) and after
+(a quarter of one), so its regression is the quota's, never the neighbour's."""
 
 from __future__ import annotations
 
@@ -102,7 +107,9 @@ def test_after_an_upgrade_the_slowed_guest_fails_beside_the_drift(
     ssh: SshLab, tmp_path: Path,
 ) -> None:
     lab = Lab(ssh, tmp_path)
-    with VcsimLab() as before:
+    slow_guest = next(h for h in ssh.hosts if h.address == "127.0.0.12")  # s6-2g
+    assert slow_guest.process is not None
+    with VcsimLab() as before, cpu_quota(slow_guest.process.pid, 0.6, first=True):
         before.write_inventory(lab.inventory)
         captured = lab.revalidate(capture=True)
     assert not captured.could_not_run and captured.state.finished
@@ -111,9 +118,7 @@ def test_after_an_upgrade_the_slowed_guest_fails_beside_the_drift(
     [first] = captured.verdicts
     assert first.vs_baseline is None and "this run is baseline 'pre-upgrade'" in first.notes
 
-    slow_guest = next(h for h in ssh.hosts if h.address == "127.0.0.12")  # s6-2g
-    assert slow_guest.process is not None
-    with VcsimLab(UPGRADED) as after, cpu_quota(slow_guest.process.pid, 0.25):
+    with VcsimLab(UPGRADED) as after, cpu_quota(slow_guest.process.pid, 0.25, first=True):
         after.write_inventory(lab.inventory)
         upgraded = lab.revalidate(runs=4)  # the throttled guest's runs end early more often
     rows = {(r["field"], r["before"], r["after"]) for r in upgraded.drift["rows"]}
@@ -126,7 +131,7 @@ def test_after_an_upgrade_the_slowed_guest_fails_beside_the_drift(
     checks = {c.metric: c for c in verdict.vs_baseline.checks}
     slowed = checks["throughput s6-2g"]  # the other guests share the freed cores
     assert slowed.verdict == "FAIL", slowed.reason
-    assert slowed.difference_pct < -30  # a quarter of a core against a share of two
+    assert slowed.difference_pct < -30  # a quarter of a core against 0.6 of one
     changed = {c.field: (c.reference, c.candidate) for c in verdict.vs_baseline.platform_changes}
     assert changed["esxi_build"] == ("22380479", "24022510")
     assert "535.161.05" in (changed["host_driver"][0] or "")
