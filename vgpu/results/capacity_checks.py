@@ -145,20 +145,51 @@ def _as_check(check: CapacityCheck, unit: str, values: tuple[list[float], list[f
                  shrinking_var=(se or 0.0) ** 2)
 
 
+def more_runs(width: float, resolution: float) -> int:
+    """The bisections that narrow a bracket ``width`` wide (high / low) to
+    ``resolution`` (a fraction)."""
+    if width <= 1 + resolution or resolution <= 0:
+        return 0
+    return math.ceil(math.log2(math.log(width) / math.log1p(resolution)) - 1e-12)
+
+
 def _bracket_advice(vm: Sequence[Mapping[str, Any]], bare: Sequence[Mapping[str, Any]],
                     resolution: float) -> str:
     """The searches whose final bracket is wider than the resolution asked for (the budget
-    of runs ran out first), and the knob that would narrow them."""
-    wide = []
-    for side, found in (("VM", vm), ("bare metal", bare)):
-        for i, search in enumerate(found):
-            b = search_bracket({**search, "capacity_qps": _confirmed(search)})
-            if b.high / b.low - 1 > resolution * 1.0001:
-                wide.append(f"{side} repeat {i} {b.low:.1f}-{b.high:.1f}/s")
+    of runs ran out first): by how much, and the capacity.runs that would narrow them."""
+    return _wide_brackets([(f"{side} repeat {i}", search)
+                           for side, found in (("VM", vm), ("bare metal", bare))
+                           for i, search in enumerate(found)], resolution)
+
+
+def _wide_brackets(searches: Sequence[tuple[str, Mapping[str, Any]]],
+                   resolution: float) -> str:
+    wide, extra, runs = [], 0, 0
+    for label, search in searches:
+        b = search_bracket({**search, "capacity_qps": _confirmed(search)})
+        width = b.high / b.low if b.low > 0 else 1.0
+        if width - 1 > resolution * 1.0001:
+            wide.append(f"{label} {b.low:.1f}-{b.high:.1f}/s ({(width - 1) * 100:.1f}%)")
+            extra = max(extra, more_runs(width, resolution))
+            runs = max(runs, int((search.get("budget") or {}).get("runs") or 0)
+                       or len(search.get("runs", [])))
     if not wide:
         return ""
-    return (f"; brackets wider than the resolution {resolution:.0%} ({', '.join(wide)}): "
-            "the runs ran out before the bisection did; raise capacity.runs")
+    shown = ", ".join(wide[:4]) + (f" and {len(wide) - 4} more" if len(wide) > 4 else "")
+    return (f"; brackets wider than the resolution {resolution:.0%}: {shown}: the runs ran "
+            f"out before the bisection did; raise capacity.runs to {runs + extra} "
+            f"({extra} more bisection{'s' if extra > 1 else ''}) to reach it")
+
+
+def shortfall(vm: Sequence[Sequence[Mapping[str, Any]]],
+              bare: Sequence[Sequence[Mapping[str, Any]]]) -> str:
+    """``_bracket_advice`` over every instance of paired repeats (``vm[i][k]``)."""
+    labelled = [(f"{side} repeat {i} instance {k}", search)
+                for side, found in (("VM", vm), ("bare metal", bare))
+                for i, repeat in enumerate(found) for k, search in enumerate(repeat)]
+    resolution = max((float((s.get("budget") or {}).get("resolution") or 0)
+                      for _, s in labelled), default=0.0)
+    return _wide_brackets(labelled, resolution) if resolution > 0 else ""
 
 
 def _matched_detail(rates: Sequence[tuple[float, Mapping[str, Any]]]) -> str:
@@ -479,4 +510,14 @@ def _system_check(vm: Sequence[Sequence[Mapping[str, Any]]],
             "capacity.runs or move capacity.start_qps")), "queries/s", caps,
             inconclusive=True)
     check, verdict = system.system_verdict(vm, bare, allowed, shown, why)
+    check = replace(check, detail=check.detail + shortfall(vm, bare))
     return _as_check(check, "queries/s", caps, verdict, allowed)
+
+
+def kept_at_look(check: Check, judged: Check) -> Check:
+    """A capacity check as its design's look judged it (``judged``: compare.at_look), its
+    own detail kept after the look's interval: what the searches resolved, how the system
+    was chosen, and what would decide it."""
+    if not check.metric.startswith(CAPACITY_CHECK) or judged.reason == check.reason:
+        return judged
+    return replace(judged, reason=f"{judged.reason}; {check.reason}")
