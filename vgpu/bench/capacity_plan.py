@@ -6,8 +6,8 @@ repeats, complete ABBA pairs), looks fixed from the pilot to ``CAPACITY_MAX_BLOC
 before the first run, stopping as soon as the verdict is decided.
 
 A search that ends: after a side's warm-up and after every block, the next searches of an
-instance position start at ``WARM_START`` of the lower confirmed capacity the two sides
-just found there, so their first two runs bracket the capacity within a factor of 2 (a
+instance position start at ``WARM_START`` of the lower capacity the two sides just found
+there, so their first two runs bracket the capacity within a factor of 2 (a
 VALID start, then twice it; or an INVALID one, then half) whenever it moved less than that,
 and the rest of the budget bisects: ``runs_to_resolution`` runs reach the stated
 resolution. The start stays below both knees, so the latency checks find a load both
@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from vgpu.bench.workload import EffectiveWorkload
+from vgpu.results.capacity_system import knee
 
 # per run beyond its arrivals: the last answers and the next run's connections (measured
 # on this project's 2-core machine: 2 s runs took 2.5-3.5 s)
@@ -58,24 +59,25 @@ def search_seconds(workload: EffectiveWorkload) -> float:
     return capacity.runs * (capacity.duration_s + RUN_OVERHEAD_S)
 
 
-def confirmed_capacity(record: Mapping[str, Any] | None) -> float:
-    """A harness record's confirmed capacity (queries/s; 0 when it has none)."""
+def found_capacity(record: Mapping[str, Any] | None) -> float:
+    """Where a harness record's search put the capacity (queries/s; 0 when it found
+    none): vgpu.results.capacity_system.knee."""
     search = (record or {}).get("capacity") or {}
-    if not isinstance(search, Mapping):
+    if not isinstance(search, Mapping) or not isinstance(search.get("capacity_qps"),
+                                                         int | float):
         return 0.0
-    value = search.get("confirmed_capacity_qps", search.get("capacity_qps"))
-    return float(value) if isinstance(value, int | float) and value > 0 else 0.0
+    return max(0.0, knee(search))
 
 
 def warm_starts(sides: Sequence[Sequence[tuple[str, Mapping[str, Any] | None]]]) \
         -> dict[str, float]:
     """Instance name -> the rate its next search starts at: ``WARM_START`` of the lower
-    confirmed capacity of its position over ``sides`` (each side's (instance, record) in
+    capacity its position's searches found over ``sides`` (each side's (instance, record) in
     position order); a position where a side found none is left out (its search starts
     at the spec's start_qps)."""
     starts: dict[str, float] = {}
     for position in zip(*sides, strict=False):
-        found = [confirmed_capacity(record) for _, record in position]
+        found = [found_capacity(record) for _, record in position]
         if found and min(found) > 0:
             for name, _ in position:
                 starts[name] = round(WARM_START * min(found), 3)

@@ -5,10 +5,12 @@ of vgpu.results.capacity (``judge_capacity``), its checks turned into the compar
 checks. The capacity ratio carries its interval, so it joins the command's Holm family;
 the matched-load checks are gates without one, like the accuracy gate.
 
-Capacity here is each search's confirmed capacity, the highest rate VALID every time it
-ran (a rate that passed once and failed its rerun is the knee's noise, not a rate where
-the side is VALID); the search's own final point is stated beside it. The VALID gate's
-load: bare metal's (confirmed) capacity less the allowed loss in each repeat; the VM's
+Capacity here is where each search puts its knee (vgpu.results.capacity_system.knee):
+its final point, the highest rate VALID, when it was VALID at least half the times it ran
+there (a final point VALID once and INVALID on its rerun is at the knee, where a run is
+VALID half the time), else its confirmed capacity; a search with no rate VALID every time
+it ran is not judged. The VALID gate's
+load: bare metal's capacity less the allowed loss in each repeat; the VM's
 search ran its own rates, so the VM's run there is, in this order: its run at that very
 rate; else its highest INVALID run at or below it (INVALID where bare metal is VALID);
 else its lowest VALID run above it (VALID under more load than bare metal's); else its
@@ -66,7 +68,8 @@ def _paired(candidate: SeriesData, reference: SeriesData) -> list[tuple[int, int
 
 
 def _confirmed(search: Mapping[str, Any]) -> float:
-    return float(search.get("confirmed_capacity_qps", search["capacity_qps"]))
+    """Where the search puts the capacity (vgpu.results.capacity_system.knee)."""
+    return system.knee(search)
 
 
 def _document(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -222,7 +225,7 @@ def instance_checks(label: str, vm: Sequence[Mapping[str, Any]],
                    "INVALID on its rerun)"
                    for side, found in (("VM", vm), ("bare metal", bare))
                    for i, search in enumerate(found)
-                   if _confirmed(search) <= 0 < float(search["capacity_qps"])]
+                   if system.confirmed(search) <= 0 < float(search["capacity_qps"])]
     if unconfirmed:
         return [_as_check(CapacityCheck(CAPACITY_CHECK + suffix, False, (
             f"no rate VALID every time it ran in {', '.join(unconfirmed)}: the capacity "
@@ -259,8 +262,9 @@ def instance_checks(label: str, vm: Sequence[Mapping[str, Any]],
         if check.name == CAPACITY_CHECK:
             finals = ", ".join(f"{float(v['capacity_qps']):.1f}/{float(b['capacity_qps']):.1f}"
                                for v, b in zip(vm, bare, strict=True))
-            detail = (f"{named.detail}; confirmed capacities (VALID every time they ran), "
-                      f"the searches' final points VM/bare metal {finals}"
+            detail = (f"{named.detail}; capacities at each search's knee (its final "
+                      f"point, VALID at least half the times it ran there) VM/bare metal "
+                      f"{finals}"
                       f"{_bracket_advice(vm, bare, resolution)}")
             checks.append(_as_check(CapacityCheck(named.name, named.passed, detail),
                                     "queries/s", caps, verdict, allowed))
@@ -502,7 +506,7 @@ def _system_check(vm: Sequence[Sequence[Mapping[str, Any]]],
     name = f"{CAPACITY_CHECK} {system.SYSTEM_LABEL}"
     open_ended = [f"{side} repeat {i}" for side, found in (("VM", vm), ("bare metal", bare))
                   for i, repeat in enumerate(found)
-                  if not all(bracketed(s) and _confirmed(s) > 0 for s in repeat)]
+                  if not all(bracketed(s) and system.confirmed(s) > 0 for s in repeat)]
     if open_ended:
         return _as_check(CapacityCheck(name, False, (
             f"an instance's search found no confirmed capacity or no INVALID rate above it "
