@@ -520,8 +520,12 @@ def _system_check(vm: Sequence[Sequence[Mapping[str, Any]]],
 
 def kept_at_look(check: Check, judged: Check) -> Check:
     """A capacity check as its design's look judged it (``judged``: compare.at_look), its
-    own detail kept after the look's interval: what the searches resolved, how the system
-    was chosen, and what would decide it."""
+    own detail kept beside the look's interval: what the searches resolved and how the
+    system was chosen. What would decide it comes last (vgpu.results.decided reads the
+    last advice): the brackets' capacity.runs when they did not reach the resolution,
+    else the look's blocks."""
     if not check.metric.startswith(CAPACITY_CHECK) or judged.reason == check.reason:
         return judged
-    return replace(judged, reason=f"{judged.reason}; {check.reason}")
+    if "raise capacity.runs" in check.reason:
+        return replace(judged, reason=f"{judged.reason}; {check.reason}")
+    return replace(judged, reason=f"{check.reason}; {judged.reason}")
