@@ -293,7 +293,8 @@ LLM = "llm-server"
 
 
 def _searching(order: list[tuple[str, int]], knees: dict[str, list[float]],
-               starts: list[tuple[str, int, float]]) -> Any:
+               starts: list[tuple[str, int, float]],
+               other_cpu: Iterator[float] | None = None) -> Any:
     """Repeats whose instance searches its side's next knee (a run VALID at or below it)
     from the start the bench gave it, through the real search; the stored record and the
     outcome carry the search as the harness writes it."""
@@ -304,7 +305,8 @@ def _searching(order: list[tuple[str, int]], knees: dict[str, list[float]],
     def run_repeat(store: ResultStore, scenario: Any, targets: Any, result: Any,
                    repeat: int, repeats: int, *_: Any) -> list[Any]:
         order.append((scenario.id, repeat))
-        knee = knees[scenario.id][repeat]
+        busy = 2.0 if other_cpu is None else next(other_cpu)
+        knee = knees[scenario.id][repeat] * (0.3 if busy > 50 else 1.0)
         capacity = result.workload.llm.capacity
         start = result.capacity_start.get(targets[0].instance, capacity.start_qps)
         starts.append((scenario.id, repeat, start))
@@ -322,7 +324,8 @@ def _searching(order: list[tuple[str, int]], knees: dict[str, list[float]],
             name=targets[0].instance, status="ok", device_kind="cpu", validity="VALID",
             throughput=found.capacity, result={"capacity": search, "accuracy": {
                 "metric": "exact", "value": 1.0, "target": 1.0, "threshold": 1.0,
-                "samples": 8, "labels_from": "reference"}})])
+                "samples": 8, "labels_from": "reference"}})],
+            metrics=[Metric(OTHER_CPU, busy, "%")] if other_cpu is not None else [])
         return [InstanceOutcome(targets[0], tmp, record={"capacity": search})
                 for tmp in [Path(store.path).parent]]
     return run_repeat
@@ -367,3 +370,21 @@ def test_capacity_blocks_are_sequential_and_each_search_starts_where_the_last_fo
     for block in range(1, blocks):
         assert by_block[("bm6", block)] == by_block[("6", block)]
         assert by_block[("6", block)] < min(knees["bm6"][block - 1], knees["6"][block - 1])
+
+
+def test_a_disturbed_capacity_block_does_not_move_where_the_next_searches_start(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(IGNORE_ENV, raising=False)  # disturbance judged
+    order: list[tuple[str, int]] = []
+    starts: list[tuple[str, int, float]] = []
+    knees = {"bm6": [30.0] * 6, "6": [30.0] * 6}
+    # block 1's two runs starved by other load (their knee falls to 9/s), then quiet
+    busy = iter([2.0, 2.0, 90.0, 90.0, *([2.0] * 20)])
+    monkeypatch.setattr(interleave, "run_repeat", _searching(order, knees, starts, busy))
+    monkeypatch.setattr(interleave, "warm_up", _warm(order))
+    reference, candidate = _llm_sides(tmp_path)
+    with ResultStore.open(tmp_path / "r.db") as store:
+        run_interleaved(reference, candidate, store, runs=None, workload_names=[LLM])
+    block_1 = [start for _, block, start in starts if block == 1]
+    # set aside and run again from the start block 0's searches gave, not from 9/s
+    assert len(block_1) == 4 and len(set(block_1)) == 1 and block_1[0] > 20, block_1

@@ -154,15 +154,15 @@ def _run_blocks(store: ResultStore, sides: tuple[Side, Side],
             if result.calibrated_qps:
                 recalibrate(result, ran)
         _share_rates(sides, pair)
-        if searched:
-            _warm_start(sides, pair, outcomes)
         step = _after_block(store, disturbed, block, (run_ids, sides_run), pair, listen,
                             (f"scenario {sides[0].scenario.id}",
                              f"scenario {sides[1].scenario.id}"))
         if step == "again":
-            continue
+            continue  # the next searches start where the last undisturbed block's did
         if step == "stop":
             return  # disturbed again after the last replacement: INCONCLUSIVE, named
+        if searched:
+            _warm_start(sides, pair, outcomes)
         block += 1
         if block == total and pacing is not None:
             total = pacing.next_total(store, candidate.scenario, pair[1], total,
