@@ -290,7 +290,7 @@ def shared_load(vm: Mapping[str, Any], bare: Mapping[str, Any],
                 share: float = LATENCY_LOAD_SHARE) \
         -> tuple[float, Mapping[str, Any], Mapping[str, Any]]:
     """The load both sides of a repeat ran, for the latency checks: the highest rate both
-    searches ran at or below ``share`` of the lower of the two confirmed capacities (each
+    searches ran at or below ``share`` of the lower of the two knees (each
     side's last run there; the same seeded arrivals, so the latencies compare query for
     query); else the lowest rate both ran; else bare metal's capacity with the VM's run
     standing for it (``matched_run``). A latency depends on the load (a longer batch,
