@@ -307,3 +307,104 @@ def test_a_block_disturbed_on_both_sides_is_set_aside_outright(
     assert all(r.reason.startswith("set aside: both sides disturbed: ") for r in set_aside)
     assert mine.comparison is not None and mine.comparison.verdict == "PASS"
     assert mine.comparison.shortfalls == []
+
+
+LLM = "llm-server"
+
+
+def _searching(order: list[tuple[str, int]], knees: dict[str, list[float]],
+               starts: list[tuple[str, int, float]],
+               other_cpu: Iterator[float] | None = None) -> Any:
+    """Repeats whose instance searches its side's next knee (a run VALID at or below it)
+    from the start the bench gave it, through the real search; the stored record and the
+    outcome carry the search as the harness writes it."""
+    from loadgen.llm.capacity import find_capacity
+    from loadgen.llm.runs import Budget, RunResult
+    from vgpu.bench.fanout import InstanceOutcome
+
+    def run_repeat(store: ResultStore, scenario: Any, targets: Any, result: Any,
+                   repeat: int, repeats: int, *_: Any) -> list[Any]:
+        order.append((scenario.id, repeat))
+        busy = 2.0 if other_cpu is None else next(other_cpu)
+        knee = knees[scenario.id][repeat] * (0.3 if busy > 50 else 1.0)
+        capacity = result.workload.llm.capacity
+        start = result.capacity_start.get(targets[0].instance, capacity.start_qps)
+        starts.append((scenario.id, repeat, start))
+
+        def measure(rate: float, _n: int) -> RunResult:
+            valid = rate <= knee
+            return RunResult(rate, 100, valid, [] if valid else ["TTFT p99 over"], 0, 50.0,
+                             10.0, 10.0, 12.0, 14.0, 15.0, rate, 1600)
+
+        found = find_capacity(measure, start, Budget(runs=capacity.runs,
+                                                      resolution=capacity.resolution))
+        search = {**found.to_json(), "seed": 0, "budget": {"resolution": capacity.resolution}}
+        run_id = session._begin_run(store, scenario, targets, result, repeat, repeats)
+        store.finish_run(run_id, "ok", instances=[InstanceResult(
+            name=targets[0].instance, status="ok", device_kind="cpu", validity="VALID",
+            throughput=found.capacity, result={"capacity": search, "accuracy": {
+                "metric": "exact", "value": 1.0, "target": 1.0, "threshold": 1.0,
+                "samples": 8, "labels_from": "reference"}})],
+            metrics=[Metric(OTHER_CPU, busy, "%")] if other_cpu is not None else [])
+        return [InstanceOutcome(targets[0], tmp, record={"capacity": search})
+                for tmp in [Path(store.path).parent]]
+    return run_repeat
+
+
+def _llm_sides(tmp_path: Path) -> tuple[Side, Side]:
+    return _sides(tmp_path, BenchOverrides())
+
+
+@pytest.mark.parametrize(("ratio", "blocks", "verdict"), [(1.0, 4, "PASS"), (0.94, 6, None)])
+def test_capacity_blocks_are_sequential_and_each_search_starts_where_the_last_found_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ratio: float, blocks: int,
+        verdict: str | None) -> None:
+    """An identical slice decides at the pilot's look (4 blocks); one 6% below the
+    stated 5% margin's edge cannot at 4 and runs to the cap of 6. Every block's searches
+    start at 3/4 of the lower capacity the last block's found at that position."""
+    order: list[tuple[str, int]] = []
+    starts: list[tuple[str, int, float]] = []
+    jitter = [1.0, 1.01, 0.99, 1.005, 0.995, 1.0]
+    knees = {"bm6": [30.0 * j for j in jitter],
+             "6": [30.0 * ratio * j for j in reversed(jitter)]}
+    monkeypatch.setattr(interleave, "run_repeat", _searching(order, knees, starts))
+    monkeypatch.setattr(interleave, "warm_up", _warm(order))
+    reference, candidate = _llm_sides(tmp_path)
+    with ResultStore.open(tmp_path / "r.db") as store:
+        _, cand_out = run_interleaved(reference, candidate, store, runs=None,
+                                      workload_names=[LLM])
+    [mine] = cand_out.workloads
+    assert sorted({block for _, block in order if block >= 0}) == list(range(blocks))
+    notes = mine.workload.notes
+    assert any("sequential blocks, looks at 4, 6 (fixed before the first run)" in n
+               for n in notes), notes
+    looks = [n for n in notes if n.startswith("sequential repeats")]
+    assert looks[0].startswith("sequential repeats: look 1 at 4: " +
+                               ("PASS" if verdict == "PASS" else "undecided")), looks
+    assert mine.comparison is not None
+    if verdict is not None:
+        assert mine.comparison.verdict == verdict
+    # block 0 starts from the spec's 50/s (the warm-up here is faked), later ones warm
+    by_block = {(side, block): start for side, block, start in starts}
+    assert by_block[("bm6", 0)] == by_block[("6", 0)] == 50.0
+    for block in range(1, blocks):
+        assert by_block[("bm6", block)] == by_block[("6", block)]
+        assert by_block[("6", block)] < min(knees["bm6"][block - 1], knees["6"][block - 1])
+
+
+def test_a_disturbed_capacity_block_does_not_move_where_the_next_searches_start(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(IGNORE_ENV, raising=False)  # disturbance judged
+    order: list[tuple[str, int]] = []
+    starts: list[tuple[str, int, float]] = []
+    knees = {"bm6": [30.0] * 6, "6": [30.0] * 6}
+    # block 1's two runs starved by other load (their knee falls to 9/s), then quiet
+    busy = iter([2.0, 2.0, 90.0, 90.0, *([2.0] * 20)])
+    monkeypatch.setattr(interleave, "run_repeat", _searching(order, knees, starts, busy))
+    monkeypatch.setattr(interleave, "warm_up", _warm(order))
+    reference, candidate = _llm_sides(tmp_path)
+    with ResultStore.open(tmp_path / "r.db") as store:
+        run_interleaved(reference, candidate, store, runs=None, workload_names=[LLM])
+    block_1 = [start for _, block, start in starts if block == 1]
+    # set aside and run again from the start block 0's searches gave, not from 9/s
+    assert len(block_1) == 4 and len(set(block_1)) == 1 and block_1[0] > 20, block_1

@@ -17,10 +17,14 @@ from vgpu.results.capacity_checks import (
     LATENCY_LOAD_SHARE,
     gate_p_value,
     instance_checks,
+    kept_at_look,
     matched_run,
+    more_runs,
     shared_load,
 )
-from vgpu.results.compare import holm
+from vgpu.results.compare import Comparison, at_look, holm
+from vgpu.results.decided import advice as decided_advice
+from vgpu.results.decided import decided_by
 
 SHAPE = LoadShape(16, 48, 16)
 # tests/bench/test_llm_capacity_bench.py's slice: a TPOT target on 10 ms steps that grow
@@ -172,6 +176,33 @@ def test_brackets_the_runs_could_not_narrow_are_inconclusive_and_say_so() -> Non
     check = _capacity_check(wide, wide)
     assert check.verdict == "INCONCLUSIVE"
     assert "raise capacity.runs" in check.reason and "bare metal repeat 1" in check.reason
+    # by how much, and the runs that would reach the 1% asked: 2^(1/64) < 1.01 after 6
+    # more bisections of a 41.4% bracket
+    assert "bare metal repeat 1 100.0-141.4/s (41.4%)" in check.reason
+    assert "raise capacity.runs to 8 (6 more bisections) to reach it" in check.reason
+    assert more_runs(1.414, 0.01) == 6 and more_runs(1.009, 0.01) == 0
+
+
+def test_the_design_s_look_keeps_what_the_capacity_check_said() -> None:
+    wide = [_bracketed(100, 141.4)] * 4
+    check = _capacity_check(wide, wide)
+    judged = kept_at_look(check, at_look(check, (4, 6), 4))
+    assert "% repeated (look 1 of 2 at 4) CI" in judged.reason.split("; ")[0]
+    assert judged.reason.endswith(check.reason)
+    assert "raise capacity.runs to 8" in decided_advice(judged.reason)
+    # brackets at the resolution: the look's blocks are what would decide; the verdict
+    # table's sentence stays one line however long the detail
+    near = [_bracketed(100, 100.9), _bracketed(96, 96.8), _bracketed(99, 99.9),
+            _bracketed(94, 94.8)]
+    check = _capacity_check(near, [_bracketed(100, 100.9)] * 4)
+    judged = kept_at_look(check, at_look(check, (4, 6), 4))
+    assert judged.verdict == "INCONCLUSIVE" and judged.reason.startswith(check.reason)
+    sentence = decided_by(Comparison(kind="vm-vs-bare-metal", title="6 vs bm6",
+                                     candidate="6", reference="bm6", checks=[judged]))
+    assert sentence == ("capacity_at_slo undecided: -2.8% [-9.8%, +4.8%], allowed >= "
+                        "-5.00%; about 39 blocks in all (35 more) would decide at this "
+                        "noise (estimate -2.79%, 2.3% from the limit)")
+    assert len(sentence) < 250 < len(judged.reason)
 
 
 def test_identical_sides_whose_knee_flipped_in_one_repeat_still_pass() -> None:

@@ -9,8 +9,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from vgpu.bench.capacity_plan import plan_note
-from vgpu.bench.fanout import RoundTimeouts, run_round
+from vgpu.bench.capacity_plan import (
+    CAPACITY_MAX_BLOCKS,
+    PILOT_BLOCKS,
+    plan_note,
+    warm_starts,
+)
+from vgpu.bench.fanout import InstanceOutcome, RoundTimeouts, run_round
 from vgpu.bench.outcome import BenchListener, BenchOutcome, QuietListener, WorkloadOutcome
 from vgpu.bench.pacing import Budget, Pacing, pacing_for
 from vgpu.bench.session import calibrate, inference_workloads, judge_series, recalibrate, run_repeat
@@ -47,7 +52,9 @@ def run_interleaved(
     and drift between minutes cancels. Without a fixed ``runs`` (or with --until-decided,
     --budget), blocks are added at looks fixed from the pilot to the cap until the verdict
     decides or the stated cap (--max-repeats, --budget) is reached
-    (vgpu.results.sequential). The block count is even (complete ABBA pairs), and
+    (vgpu.results.sequential); a capacity search's workload too, from a pilot of at least
+    3 repeats to its own cap (vgpu.bench.capacity_plan), each block's searches starting
+    where the last ones found the capacity. The block count is even (complete ABBA pairs), and
     each side first runs one warm-up run that is not judged (the session's first runs are
     cold). Offline sides share one expected QPS per instance position (the larger probe),
     so their queries have the same size. A block other load disturbed is set aside and
@@ -102,21 +109,31 @@ def _run_blocks(store: ResultStore, sides: tuple[Side, Side],
     _share_rates(sides, pair)
     _share_length(pair)
     warm_s: list[float] = []
+    warmed: dict[int, Sequence[InstanceOutcome]] = {}
     for index, (side, result) in enumerate(zip(sides, pair, strict=True)):
         began = time.monotonic()
-        if not warm_up(store, side, result, listen, timeouts):
+        kept: list[InstanceOutcome] = []
+        if not warm_up(store, side, result, listen, timeouts, kept):
             pair[1 - index].failure = f"stopped with scenario {side.scenario.id}"
             return
         warm_s.append(time.monotonic() - began)
+        warmed[index] = kept
     _share_rates(sides, pair)
-    candidate = sides[1]
     if pair[1].workload.capacity_search:
-        sequential = False
-        stated = plan_note(pair[1].workload, repeats)
+        _warm_start(sides, pair, warmed)
+    candidate = sides[1]
+    searched = pair[1].workload.capacity_search
+    if searched and sequential:
+        repeats = max(repeats, PILOT_BLOCKS)
+    pacing = pacing_for(candidate.overrides, repeats, budget, step=2, always=sequential,
+                        default_cap=CAPACITY_MAX_BLOCKS if searched else None)
+    if searched:
+        planned = (repeats,) if pacing is None else \
+            schedule(repeats, pacing.design.max_repeats, pacing.design)
+        stated = plan_note(pair[1].workload, planned)
         pair[1].workload.notes.append(stated)
         listen.phase(f"{pair[1].workload.label}: {stated}")
-    pacing = pacing_for(candidate.overrides, repeats, budget, step=2, always=sequential)
-    if pacing is not None:
+    elif pacing is not None:
         stated = (f"interleaved blocks: {pacing.design.looks} looks fixed from {repeats} "
                   f"blocks to the cap; at most {pacing.design.max_repeats} blocks "
                   f"({2 * pacing.design.max_repeats} runs) unless decided sooner "
@@ -169,12 +186,14 @@ def _blocks(store: ResultStore, sides: tuple[Side, Side],
             timeouts: RoundTimeouts) -> None:
     repeats, pacing = design
     candidate = sides[1]
+    searched = pair[1].workload.capacity_search
     total, block, started = repeats, 0, time.monotonic()
     disturbed = DisturbedBlocks()
     while block < total:
         order = (0, 1) if block % 2 == 0 else (1, 0)
         run_ids: list[int] = []
         sides_run: list[int] = []
+        outcomes: dict[int, Sequence[InstanceOutcome]] = {}
         for index in order:
             side, result = sides[index], pair[index]
             listen.phase(f"{result.workload.label}: block {block + 1}/{total}, scenario "
@@ -186,6 +205,7 @@ def _blocks(store: ResultStore, sides: tuple[Side, Side],
                 return
             run_ids += result.run_ids[-1:]  # the run this repeat stored
             sides_run.append(index)
+            outcomes[index] = ran
             if result.calibrated_qps:
                 recalibrate(result, ran)
         _share_rates(sides, pair)
@@ -193,9 +213,11 @@ def _blocks(store: ResultStore, sides: tuple[Side, Side],
                             (f"scenario {sides[0].scenario.id}",
                              f"scenario {sides[1].scenario.id}"))
         if step == "again":
-            continue
+            continue  # the next searches start where the last undisturbed block's did
         if step == "stop":
             return  # disturbed again after the last replacement: INCONCLUSIVE, named
+        if searched:
+            _warm_start(sides, pair, outcomes)
         block += 1
         if block == total and pacing is not None:
             total = pacing.next_total(store, candidate.scenario, pair[1], total,
@@ -224,11 +246,11 @@ def _after_block(store: ResultStore, disturbed: DisturbedBlocks, block: int,
 
 
 def warm_up(store: ResultStore, side: Side, result: WorkloadOutcome, listen: BenchListener,
-            timeouts: RoundTimeouts) -> bool:
+            timeouts: RoundTimeouts, kept: list[InstanceOutcome] | None = None) -> bool:
     """One run of ``result``'s workload on ``side`` before the judged blocks, not stored
     as a run (its logs under logs/warmup/): a session's first run is cold (caches, clocks,
     lazy initialisation) and would fall into one block only. False, with
-    ``result.failure`` set, when it failed."""
+    ``result.failure`` set, when it failed; its instance outcomes go to ``kept``."""
     effective = result.workload
     listen.phase(f"{effective.label}: warm-up run, scenario {side.scenario.id} (not judged)")
     root = store.logs_root / "warmup" / result.series_id
@@ -253,6 +275,8 @@ def warm_up(store: ResultStore, side: Side, result: WorkloadOutcome, listen: Ben
         return False
     if result.calibrated_qps:
         recalibrate(result, warm.outcomes)
+    if kept is not None:
+        kept += warm.outcomes
     return True
 
 
@@ -269,6 +293,21 @@ def _share_length(pair: tuple[WorkloadOutcome, WorkloadOutcome]) -> None:
             workload.notes.append(f"run length {workload.duration_s:g} s -> {longer:g} s: "
                                   "both sides run the longer of their probes' lengths")
             workload.duration_s = longer
+
+
+def _warm_start(sides: tuple[Side, Side], pair: tuple[WorkloadOutcome, WorkloadOutcome],
+                ran: dict[int, Sequence[InstanceOutcome]]) -> None:
+    """The next capacity searches of both sides start where the ones just run found the
+    capacity (vgpu.bench.capacity_plan.warm_starts), position by position."""
+    if len(ran) < 2 or len(sides[0].targets) != len(sides[1].targets):
+        return
+    found = []
+    for index, side in enumerate(sides):
+        records = {o.target.instance: o.record for o in ran[index]}
+        found.append([(t.instance, records.get(t.instance)) for t in side.targets])
+    starts = warm_starts(found)
+    for result in pair:
+        result.capacity_start.update(starts)
 
 
 def _share_rates(sides: tuple[Side, Side],

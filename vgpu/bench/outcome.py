@@ -51,6 +51,8 @@ class WorkloadOutcome:
     comparison: Comparison | None = None
     baseline_note: str | None = None
     calibrated_qps: dict[str, float] = field(default_factory=dict)
+    # a capacity search's start per instance (vgpu.bench.capacity_plan.warm_starts)
+    capacity_start: dict[str, float] = field(default_factory=dict)
     server_split: Split = field(default_factory=dict)  # Triton: instance -> part -> us
     # interleaved with another series block by block: {"partner", "order", "role"}
     design: dict[str, str] | None = None

@@ -100,13 +100,15 @@ class Pacing:
 
 
 def pacing_for(overrides: BenchOverrides, repeats: int, budget: Budget | None,
-               step: int = 1, always: bool = False) -> Pacing | None:
+               step: int = 1, always: bool = False,
+               default_cap: int | None = None) -> Pacing | None:
     """The sequential design of --until-decided / --budget (``always``: also without
     them, as an interleaved comparison without a fixed --runs is); ``step`` 2 for ABBA
-    blocks (every look at complete pairs)."""
+    blocks (every look at complete pairs); ``default_cap`` the cap without
+    --max-repeats (else the design's default for the step)."""
     if not (always or overrides.until_decided or budget is not None):
         return None
-    default = DEFAULT_MAX_BLOCKS if step == 2 else DEFAULT_MAX_REPEATS
+    default = default_cap or (DEFAULT_MAX_BLOCKS if step == 2 else DEFAULT_MAX_REPEATS)
     cap = max(repeats, overrides.max_repeats or default)
     cap -= cap % step
     return Pacing(Design(min_repeats=repeats, max_repeats=max(cap, repeats), step=step),

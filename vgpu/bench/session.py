@@ -206,7 +206,7 @@ def run_repeat(
         t.instance: harness_spec(
             effective, instance=t.instance, device=t.device, threads=t.threads,
             seed=overrides.seed, target_qps=result.calibrated_qps.get(t.instance),
-            repeat=repeat,
+            repeat=repeat, start_qps=result.capacity_start.get(t.instance),
         ).to_json()
         for t in targets
     }

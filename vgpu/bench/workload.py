@@ -295,13 +295,15 @@ def harness_spec(
     accuracy: bool = True,
     stability: bool = True,
     repeat: int = 0,
+    start_qps: float | None = None,
 ) -> InferenceRunSpec:
     """The harness run spec for one instance (docs/harness.md); ``device`` is a target's
     device section. Ship it as ``to_json()``. A workload with an accuracy target gets its
     accuracy pass unless ``accuracy`` is False (a calibration probe, which never runs
     under the MLPerf rules either: it only measures a rate); every run gets its stability
     window unless ``stability`` is False (a probe again). A capacity search sends the
-    arrival pattern of ``repeat``, so both sides of an interleaved block send the same."""
+    arrival pattern of ``repeat``, so both sides of an interleaved block send the same,
+    from ``start_qps`` when given (else the workload's)."""
     model = ModelSpec(workload.model, workload.variant, workload.precision)
     url = None
     if workload.backend == "triton":
@@ -329,14 +331,16 @@ def harness_spec(
         stability=stability_spec(workload, duration_s or workload.duration_s)
         if stability else None,
         slowdown=workload.slowdown,
-        llm=_for_repeat(workload.llm, repeat),
+        llm=_for_repeat(workload.llm, repeat, start_qps),
     )
 
 
-def _for_repeat(llm: LlmSpec | None, repeat: int) -> LlmSpec | None:
+def _for_repeat(llm: LlmSpec | None, repeat: int,
+                start_qps: float | None = None) -> LlmSpec | None:
     if llm is None or llm.capacity is None:
         return llm
-    return replace(llm, capacity=replace(llm.capacity, repeat=repeat))
+    start = llm.capacity.start_qps if start_qps is None else start_qps
+    return replace(llm, capacity=replace(llm.capacity, repeat=repeat, start_qps=start))
 
 
 def _rules_fields(workload: EffectiveWorkload, real_run: bool) -> dict[str, Any]:

@@ -5,10 +5,12 @@ of vgpu.results.capacity (``judge_capacity``), its checks turned into the compar
 checks. The capacity ratio carries its interval, so it joins the command's Holm family;
 the matched-load checks are gates without one, like the accuracy gate.
 
-Capacity here is each search's confirmed capacity, the highest rate VALID every time it
-ran (a rate that passed once and failed its rerun is the knee's noise, not a rate where
-the side is VALID); the search's own final point is stated beside it. The VALID gate's
-load: bare metal's (confirmed) capacity less the allowed loss in each repeat; the VM's
+Capacity here is where each search puts its knee (vgpu.results.capacity_system.knee):
+its final point, the highest rate VALID, when it was VALID at least half the times it ran
+there (a final point VALID once and INVALID on its rerun is at the knee, where a run is
+VALID half the time), else its confirmed capacity; a search with no rate VALID every time
+it ran is not judged. The VALID gate's
+load: bare metal's capacity less the allowed loss in each repeat; the VM's
 search ran its own rates, so the VM's run there is, in this order: its run at that very
 rate; else its highest INVALID run at or below it (INVALID where bare metal is VALID);
 else its lowest VALID run above it (VALID under more load than bare metal's); else its
@@ -66,7 +68,8 @@ def _paired(candidate: SeriesData, reference: SeriesData) -> list[tuple[int, int
 
 
 def _confirmed(search: Mapping[str, Any]) -> float:
-    return float(search.get("confirmed_capacity_qps", search["capacity_qps"]))
+    """Where the search puts the capacity (vgpu.results.capacity_system.knee)."""
+    return system.knee(search)
 
 
 def _document(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -145,20 +148,51 @@ def _as_check(check: CapacityCheck, unit: str, values: tuple[list[float], list[f
                  shrinking_var=(se or 0.0) ** 2)
 
 
+def more_runs(width: float, resolution: float) -> int:
+    """The bisections that narrow a bracket ``width`` wide (high / low) to
+    ``resolution`` (a fraction)."""
+    if width <= 1 + resolution or resolution <= 0:
+        return 0
+    return math.ceil(math.log2(math.log(width) / math.log1p(resolution)) - 1e-12)
+
+
 def _bracket_advice(vm: Sequence[Mapping[str, Any]], bare: Sequence[Mapping[str, Any]],
                     resolution: float) -> str:
     """The searches whose final bracket is wider than the resolution asked for (the budget
-    of runs ran out first), and the knob that would narrow them."""
-    wide = []
-    for side, found in (("VM", vm), ("bare metal", bare)):
-        for i, search in enumerate(found):
-            b = search_bracket({**search, "capacity_qps": _confirmed(search)})
-            if b.high / b.low - 1 > resolution * 1.0001:
-                wide.append(f"{side} repeat {i} {b.low:.1f}-{b.high:.1f}/s")
+    of runs ran out first): by how much, and the capacity.runs that would narrow them."""
+    return _wide_brackets([(f"{side} repeat {i}", search)
+                           for side, found in (("VM", vm), ("bare metal", bare))
+                           for i, search in enumerate(found)], resolution)
+
+
+def _wide_brackets(searches: Sequence[tuple[str, Mapping[str, Any]]],
+                   resolution: float) -> str:
+    wide, extra, runs = [], 0, 0
+    for label, search in searches:
+        b = search_bracket({**search, "capacity_qps": _confirmed(search)})
+        width = b.high / b.low if b.low > 0 else 1.0
+        if width - 1 > resolution * 1.0001:
+            wide.append(f"{label} {b.low:.1f}-{b.high:.1f}/s ({(width - 1) * 100:.1f}%)")
+            extra = max(extra, more_runs(width, resolution))
+            runs = max(runs, int((search.get("budget") or {}).get("runs") or 0)
+                       or len(search.get("runs", [])))
     if not wide:
         return ""
-    return (f"; brackets wider than the resolution {resolution:.0%} ({', '.join(wide)}): "
-            "the runs ran out before the bisection did; raise capacity.runs")
+    shown = ", ".join(wide[:4]) + (f" and {len(wide) - 4} more" if len(wide) > 4 else "")
+    return (f"; brackets wider than the resolution {resolution:.0%}: {shown}: the runs ran "
+            f"out before the bisection did; raise capacity.runs to {runs + extra} "
+            f"({extra} more bisection{'s' if extra > 1 else ''}) to reach it")
+
+
+def shortfall(vm: Sequence[Sequence[Mapping[str, Any]]],
+              bare: Sequence[Sequence[Mapping[str, Any]]]) -> str:
+    """``_bracket_advice`` over every instance of paired repeats (``vm[i][k]``)."""
+    labelled = [(f"{side} repeat {i} instance {k}", search)
+                for side, found in (("VM", vm), ("bare metal", bare))
+                for i, repeat in enumerate(found) for k, search in enumerate(repeat)]
+    resolution = max((float((s.get("budget") or {}).get("resolution") or 0)
+                      for _, s in labelled), default=0.0)
+    return _wide_brackets(labelled, resolution) if resolution > 0 else ""
 
 
 def _matched_detail(rates: Sequence[tuple[float, Mapping[str, Any]]]) -> str:
@@ -191,7 +225,7 @@ def instance_checks(label: str, vm: Sequence[Mapping[str, Any]],
                    "INVALID on its rerun)"
                    for side, found in (("VM", vm), ("bare metal", bare))
                    for i, search in enumerate(found)
-                   if _confirmed(search) <= 0 < float(search["capacity_qps"])]
+                   if system.confirmed(search) <= 0 < float(search["capacity_qps"])]
     if unconfirmed:
         return [_as_check(CapacityCheck(CAPACITY_CHECK + suffix, False, (
             f"no rate VALID every time it ran in {', '.join(unconfirmed)}: the capacity "
@@ -228,8 +262,9 @@ def instance_checks(label: str, vm: Sequence[Mapping[str, Any]],
         if check.name == CAPACITY_CHECK:
             finals = ", ".join(f"{float(v['capacity_qps']):.1f}/{float(b['capacity_qps']):.1f}"
                                for v, b in zip(vm, bare, strict=True))
-            detail = (f"{named.detail}; confirmed capacities (VALID every time they ran), "
-                      f"the searches' final points VM/bare metal {finals}"
+            detail = (f"{named.detail}; capacities at each search's knee (its final "
+                      f"point, VALID at least half the times it ran there) VM/bare metal "
+                      f"{finals}"
                       f"{_bracket_advice(vm, bare, resolution)}")
             checks.append(_as_check(CapacityCheck(named.name, named.passed, detail),
                                     "queries/s", caps, verdict, allowed))
@@ -255,7 +290,7 @@ def shared_load(vm: Mapping[str, Any], bare: Mapping[str, Any],
                 share: float = LATENCY_LOAD_SHARE) \
         -> tuple[float, Mapping[str, Any], Mapping[str, Any]]:
     """The load both sides of a repeat ran, for the latency checks: the highest rate both
-    searches ran at or below ``share`` of the lower of the two confirmed capacities (each
+    searches ran at or below ``share`` of the lower of the two knees (each
     side's last run there; the same seeded arrivals, so the latencies compare query for
     query); else the lowest rate both ran; else bare metal's capacity with the VM's run
     standing for it (``matched_run``). A latency depends on the load (a longer batch,
@@ -471,7 +506,7 @@ def _system_check(vm: Sequence[Sequence[Mapping[str, Any]]],
     name = f"{CAPACITY_CHECK} {system.SYSTEM_LABEL}"
     open_ended = [f"{side} repeat {i}" for side, found in (("VM", vm), ("bare metal", bare))
                   for i, repeat in enumerate(found)
-                  if not all(bracketed(s) and _confirmed(s) > 0 for s in repeat)]
+                  if not all(bracketed(s) and system.confirmed(s) > 0 for s in repeat)]
     if open_ended:
         return _as_check(CapacityCheck(name, False, (
             f"an instance's search found no confirmed capacity or no INVALID rate above it "
@@ -479,4 +514,18 @@ def _system_check(vm: Sequence[Sequence[Mapping[str, Any]]],
             "capacity.runs or move capacity.start_qps")), "queries/s", caps,
             inconclusive=True)
     check, verdict = system.system_verdict(vm, bare, allowed, shown, why)
+    check = replace(check, detail=check.detail + shortfall(vm, bare))
     return _as_check(check, "queries/s", caps, verdict, allowed)
+
+
+def kept_at_look(check: Check, judged: Check) -> Check:
+    """A capacity check as its design's look judged it (``judged``: compare.at_look), its
+    own detail kept beside the look's interval: what the searches resolved and how the
+    system was chosen. What would decide it comes last (vgpu.results.decided reads the
+    last advice): the brackets' capacity.runs when they did not reach the resolution,
+    else the look's blocks."""
+    if not check.metric.startswith(CAPACITY_CHECK) or judged.reason == check.reason:
+        return judged
+    if "raise capacity.runs" in check.reason:
+        return replace(judged, reason=f"{judged.reason}; {check.reason}")
+    return replace(judged, reason=f"{check.reason}; {judged.reason}")

@@ -70,13 +70,30 @@ def sharing(*sides: SeriesData) -> Sharing:
 
 
 def confirmed(search: Mapping[str, Any]) -> float:
+    """The highest rate VALID every time the search ran it."""
     return float(search.get("confirmed_capacity_qps", search["capacity_qps"]))
+
+
+def knee(search: Mapping[str, Any]) -> float:
+    """Where the search puts the capacity: its final point (its highest VALID rate) when
+    its runs there were VALID at least half the time, else its confirmed capacity. The
+    knee is the rate at which a run is VALID half the time, so a final point VALID once
+    and INVALID on its rerun is at the knee; taking the confirmed rate below it instead
+    would move a random side's capacity down by a bisection step or more (by up to the
+    first bracket's half when only the start was VALID every time), which decides nothing
+    and widens every interval. Both sides are read alike, so the ratio is not biased."""
+    final = float(search.get("capacity_qps") or 0)
+    there = [r for r in search.get("runs", [])
+             if math.isclose(float(r["rate"]), final, rel_tol=1e-9)]
+    if final > 0 and 2 * sum(bool(r["valid"]) for r in there) >= len(there):
+        return final
+    return confirmed(search)
 
 
 def system_bracket(searches: Sequence[Mapping[str, Any]]) -> Bracket:
     """A repeat's system capacity: the sum of its instances' brackets (each from its
-    confirmed capacity to the lowest INVALID rate above it)."""
-    brackets = [search_bracket({**s, "capacity_qps": confirmed(s)}) for s in searches]
+    knee to the lowest INVALID rate above it)."""
+    brackets = [search_bracket({**s, "capacity_qps": knee(s)}) for s in searches]
     return Bracket(sum(b.low for b in brackets), sum(b.high for b in brackets))
 
 
@@ -88,7 +105,7 @@ def system_verdict(vm: Sequence[Sequence[Mapping[str, Any]]],
     interval = bracket_interval([system_bracket(r) for r in vm],
                                 [system_bracket(r) for r in bare])
     outcome = interval.verdict(1 - allowed_pct / 100)
-    sums = ", ".join(f"{sum(confirmed(s) for s in v):.1f}/{sum(confirmed(s) for s in b):.1f}"
+    sums = ", ".join(f"{sum(knee(s) for s in v):.1f}/{sum(knee(s) for s in b):.1f}"
                      for v, b in zip(vm, bare, strict=True))
     detail = (f"judged as a system: {why}, so each instance's capacity is its share of "
               f"the rest's load; the sum at the common SLO VM/bare metal "
@@ -104,8 +121,8 @@ def system_verdict(vm: Sequence[Sequence[Mapping[str, Any]]],
 
 def ratio_text(vm: Sequence[Mapping[str, Any]], bare: Sequence[Mapping[str, Any]]) -> str:
     """An instance's capacity ratio over the repeats, for the record (geometric mean)."""
-    ratios = [confirmed(v) / confirmed(b) for v, b in zip(vm, bare, strict=True)
-              if confirmed(b) > 0 and confirmed(v) > 0]
+    ratios = [knee(v) / knee(b) for v, b in zip(vm, bare, strict=True)
+              if knee(b) > 0 and knee(v) > 0]
     if not ratios:
         return "no capacity on a side"
     mean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))

@@ -11,7 +11,7 @@ from typing import Any, cast
 
 from vgpu.model.scenario import Scenario
 from vgpu.results.accuracy import with_accuracy_gate
-from vgpu.results.capacity_checks import capacity_checks
+from vgpu.results.capacity_checks import capacity_checks, kept_at_look
 from vgpu.results.compare import (
     Band,
     Check,
@@ -173,7 +173,8 @@ def compare_series(
     if offered and not measured_capacity(candidate) and candidate.kind != "training":
         checks.append(offered_rate_check(candidate, reference))
     if candidate.looks:  # judged at the design's last look, as its looks were
-        checks = [at_look(c, candidate.looks, candidate.repeats_asked) for c in checks]
+        checks = [kept_at_look(c, at_look(c, candidate.looks, candidate.repeats_asked))
+                  for c in checks]
     shortfalls = _shortfalls(candidate, reference)
     if not shortfalls and pairing.pairs is not None:
         shortfalls += _set_aside_shortfall(kind, candidate, reference, tolerance=tolerance,

@@ -159,8 +159,8 @@ def _edge_margin(check: Check) -> float:
 def repeats_cannot_decide(check: Check, design: Design) -> bool:
     """The part of the error more repeats cannot shrink (the series level, the reference's
     repeats) alone keeps a PASS of an A/A out of reach: add series, not repeats."""
-    if check.se_pct is None or check.df is None:
-        return False
+    if check.se_pct is None or check.df is None or check.fixed_var <= 0:
+        return False  # all of its error shrinks with repeats (a gate's at a 0 margin too)
     return _factor(design, check.fixed_df if math.isfinite(check.fixed_df) else 1e6) * \
         math.sqrt(check.fixed_var) >= _edge_margin(check)
 
