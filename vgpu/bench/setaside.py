@@ -23,7 +23,10 @@ from vgpu.results.disturbance import Disturbance, disturbance
 from vgpu.results.series import BOTH_SIDES_SET_ASIDE, ONE_SIDED_SET_ASIDE
 from vgpu.results.store import ResultStore
 
-MAX_REPLACED_BLOCKS = 3  # per workload of a session: a busier machine is a finding
+# per workload of a session: a busier machine is a finding. 8 of a 40-block budget: a
+# machine disturbed in 6% of its runs reaches it in under 1% of sessions; what the
+# disturbed runs cost a PASS is the allowance's (vgpu.results.allowance)
+MAX_REPLACED_BLOCKS = 8
 
 
 @dataclass
