@@ -336,7 +336,8 @@ def main() -> None:
     print(f"band >= -{TOLERANCE_PCT:g}%, interleaved ABBA with warm-up runs, run CV "
           f"{base.repeat_cv:.1%} (block sd {base.repeat_cv * math.sqrt(2):.1%}), pilot "
           f"{base.pilot} blocks, {base.looks} fixed looks to {base.max_blocks} blocks "
-          "(Hwang-Shih-DeCani gamma -2), set-aside and carry-over checks on; true "
+          "(Hwang-Shih-DeCani gamma -2), set-aside, the allowance for disturbed runs "
+          "and the carry-over check on; true "
           "difference on the log scale, disturbed runs included; +- is the Monte Carlo "
           "standard error")
     print("| family | true difference | series | FAIL | PASS | INCONCLUSIVE | "
