@@ -322,7 +322,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--draws", type=int, default=20000,
                         help="series per cell of the one-check gate")
-    parser.add_argument("--family-draws", type=int, default=4000,
+    parser.add_argument("--family-draws", type=int, default=20000,
                         help="series per cell of the 4- and 12-check families")
     parser.add_argument("--path-draws", type=int, default=0,
                         help="series per cell of the other paths (0: not run)")
