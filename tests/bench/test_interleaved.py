@@ -16,6 +16,7 @@ from vgpu.bench import interleave, session
 from vgpu.bench.devices import cpu_device
 from vgpu.bench.interleave import Side, run_interleaved
 from vgpu.bench.local import local_targets
+from vgpu.bench.setaside import MAX_REPLACED_BLOCKS
 from vgpu.bench.workload import BenchOverrides
 from vgpu.results.disturbance import IGNORE_ENV, OTHER_CPU
 from vgpu.results.records import InstanceResult, Metric
@@ -227,16 +228,18 @@ def test_a_disturbed_block_is_set_aside_and_run_again_up_to_the_limit(
         runs = store.runs()
         set_aside = [r for r in runs if r.status == "aborted"]
     judged = [block for _, block in order if block >= 0]
-    # blocks 0, 1 (disturbed), 1 again, then block 2 set aside twice (3 replacements in
-    # all) and disturbed a third time: the session stops there
-    assert judged == [0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2]
+    # blocks 0, 1 (disturbed), 1 again, then block 2 set aside until the replacements
+    # are spent and disturbed once more: the session stops there
+    limit = MAX_REPLACED_BLOCKS
+    assert judged == [0, 0, 1, 1, 1, 1, *[2, 2] * limit]
     assert [(r.scenario_id, r.repeat_index) for r in set_aside] == [
-        ("6", 1), ("bm6", 1), ("bm6", 2), ("6", 2), ("bm6", 2), ("6", 2)]
+        ("6", 1), ("bm6", 1), *[("bm6", 2), ("6", 2)] * (limit - 1)]
     assert all(r.reason and r.reason.startswith("set aside: ") for r in set_aside)
     [mine] = cand_out.workloads
     notes = [n for n in mine.workload.notes if n.startswith("block ")]
-    assert notes[0].startswith("block 2 set aside (") and "replacement 1 of at most 3" in notes[0]
-    assert notes[-1].startswith("block 3 disturbed after 3 blocks set aside")
+    assert notes[0].startswith("block 2 set aside (") and \
+        f"replacement 1 of at most {limit}" in notes[0]
+    assert notes[-1].startswith(f"block 3 disturbed after {limit} blocks set aside")
     # the block disturbed after the last replacement stays: INCONCLUSIVE, naming its runs
     assert mine.comparison is not None and mine.comparison.verdict == "INCONCLUSIVE"
     last = [r.id for r in runs if r.status == "ok" and r.repeat_index == 2]
@@ -286,7 +289,8 @@ def test_a_block_disturbed_on_one_side_only_counts_again_for_a_pass(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The candidate's run of block 2 is 10% slow and marked disturbed (steal, a
     throttled GPU: seen on one side only): the block runs again, but the PASS must hold
-    with it counted, and here it does not; the counts per side are said."""
+    with an allowance for the candidate's disturbed share (1 of 5 blocks) times the
+    slowdown seen, and here it does not; the counts per side are said."""
     mine, set_aside = _judged_with(tmp_path, monkeypatch, [(900.0, 60.0), (1000.0, 2.0)])
     assert len(set_aside) == 2
     assert all(r.reason.startswith("set aside: one side disturbed: ") for r in set_aside)
@@ -296,18 +300,28 @@ def test_a_block_disturbed_on_one_side_only_counts_again_for_a_pass(
     assert [c.verdict for c in mine.comparison.checks] == ["PASS"]
     assert mine.comparison.verdict == "INCONCLUSIVE"
     [why] = mine.comparison.shortfalls
-    assert why.startswith("the PASS does not hold with the 1 block(s) set aside for a "
-                          "disturbance seen on one side only counted again (1 disturbed "
-                          "on scenario 6")
+    assert why.startswith("the PASS does not hold with an allowance for the candidate's "
+                          "disturbed runs: 1 of 5 blocks set aside for a disturbance of "
+                          "scenario 6")
+    assert "(set aside for one side: 1 on scenario 6" in why
+    assert "0 on scenario bm6" in why
+    seen = float(why.split("(slowdown ")[1].split("%")[0])
+    assert 9.5 < seen < 10.5 and "% seen)" in why  # the 900 against ~998 of the others
 
 
 def test_a_block_disturbed_on_both_sides_is_set_aside_outright(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A block disturbed on both sides is not the candidate's: it is not counted in the
+    candidate's disturbed share; the PASS still pays the allowance for a disturbance 4
+    blocks cannot rule out (the default slowdown times the share's upper bound for none
+    seen in 4), which keeps a 2% band out of reach of 4 blocks."""
     mine, set_aside = _judged_with(tmp_path, monkeypatch, [(900.0, 60.0), (960.0, 60.0)])
     assert all(r.reason.startswith("set aside: both sides disturbed: ") for r in set_aside)
-    assert mine.comparison is not None and mine.comparison.verdict == "PASS"
-    assert mine.comparison.shortfalls == []
-
+    assert mine.comparison is not None
+    assert [c.verdict for c in mine.comparison.checks] == ["PASS"]
+    [why] = mine.comparison.shortfalls
+    assert "0 of 4 blocks set aside for a disturbance of scenario 6" in why
+    assert "(slowdown 10.5% assumed)" in why
 
 LLM = "llm-server"
 
@@ -408,3 +422,24 @@ def test_a_disturbed_capacity_block_does_not_move_where_the_next_searches_start(
     block_1 = [start for _, block, start in starts if block == 1]
     # set aside and run again from the start block 0's searches gave, not from 9/s
     assert len(block_1) == 4 and len(set(block_1)) == 1 and block_1[0] > 20, block_1
+
+
+def test_a_quiet_session_long_enough_passes_with_the_allowance(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """12 quiet blocks of a 0.4% loss: the allowance for an unseen disturbance (about
+    1% at 12 blocks) leaves the PASS standing."""
+    monkeypatch.delenv(IGNORE_ENV, raising=False)
+    values = [1000.0, 996.0, 996.5, 1000.5, 997.0, 1001.0, 1002.0, 997.5, 995.0, 999.0]
+    runs = iter([(values[k % len(values)] + 0.1 * (k // len(values)), 2.0)
+                 for k in range(24)])
+    order: list[tuple[str, int]] = []
+    monkeypatch.setattr(interleave, "run_repeat", _measured(order, runs))
+    monkeypatch.setattr(interleave, "warm_up", _warm(order))
+    monkeypatch.setattr(interleave, "calibrate", lambda *_: True)
+    reference, candidate = _sides(tmp_path, BenchOverrides())
+    with ResultStore.open(tmp_path / "r.db") as store:
+        _, cand_out = run_interleaved(reference, candidate, store, runs=12,
+                                      workload_names=[WORKLOAD])
+    [mine] = cand_out.workloads
+    assert mine.comparison is not None and mine.comparison.shortfalls == []
+    assert mine.comparison.verdict == "PASS"

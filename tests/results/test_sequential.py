@@ -206,11 +206,28 @@ def test_small_simulation_holds_the_goals() -> None:
     aa = interleaved_rates(one, 0.0, 60, rng)
     margin = interleaved_rates(one, -2.0, 120, rng)
     slow5 = interleaved_rates(one, -5.0, 40, rng)
-    assert aa.fail == 0.0 and aa.passed >= 0.9 and aa.mean_units < 25
+    assert aa.fail == 0.0 and aa.passed >= 0.9 and aa.mean_units < 32
     assert margin.passed <= 0.06 and margin.fail <= 0.06
     assert slow5.passed == 0.0 and slow5.fail >= 0.9
     family = interleaved_rates(Setting(), -10.0, 30, rng)
     assert family.fail >= 0.9 and family.passed == 0.0
+
+
+def test_small_simulation_with_disturbed_vm_runs_holds_the_goals() -> None:
+    """6% of the VM's runs 10% slower and marked disturbed (set aside and run again):
+    with the allowance for the disturbed share the margin (the true loss, disturbed runs
+    included, at -2%) seldom PASSes (10.7% of series did without it), an A/A still
+    PASSes, -5% never does (benchmarks/verdict_power.py: 20,000 series a row)."""
+    from benchmarks.verdict_power import Setting, interleaved_rates
+
+    rng = random.Random(8)
+    disturbed = Setting(instances=1, disturbed_share=0.06)
+    margin = interleaved_rates(disturbed, -2.0, 300, rng)
+    aa = interleaved_rates(disturbed, 0.0, 150, rng)
+    slow5 = interleaved_rates(disturbed, -5.0, 40, rng)
+    assert margin.passed <= 0.06 and margin.fail <= 0.06
+    assert aa.fail == 0.0 and aa.passed >= 0.85
+    assert slow5.passed == 0.0 and slow5.fail >= 0.9
 
 
 def test_a_first_look_says_how_many_repeats_a_pass_would_need_past_the_cap() -> None:

@@ -11,8 +11,9 @@ side only is not evidence enough: steal is seen only inside a VM, and a saturate
 throttles its clocks as part of its normal work, so the runs marked are the slow runs of
 one side. Such a block is run again too, but its runs are stored as set aside for one
 side (``ONE_SIDED_SET_ASIDE``): the verdict counts them per side, and a PASS must also
-hold with those blocks included (vgpu.results.judge). Every metric the project records
-is measured inside each side's own machine; none comes from outside the VM."""
+hold with an allowance for the candidate's disturbed share times their slowdown
+(vgpu.results.allowance). Every metric the project records is measured inside each
+side's own machine; none comes from outside the VM."""
 
 from __future__ import annotations
 
@@ -23,7 +24,10 @@ from vgpu.results.disturbance import Disturbance, disturbance
 from vgpu.results.series import BOTH_SIDES_SET_ASIDE, ONE_SIDED_SET_ASIDE
 from vgpu.results.store import ResultStore
 
-MAX_REPLACED_BLOCKS = 3  # per workload of a session: a busier machine is a finding
+# per workload of a session: a busier machine is a finding. 8 of a 40-block budget: a
+# machine disturbed in 6% of its runs reaches it in under 1% of sessions; what the
+# disturbed runs cost a PASS is the allowance's (vgpu.results.allowance)
+MAX_REPLACED_BLOCKS = 8
 
 
 @dataclass
@@ -69,13 +73,13 @@ class DisturbedBlocks:
 
     def counts(self, names: Sequence[str] = ()) -> str:
         """``set aside so far: 1 for both sides; one side only: 2 disturbed on scenario 6,
-        0 on scenario bm6 (a PASS must hold with these included)``."""
+        0 on scenario bm6 (a PASS must hold with an allowance for these)``."""
         label = dict(enumerate(names))
         per_side = ", ".join(f"{self.one_side.get(side, 0)} disturbed on {label[side]}"
                              for side in sorted(label)) or \
             f"{sum(self.one_side.values())} blocks"
         return (f"set aside so far: {self.both_sides} for both sides; one side only: "
-                f"{per_side} (a PASS must hold with these included)")
+                f"{per_side} (a PASS must hold with an allowance for these)")
 
     def exhausted(self, block: int, found: Sequence[Disturbance]) -> str:
         return (f"block {block + 1} disturbed after {self.limit} blocks set aside "

@@ -7,10 +7,11 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, cast
+from typing import cast
 
 from vgpu.model.scenario import Scenario
 from vgpu.results.accuracy import with_accuracy_gate
+from vgpu.results.allowance import allowance_shortfall
 from vgpu.results.capacity_checks import capacity_checks, kept_at_look
 from vgpu.results.compare import (
     Band,
@@ -177,9 +178,7 @@ def compare_series(
                   for c in checks]
     shortfalls = _shortfalls(candidate, reference)
     if not shortfalls and pairing.pairs is not None:
-        shortfalls += _set_aside_shortfall(kind, candidate, reference, tolerance=tolerance,
-                                           tolerances=tolerances, min_gain=min_gain,
-                                           levels=levels)
+        shortfalls += allowance_shortfall(candidate, reference, checks)
     return Comparison(
         kind=kind, title=title, candidate=candidate.label, reference=reference.label,
         checks=checks, platform_changes=platform_changes(candidate, reference),
@@ -187,28 +186,6 @@ def compare_series(
         disturbed=[*candidate.disturbances, *reference.disturbances],
         confounded=pairing.carry_over(candidate, reference),
     )
-
-
-def _set_aside_shortfall(kind: ComparisonKind, candidate: SeriesData,
-                         reference: SeriesData, **judged: Any) -> list[str]:
-    """Why an interleaved comparison cannot PASS when some of its blocks were set aside
-    for a disturbance seen on one side only (vgpu.bench.setaside): the PASS must hold
-    with those blocks counted again, as the runs they were. The counts per side are
-    said either way."""
-    if candidate.with_set_aside is None and reference.with_set_aside is None:
-        return []
-    sides = (candidate.with_set_aside or candidate, reference.with_set_aside or reference)
-    counted = compare_series(kind, *sides, **judged)
-    per_side = ", ".join(f"{len(data.disturbed_runs)} disturbed on {data.label}"
-                         for data in sides)
-    blocks = max(len(data.runs) for data in sides) - max(
-        len(candidate.runs), len(reference.runs))
-    if all(c.verdict == "PASS" for c in counted.checks):
-        return []
-    failing = "; ".join(f"{c.metric} {c.verdict}: {c.reason}" for c in counted.checks
-                        if c.verdict != "PASS")
-    return [f"the PASS does not hold with the {blocks} block(s) set aside for a "
-            f"disturbance seen on one side only counted again ({per_side}): {failing}"]
 
 
 def compare_with_references(

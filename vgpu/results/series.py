@@ -73,7 +73,8 @@ class SeriesData:
     # RUN_QUALITY_METRICS of every ok run (valid or not), in run order
     run_quality: dict[str, list[float]] = field(default_factory=dict)
     # the series with the runs set aside for a disturbance on one side of their block
-    # counted again (None: none were): a PASS must hold with them too
+    # counted again (None: none were): their share and slowdown set the allowance a PASS
+    # must hold with (vgpu.results.allowance)
     with_set_aside: SeriesData | None = None
 
     @property

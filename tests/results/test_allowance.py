@@ -1,0 +1,75 @@
+"""The allowance for the candidate's disturbed runs (vgpu.results.allowance)."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from vgpu.results.allowance import (
+    ALLOWANCE_CONFIDENCE,
+    DEFAULT_SLOWDOWN_PCT,
+    _binomial_cdf,
+    allowance,
+    holds_with,
+    narrowed,
+    share_upper_bound,
+    slowdown_seen,
+)
+from vgpu.results.compare import Band, compare_paired
+
+
+def test_the_share_bound_of_none_seen_is_the_closed_form() -> None:
+    for blocks in (4, 10, 40):
+        assert share_upper_bound(0, blocks) == pytest.approx(
+            1.0 - (1.0 - ALLOWANCE_CONFIDENCE) ** (1.0 / blocks))
+    # none in 40 at 70%: about 3%; at 97.5%: about 9%
+    assert share_upper_bound(0, 40) == pytest.approx(0.0297, abs=5e-4)
+    assert share_upper_bound(0, 40, 0.975) == pytest.approx(0.0881, abs=5e-4)
+
+
+def test_the_share_bound_is_clopper_pearson() -> None:
+    for disturbed, blocks in ((1, 10), (3, 43), (8, 48)):
+        bound = share_upper_bound(disturbed, blocks)
+        assert disturbed / blocks < bound < 1.0
+        # seeing that few or fewer at the bound has probability 1 - confidence
+        assert _binomial_cdf(disturbed, blocks, bound) == pytest.approx(
+            1.0 - ALLOWANCE_CONFIDENCE, abs=1e-6)
+    assert share_upper_bound(2, 40) < share_upper_bound(3, 40) < share_upper_bound(3, 30)
+    assert share_upper_bound(5, 5) == 1.0 and share_upper_bound(0, 0) == 1.0
+
+
+def test_the_slowdown_is_seen_in_the_direction_that_hurts() -> None:
+    clean, slow = [1000.0, 1002.0, 998.0], [900.0]
+    assert slowdown_seen(clean, slow, Band(lower_pct=-2.0)) == pytest.approx(
+        -100.0 * math.log(0.9), abs=0.01)
+    # a faster disturbed run does not help a throughput check
+    assert slowdown_seen(clean, [1100.0], Band(lower_pct=-2.0)) == 0.0
+    # latency: the disturbed run's higher p99 hurts
+    assert slowdown_seen([20.0, 20.0], [22.0], Band(upper_pct=5.0)) == pytest.approx(
+        100.0 * math.log(1.1))
+    assert slowdown_seen(clean, [], Band(lower_pct=-2.0)) is None
+
+
+def test_the_allowance_is_the_share_bound_times_the_slowdown() -> None:
+    default = -100.0 * math.log1p(-DEFAULT_SLOWDOWN_PCT / 100.0)
+    assert allowance(0, 40, None) == pytest.approx(share_upper_bound(0, 40) * default)
+    # none seen: the default slowdown, whatever is passed
+    assert allowance(0, 40, 3.0) == allowance(0, 40, None)
+    assert allowance(2, 40, 5.0) == pytest.approx(share_upper_bound(2, 40) * 5.0)
+    # it shrinks as blocks grow
+    assert allowance(0, 40, None) < allowance(0, 20, None) < allowance(0, 10, None)
+
+
+def test_a_pass_holds_only_inside_the_narrowed_band() -> None:
+    rng = random.Random(3)
+    reference = [1000.0 * math.exp(rng.gauss(0.0, 0.012)) for _ in range(40)]
+    candidate = [r * 1.006 * math.exp(rng.gauss(0.0, 0.012)) for r in reference]
+    check = compare_paired("system_throughput", candidate, reference, Band(lower_pct=-2.0))
+    assert check.verdict == "PASS"
+    assert holds_with(check, 0.0, 0.0164)
+    assert not holds_with(check, 2.5, 0.0164)  # the edge moved past the estimate
+    assert narrowed(Band(lower_pct=-2.0), 1.0).lower_pct == pytest.approx(
+        100.0 * math.expm1((100.0 * math.log(0.98) + 1.0) / 100.0))
+    assert narrowed(Band(upper_pct=5.0), 1.0).upper_pct < 5.0
