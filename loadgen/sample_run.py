@@ -179,9 +179,9 @@ def _end_timed_part(state: RunRecord, backend: Backend | None,
         # Exact CPU time of this process (all threads) during LoadGen's timed part.
         state.telemetry["host"]["process_cpu_seconds_timed"] = state.timed_cpu_s
     if backend is not None:
-        simulated = getattr(backend, "timed_record", None)
-        if simulated is not None and state.backend is not None:
-            state.backend["simulated_device"] = simulated()
+        end_timed = getattr(backend, "end_timed", None)
+        if end_timed is not None and state.backend is not None:
+            state.backend["simulated_device"] = end_timed()
         stats = backend.statistics()
         if stats is not None and state.backend is not None:
             state.backend["server_statistics"] = stats

@@ -136,3 +136,19 @@ def test_a_batch_the_cpu_finishes_after_the_device_is_counted() -> None:
     device._wait_until(device._slot_end(10))  # on time
     record = device.describe()["simulated_device"]
     assert (record["batches"], record["cpu_late_batches"]) == (2, 1)
+
+
+def test_after_the_timed_part_the_cpu_sets_the_pace() -> None:
+    """The accuracy pass after the timed part is not timed: it runs at the CPU's pace,
+    and the record keeps the timed part's batch counts."""
+    clock = Clock()
+    device = _device(1000.0, clock)
+    device.mark_statistics_start()
+    device.submit({"x": np.ones((100, 1))}, lambda o, e: None)
+    record = device.end_timed()  # waits for the queued batch
+    assert clock.now == pytest.approx(100.1) and record["batches"] == 1
+    done: list[float] = []
+    device.submit({"x": np.ones((500, 1))}, lambda o, e: done.append(clock.now))
+    assert device.infer({"x": np.ones((500, 1))})[0].shape == (500, 1)
+    assert done == [pytest.approx(100.1)] and clock.now == pytest.approx(100.1)
+    device.close()
