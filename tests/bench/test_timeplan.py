@@ -12,7 +12,8 @@ LOOKS = (4, 10, 16, 22, 28, 34, 40)
 
 
 def test_the_plan_times_every_look_from_the_warm_ups() -> None:
-    plan = plan_blocks("resnet50-offline", LOOKS, [14.0, 16.0], run_s=10.0, replaceable=3)
+    plan = plan_blocks("resnet50-offline", LOOKS, [14.0, 16.0], "one 10 s run",
+                       replaceable=3)
     assert plan.block_s == 30.0
     assert [plan.seconds_to(n) for n in (4, 10, 40)] == [120.0, 300.0, 1200.0]
     assert plan.worst_blocks == 43 and plan.worst_s == pytest.approx(1290.0)
@@ -22,7 +23,7 @@ def test_the_plan_times_every_look_from_the_warm_ups() -> None:
 
 
 def test_the_end_says_whether_the_series_kept_to_the_plan() -> None:
-    plan = plan_blocks("bert-offline", LOOKS, [20.0, 20.0], run_s=10.0, replaceable=3)
+    plan = plan_blocks("bert-offline", LOOKS, [20.0, 20.0], "one 10 s run", replaceable=3)
     kept = plan.kept(10, 410.0)
     assert kept.startswith("time: 10 blocks in 6.8 min (planned 6.7 min for 10 blocks")
     assert kept.endswith("within the plan")
@@ -31,12 +32,16 @@ def test_the_end_says_whether_the_series_kept_to_the_plan() -> None:
 
 
 def test_a_fixed_run_count_is_one_look() -> None:
-    plan = plan_blocks("llm-server", (4,), [30.0, 30.0], run_s=2.0, replaceable=0)
+    plan = plan_blocks("llm-server", (4,), [30.0, 30.0], "one capacity search per instance",
+                       replaceable=0)
     assert plan.worst_s == 240.0
+    assert plan.describe().startswith("time plan: blocks of one capacity search per "
+                                      "instance a side")
     assert plan.describe().endswith("worst case 4.0 min (4 blocks undecided)")
 
 
-def test_the_job_outline_names_its_workloads_and_looks() -> None:
-    text = job_outline(["resnet50-offline", "bert-offline"], LOOKS, "a run lasts 5 s")
-    assert "2 workload(s) (resnet50-offline, bert-offline)" in text
-    assert "after 4, 10, 16, 22, 28, 34, 40 blocks" in text and "a run lasts 5 s" in text
+def test_the_job_outline_names_each_workload_s_looks() -> None:
+    text = job_outline({"resnet50-offline": LOOKS, "llm-server": (4, 6)}, "a run lasts 5 s")
+    assert text.startswith("time plan: 2 workload(s)")
+    assert "resnet50-offline after 4, 10, 16, 22, 28, 34, 40 blocks" in text
+    assert "llm-server after 4, 6 blocks" in text and "a run lasts 5 s" in text

@@ -67,9 +67,9 @@ def run_interleaved(
     repeats = runs or candidate.scenario.repeats
     repeats += repeats % 2  # complete ABBA pairs
     budget = Budget.of(candidate.overrides, len(cand_workloads))
-    listen.phase(job_outline([w.label for w in cand_workloads],
-                             planned_looks(candidate, repeats, runs is None),
-                             _run_rule(candidate, cand_workloads)))
+    listen.phase(job_outline(
+        {w.label: planned_looks(candidate, w, repeats, runs is None) for w in cand_workloads},
+        _run_rule(candidate, cand_workloads)))
     for cand_w in cand_workloads:
         ref_w = next(w for w in ref_workloads if w.label == cand_w.label)
         pair = (_side_outcome(reference, ref_w), _side_outcome(candidate, cand_w))
@@ -142,8 +142,9 @@ def _run_blocks(store: ResultStore, sides: tuple[Side, Side],
         listen.phase(f"{pair[1].workload.label}: {stated}")
     looks = (schedule(repeats, pacing.design.max_repeats, pacing.design)
              if pacing is not None else (repeats,))
-    plan = plan_blocks(pair[1].workload.label, looks, warm_s, pair[1].workload.duration_s,
-                       MAX_REPLACED_BLOCKS)
+    run = ("one capacity search per instance" if searched
+           else f"one {pair[1].workload.duration_s:g} s run")
+    plan = plan_blocks(pair[1].workload.label, looks, warm_s, run, MAX_REPLACED_BLOCKS)
     _say(pair, listen, plan.describe())
     started = time.monotonic()
     try:
@@ -160,9 +161,15 @@ def _say(pair: tuple[WorkloadOutcome, WorkloadOutcome], listen: BenchListener,
     listen.phase(f"{pair[1].workload.label}: {text}")
 
 
-def planned_looks(candidate: Side, repeats: int, sequential: bool) -> tuple[int, ...]:
+def planned_looks(candidate: Side, workload: InferenceWorkload, repeats: int,
+                  sequential: bool) -> tuple[int, ...]:
     """The block totals a candidate workload is looked at (one: a fixed --runs)."""
-    pacing = pacing_for(candidate.overrides, repeats, None, step=2, always=sequential)
+    on_cpu = all(t.device.get("kind") == "cpu" for t in candidate.targets)
+    searched = effective_workload(workload, on_cpu, candidate.overrides).capacity_search
+    if searched and sequential:
+        repeats = max(repeats, PILOT_BLOCKS)
+    pacing = pacing_for(candidate.overrides, repeats, None, step=2, always=sequential,
+                        default_cap=CAPACITY_MAX_BLOCKS if searched else None)
     if pacing is None:
         return (repeats,)
     return schedule(repeats, pacing.design.max_repeats, pacing.design)

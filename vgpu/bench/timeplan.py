@@ -6,7 +6,7 @@ blocks run and each set-aside block run again."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 
@@ -15,7 +15,7 @@ class TimePlan:
     label: str
     looks: tuple[int, ...]  # block totals at which the series is looked at
     block_s: float  # one run of each side, start-up included (measured in the warm-ups)
-    run_s: float  # the timed part of one run
+    run: str  # what one run is: "one 10 s run", "one capacity search per instance"
     replaceable: int  # set-aside blocks that may run again
 
     @property
@@ -31,7 +31,7 @@ class TimePlan:
 
     def describe(self) -> str:
         to_looks = ", ".join(f"{n} ({_minutes(self.seconds_to(n))})" for n in self.looks)
-        return (f"time plan: blocks of one {self.run_s:g} s run a side, "
+        return (f"time plan: blocks of {self.run} a side, "
                 f"{_minutes(self.block_s)} a block with start-up (measured in the warm-ups); "
                 f"looks at {to_looks}; worst case {_minutes(self.worst_s)} "
                 f"({self.looks[-1] if self.looks else 0} blocks undecided"
@@ -49,19 +49,20 @@ class TimePlan:
 
 
 def plan_blocks(label: str, looks: Sequence[int], warm_up_s: Sequence[float],
-                run_s: float, replaceable: int) -> TimePlan:
+                run: str, replaceable: int) -> TimePlan:
     """The plan from the sides' warm-up rounds (one run each, timed end to end)."""
-    return TimePlan(label, tuple(looks), float(sum(warm_up_s)), run_s, replaceable)
+    return TimePlan(label, tuple(looks), float(sum(warm_up_s)), run, replaceable)
 
 
-def job_outline(workloads: Sequence[str], looks: Sequence[int], run_rule: str) -> str:
-    """The job's plan before anything runs: its workloads, the block structure and looks;
-    each workload's times follow its warm-ups."""
-    shown = ", ".join(map(str, looks))
-    return (f"time plan: {len(workloads)} workload(s) ({', '.join(workloads)}), each a probe "
-            f"round, one warm-up run a side, then blocks of one run a side looked at after "
-            f"{shown} blocks, stopping at the first look that decides; {run_rule}; each "
-            "workload's minutes follow from its warm-ups")
+def job_outline(looks: Mapping[str, Sequence[int]], run_rule: str) -> str:
+    """The job's plan before anything runs: its workloads, the block structure and each
+    one's looks; each workload's minutes follow its warm-ups."""
+    shown = "; ".join(f"{name} after {', '.join(map(str, at))} blocks"
+                      for name, at in looks.items())
+    return (f"time plan: {len(looks)} workload(s), each one warm-up run a side (an Offline "
+            "one a probe round first), then blocks of one run a side, stopping at the first "
+            f"look that decides: {shown}; {run_rule}; each workload's minutes follow from "
+            "its warm-ups")
 
 
 def _minutes(seconds: float) -> str:
