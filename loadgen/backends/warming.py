@@ -9,14 +9,13 @@ from typing import Any
 
 import numpy as np
 
-from loadgen.backends.base import Backend, Done, Feeds
+from loadgen.backends.base import Backend, Done, Feeds, Wrapping
 
 
-class WarmingBackend:
+class WarmingBackend(Wrapping):
     def __init__(self, inner: Backend, slow_batches: int, extra_passes: int) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.name = f"warming({inner.name})"
-        self.concurrency = inner.concurrency
         self.slow_batches = slow_batches
         self.extra_passes = extra_passes
         self.batches = 0
@@ -38,12 +37,3 @@ class WarmingBackend:
     def describe(self) -> dict[str, Any]:
         return {**self.inner.describe(), "warming": {"slow_batches": self.slow_batches,
                                                      "extra_passes": self.extra_passes}}
-
-    def mark_statistics_start(self) -> None:
-        self.inner.mark_statistics_start()
-
-    def statistics(self) -> dict[str, Any] | None:
-        return self.inner.statistics()
-
-    def close(self) -> None:
-        self.inner.close()
