@@ -267,18 +267,24 @@ def _judged_with(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                  block_1: list[tuple[float, float]]) -> tuple[Any, list[Any]]:
     """4 blocks of a 0.4% loss with 0.2% noise, block 1 first run as ``block_1`` (its
     two runs: candidate then reference), then run again undisturbed."""
-    monkeypatch.delenv(IGNORE_ENV, raising=False)
     quiet = 2.0
-    runs = iter([(1000.0, quiet), (996.0, quiet), *block_1, (997.0, quiet),
-                 (1001.0, quiet), (1002.0, quiet), (997.5, quiet), (995.0, quiet),
-                 (999.0, quiet)])
+    runs = [(1000.0, quiet), (996.0, quiet), *block_1, (997.0, quiet), (1001.0, quiet),
+            (1002.0, quiet), (997.5, quiet), (995.0, quiet), (999.0, quiet)]
+    return _judged_runs(tmp_path, monkeypatch, runs, blocks=4)
+
+
+def _judged_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                 runs: list[tuple[float, float]], blocks: int) -> tuple[Any, list[Any]]:
+    """``blocks`` interleaved blocks of these (throughput, other CPU %) runs in order,
+    disturbance judged: the candidate's outcome and the runs set aside."""
+    monkeypatch.delenv(IGNORE_ENV, raising=False)
     order: list[tuple[str, int]] = []
-    monkeypatch.setattr(interleave, "run_repeat", _measured(order, runs))
+    monkeypatch.setattr(interleave, "run_repeat", _measured(order, iter(runs)))
     monkeypatch.setattr(interleave, "warm_up", _warm(order))
     monkeypatch.setattr(interleave, "calibrate", lambda *_: True)
     reference, candidate = _sides(tmp_path, BenchOverrides())
     with ResultStore.open(tmp_path / "r.db") as store:
-        _, cand_out = run_interleaved(reference, candidate, store, runs=4,
+        _, cand_out = run_interleaved(reference, candidate, store, runs=blocks,
                                       workload_names=[WORKLOAD])
         set_aside = [r for r in store.runs() if r.status == "aborted"]
     [mine] = cand_out.workloads
@@ -428,18 +434,8 @@ def test_a_quiet_session_long_enough_passes_with_the_allowance(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """12 quiet blocks of a 0.4% loss: the allowance for an unseen disturbance (about
     1% at 12 blocks) leaves the PASS standing."""
-    monkeypatch.delenv(IGNORE_ENV, raising=False)
     values = [1000.0, 996.0, 996.5, 1000.5, 997.0, 1001.0, 1002.0, 997.5, 995.0, 999.0]
-    runs = iter([(values[k % len(values)] + 0.1 * (k // len(values)), 2.0)
-                 for k in range(24)])
-    order: list[tuple[str, int]] = []
-    monkeypatch.setattr(interleave, "run_repeat", _measured(order, runs))
-    monkeypatch.setattr(interleave, "warm_up", _warm(order))
-    monkeypatch.setattr(interleave, "calibrate", lambda *_: True)
-    reference, candidate = _sides(tmp_path, BenchOverrides())
-    with ResultStore.open(tmp_path / "r.db") as store:
-        _, cand_out = run_interleaved(reference, candidate, store, runs=12,
-                                      workload_names=[WORKLOAD])
-    [mine] = cand_out.workloads
+    runs = [(values[k % len(values)] + 0.1 * (k // len(values)), 2.0) for k in range(24)]
+    mine, _ = _judged_runs(tmp_path, monkeypatch, runs, blocks=12)
     assert mine.comparison is not None and mine.comparison.shortfalls == []
     assert mine.comparison.verdict == "PASS"
