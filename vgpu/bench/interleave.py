@@ -22,7 +22,12 @@ from vgpu.bench.session import calibrate, inference_workloads, judge_series, rec
 from vgpu.bench.setaside import MAX_REPLACED_BLOCKS, DisturbedBlocks
 from vgpu.bench.targets import Target
 from vgpu.bench.timeplan import job_outline, plan_blocks
-from vgpu.bench.workload import BenchOverrides, effective_workload, harness_spec
+from vgpu.bench.workload import (
+    BenchOverrides,
+    EffectiveWorkload,
+    effective_workload,
+    harness_spec,
+)
 from vgpu.errors import RemoteError
 from vgpu.model.scenario import InferenceWorkload, Scenario
 from vgpu.results.sequential import schedule
@@ -39,6 +44,11 @@ class Side:
     targets: list[Target]
     notes: list[str]
     overrides: BenchOverrides
+
+    def effective(self, workload: InferenceWorkload) -> EffectiveWorkload:
+        """What ``workload`` becomes on this side's devices."""
+        on_cpu = all(t.device.get("kind") == "cpu" for t in self.targets)
+        return effective_workload(workload, on_cpu, self.overrides)
 
 
 def run_interleaved(
@@ -91,8 +101,7 @@ def run_interleaved(
 
 
 def _side_outcome(side: Side, workload: InferenceWorkload) -> WorkloadOutcome:
-    on_cpu = all(t.device.get("kind") == "cpu" for t in side.targets)
-    return WorkloadOutcome(workload=effective_workload(workload, on_cpu, side.overrides),
+    return WorkloadOutcome(workload=side.effective(workload),
                            series_id=uuid.uuid4().hex)
 
 
@@ -164,8 +173,7 @@ def _say(pair: tuple[WorkloadOutcome, WorkloadOutcome], listen: BenchListener,
 def planned_looks(candidate: Side, workload: InferenceWorkload, repeats: int,
                   sequential: bool) -> tuple[int, ...]:
     """The block totals a candidate workload is looked at (one: a fixed --runs)."""
-    on_cpu = all(t.device.get("kind") == "cpu" for t in candidate.targets)
-    searched = effective_workload(workload, on_cpu, candidate.overrides).capacity_search
+    searched = candidate.effective(workload).capacity_search
     if searched and sequential:
         repeats = max(repeats, PILOT_BLOCKS)
     pacing = pacing_for(candidate.overrides, repeats, None, step=2, always=sequential,
@@ -176,12 +184,9 @@ def planned_looks(candidate: Side, workload: InferenceWorkload, repeats: int,
 
 
 def _run_rule(candidate: Side, workloads: Sequence[InferenceWorkload]) -> str:
-    on_cpu = all(t.device.get("kind") == "cpu" for t in candidate.targets)
-    lengths = {effective_workload(w, on_cpu, candidate.overrides).duration_s
-               for w in workloads}
-    sized = any(effective_workload(w, on_cpu, candidate.overrides).sized_by_stability
-                for w in workloads)
-    if sized:
+    effective = [candidate.effective(w) for w in workloads]
+    lengths = {e.duration_s for e in effective}
+    if any(e.sized_by_stability for e in effective):
         return ("a run lasts what the probe's rate stability needs (10-120 s, a GPU's "
                 "rule; --mlperf-rules: 600 s)")
     return f"a run lasts {', '.join(f'{d:g}' for d in sorted(lengths))} s"
