@@ -171,7 +171,8 @@ def test_report_verdict_first_in_headless_chromium(benched: Benched) -> None:
     order = [next(i for i, h in enumerate(dom.headings) if h.startswith(prefix))
              for prefix in ("Verdict figure", "Workload resnet50-offline",
                             "Workload bert-offline", "Platform of the latest series",
-                            "Telemetry per instance", "LoadGen validity", "All runs")]
+                            "Telemetry per instance", "LoadGen validity",
+                            "Runs of the series shown")]
     assert order == sorted(order)
     rows = {row[1]: row for row in dom.tables["verdict"][1:]}
     assert set(rows) == set(WORKLOADS)

@@ -159,3 +159,38 @@ def test_an_empty_store_reports_no_verdict_in_words(store: ResultStore) -> None:
     heading, note = build_report(store).sections[0]
     assert heading == "Verdict: VM vs bare metal" and isinstance(note, Note)
     assert note.text.startswith("No verdict: no VM series and no bare-metal series")
+
+
+def test_the_report_shows_the_latest_series_and_their_references_not_the_history(
+        store: ResultStore, add_series: AddSeries, monkeypatch: pytest.MonkeyPatch) -> None:
+    from vgpu.results import series as series_module
+
+    loaded: list[str] = []
+    real_load = series_module.load_series
+
+    def counting_load(opened: ResultStore, series_id: str):  # type: ignore[no-untyped-def]
+        loaded.append(series_id)
+        return real_load(opened, series_id)
+
+    monkeypatch.setattr(series_module, "load_series", counting_load)
+    rates = [{"4g": 500.0 + d, "1g": 200.0} for d in (0.0, 1.0, -1.0)]
+    # eight older pairs, then the latest: the workload's panel shows its latest six
+    for scale in (1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.995):
+        add_series(rates, target_kind="bare-metal")
+        last_vm = add_series([{k: v * scale for k, v in r.items()} for r in rates])
+    for metric in (SYSTEM_THROUGHPUT, WORST_P99):
+        store.save_noise(class_key(load_series(store, series_of_run(store, last_vm[0]))),
+                         metric, QUIET, [], {})
+    loaded.clear()
+    report = build_report(store)
+    sections = dict(report.sections)
+    assert len(set(loaded)) == 6  # the latest VM series, its reference, 4 more of the panel
+    row, = sections["Verdict: VM vs bare metal"].rows  # type: ignore[union-attr]
+    assert row[6] == "0.995" and row[9] == "PASS"  # the latest pair, not an older one
+    runs = sections["Runs of the series shown"]
+    assert isinstance(runs, Table) and len(runs.rows) == 18
+    older = sections["Older series"]
+    assert isinstance(older, Note) and "holds 18 series; this report shows 6" in older.text
+    everything = dict(build_report(store, history=True).sections)
+    assert "Older series" not in everything
+    assert len(everything["All runs"].rows) == 54  # type: ignore[union-attr]

@@ -127,13 +127,16 @@ def report(
     tolerance: Annotated[float, typer.Option("--tolerance", min=0.0, help="percent, for "
                                              "series whose run stored no reference "
                                              "(>= 0)")] = 2.0,
+    history: Annotated[bool, typer.Option("--history", help="every stored series, not "
+                                          "only the latest of each scenario, workload "
+                                          "and target and their references")] = False,
 ) -> None:
     """Write the results report: self-contained HTML, optional Markdown and PNGs."""
     from vgpu.results.report import build_report, write_report
     from vgpu.results.store import ResultStore
 
     with ResultStore.open_existing(db) as store:
-        built = build_report(store, tolerance=tolerance / 100.0)
+        built = build_report(store, tolerance=tolerance / 100.0, history=history)
     if markdown is not None and png_dir is None:
         png_dir = markdown.parent / f"{markdown.stem}-png"
     written = write_report(built, out, markdown, png_dir)

@@ -29,7 +29,13 @@ from vgpu.results.decided import decided_by
 from vgpu.results.judge import judge_stored_all
 from vgpu.results.platforms import FIELD_LABELS, series_platform
 from vgpu.results.records import PLATFORM_COMPARED
-from vgpu.results.series import SYSTEM_THROUGHPUT, SeriesData, all_series
+from vgpu.results.series import (
+    SYSTEM_THROUGHPUT,
+    SeriesData,
+    all_series,
+    latest_series,
+    load_series,
+)
 from vgpu.results.server_split import series_split, split_rows
 from vgpu.results.stats import summarize
 from vgpu.results.store import ResultStore
@@ -211,13 +217,18 @@ def instance_table(series: Sequence[SeriesData]) -> Table:
                   "p50", "p99"], rows)
 
 
-def runs_table(store: ResultStore) -> Table:
+def runs_table(store: ResultStore, series: Sequence[SeriesData] | None = None) -> Table:
+    """Every stored run, or only the runs of ``series`` (each run of theirs, whatever its
+    status: the failed and aborted ones say why a series is short)."""
+    runs = store.runs() if series is None else sorted(
+        (run for data in series for run in store.runs(series_id=data.series_id)),
+        key=lambda run: run.id)
     rows = [
         [str(r.id), r.series_id[:8], r.scenario_id, r.workload, r.target_kind, r.status,
          str(r.repeat_index), time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(r.started_at)),
          fmt.duration_ns(None if r.sync_skew_s is None else r.sync_skew_s * 1e9),
          r.reason or ""]
-        for r in store.runs()
+        for r in runs
     ]
     return Table(["run", "series", "scenario", "workload", "target", "status", "repeat",
                   "started (UTC)", "sync skew", "reason"], rows)
@@ -294,8 +305,12 @@ def automatic_judgements(series: Sequence[SeriesData], tolerance: float,
     judged = []
     for data, verdict in zip(latest, judge_stored_all(store, latest, tolerance), strict=True):
         if verdict.comparison is not None:
-            reference = None if verdict.reference is None else \
-                by_id.get(verdict.reference.reference_series)
+            reference = None
+            if verdict.reference is not None:
+                reference_id = verdict.reference.reference_series
+                if reference_id not in by_id:  # an older series than the shown ones
+                    by_id[reference_id] = load_series(store, reference_id)
+                reference = by_id[reference_id]
             judged.append(Judged(verdict.comparison, data, reference))
     return judged
 
@@ -658,7 +673,7 @@ def _platform_sections(series: Sequence[SeriesData],
 
 
 def _appendix(store: ResultStore, series: Sequence[SeriesData],
-              inference: Sequence[SeriesData]) -> list[tuple[str, Section]]:
+              inference: Sequence[SeriesData], history: bool) -> list[tuple[str, Section]]:
     from vgpu.results import plots
 
     sections: list[tuple[str, Section]] = []
@@ -676,7 +691,8 @@ def _appendix(store: ResultStore, series: Sequence[SeriesData],
         sections.append((f"Instances of the latest {len(recent)} series",
                          instance_table(recent)))
         sections += split_sections(store, recent)
-    sections.append(("All runs", runs_table(store)))
+    sections.append(("All runs", runs_table(store)) if history
+                    else ("Runs of the series shown", runs_table(store, series)))
     return sections
 
 
@@ -685,10 +701,19 @@ def build_report(
     comparisons: Sequence[Comparison] = (),
     tolerance: float = 0.02,
     title: str = "vgpu benchmark report",
+    history: bool = False,
 ) -> Report:
-    series = all_series(store)
+    """The report of the latest series of each scenario, workload and target, the
+    references they were judged against and their runs (every stored series with
+    ``history``): what it costs follows what it shows, not the store's history."""
+    if history:
+        series = all_series(store)
+        held = len(series)
+    else:
+        series, held = latest_series(store, per_workload=INSTANCE_TABLE_SERIES)
     report = Report(title=title, generated=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()))
     judged = all_judgements(series, comparisons, tolerance, store)
+    series = _with_references(series, judged)
     inference = [s for s in series if s.per_instance_throughput]
     recent = inference[-INSTANCE_TABLE_SERIES:]
     sections = report.sections
@@ -706,8 +731,25 @@ def build_report(
     if recent:
         sections.append(("LoadGen validity per run and instance",
                          validity_table(store, recent)))
-    sections += _appendix(store, series, inference)
+    sections += _appendix(store, series, inference, history)
+    if held > len(series):
+        sections.append(("Older series", Note(
+            f"The store holds {held} series; this report shows {len(series)}: the latest "
+            f"of each scenario, workload and target, the references they were judged "
+            f"against and the latest {INSTANCE_TABLE_SERIES} of each workload. "
+            "`vgpu report --history` shows every series, `vgpu results` lists them.")))
     return report
+
+
+def _with_references(series: Sequence[SeriesData],
+                     judged: Sequence[Judged]) -> list[SeriesData]:
+    """The series shown and the references their verdicts used, in order of first run."""
+    by_id = {data.series_id: data for data in series}
+    for j in judged:
+        for data in (j.candidate, j.reference):
+            if data is not None:
+                by_id.setdefault(data.series_id, data)
+    return sorted(by_id.values(), key=lambda data: data.runs[0].id)
 
 
 def write_report(

@@ -339,6 +339,24 @@ def series_of_run(store: ResultStore, run_id: int) -> str:
     return run.series_id
 
 
+def latest_series(store: ResultStore, per_workload: int = 0) -> tuple[list[SeriesData], int]:
+    """The latest series of each scenario, workload and target, the latest
+    ``per_workload`` of each workload, and every training series (a scaling study's
+    points are series of one workload at several worker counts), in order of first run,
+    loaded without loading the others; and how many series the store holds in all."""
+    heads = store.series_heads()
+    latest: dict[tuple[str, ...], str] = {}
+    recent: dict[str, list[str]] = {}
+    for series_id, scenario_id, workload, target_kind, kind in heads:
+        key = (series_id,) if kind == "training" else (scenario_id, workload, target_kind)
+        latest[key] = series_id
+        recent.setdefault(workload, []).append(series_id)
+    shown = set(latest.values()).union(
+        *(ids[len(ids) - per_workload:] for ids in recent.values() if per_workload))
+    return [load_series(store, series_id) for series_id, *_ in heads
+            if series_id in shown], len(heads)
+
+
 def all_series(store: ResultStore) -> list[SeriesData]:
     """Every series with at least one ok run, in order of first run."""
     seen: list[str] = []

@@ -599,6 +599,16 @@ class ResultStore:
             tolerances={k: float(v) for k, v in json.loads(row["tolerances"]).items()},
             note=row["note"], family=row["family"])
 
+    def series_heads(self) -> list[tuple[str, str, str, str, str]]:
+        """(series id, scenario id, workload, target kind, kind) of every series with an
+        ok run, in order of its first ok run: one row a series, read without its runs."""
+        rows = self._db.query(
+            "SELECT series_id, scenario_id, workload, target_kind, kind, MIN(id) AS first_run "
+            "FROM runs WHERE status = 'ok' "
+            "GROUP BY series_id, scenario_id, workload, target_kind, kind ORDER BY first_run")
+        return [(str(row["series_id"]), str(row["scenario_id"]), str(row["workload"]),
+                 str(row["target_kind"]), str(row["kind"])) for row in rows]
+
     def family(self, family: str) -> list[str]:
         """The series one command judged together as ``family``, in the order stored."""
         rows = self._db.query("SELECT series_id FROM series_references WHERE family = ? "
