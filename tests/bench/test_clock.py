@@ -15,7 +15,7 @@ import pytest
 from tests.labs.sshlab import LabHost, SshLab, lab_available
 from tests.train.labnodes import install_lab_harness
 from vgpu.bench.clock import CLOCK_METRIC, ClockOffset, check_offset, measure_offset
-from vgpu.bench.remote import NO_GPU, Placement, build_targets
+from vgpu.bench.remote import NO_GPU, HarnessPlacement, build_targets
 from vgpu.bench.session import run_bench
 from vgpu.bench.workload import BenchOverrides
 from vgpu.errors import RemoteError
@@ -48,8 +48,8 @@ def _target(lab: SshLab, host: LabHost) -> HostTarget:
                       key_file=lab.key_path, known_hosts=lab.known_hosts_path)
 
 
-def _placement(lab: SshLab, host: LabHost) -> Placement:
-    return Placement(f"{host.name}-tenant", _target(lab, host), NO_GPU, "bare-metal",
+def _placement(lab: SshLab, host: LabHost) -> HarnessPlacement:
+    return HarnessPlacement(f"{host.name}-tenant", _target(lab, host), NO_GPU, "bare-metal",
                      Platform(host=host.name, attachment="none"))
 
 
