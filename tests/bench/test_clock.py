@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.labs.connect import FAST
 from tests.labs.sshlab import LabHost, SshLab, lab_available
 from tests.train.labnodes import install_lab_harness
 from vgpu.bench.clock import CLOCK_METRIC, ClockOffset, check_offset, measure_offset
@@ -23,7 +24,7 @@ from vgpu.model.load import load_scenario
 from vgpu.remote.hostlog import HostLog
 from vgpu.remote.redact import Redactor
 from vgpu.remote.ssh import SSHTransport
-from vgpu.remote.targets import ConnectOptions, HostTarget
+from vgpu.remote.targets import HostTarget
 from vgpu.results.records import Platform
 from vgpu.results.store import ResultStore
 
@@ -32,7 +33,6 @@ pytestmark = [
     pytest.mark.skipif(lab_available() is not None, reason=str(lab_available())),
 ]
 ROOT = Path(__file__).resolve().parents[2]
-FAST = ConnectOptions(connect_timeout=5, retries=2, backoff=0.1)
 # Loopback round trips take well under a millisecond; a few ms covers a busy machine.
 FEW_MS = 5.0
 

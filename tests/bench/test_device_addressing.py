@@ -14,8 +14,9 @@ import pytest
 
 from loadgen.device import bind_device
 from loadgen.spec import parse_spec
+from tests.labs.connect import FAST
 from tests.labs.sshlab import LabHost, SshLab, lab_available
-from tests.provision.lab_jobs import FAST, target
+from tests.provision.lab_jobs import target
 from vgpu import catalog
 from vgpu.bench.containers import ContainerLaunch
 from vgpu.bench.hostprobe import HostHarness

@@ -9,7 +9,7 @@ from tests.labs.sshlab import LabHost, SshLab, fake_driver_installer
 from vgpu.provision.fanout import Job
 from vgpu.provision.requirements import GuestRequirements, HarnessSpec
 from vgpu.provision.steps.harness import harness_version
-from vgpu.remote.targets import ConnectOptions, HostTarget
+from vgpu.remote.targets import HostTarget
 from vgpu.remote.transport import SudoSettings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -17,7 +17,6 @@ SUDO_ENV = "VGPU_TEST_SUDO_PASSWORD"
 SUDO_PASSWORD = "lab-sudo-Pw-8731"
 TOKEN_TEXT = "eyJhbGciOiJSUzI1NiJ9.lab-licence-token-0451.c2lnbmF0dXJl"
 GPG_KEY_URL = "https://nvidia.github.io/libnvidia-container/gpgkey"
-FAST = ConnectOptions(connect_timeout=5, retries=2, backoff=0.1)
 ALL_STEPS = ("os-facts", "base-packages", "container-runtime:docker", "nvidia-driver",
              "nvidia-container-toolkit", "vgpu-licensing", "node-harness", "verify-gpu")
 

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.labs.connect import FAST
 from tests.labs.sshlab import SshLab, fake_driver_installer
-from tests.provision.lab_jobs import FAST, jobs, requirements, target
+from tests.provision.lab_jobs import jobs, requirements, target
 from tests.provision.scripted import ScriptedTransport
 from tests.provision.test_driver_install import GA_KERNEL
 from tests.provision.test_driver_kinds import driver_files, inventory, scenario_jobs

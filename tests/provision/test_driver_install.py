@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.labs.connect import FAST
 from tests.labs.sshlab import SshLab
-from tests.provision.lab_jobs import FAST, jobs, requirements
+from tests.provision.lab_jobs import jobs, requirements
 from vgpu.provision.facts import OsFacts
 from vgpu.provision.fanout import provision_all
 from vgpu.provision.reboot import reboot_and_reconnect

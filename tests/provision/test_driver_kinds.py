@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.labs.connect import FAST
 from tests.labs.sshlab import SshLab, fake_driver_installer, lab_host_targets
-from tests.provision.lab_jobs import FAST
 from vgpu.errors import InputError
 from vgpu.model.inventory import Drivers, Inventory
 from vgpu.model.load import load_inventory, load_scenario

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.labs.connect import FAST
 from tests.labs.sshlab import SshLab
-from tests.provision.lab_jobs import FAST, target
+from tests.provision.lab_jobs import target
 from vgpu.remote.errors import HostKeyError
 from vgpu.remote.hostlog import HostLog
 from vgpu.remote.redact import Redactor

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.labs.connect import FAST
 from tests.labs.sshlab import SshLab
-from tests.provision.lab_jobs import FAST, SUDO_ENV, SUDO_PASSWORD, target
+from tests.provision.lab_jobs import SUDO_ENV, SUDO_PASSWORD, target
 from vgpu.remote.errors import AuthError, CommandTimeout, ConnectionLost
 from vgpu.remote.hostlog import HostLog
 from vgpu.remote.local import LocalTransport
