@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.placement.test_plan import inventory, scenario
+from tests.placement.lab_model import inventory, scenario
 from vgpu.errors import InputError, NoReference, PlanError
 from vgpu.planner import HeldVgpu, build_plan
 from vgpu.results.records import BaselineSet, RunStart
