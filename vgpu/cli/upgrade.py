@@ -60,7 +60,7 @@ def drain_command(
     with common.flag_names(WINDOW_FLAGS, WINDOW_FIXES):
         record = drain(loaded, path, host, WindowPaths(facts_dir, records_dir),
                        shutdown_timeout, _say, maintenance_timeout,
-                       partial(tie_drain_facts, db) if store_exists(db) else None)
+                       tie_baselines=partial(tie_drain_facts, db) if store_exists(db) else None)
     if record.baselines:
         _say(f"pre-upgrade facts {record.facts_id} tied to baseline(s) "
              f"{', '.join(record.baselines)}")

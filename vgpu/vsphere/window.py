@@ -31,7 +31,8 @@ from vgpu.vsphere.xorg import settle_graphics
 
 Say = Callable[[str], None]
 # (host, its hardware UUID, the id of its saved facts) -> the baseline sets now tied to
-# those facts as their pre-upgrade ones; the results store's side (vgpu.revalidate.hosts)
+# those facts as their pre-upgrade ones: the caller's, which knows the results store
+# (vgpu.revalidate.hosts.tie_drain_facts)
 TieBaselines = Callable[[str, str | None, str], list[str]]
 POLL_S = 0.5
 # vCenter's own default waits an hour; an upgrade window that cannot start says so sooner.
