@@ -17,6 +17,7 @@ PROBE_KIND = "allreduce"  # the run kind of every allreduce probe (Gloo, NCCL, M
 
 
 def size_label(size_bytes: int) -> str:
+    """"64MiB" / "4KiB" / "100B": the instance a probe's per-size metrics are stored as."""
     if size_bytes >= MIB and size_bytes % MIB == 0:
         return f"{size_bytes // MIB}MiB"
     if size_bytes >= 1024 and size_bytes % 1024 == 0:
