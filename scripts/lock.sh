@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Refreshes the locks that scripts/setup.sh installs from (scripts/locks/*.txt and the
-# harness image's vgpu/data/harness-requirements.txt): the newest versions that
-# pyproject.toml's ranges and the inputs in scripts/locks/*.in allow, each pinned with the
-# hashes of all its files. Then run `bash scripts/test.sh` and commit the locks with it.
+# harness image's vgpu/container/harness_image/harness-requirements.txt): the newest
+# versions that pyproject.toml's ranges and the inputs in scripts/locks/*.in allow, each
+# pinned with the hashes of all its files. Then run `bash scripts/test.sh` and commit the locks with it.
 #
 # uv resolves (universal: one lock for every Python >= 3.11 and platform; 3.10 for the
 # harness image, whose NGC bases ship it); plain pip installs the result.
@@ -46,7 +46,7 @@ log "scripts/locks/test.txt: vgpu with its dev and mpi extras and torch's requir
     scripts/locks/build.in scripts/locks/torch-deps.in -o scripts/locks/test.txt
 log "scripts/locks/triton.txt: the Triton server environment of the tests (.venv-triton)"
 "${uv[@]}" --universal --python-version 3.11 scripts/locks/triton.in -o scripts/locks/triton.txt
-log "vgpu/data/harness-requirements.txt: the harness image (ONNX Runtime added by its build)"
-"${uv[@]}" --universal --python-version 3.10 vgpu/data/harness-requirements.in \
-    --no-emit-package onnxruntime-gpu -o vgpu/data/harness-requirements.txt
-log "done: git diff scripts/locks vgpu/data, then bash scripts/test.sh"
+log "vgpu/container/harness_image/harness-requirements.txt: the harness image (ONNX Runtime added by its build)"
+"${uv[@]}" --universal --python-version 3.10 vgpu/container/harness_image/harness-requirements.in \
+    --no-emit-package onnxruntime-gpu -o vgpu/container/harness_image/harness-requirements.txt
+log "done: git diff scripts/locks vgpu/container/harness_image, then bash scripts/test.sh"

@@ -334,7 +334,7 @@ def parse_timesliced_type(text: str, gpu: GpuModel) -> str:
 
 
 @dataclass(frozen=True)
-class Placement:
+class MigPlacement:
     """One instance placed on one GPU: occupies memory slices [start, start+size)."""
 
     profile: MigProfile
@@ -346,7 +346,7 @@ class Placement:
     def end(self) -> int:
         return self.start + self.profile.memory_slices
 
-    def overlaps(self, other: Placement) -> bool:
+    def overlaps(self, other: MigPlacement) -> bool:
         return self.gpu == other.gpu and self.start < other.end and other.start < self.end
 
 
@@ -362,7 +362,7 @@ class PlacementResult:
 
     gpu: GpuModel
     requested: list[MigProfile]
-    placements: list[Placement] | None = None
+    placements: list[MigPlacement] | None = None
     reason: str | None = None
     suggestions: list[Suggestion] = field(default_factory=list)
 
@@ -371,8 +371,8 @@ class PlacementResult:
         return self.placements is not None
 
 
-def _fits(profile: MigProfile, start: int, taken: Sequence[Placement], gpu_index: int) -> bool:
-    candidate = Placement(profile, start, gpu_index)
+def _fits(profile: MigProfile, start: int, taken: Sequence[MigPlacement], gpu_index: int) -> bool:
+    candidate = MigPlacement(profile, start, gpu_index)
     return not any(candidate.overlaps(t) for t in taken)
 
 
@@ -383,10 +383,10 @@ def _counts_ok(profiles: Iterable[MigProfile]) -> bool:
 
 
 def _search(
-    order: list[int], profiles: list[MigProfile], taken: list[Placement],
-    num_gpus: int, assigned: dict[int, Placement],
+    order: list[int], profiles: list[MigProfile], taken: list[MigPlacement],
+    num_gpus: int, assigned: dict[int, MigPlacement],
     floor: tuple[int, int] = (0, -1),
-) -> dict[int, Placement] | None:
+) -> dict[int, MigPlacement] | None:
     """Depth-first placement of ``order``. ``floor``: the (gpu, start) of the previous
     instance when it is the same profile as this one; identical instances are
     interchangeable, so placing them in increasing position only is enough (without this
@@ -412,7 +412,7 @@ def _search(
         for start in profile.shape.starts:
             if (gpu_index, start) <= floor or not _fits(profile, start, taken, gpu_index):
                 continue
-            placement = Placement(profile, start, gpu_index)
+            placement = MigPlacement(profile, start, gpu_index)
             found = _search(rest, profiles, [*taken, placement], num_gpus,
                             {**assigned, idx: placement},
                             (gpu_index, start) if same_next else (0, -1))
@@ -422,7 +422,7 @@ def _search(
 
 
 def _totals_fit(gpu: GpuModel, profiles: Sequence[MigProfile], num_gpus: int,
-                occupied: Sequence[Placement]) -> bool:
+                occupied: Sequence[MigPlacement]) -> bool:
     """The counting rules every placement must meet (per-profile maximum, compute and
     memory slices): cheap, and enough to reject a full set without searching."""
     every = [*profiles, *(o.profile for o in occupied)]
@@ -434,7 +434,7 @@ def _totals_fit(gpu: GpuModel, profiles: Sequence[MigProfile], num_gpus: int,
 
 
 def _place(gpu: GpuModel, profiles: Sequence[MigProfile], num_gpus: int,
-           occupied: Sequence[Placement]) -> dict[int, Placement] | None:
+           occupied: Sequence[MigPlacement]) -> dict[int, MigPlacement] | None:
     """Largest instances first, identical ones next to each other, at the lowest free
     start, so layouts fill the GPU left to right; exhaustive up to the symmetries."""
     requested = list(profiles)
@@ -452,7 +452,7 @@ def _compute_capacity(profile: MigProfile) -> int:
 
 def solve(
     gpu: GpuModel, profiles: Sequence[MigProfile], *, num_gpus: int = 1,
-    occupied: Sequence[Placement] = (),
+    occupied: Sequence[MigPlacement] = (),
 ) -> PlacementResult:
     """Place ``profiles`` on ``num_gpus`` GPUs of model ``gpu`` around ``occupied``
     instances (held by others). Largest instances are placed first, at the lowest free
@@ -470,7 +470,7 @@ def solve(
 
 
 def place(gpu: GpuModel, profiles: Sequence[MigProfile], *, num_gpus: int = 1,
-          occupied: Sequence[Placement] = ()) -> list[Placement] | None:
+          occupied: Sequence[MigPlacement] = ()) -> list[MigPlacement] | None:
     """The placements of :func:`solve` (in request order), or None, without the
     explanation and suggestions a failure gets there (for callers that only try)."""
     found = _place(gpu, profiles, num_gpus, occupied)
@@ -478,12 +478,12 @@ def place(gpu: GpuModel, profiles: Sequence[MigProfile], *, num_gpus: int = 1,
 
 
 def is_placeable(gpu: GpuModel, profiles: Sequence[MigProfile], *, num_gpus: int = 1,
-                 occupied: Sequence[Placement] = ()) -> bool:
+                 occupied: Sequence[MigPlacement] = ()) -> bool:
     return _place(gpu, profiles, num_gpus, occupied) is not None
 
 
 def explain_failure(gpu: GpuModel, profiles: Sequence[MigProfile], *, num_gpus: int = 1,
-                    occupied: Sequence[Placement] = ()) -> str:
+                    occupied: Sequence[MigPlacement] = ()) -> str:
     """The most basic rule the request breaks, in words a lab engineer can act on."""
     names = " + ".join(p.name for p in profiles)
     held = list(occupied)
@@ -532,7 +532,7 @@ def _smaller(gpu: GpuModel, profile: MigProfile) -> MigProfile | None:
 
 
 def suggest(gpu: GpuModel, profiles: Sequence[MigProfile], *, num_gpus: int = 1,
-            occupied: Sequence[Placement] = (), limit: int = 4) -> list[Suggestion]:
+            occupied: Sequence[MigPlacement] = (), limit: int = 4) -> list[Suggestion]:
     """Nearest valid layouts: drop one instance, or shrink one to the next smaller profile."""
     out: list[Suggestion] = []
     seen: set[tuple[str, ...]] = set()
@@ -582,7 +582,7 @@ def all_start_combinations(profiles: Sequence[MigProfile]) -> Iterable[tuple[int
 # --- rendering ----------------------------------------------------------------------------
 
 
-def slot_diagram(gpu: GpuModel, placements: Sequence[Placement], *, label: str = "GPU",
+def slot_diagram(gpu: GpuModel, placements: Sequence[MigPlacement], *, label: str = "GPU",
                  cell: int = 7) -> list[str]:
     """Text rows showing which memory slice each instance occupies, e.g.
 

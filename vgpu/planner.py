@@ -259,18 +259,18 @@ def _try_place_mig(host: _HostState, vm: str, profiles: list[mig.MigProfile]) ->
 
 
 def _solve_host(host: _HostState, gpus: list[_GpuState],
-                wanted: list[mig.MigProfile]) -> list[mig.Placement] | None:
+                wanted: list[mig.MigProfile]) -> list[mig.MigPlacement] | None:
     """Place held instances (pinned to their GPU) and wanted ones together."""
     model = gpus[0].model
     held_sets = [_held_profiles(g) for g in gpus]
-    occupied: list[mig.Placement] = []
+    occupied: list[mig.MigPlacement] = []
     for k, profiles in enumerate(held_sets):
         if not profiles:
             continue
         held = mig.place(model, profiles)
         if held is None:
             return None
-        occupied += [mig.Placement(p.profile, p.start, k, owner="held") for p in held]
+        occupied += [mig.MigPlacement(p.profile, p.start, k, owner="held") for p in held]
     placements = mig.place(model, wanted, num_gpus=len(gpus), occupied=occupied)
     if placements is None:
         return None
@@ -473,11 +473,11 @@ def _capacity_problem(scenario: Scenario, vm: str, reqs: list[VgpuRequest],
             if not gpus:
                 continue
             wanted = [p for _, _, p in h.mig_requests] + profiles
-            held: list[mig.Placement] = []
+            held: list[mig.MigPlacement] = []
             for k, g in enumerate(gpus):
                 r = mig.solve(h.gpus[0].model, _held_profiles(g)) if g.held else None
                 if r and r.placements:
-                    held += [mig.Placement(p.profile, p.start, k, owner="held")
+                    held += [mig.MigPlacement(p.profile, p.start, k, owner="held")
                              for p in r.placements]
             result = mig.solve(gpus[0].model, wanted, num_gpus=len(gpus), occupied=held)
             if not result.ok:

@@ -13,18 +13,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from vgpu import catalog
 from vgpu.errors import InputError
 from vgpu.model.inventory import Inventory
 from vgpu.model.load import load_inventory
 from vgpu.model.plan import Plan
-from vgpu.model.scenario import Scenario
+from vgpu.model.scenario import HarnessRuntime, Scenario
 from vgpu.planner import build_plan
-
-if TYPE_CHECKING:
-    from vgpu.bench.runtime import Runtime
 
 
 class LabGuest(Protocol):
@@ -59,7 +56,7 @@ class SimulatedLab(Protocol):
     @property
     def base_image(self) -> str: ...  # the base the guests' harness image is built FROM
 
-    def guest_runtime(self) -> Runtime: ...
+    def guest_runtime(self) -> HarnessRuntime: ...
 
     def runtime_note(self) -> str: ...
 

@@ -1,6 +1,8 @@
 """The package's import graph, read from the source with ``ast`` (every import, also those
 inside functions): vgpu, the harness (loadgen/) and the benchmarks have no import cycle,
-the harness never imports vgpu, vgpu reaches the harness only through its contract, only
+vgpu's packages (``vgpu.bench``, ``vgpu.results``, ``vgpu.site``...: each folder or
+top-level module under vgpu/) import each other in one direction only, the harness never
+imports vgpu, vgpu reaches the harness only through its contract, only
 the CLI layer imports the CLI, and the simulator lab (vgpu.sim) is reached only through
 the Site's seam."""
 
@@ -9,6 +11,7 @@ from __future__ import annotations
 import ast
 import functools
 from collections.abc import Iterator
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -23,6 +26,9 @@ CLI_ENTRY_POINTS = {"vgpu.__main__"}  # `python -m vgpu` runs the CLI
 # The Site factory plugs the simulator lab in (vgpu.site.SimulatedLab); the sim commands
 # start and stop it. Nothing else knows the simulator is there.
 SIMULATOR_SEAM = {"vgpu.site", "vgpu.cli.sim"}
+# Packages whose sub-packages import each other in one direction only (no circle of
+# packages, even where the modules themselves form none).
+LAYERED = ("vgpu",)
 
 Graph = dict[str, set[str]]
 
@@ -113,6 +119,40 @@ def _in(name: str, package: str) -> bool:
     return name == package or name.startswith(package + ".")
 
 
+def package_of(module: str, root: str) -> str:
+    """``vgpu.bench.remote`` -> ``vgpu.bench``; ``vgpu.site`` -> itself; ``vgpu`` -> itself."""
+    parts = module.split(".")
+    return ".".join(parts[:len(root.split(".")) + 1])
+
+
+def package_graph(graph: Graph, root: str) -> tuple[Graph, dict[tuple[str, str], list[str]]]:
+    """Package -> the packages under ``root`` it imports, and for each such pair the module
+    imports that make it (``a.x -> b.y``), to name them when a circle is found."""
+    packages: Graph = {}
+    because: dict[tuple[str, str], list[str]] = {}
+    for name, targets in graph.items():
+        if not _in(name, root):
+            continue
+        source = package_of(name, root)
+        packages.setdefault(source, set())
+        for target in sorted(t for t in targets if _in(t, root)):
+            imported = package_of(target, root)
+            if imported != source:
+                packages[source].add(imported)
+                because.setdefault((source, imported), []).append(f"{name} -> {target}")
+    return packages, because
+
+
+@pytest.mark.parametrize("root", LAYERED)
+def test_packages_import_each_other_in_one_direction(root: str) -> None:
+    packages, because = package_graph(import_graph(), root)
+    assert len(packages) > 10, f"too few packages found under {root}/"
+    cycle = find_cycle(packages)
+    steps = [] if cycle is None else [
+        f"{a} -> {b} ({'; '.join(because[a, b][:3])})" for a, b in pairwise(cycle)]
+    assert cycle is None, "a circle of packages: " + ", ".join(steps)
+
+
 @pytest.mark.parametrize("package", PACKAGES)
 def test_no_import_cycle(package: str) -> None:
     graph = import_graph()
@@ -159,3 +199,13 @@ def test_the_graph_sees_function_level_imports() -> None:
     assert "loadgen.runner" in graph["benchmarks.harness_overhead"]
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_a_circle_of_packages_is_seen_though_its_modules_form_none() -> None:
+    modules = {"vgpu.a.one": {"vgpu.b.two"}, "vgpu.b.two": set(),
+               "vgpu.b.three": {"vgpu.a.four"}, "vgpu.a.four": set(), "vgpu.c": {"vgpu.a.one"}}
+    assert find_cycle(modules) is None
+    packages, because = package_graph(modules, "vgpu")
+    assert packages == {"vgpu.a": {"vgpu.b"}, "vgpu.b": {"vgpu.a"}, "vgpu.c": {"vgpu.a"}}
+    assert find_cycle(packages) == ["vgpu.a", "vgpu.b", "vgpu.a"]
+    assert because["vgpu.b", "vgpu.a"] == ["vgpu.b.three -> vgpu.a.four"]

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.labs.connect import FAST
 from tests.labs.sshlab import LabHost, SshLab, lab_available
 from tests.train.labnodes import install_lab_harness
 from vgpu.bench.clock import CLOCK_METRIC, ClockOffset, check_offset, measure_offset
-from vgpu.bench.remote import NO_GPU, Placement, build_targets
+from vgpu.bench.remote import NO_GPU, HarnessPlacement, build_targets
 from vgpu.bench.session import run_bench
 from vgpu.bench.workload import BenchOverrides
 from vgpu.errors import RemoteError
@@ -23,7 +24,7 @@ from vgpu.model.load import load_scenario
 from vgpu.remote.hostlog import HostLog
 from vgpu.remote.redact import Redactor
 from vgpu.remote.ssh import SSHTransport
-from vgpu.remote.targets import ConnectOptions, HostTarget
+from vgpu.remote.targets import HostTarget
 from vgpu.results.records import Platform
 from vgpu.results.store import ResultStore
 
@@ -32,7 +33,6 @@ pytestmark = [
     pytest.mark.skipif(lab_available() is not None, reason=str(lab_available())),
 ]
 ROOT = Path(__file__).resolve().parents[2]
-FAST = ConnectOptions(connect_timeout=5, retries=2, backoff=0.1)
 # Loopback round trips take well under a millisecond; a few ms covers a busy machine.
 FEW_MS = 5.0
 
@@ -48,8 +48,8 @@ def _target(lab: SshLab, host: LabHost) -> HostTarget:
                       key_file=lab.key_path, known_hosts=lab.known_hosts_path)
 
 
-def _placement(lab: SshLab, host: LabHost) -> Placement:
-    return Placement(f"{host.name}-tenant", _target(lab, host), NO_GPU, "bare-metal",
+def _placement(lab: SshLab, host: LabHost) -> HarnessPlacement:
+    return HarnessPlacement(f"{host.name}-tenant", _target(lab, host), NO_GPU, "bare-metal",
                      Platform(host=host.name, attachment="none"))
 
 

@@ -14,12 +14,13 @@ import pytest
 
 from loadgen.device import bind_device
 from loadgen.spec import parse_spec
+from tests.labs.connect import FAST
 from tests.labs.sshlab import LabHost, SshLab, lab_available
-from tests.provision.lab_jobs import FAST, target
+from tests.provision.lab_jobs import target
 from vgpu import catalog
 from vgpu.bench.containers import ContainerLaunch
 from vgpu.bench.hostprobe import HostHarness
-from vgpu.bench.remote import Placement, _target, per_whole_gpu
+from vgpu.bench.remote import HarnessPlacement, _target, per_whole_gpu
 from vgpu.bench.targets import Target
 from vgpu.bench.workload import BenchOverrides, effective_workload, harness_spec
 from vgpu.container.docker import DockerCli
@@ -92,7 +93,7 @@ def test_four_passthrough_gpus_each_instance_names_its_own_uuid(
     uuids = [d.uuid for d in harness.listing.gpu_devices]
     assert len(set(uuids)) == 4 and all(u.startswith("GPU-") for u in uuids)
     [vm] = build_plan(catalog.load("pt4"), load_inventory(ROOT / "inventory" / "sim.yaml")).vms
-    base = Placement(vm.name, target(host), "passthrough", "vm",
+    base = HarnessPlacement(vm.name, target(host), "passthrough", "vm",
                      Platform(attachment="passthrough"))
     targets = [_target(p, harness, [], allow_cpu=False) for p in per_whole_gpu(vm, base)]
     assert [t.device for t in targets] == [{"kind": "gpu", "uuid": u} for u in uuids]
@@ -106,7 +107,7 @@ def test_a_planned_gpu_the_guest_lacks_is_refused(
     host.set_hardware("", None, gpu_count=3, gpu_name="NVIDIA A100 80GB PCIe")
     harness = harness_on(transport)
     [vm] = build_plan(catalog.load("pt4"), load_inventory(ROOT / "inventory" / "sim.yaml")).vms
-    base = Placement(vm.name, target(host), "passthrough", "vm", Platform())
+    base = HarnessPlacement(vm.name, target(host), "passthrough", "vm", Platform())
     last = per_whole_gpu(vm, base)[3]
     with pytest.raises(RemoteError, match="planned GPU 3 on vm-1, but `nvidia-smi -L` there "
                                         "lists 3 GPU"):
@@ -124,7 +125,7 @@ def test_a_mig_backed_vgpu_instance_gets_the_mig_device_under_its_vgpu(
     assert mig_device.uuid.startswith("MIG-")
     [vm] = [v for v in build_plan(catalog.load("6"), load_inventory(
         ROOT / "inventory" / "sim.yaml")).vms if v.name == "s6-1g"]
-    base = Placement(vm.name, target(host), "1g.10gb", "vm",
+    base = HarnessPlacement(vm.name, target(host), "1g.10gb", "vm",
                      Platform(vgpu_profile="grid_a100d-1-10c", mig_profile="1g.10gb"))
     [placement] = per_whole_gpu(vm, base)
     instance = _target(placement, harness, [], allow_cpu=False)

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.bench.fake_repeats import fake_repeats, fake_warm_up
 from vgpu import catalog
 from vgpu.bench import interleave, session
 from vgpu.bench.devices import cpu_device
@@ -23,25 +24,6 @@ from vgpu.results.records import InstanceResult, Metric
 from vgpu.results.store import ResultStore
 
 WORKLOAD = "resnet50-offline"
-
-
-def _fake(order: list[tuple[str, int]], values: dict[str, Iterator[float]]) -> Any:
-    def run_repeat(store: ResultStore, scenario: Any, targets: Any, result: Any,
-                   repeat: int, repeats: int, *_: Any) -> list[Any]:
-        order.append((scenario.id, repeat))
-        run_id = session._begin_run(store, scenario, targets, result, repeat, repeats)
-        store.finish_run(run_id, "ok", instances=[InstanceResult(
-            name="a", status="ok", device_kind="cpu", validity="VALID",
-            throughput=next(values[scenario.id]))])
-        return []
-    return run_repeat
-
-
-def _warm(order: list[tuple[str, int]]) -> Any:
-    def warm_up(store: Any, side: Any, result: Any, *_: Any) -> bool:
-        order.append((side.scenario.id, -1))
-        return True
-    return warm_up
 
 
 def _calibrate(rates: dict[str, float]) -> Any:
@@ -66,8 +48,8 @@ def test_blocks_alternate_abba_and_the_candidate_is_judged_block_by_block(
     # both sides drift down 6% over the session; the candidate is 0.5% below in each block
     drift = [1000.0, 985.0, 970.0, 955.0]
     values = {"bm6": iter(drift), "6": iter([v * 0.995 for v in drift])}
-    monkeypatch.setattr(interleave, "run_repeat", _fake(order, values))
-    monkeypatch.setattr(interleave, "warm_up", _warm(order))
+    monkeypatch.setattr(interleave, "run_repeat", fake_repeats(order, values))
+    monkeypatch.setattr(interleave, "warm_up", fake_warm_up(order))
     reference, candidate = _sides(tmp_path, BenchOverrides())
     rates = {reference.targets[0].instance: 900.0, candidate.targets[0].instance: 1200.0}
     monkeypatch.setattr(interleave, "calibrate", _calibrate(rates))
@@ -121,8 +103,8 @@ def test_an_odd_block_count_is_completed_to_abba_pairs(
     order: list[tuple[str, int]] = []
     values = {"bm6": iter([1000.0, 1001.0, 999.0, 1000.5]),
               "6": iter([999.0, 1000.0, 998.0, 1000.0])}
-    monkeypatch.setattr(interleave, "run_repeat", _fake(order, values))
-    monkeypatch.setattr(interleave, "warm_up", _warm(order))
+    monkeypatch.setattr(interleave, "run_repeat", fake_repeats(order, values))
+    monkeypatch.setattr(interleave, "warm_up", fake_warm_up(order))
     monkeypatch.setattr(interleave, "calibrate", lambda *_: True)
     reference, candidate = _sides(tmp_path, BenchOverrides())
     with ResultStore.open(tmp_path / "r.db") as store:
@@ -139,7 +121,7 @@ def test_a_failed_warm_up_stops_both_sides_before_any_block(
         result.failure = "warm-up run: harness exited 1"
         return False
 
-    monkeypatch.setattr(interleave, "run_repeat", _fake(order, {}))
+    monkeypatch.setattr(interleave, "run_repeat", fake_repeats(order, {}))
     monkeypatch.setattr(interleave, "warm_up", cold)
     monkeypatch.setattr(interleave, "calibrate", lambda *_: True)
     reference, candidate = _sides(tmp_path, BenchOverrides())
@@ -161,8 +143,8 @@ def test_an_undecided_pilot_adds_blocks_in_pairs_within_the_stated_cap(
     noise = [1.0, 1.012, 0.99, 1.004, 0.985, 1.01, 0.996, 1.008, 0.992, 1.0, 1.006, 0.994]
     values = {"bm6": iter([1000.0 * n for n in noise]),
               "6": iter([1000.0 * n for n in reversed(noise)])}
-    monkeypatch.setattr(interleave, "run_repeat", _fake(order, values))
-    monkeypatch.setattr(interleave, "warm_up", _warm(order))
+    monkeypatch.setattr(interleave, "run_repeat", fake_repeats(order, values))
+    monkeypatch.setattr(interleave, "warm_up", fake_warm_up(order))
     monkeypatch.setattr(interleave, "calibrate", lambda *_: True)
     reference, candidate = _sides(tmp_path, BenchOverrides(max_repeats=12))
     with ResultStore.open(tmp_path / "r.db") as store:
@@ -219,7 +201,7 @@ def test_a_disturbed_block_is_set_aside_and_run_again_up_to_the_limit(
     # block 1's twin run is disturbed, then every run once block 2 began
     shares = iter([2.0, 3.0, 2.0, 60.0, *([2.0, 2.0]), *([70.0] * 40)])
     monkeypatch.setattr(interleave, "run_repeat", _busy(order, shares))
-    monkeypatch.setattr(interleave, "warm_up", _warm(order))
+    monkeypatch.setattr(interleave, "warm_up", fake_warm_up(order))
     monkeypatch.setattr(interleave, "calibrate", lambda *_: True)
     reference, candidate = _sides(tmp_path, BenchOverrides())
     with ResultStore.open(tmp_path / "r.db") as store:
@@ -280,7 +262,7 @@ def _judged_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     monkeypatch.delenv(IGNORE_ENV, raising=False)
     order: list[tuple[str, int]] = []
     monkeypatch.setattr(interleave, "run_repeat", _measured(order, iter(runs)))
-    monkeypatch.setattr(interleave, "warm_up", _warm(order))
+    monkeypatch.setattr(interleave, "warm_up", fake_warm_up(order))
     monkeypatch.setattr(interleave, "calibrate", lambda *_: True)
     reference, candidate = _sides(tmp_path, BenchOverrides())
     with ResultStore.open(tmp_path / "r.db") as store:
@@ -388,7 +370,7 @@ def test_capacity_blocks_are_sequential_and_each_search_starts_where_the_last_fo
     knees = {"bm6": [30.0 * j for j in jitter],
              "6": [30.0 * ratio * j for j in reversed(jitter)]}
     monkeypatch.setattr(interleave, "run_repeat", _searching(order, knees, starts))
-    monkeypatch.setattr(interleave, "warm_up", _warm(order))
+    monkeypatch.setattr(interleave, "warm_up", fake_warm_up(order))
     reference, candidate = _llm_sides(tmp_path)
     with ResultStore.open(tmp_path / "r.db") as store:
         _, cand_out = run_interleaved(reference, candidate, store, runs=None,
@@ -421,7 +403,7 @@ def test_a_disturbed_capacity_block_does_not_move_where_the_next_searches_start(
     # block 1's two runs starved by other load (their knee falls to 9/s), then quiet
     busy = iter([2.0, 2.0, 90.0, 90.0, *([2.0] * 20)])
     monkeypatch.setattr(interleave, "run_repeat", _searching(order, knees, starts, busy))
-    monkeypatch.setattr(interleave, "warm_up", _warm(order))
+    monkeypatch.setattr(interleave, "warm_up", fake_warm_up(order))
     reference, candidate = _llm_sides(tmp_path)
     with ResultStore.open(tmp_path / "r.db") as store:
         run_interleaved(reference, candidate, store, runs=None, workload_names=[LLM])

@@ -1,6 +1,6 @@
 """`vgpu bench` ends in one verdict for the whole scenario and the exit code every
 judging command shares (vgpu.exitcodes): the command in-process, its twin interleaved
-block by block, each repeat faked as in tests/bench/test_interleaved.py (it stores the
+block by block, each repeat faked by tests/bench/fake_repeats.py (it stores the
 next throughput of its side), so that the verdict is known."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.bench.test_interleaved import _fake, _warm
+from tests.bench.fake_repeats import fake_repeats, fake_warm_up
 from tests.cli.invoke import run_cli
 from vgpu.bench import interleave
 from vgpu.exitcodes import EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_NO_REFERENCE, EXIT_PASS
@@ -23,8 +23,8 @@ def _bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, twin: list[float],
            mine: list[float], *more: str) -> tuple[int, str]:
     values: dict[str, Iterator[float]] = {"bm6": iter(twin), "6": iter(mine)}
     order: list[tuple[str, int]] = []
-    monkeypatch.setattr(interleave, "run_repeat", _fake(order, values))
-    monkeypatch.setattr(interleave, "warm_up", _warm(order))
+    monkeypatch.setattr(interleave, "run_repeat", fake_repeats(order, values))
+    monkeypatch.setattr(interleave, "warm_up", fake_warm_up(order))
     monkeypatch.setattr(interleave, "calibrate", lambda *_: True)
     code, out, err = run_cli([*ARGS, "--db", str(tmp_path / "r.db"), *more])
     return code, " ".join((out + err).split())
@@ -66,7 +66,7 @@ def test_nothing_to_judge_against_exits_5(tmp_path: Path,
     from vgpu.bench import session
 
     order: list[tuple[str, int]] = []
-    monkeypatch.setattr(session, "run_repeat", _fake(order, {"6": iter([1000.0] * 4)}))
+    monkeypatch.setattr(session, "run_repeat", fake_repeats(order, {"6": iter([1000.0] * 4)}))
     monkeypatch.setattr(session, "calibrate", lambda *_: True)
     code, out, err = run_cli([*ARGS, "--db", str(tmp_path / "r.db"), "--runs", "2",
                               "--no-baseline", "--json"])

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.invoke import run_cli
+from tests.labs.connect import FAST
 from tests.labs.sshlab import SshLab, lab_host_targets
 from tests.labs.sshlab import lab_available as ssh_lab_available
 from tests.labs.vcsim import VcsimLab
@@ -28,14 +29,12 @@ from vgpu.provision.adapter import HarnessOptions, harness_spec
 from vgpu.provision.fanout import Job, provision_all
 from vgpu.provision.requirements import GuestRequirements
 from vgpu.remote.redact import Redactor
-from vgpu.remote.targets import ConnectOptions
 from vgpu.results.report import build_report, write_report
 from vgpu.results.store import ResultStore
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIO_6 = ROOT / "scenarios" / "mig_4g_2g_1g.yaml"
 BARE_METAL_6 = ROOT / "scenarios" / "bm_mig_4g_2g_1g.yaml"
-FAST = ConnectOptions(connect_timeout=5, retries=2, backoff=0.1)
 SHORT = BenchOverrides(duration_s=0.5)  # what is checked is where runs went and what was stored
 WORKLOAD = ["resnet50-offline"]
 

@@ -10,7 +10,7 @@ from vgpu import catalog
 from vgpu.bench.containers import ContainerLaunch
 from vgpu.bench.hostprobe import HostHarness
 from vgpu.bench.local import planned_slices
-from vgpu.bench.remote import Placement, _target, per_whole_gpu
+from vgpu.bench.remote import HarnessPlacement, _target, per_whole_gpu
 from vgpu.model.load import load_inventory
 from vgpu.planner import build_plan
 from vgpu.provision.facts import parse_gpu_list
@@ -26,7 +26,7 @@ def test_four_gpu_vm_is_four_instances_each_on_its_own_gpu(tmp_path: Path) -> No
     plan = build_plan(scenario, load_inventory(ROOT / "inventory" / "sim.yaml"))
     [vm] = plan.vms
     assert [v.kind for v in vm.vgpus] == ["passthrough"] * 4
-    base = Placement("pt4-vm", None, "passthrough+passthrough+passthrough+passthrough", "vm",
+    base = HarnessPlacement("pt4-vm", None, "passthrough+passthrough+passthrough+passthrough", "vm",
                      Platform(attachment="passthrough"))
     placements = per_whole_gpu(vm, base)
     assert [(p.instance, p.gpu_index, p.planned_slice) for p in placements] == [
@@ -44,7 +44,7 @@ def test_four_gpu_vm_is_four_instances_each_on_its_own_gpu(tmp_path: Path) -> No
 
 def test_mig_backed_vm_stays_one_instance_on_gpu_0() -> None:
     plan = build_plan(catalog.load("6"), load_inventory(ROOT / "inventory" / "sim.yaml"))
-    base = Placement("s6-4g", None, "4g.40gb", "vm", Platform())
+    base = HarnessPlacement("s6-4g", None, "4g.40gb", "vm", Platform())
     assert [(p.instance, p.gpu_index) for p in per_whole_gpu(plan.vm("s6-4g"), base)] == [
         ("s6-4g", 0)]
 

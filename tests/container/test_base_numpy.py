@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCKERFILE = ROOT / "vgpu/data/harness.Dockerfile"
+DOCKERFILE = ROOT / "vgpu/container/harness_image/Dockerfile"
 OTHER_NUMPY = "numpy==1.26.4"
 
 pytestmark = pytest.mark.slow

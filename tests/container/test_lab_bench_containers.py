@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.invoke import run_cli
+from tests.labs.connect import FAST
 from tests.labs.dockerlab import HarnessLab
 from tests.labs.sshlab import SshLab, lab_host_targets
 from tests.labs.sshlab import lab_available as ssh_lab_available
@@ -30,12 +31,10 @@ from vgpu.container.local import memlock_unlimited_allowed
 from vgpu.container.spec import INSTANCE_LABEL, RUN_LABEL
 from vgpu.errors import RemoteError
 from vgpu.model.load import load_inventory, load_scenario
-from vgpu.remote.targets import ConnectOptions
 from vgpu.results.store import ResultStore
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIO_6 = ROOT / "scenarios" / "mig_4g_2g_1g.yaml"
-FAST = ConnectOptions(connect_timeout=5, retries=2, backoff=0.1)
 INSTANCES = {"s6-4g", "s6-2g", "s6-1g"}
 
 pytestmark = [

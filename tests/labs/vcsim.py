@@ -6,7 +6,7 @@ on exit. It writes everything a test needs to talk to it the way a user would:
 
     with VcsimLab(LabShape(hosts=2)) as lab:
         lab.target()                  # VCenterTarget (TLS verified against lab.ca_file)
-        lab.placement_names()         # PlacementNames for DC0 / DC0_C0 / LocalDS_0 / ...
+        lab.placement_names()         # VmPlacementNames for DC0 / DC0_C0 / LocalDS_0 / ...
         lab.write_inventory(path)     # an inventory YAML in vgpu's format for the CLI
 
 Tests that only need one default lab can use the ``vcsim_lab`` fixture (import it into the
@@ -33,7 +33,7 @@ from pyVmomi import vim
 from vgpu.sim import lab as simlab
 from vgpu.sim.build import GOVMOMI_SRC
 from vgpu.sim.lab import LabShape, RunningLab, start_lab
-from vgpu.vsphere.connection import PlacementNames, VCenterTarget, connect, resolve_placement
+from vgpu.vsphere.connection import VCenterTarget, VmPlacementNames, connect, resolve_placement
 from vgpu.vsphere.tasks import wait_for_task
 
 
@@ -106,14 +106,14 @@ class VcsimLab:
         values.update(overrides)
         return VCenterTarget(**values)  # type: ignore[arg-type]
 
-    def placement_names(self, **overrides: str | None) -> PlacementNames:
+    def placement_names(self, **overrides: str | None) -> VmPlacementNames:
         values: dict[str, str | None] = {
             "datacenter": simlab.DATACENTER, "cluster": simlab.CLUSTER,
             "datastore": simlab.DATASTORE, "network": simlab.NETWORK,
             "template": self.shape.template, "source": "vcsim lab",
         }
         values.update(overrides)
-        return PlacementNames(**values)  # type: ignore[arg-type]
+        return VmPlacementNames(**values)  # type: ignore[arg-type]
 
     def inventory_data(
         self, *, hosts: list[str] | None = None, gpus_per_host: int | None = None,

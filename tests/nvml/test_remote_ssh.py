@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.labs.connect import FAST
 from tests.labs.sshlab import SshLab, lab_available
-from tests.provision.lab_jobs import FAST, SUDO_ENV, SUDO_PASSWORD, target
+from tests.provision.lab_jobs import SUDO_ENV, SUDO_PASSWORD, target
 from vgpu import catalog
 from vgpu.nvml.remote import RemoteMig, apply_plan_on_host
 from vgpu.nvml.simulator import SimulatedGpuBackend

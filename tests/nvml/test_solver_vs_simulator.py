@@ -23,13 +23,13 @@ MODELS = [mig.GPU_MODELS["A100-80GB"], mig.GPU_MODELS["A30"]]
 
 @st.composite
 def requests(draw: st.DrawFn) -> tuple[mig.GpuModel, list[mig.MigProfile],
-                                        mig.Placement | None]:
+                                        mig.MigPlacement | None]:
     model = draw(st.sampled_from(MODELS))
     profiles = draw(st.lists(st.sampled_from(model.profiles), min_size=1, max_size=8))
     held = None
     if draw(st.booleans()):
         profile = draw(st.sampled_from(model.profiles))
-        held = mig.Placement(profile, draw(st.sampled_from(profile.shape.starts)),
+        held = mig.MigPlacement(profile, draw(st.sampled_from(profile.shape.starts)),
                              owner="someone else")
     return model, profiles, held
 
@@ -55,7 +55,7 @@ def _creatable_somewhere(sim: SimulatedGpuBackend, profiles: list[mig.MigProfile
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(requests())
 def test_solver_and_simulator_agree(case: tuple[mig.GpuModel, list[mig.MigProfile],
-                                                mig.Placement | None]) -> None:
+                                                mig.MigPlacement | None]) -> None:
     model, profiles, held = case
     sim = SimulatedGpuBackend([model.key], mig_enabled=True)
     occupied = []

@@ -80,13 +80,13 @@ def test_reasons_name_the_broken_rule() -> None:
     over_memory = mig.solve(A100, profiles(A100, *["1g.20gb"] * 4, "1g.10gb"))
     assert over_memory.reason is not None and "needs 9 memory slices" in over_memory.reason
     fragmented = mig.solve(A100, profiles(A100, "3g.40gb"), occupied=[
-        mig.Placement(A100.profile("1g.10gb"), 1), mig.Placement(A100.profile("1g.10gb"), 5)])
+        mig.MigPlacement(A100.profile("1g.10gb"), 1), mig.MigPlacement(A100.profile("1g.10gb"), 5)])
     assert fragmented.reason is not None
     assert fragmented.reason.startswith("no start position left for 3g.40gb")
 
 
 def test_held_instances_are_respected() -> None:
-    held = [mig.Placement(A100.profile("4g.40gb"), 0, owner="other")]
+    held = [mig.MigPlacement(A100.profile("4g.40gb"), 0, owner="other")]
     assert not mig.solve(A100, profiles(A100, "7g.80gb"), occupied=held).ok
     ok = mig.solve(A100, profiles(A100, "3g.40gb"), occupied=held)
     assert ok.placements is not None and ok.placements[0].start == 4

@@ -14,7 +14,8 @@ import yaml
 from tests.cli.invoke import run_cli
 from vgpu import mig
 from vgpu.errors import InputError, Problem
-from vgpu.migparted import GpuLayout, read_config, render
+from vgpu.migparted import render
+from vgpu.model.migparted import GpuLayout, read_config
 
 GPU = mig.gpu_model("A100-80GB")
 A100_80GB_PCIE = "0x20B510DE"  # PCI device 0x20B5, vendor NVIDIA 0x10DE

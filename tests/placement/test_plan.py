@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.placement.lab_model import PLACEMENT, TWO_HOSTS, VCENTER, inventory, scenario
 from vgpu.errors import PlanError
 from vgpu.model.inventory import Inventory
 from vgpu.model.load import load_inventory, load_scenario, vgpu_requests
@@ -20,25 +21,6 @@ from vgpu.planner import HeldVgpu, build_plan, mmio_size_gb
 
 ROOT = Path(__file__).resolve().parents[2]
 SIM = ROOT / "inventory" / "sim.yaml"
-VCENTER = {"host": "vc.lab", "user": "u", "password": {"env": "VC_PASSWORD"}}
-PLACEMENT = {"datacenter": "dc", "datastore": "ds", "network": "vm", "template": "tpl"}
-TWO_HOSTS = [
-    {"name": "h1", "gpus": [{"model": "A100-80GB", "count": 2,
-                             "pci_ids": ["0000:17:00.0", "0000:65:00.0"]}]},
-    {"name": "h2", "gpus": [{"model": "A100-80GB"}]},
-]
-
-
-def scenario(vms: list[dict[str, Any]], **fields: Any) -> Scenario:
-    return Scenario.model_validate({"id": "t", "name": "t", "gpu": "A100-80GB", "vms": vms,
-                                    "workloads": [{"model": "resnet50"}], **fields})
-
-
-def inventory(hosts: list[dict[str, Any]] | None = None, **fields: Any) -> Inventory:
-    return Inventory.model_validate({"name": "lab", "vcenter": VCENTER, "placement": PLACEMENT,
-                                     "hosts": TWO_HOSTS if hosts is None else hosts, **fields})
-
-
 def write_inventory(tmp_path: Path, **fields: Any) -> Path:
     path = tmp_path / "lab.yaml"
     path.write_text(yaml.safe_dump({"name": "lab", "vcenter": VCENTER, "placement": PLACEMENT,

@@ -6,10 +6,14 @@ import dataclasses
 from pathlib import Path
 
 from tests.labs.sshlab import LabHost, SshLab, fake_driver_installer
+from vgpu.model.inventory import Drivers, Inventory
+from vgpu.model.load import load_inventory, load_scenario
+from vgpu.planner import build_plan
+from vgpu.provision.adapter import HarnessOptions, jobs_from_plan
 from vgpu.provision.fanout import Job
 from vgpu.provision.requirements import GuestRequirements, HarnessSpec
 from vgpu.provision.steps.harness import harness_version
-from vgpu.remote.targets import ConnectOptions, HostTarget
+from vgpu.remote.targets import HostTarget
 from vgpu.remote.transport import SudoSettings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -17,7 +21,14 @@ SUDO_ENV = "VGPU_TEST_SUDO_PASSWORD"
 SUDO_PASSWORD = "lab-sudo-Pw-8731"
 TOKEN_TEXT = "eyJhbGciOiJSUzI1NiJ9.lab-licence-token-0451.c2lnbmF0dXJl"
 GPG_KEY_URL = "https://nvidia.github.io/libnvidia-container/gpgkey"
-FAST = ConnectOptions(connect_timeout=5, retries=2, backoff=0.1)
+# /proc/version of Ubuntu 22.04's HWE kernel (built with gcc 12) and GA kernel (gcc 11)
+HWE_KERNEL = ("Linux version 6.5.0-41-generic (buildd@lcy02-amd64-120) (x86_64-linux-gnu-gcc-12 "
+              "(Ubuntu 12.3.0-1ubuntu1~22.04) 12.3.0, GNU ld (GNU Binutils for Ubuntu) 2.38) "
+              "#41~22.04.2-Ubuntu SMP PREEMPT_DYNAMIC Fri Jun  7 14:49:33 UTC 2")
+GA_KERNEL = ("Linux version 5.15.0-105-generic (buildd@lcy02-amd64-054) (gcc (Ubuntu "
+             "11.4.0-1ubuntu1~22.04) 11.4.0, GNU ld (GNU Binutils for Ubuntu) 2.38) "
+             "#115-Ubuntu SMP Mon Apr 15 09:52:04 UTC 2024")
+NO_DEPS = HarnessOptions(install_requirements=False)
 ALL_STEPS = ("os-facts", "base-packages", "container-runtime:docker", "nvidia-driver",
              "nvidia-container-toolkit", "vgpu-licensing", "node-harness", "verify-gpu")
 
@@ -66,3 +77,24 @@ def jobs(lab: SshLab, req: GuestRequirements, *, sudo: bool = False) -> list[Job
 
 def leftover_temp_files(lab: SshLab) -> list[Path]:
     return [p for h in lab.hosts for p in h.home.rglob("*.vgpu-tmp*")]
+
+
+def sim_inventory(**drivers: str) -> Inventory:
+    """The simulated lab's inventory with these ``drivers`` settings."""
+    sim = load_inventory(ROOT / "inventory" / "sim.yaml")
+    return sim.model_copy(update={"drivers": Drivers(**drivers)})  # type: ignore[arg-type]
+
+
+def driver_files(files: Path) -> dict[str, str]:
+    """A simulated grid and data-center driver installer in ``files``, as drivers
+    settings."""
+    files.mkdir(parents=True, exist_ok=True)
+    return {"guest_driver": str(fake_driver_installer(files, "550.54.15")),
+            "datacenter_driver": str(fake_driver_installer(files, "550.54.15", "datacenter"))}
+
+
+def scenario_jobs(name: str, inv: Inventory, files: Path) -> list[Job]:
+    """The provisioning jobs of catalogue scenario ``name`` planned on ``inv``."""
+    scenario = load_scenario(ROOT / "scenarios" / f"{name}.yaml")
+    return jobs_from_plan(build_plan(scenario, inv), scenario, inv, inventory_dir=files,
+                          harness=NO_DEPS)

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.labs.connect import FAST
 from tests.labs.sshlab import LabHost, SshLab
-from tests.provision.lab_jobs import FAST, jobs, requirements
+from tests.provision.lab_jobs import jobs, requirements
 from vgpu.provision.fanout import provision_all
 from vgpu.provision.report import RunReport
 from vgpu.provision.step import Outcome

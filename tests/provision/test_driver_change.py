@@ -10,11 +10,18 @@ from pathlib import Path
 
 import pytest
 
+from tests.labs.connect import FAST
 from tests.labs.sshlab import SshLab, fake_driver_installer
-from tests.provision.lab_jobs import FAST, jobs, requirements, target
+from tests.provision.lab_jobs import (
+    GA_KERNEL,
+    driver_files,
+    jobs,
+    requirements,
+    scenario_jobs,
+    sim_inventory,
+    target,
+)
 from tests.provision.scripted import ScriptedTransport
-from tests.provision.test_driver_install import GA_KERNEL
-from tests.provision.test_driver_kinds import driver_files, inventory, scenario_jobs
 from vgpu.provision.fanout import provision_all
 from vgpu.provision.report import RunReport
 from vgpu.provision.requirements import GuestRequirements
@@ -162,7 +169,7 @@ def test_a_module_still_in_use_after_the_holders_stop_fails_with_the_fix() -> No
 def test_vgpu_guests_are_judged_against_the_inventory_host_vib_passthrough_ones_not(
         tmp_path: Path) -> None:
     files = driver_files(tmp_path)
-    inv = inventory(tmp_path, **files, host_driver_version="570.133.10",
+    inv = sim_inventory(**files, host_driver_version="570.133.10",
                     compatible_guest_branches=[535])  # type: ignore[arg-type]
     vgpu = scenario_jobs("mig_7x1g", inv, tmp_path)[0].requirements
     assert (vgpu.host_driver_version, vgpu.compatible_guest_branches) == ("570.133.10", (535,))

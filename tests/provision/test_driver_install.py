@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.labs.connect import FAST
 from tests.labs.sshlab import SshLab
-from tests.provision.lab_jobs import FAST, jobs, requirements
+from tests.provision.lab_jobs import GA_KERNEL, HWE_KERNEL, jobs, requirements
 from vgpu.provision.facts import OsFacts
 from vgpu.provision.fanout import provision_all
 from vgpu.provision.reboot import reboot_and_reconnect
@@ -24,12 +25,6 @@ from vgpu.provision.steps.nvidia import DriverStep
 from vgpu.remote.local import LocalTransport
 from vgpu.remote.targets import HostTarget
 
-HWE_KERNEL = ("Linux version 6.5.0-41-generic (buildd@lcy02-amd64-120) (x86_64-linux-gnu-gcc-12 "
-              "(Ubuntu 12.3.0-1ubuntu1~22.04) 12.3.0, GNU ld (GNU Binutils for Ubuntu) 2.38) "
-              "#41~22.04.2-Ubuntu SMP PREEMPT_DYNAMIC Fri Jun  7 14:49:33 UTC 2")
-GA_KERNEL = ("Linux version 5.15.0-105-generic (buildd@lcy02-amd64-054) (gcc (Ubuntu "
-             "11.4.0-1ubuntu1~22.04) 11.4.0, GNU ld (GNU Binutils for Ubuntu) 2.38) "
-             "#115-Ubuntu SMP Mon Apr 15 09:52:04 UTC 2024")
 STEPS = ("os-facts", "nvidia-driver", "verify-gpu")
 
 

@@ -10,41 +10,19 @@ from pathlib import Path
 
 import pytest
 
-from tests.labs.sshlab import SshLab, fake_driver_installer, lab_host_targets
-from tests.provision.lab_jobs import FAST
+from tests.labs.connect import FAST
+from tests.labs.sshlab import SshLab, lab_host_targets
+from tests.provision.lab_jobs import driver_files, scenario_jobs, sim_inventory
 from vgpu.errors import InputError
-from vgpu.model.inventory import Drivers, Inventory
-from vgpu.model.load import load_inventory, load_scenario
-from vgpu.planner import build_plan
-from vgpu.provision.adapter import HarnessOptions, jobs_from_plan
+from vgpu.model.inventory import Inventory
 from vgpu.provision.fanout import Job, preflight, provision_all
 from vgpu.provision.step import Outcome
 
 ROOT = Path(__file__).resolve().parents[2]
-NO_DEPS = HarnessOptions(install_requirements=False)
-
-
-def inventory(files: Path, **drivers: str) -> Inventory:
-    sim = load_inventory(ROOT / "inventory" / "sim.yaml")
-    return sim.model_copy(update={"drivers": Drivers(**drivers)})  # type: ignore[arg-type]
-
-
-def driver_files(files: Path) -> dict[str, str]:
-    files.mkdir(parents=True, exist_ok=True)
-    return {"guest_driver": str(fake_driver_installer(files, "550.54.15")),
-            "datacenter_driver": str(fake_driver_installer(files, "550.54.15", "datacenter"))}
-
-
-def scenario_jobs(name: str, inv: Inventory, files: Path) -> list[Job]:
-    scenario = load_scenario(ROOT / "scenarios" / f"{name}.yaml")
-    return jobs_from_plan(build_plan(scenario, inv), scenario, inv, inventory_dir=files,
-                          harness=NO_DEPS)
-
-
 def test_passthrough_guests_get_the_datacenter_driver_and_vgpu_guests_the_grid_one(
         tmp_path: Path) -> None:
     files = driver_files(tmp_path)
-    inv = inventory(tmp_path, **files)
+    inv = sim_inventory(**files)
     passthrough = scenario_jobs("passthrough_1gpu", inv, tmp_path)[0].requirements
     assert (passthrough.driver_kind, passthrough.driver_source) == \
         ("datacenter", files["datacenter_driver"])
@@ -66,13 +44,13 @@ def test_passthrough_guests_get_the_datacenter_driver_and_vgpu_guests_the_grid_o
 def test_datacenter_scenario_refuses_a_missing_or_grid_driver(tmp_path: Path) -> None:
     files = driver_files(tmp_path)
     missing = scenario_jobs("passthrough_1gpu",
-                            inventory(tmp_path, guest_driver=files["guest_driver"]), tmp_path)
+                            sim_inventory(guest_driver=files["guest_driver"]), tmp_path)
     with pytest.raises(InputError) as info:
         preflight(missing, "lab.yaml")
     assert "lab.yaml drivers.datacenter_driver: host pt1-vm, step nvidia-driver: no NVIDIA " \
            "data-center driver (.run file or URL) given" in str(info.value)
     grid = scenario_jobs("passthrough_1gpu",
-                         inventory(tmp_path, datacenter_driver=files["guest_driver"]), tmp_path)
+                         sim_inventory(datacenter_driver=files["guest_driver"]), tmp_path)
     with pytest.raises(InputError) as info:
         preflight(grid, "lab.yaml")
     assert "is the vGPU guest driver (-grid.run), but the scenario's guest.driver is " \
@@ -93,7 +71,7 @@ def lab() -> Iterator[SshLab]:
 def test_passthrough_vm_is_provisioned_with_the_datacenter_installer(
         lab: SshLab, tmp_path: Path) -> None:
     files = driver_files(tmp_path)
-    job = scenario_jobs("passthrough_1gpu", inventory(tmp_path, **files), tmp_path)[0]
+    job = scenario_jobs("passthrough_1gpu", sim_inventory(**files), tmp_path)[0]
     host = lab.hosts[0]
     assert job.target.address == host.address
     req = dataclasses.replace(job.requirements, steps=("os-facts", "nvidia-driver",

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
+from tests.labs.connect import FAST
 from tests.labs.sshlab import SshLab, lab_host_targets
-from tests.provision.lab_jobs import FAST, guest_files
+from tests.provision.lab_jobs import guest_files
 from vgpu.model.inventory import Drivers
 from vgpu.model.load import load_inventory, load_scenario
 from vgpu.model.scenario import Scenario

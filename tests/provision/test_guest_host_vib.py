@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.labs.connect import FAST
 from tests.labs.sshlab import SshLab
 from tests.labs.sshlab import lab_available as ssh_lab_available
 from tests.labs.vcsim import VcsimLab, lab_available
-from tests.provision.lab_jobs import FAST, jobs, requirements
-from tests.provision.test_driver_install import GA_KERNEL
+from tests.provision.lab_jobs import GA_KERNEL, jobs, requirements
 from vgpu.model.load import load_inventory
 from vgpu.provision.fanout import Job, provision_all
 from vgpu.provision.host_drivers import judge_against_guest_hosts

@@ -19,9 +19,10 @@ import pytest
 import yaml
 
 from loadgen import HARNESS_VERSION
+from tests.labs.connect import FAST
 from tests.labs.dockerlab import BASE_TAG, HARNESS_TAG, HarnessLab
 from tests.labs.sshlab import SshLab
-from tests.provision.lab_jobs import FAST, target
+from tests.provision.lab_jobs import target
 from vgpu.container.docker import DockerCli
 from vgpu.container.images import DOCKERFILE, data_file_text
 from vgpu.model.load import load_inventory, load_scenario

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from tests.labs.connect import FAST
 from tests.labs.sshlab import SshLab
 from tests.provision.lab_jobs import (
-    FAST,
     SUDO_ENV,
     SUDO_PASSWORD,
     TOKEN_TEXT,

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.labs.connect import FAST
 from tests.labs.sshlab import SshLab, fake_driver_installer
-from tests.provision.lab_jobs import FAST, SUDO_PASSWORD, jobs, requirements, target
+from tests.provision.lab_jobs import SUDO_PASSWORD, jobs, requirements, target
 from vgpu.provision.fanout import Job, provision_all
 from vgpu.provision.report import RunReport
 from vgpu.provision.requirements import GuestRequirements

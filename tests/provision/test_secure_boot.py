@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.labs.connect import FAST
 from tests.labs.sshlab import SshLab
-from tests.provision.lab_jobs import FAST, jobs, requirements
+from tests.provision.lab_jobs import jobs, requirements
 from vgpu.provision.fanout import provision_all
 from vgpu.provision.report import RunReport
 from vgpu.provision.steps.kernel import secure_boot_enabled

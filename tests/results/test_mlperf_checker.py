@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.results.test_mlperf_export import SUBMITTER, _vgpu, bench_resnet_with_accuracy
+from tests.results.mlperf_benches import SUBMITTER, bench_resnet_with_accuracy, run_vgpu
 
 CHECKER_ENV = "VGPU_MLPERF_CHECKER"
 VERSION = "v6.1"  # LoadGen 6.0.17 writes the v6.1 seeds
@@ -45,8 +45,8 @@ def _errors(output: str) -> list[str]:
 
 
 def _export(folder: Path, cache: Path, out: Path) -> str:
-    done = _vgpu(folder, cache, "results", "--export", "mlperf", str(out), "--submitter",
-                 SUBMITTER)
+    done = run_vgpu(folder, cache, "results", "--export", "mlperf", str(out), "--submitter",
+                    SUBMITTER)
     assert done.returncode == 0, done.stdout + done.stderr
     return " ".join(done.stdout.split())
 

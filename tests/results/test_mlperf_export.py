@@ -18,67 +18,24 @@ from typing import Any
 
 import pytest
 
-from tests.bench.conftest import RAN_AND_STORED, VGPU, vgpu_env
+from tests.bench.conftest import RAN_AND_STORED
+from tests.results.mlperf_benches import SUBMITTER, bench_resnet_with_accuracy, run_vgpu
 from vgpu.results.mlperf_system import REQUIRED_KEYS, UNKNOWN_PREFIX
 from vgpu.results.store import ResultStore
 
 pytestmark = pytest.mark.slow
 QUICK = ["--runs", "1", "--duration", "1", "--no-baseline", "--no-report"]
-SUBMITTER = "vgpu-lab"
 PERFORMANCE = ("mlperf_log_summary.txt", "mlperf_log_detail.txt", "mlperf_log_accuracy.json")
 ACCURACY = (*PERFORMANCE, "accuracy.txt")
 RESULT_FILES = ("README.md", "user.conf", "measurements.json")
 SYSTEM = f"bm-{socket.gethostname()}"
-RESNET_SCENARIO = """\
-id: export-rn50
-name: resnet50 with an accuracy pass
-platform: bare-metal
-gpu: A100-80GB
-vms:
-  - name: rn50-1g
-    vgpus: [1g.10gb]
-workloads:
-  - name: resnet50-accuracy
-    model: resnet50
-    scenario: {scenario}
-    batch: {batch}
-{latency}    precision: fp32
-    accuracy_target: 0.99
-    accuracy_samples: {samples}
-repeats: 1
-"""
-
-
 @dataclass
 class Benched:
     folder: Path
     cache: Path
 
     def vgpu(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return _vgpu(self.folder, self.cache, *args)
-
-
-def _vgpu(folder: Path, cache: Path, *args: str,
-          timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*VGPU, *args], cwd=folder, env=vgpu_env(cache), capture_output=True,
-                          text=True, timeout=timeout, check=False)
-
-
-def bench_resnet_with_accuracy(folder: Path, cache: Path, *args: str, samples: int = 256,
-                               scenario: str = "Offline", timeout: float = 300) -> None:
-    """A bench of tiny resnet50 under --mlperf-rules with an accuracy pass of ``samples``.
-    SingleStream (batch 1) ends its timed part at min_duration whatever the CPU's speed;
-    its expected latency is set below the real one so that LoadGen generates enough
-    queries for the whole duration. Offline's lasts as long as its one query, sized from
-    a calibration probe."""
-    single = scenario == "SingleStream"
-    text = RESNET_SCENARIO.format(samples=samples, scenario=scenario,
-                                  batch=1 if single else 64,
-                                  latency="    target_latency_ms: 0.1\n" if single else "")
-    (folder / "rn50.yaml").write_text(text)
-    done = _vgpu(folder, cache, "bench", "--scenario", "rn50.yaml", "--mlperf-rules", *args,
-                 timeout=timeout)
-    assert done.returncode in RAN_AND_STORED, done.stdout + done.stderr
+        return run_vgpu(self.folder, self.cache, *args)
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +44,7 @@ def benched(tmp_path_factory: pytest.TempPathFactory) -> Benched:
     cache = tmp_path_factory.mktemp("harness-models")
     bench_resnet_with_accuracy(folder, cache, *QUICK)
     # bm5's resnet50 runs without an accuracy pass
-    done = _vgpu(folder, cache, "bench", "--scenario", "bm5", *QUICK, "--workload",
+    done = run_vgpu(folder, cache, "bench", "--scenario", "bm5", *QUICK, "--workload",
                  "bert-offline", "--workload", "resnet50-offline")
     assert done.returncode in RAN_AND_STORED, done.stderr
     return Benched(folder, cache)

@@ -10,11 +10,11 @@ import pytest
 from typer.testing import CliRunner
 
 from vgpu.cli import _register, app
+from vgpu.results.allreduce_view import latest_per_runtime, load_probe
 from vgpu.results.format import number
 from vgpu.results.records import Metric, Platform, RunStart
 from vgpu.results.report import Chart, Table, build_report
 from vgpu.results.store import ResultStore
-from vgpu.train.runtimes import latest_per_runtime, load_probe
 
 MIB = 1 << 20
 

@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from tests.placement.test_plan import inventory, scenario
+from tests.placement.lab_model import inventory, scenario
 from vgpu.errors import InputError, NoReference, PlanError
 from vgpu.planner import HeldVgpu, build_plan
 from vgpu.results.records import BaselineSet, RunStart
 from vgpu.results.store import ResultStore
 from vgpu.revalidate.flow import baseline_key
-from vgpu.revalidate.hosts import choose_baseline, scenarios_in_set, set_name
+from vgpu.revalidate.hosts import choose_baseline, scenarios_in_set, set_name, tie_drain_facts
 from vgpu.revalidate.preflight import HostPin, check_pinned_host
 from vgpu.vsphere.drainrecord import DrainRecord
 from vgpu.vsphere.drift import Drift, DriftRow, only_host
@@ -134,6 +134,21 @@ def test_a_baseline_set_records_its_host_and_the_drains_facts(tmp_path: Path) ->
         assert again is not None and again.pre_upgrade_facts_id == "pf-drain"
         assert (again.host, again.hardware_uuid) == ("H1", "uuid-1")
         assert store.baseline_set("pre-upgrade@H0") is None
+
+
+def test_a_drain_ties_the_sets_of_its_host_by_hardware_uuid_else_by_name(
+        tmp_path: Path) -> None:
+    db = tmp_path / "r.db"
+    with ResultStore.open(db) as store:
+        store.put_baseline_set(BaselineSet("pre@old-name", "old-name", "uuid-1", "pf-a", 1.0))
+        store.put_baseline_set(BaselineSet("pre@H1", "H1", None, "pf-b", 1.0))
+        store.put_baseline_set(BaselineSet("pre@H2", "H2", "uuid-2", "pf-c", 1.0))
+    tied = tie_drain_facts(str(db), "H1", "uuid-1", "pf-drain")
+    assert sorted(tied) == ["pre@H1", "pre@old-name"]
+    with ResultStore.open(db) as store:
+        facts = {name: getattr(store.baseline_set(name), "pre_upgrade_facts_id", None)
+                 for name in ("pre@old-name", "pre@H1", "pre@H2")}
+    assert facts == {"pre@old-name": "pf-drain", "pre@H1": "pf-drain", "pre@H2": "pf-c"}
 
 
 def test_the_drift_of_a_pinned_host_leaves_the_other_hosts_out() -> None:

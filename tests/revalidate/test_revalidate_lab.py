@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from tests.labs.connect import FAST
 from tests.labs.cpuquota import cpu_quota, quota_available
 from tests.labs.sshlab import SshLab, lab_host_targets
 from tests.labs.sshlab import lab_available as ssh_lab_available
@@ -36,7 +37,6 @@ from vgpu.provision.adapter import HarnessOptions, harness_spec
 from vgpu.provision.fanout import Job, provision_all
 from vgpu.provision.requirements import GuestRequirements
 from vgpu.remote.redact import Redactor
-from vgpu.remote.targets import ConnectOptions
 from vgpu.results.store import ResultStore
 from vgpu.revalidate.capture import CapturePlan
 from vgpu.revalidate.flow import RevalidateOutcome, RevalidateRequest, revalidate
@@ -46,7 +46,6 @@ from vgpu.vsphere import commands
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIO_6 = ROOT / "scenarios" / "mig_4g_2g_1g.yaml"
-FAST = ConnectOptions(connect_timeout=5, retries=2, backoff=0.1)
 UPGRADED = LabShape(esxi_build="24022510", vib_version="550.90.05-1OEM.800.1.0.20613240")
 
 pytestmark = [

@@ -23,6 +23,7 @@ import yaml
 from rich.console import Console
 
 from tests.cli.invoke import run_cli
+from tests.labs.connect import FAST
 from tests.labs.sshlab import SshLab, lab_host_targets
 from tests.labs.sshlab import lab_available as ssh_lab_available
 from tests.labs.vcsim import lab_available as vcsim_available
@@ -39,7 +40,6 @@ from vgpu.provision.adapter import HarnessOptions, harness_spec
 from vgpu.provision.fanout import Job, provision_all
 from vgpu.provision.requirements import GuestRequirements
 from vgpu.remote.redact import Redactor
-from vgpu.remote.targets import ConnectOptions
 from vgpu.results.store import ResultStore
 from vgpu.revalidate.capture import CapturePlan
 from vgpu.revalidate.flow import RevalidateOutcome, RevalidateRequest, revalidate
@@ -50,7 +50,6 @@ from vgpu.site import open_site
 H0, H1 = "DC0_C0_H0", "DC0_C0_H1"
 OLD_BUILD, NEW_BUILD = "22380479", "24022510"
 NEW_VIB = "550.90.05-1OEM.800.1.0.20613240"
-FAST = ConnectOptions(connect_timeout=5, retries=2, backoff=0.1)
 
 pytestmark = [
     pytest.mark.vcsim, pytest.mark.sshd, pytest.mark.slow, pytest.mark.timeout(900),

@@ -16,7 +16,7 @@ from packaging.version import Version
 
 REPO = Path(__file__).parents[2]
 LOCKS = REPO / "scripts" / "locks"
-HARNESS = REPO / "vgpu" / "data"
+HARNESS = REPO / "vgpu" / "container" / "harness_image"
 _PIN = re.compile(r"^([A-Za-z0-9_.\-\[\],]+)==([^\s;\\]+)(?:\s*;\s*([^\\]+?))?\s*\\?$")
 
 

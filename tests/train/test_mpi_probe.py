@@ -11,10 +11,10 @@ from typer.testing import CliRunner
 
 from vgpu.cli import _register, app
 from vgpu.errors import InputError
+from vgpu.results.allreduce_view import latest_per_runtime, load_probe, render_runtimes
 from vgpu.results.records import Metric, Platform, RunStart
 from vgpu.results.store import ResultStore
 from vgpu.train.mpi_probe import mpi_probe_metrics, sizes_up_to
-from vgpu.train.runtimes import latest_per_runtime, load_probe, render_runtimes
 
 MIB = 1 << 20
 RECORD = {"rows": [

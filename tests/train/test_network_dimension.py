@@ -15,11 +15,12 @@ from vgpu.errors import InputError
 from vgpu.model import load_scenario
 from vgpu.model.scenario import TrainingNetwork
 from vgpu.remote.local import LocalTransport
+from vgpu.results.allreduce_view import size_label
 from vgpu.results.records import Metric, Platform, RunStart
 from vgpu.results.store import ResultStore
 from vgpu.train.launch import TrainNode
 from vgpu.train.network import network_options, training_platform
-from vgpu.train.probe import probe_metrics, size_label
+from vgpu.train.probe import probe_metrics
 from vgpu.train.report import build_scaling_report, render_scaling_report
 
 REPO = Path(__file__).resolve().parents[2]

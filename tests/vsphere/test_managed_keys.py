@@ -10,7 +10,7 @@ import pytest
 from pyVmomi import vim
 
 from tests.labs.vcsim import VcsimLab, lab_available
-from tests.vsphere.test_apply_desired import MIG_KEYS, apply, desired_vms, state_of
+from tests.vsphere.applying import MIG_KEYS, apply, desired_vms, state_of
 from vgpu.vsphere.desired import OwnerMarks, RdmaNicDevice, VmDesired
 from vgpu.vsphere.diff import Step, plan_vm
 from vgpu.vsphere.facts import VmActual

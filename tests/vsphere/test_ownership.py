@@ -11,7 +11,7 @@ from pyVmomi import vim
 
 from tests.cli.invoke import run_cli
 from tests.labs.vcsim import VcsimLab, lab_available
-from tests.vsphere.test_apply_desired import apply, desired_vms
+from tests.vsphere.applying import apply, desired_vms
 from vgpu.model.load import load_inventory
 from vgpu.vsphere.connection import Session, connect, resolve_placement
 from vgpu.vsphere.desired import INSTANCE_KEY

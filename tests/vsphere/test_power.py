@@ -11,7 +11,7 @@ from pyVmomi import vim
 from rich.console import Console
 
 from tests.labs.vcsim import VcsimLab, lab_available
-from tests.vsphere.test_apply_desired import apply, desired_vms
+from tests.vsphere.applying import apply, desired_vms
 from vgpu.vsphere.connection import connect
 from vgpu.vsphere.diff import Step
 from vgpu.vsphere.execute import Executor

@@ -43,7 +43,7 @@ HostTargetHook = Callable[[HostTarget], HostTarget]
 
 
 @dataclass(frozen=True)
-class Placement:
+class HarnessPlacement:
     """One harness instance: the planned VM (or bare-metal tenant) and where it runs."""
 
     instance: str
@@ -61,7 +61,7 @@ def _slice_of(plan: Plan, name: str) -> str:
     return "+".join(v.label for v in plan.vm(name).vgpus) or NO_GPU
 
 
-def per_whole_gpu(vm: PlannedVM, base: Placement) -> list[Placement]:
+def per_whole_gpu(vm: PlannedVM, base: HarnessPlacement) -> list[HarnessPlacement]:
     """A VM with several whole GPUs passed through gets one harness instance per GPU
     (``<vm>-gpu<k>``, GPU k in the guest), so every GPU is measured; any other VM is one
     instance on GPU 0 of its guest."""
@@ -79,7 +79,7 @@ def _whole_gpu_index(vm: PlannedVM) -> int | None:
 
 
 def vsphere_placements(scenario: Scenario, inventory: Inventory, inventory_path: Path, *,
-                       simulated: str | None = None) -> list[Placement]:
+                       simulated: str | None = None) -> list[HarnessPlacement]:
     """The scenario's VMs as vCenter reports them; ``simulated`` says what of their platform
     is a simulator (recorded with each result)."""
     from vgpu.vsphere.connection import connect
@@ -124,7 +124,7 @@ def vsphere_placements(scenario: Scenario, inventory: Inventory, inventory_path:
             attachment="passthrough" if actual.passthrough_ids else "vgpu",
             vcpus=actual.num_cpus, memory_gb=actual.memory_mb / 1024,
         )
-        placements += per_whole_gpu(vm, Placement(vm.name, jobs[vm.name],
+        placements += per_whole_gpu(vm, HarnessPlacement(vm.name, jobs[vm.name],
                                                   _slice_of(plan, vm.name), "vm", platform))
     return placements
 
@@ -135,12 +135,12 @@ def _driver_text(facts: HostFacts | None) -> str | None:
 
 
 def bare_metal_placements(scenario: Scenario, inventory: Inventory, inventory_path: Path,
-                          plan: Plan) -> list[Placement]:
+                          plan: Plan) -> list[HarnessPlacement]:
     jobs = {job.target.name: job.target for job in jobs_from_plan(
         plan, scenario, inventory, inventory_dir=inventory_path.parent)}
     local = {h.name for h in inventory.bare_metal if h.is_local}
     return [
-        Placement(vm.name, None if vm.host in local else jobs[vm.host],
+        HarnessPlacement(vm.name, None if vm.host in local else jobs[vm.host],
                   _slice_of(plan, vm.name), "bare-metal",
                   Platform(host=vm.host, gpu=scenario.gpu, attachment="none",
                            mig_profile=_slice_of(plan, vm.name)),
@@ -149,7 +149,7 @@ def bare_metal_placements(scenario: Scenario, inventory: Inventory, inventory_pa
     ]
 
 
-def scenario_placements(scenario: Scenario, site: Site) -> list[Placement]:
+def scenario_placements(scenario: Scenario, site: Site) -> list[HarnessPlacement]:
     """Where the scenario's instances run on the site's inventory: its VMs as vCenter
     reports them, or its bare-metal hosts. Bench and training both start from here."""
     inventory, path = site.require(f"scenario {scenario.id} runs on an inventory's hosts",
@@ -161,7 +161,7 @@ def scenario_placements(scenario: Scenario, site: Site) -> list[Placement]:
 
 
 def build_targets(
-    placements: list[Placement],
+    placements: list[HarnessPlacement],
     log_root: Path,
     options: ConnectOptions = ConnectOptions(),
     host_target_hook: HostTargetHook | None = None,
@@ -212,7 +212,7 @@ def _checked_clock(transport: Transport, max_offset_ms: float,
     return clock
 
 
-def _probe(transport: Transport, name: str, placement: Placement, log_root: Path,
+def _probe(transport: Transport, name: str, placement: HarnessPlacement, log_root: Path,
            container: ContainerLaunch | None) -> HostHarness:
     remote = placement.host_target is not None
     try:
@@ -225,7 +225,7 @@ def _probe(transport: Transport, name: str, placement: Placement, log_root: Path
         raise
 
 
-def _open(placement: Placement, log_root: Path, options: ConnectOptions,
+def _open(placement: HarnessPlacement, log_root: Path, options: ConnectOptions,
           hook: HostTargetHook | None, redactor: Redactor) -> Transport:
     if placement.host_target is None:
         log_root.mkdir(parents=True, exist_ok=True)
@@ -237,7 +237,7 @@ def _open(placement: Placement, log_root: Path, options: ConnectOptions,
     return transport
 
 
-def _refuse_cpu(placement: Placement, providers: list[str]) -> RemoteError:
+def _refuse_cpu(placement: HarnessPlacement, providers: list[str]) -> RemoteError:
     where = placement.host_target.name if placement.host_target else "this machine"
     return RemoteError(
         f"{placement.instance} on {where}: planned {placement.planned_slice}, but the "
@@ -248,7 +248,7 @@ def _refuse_cpu(placement: Placement, providers: list[str]) -> RemoteError:
         "the CPU")
 
 
-def _target(placement: Placement, host: HostHarness, notes: list[str],
+def _target(placement: HarnessPlacement, host: HostHarness, notes: list[str],
             allow_cpu: bool) -> Target:
     remote = placement.host_target is not None
     common: dict[str, Any] = {
@@ -292,7 +292,7 @@ def device_section(device: ListedDevice) -> dict[str, Any]:
     return {"kind": kind, "uuid": device.uuid}
 
 
-def _listed_device(placement: Placement, host: HostHarness, index: int) -> ListedDevice:
+def _listed_device(placement: HarnessPlacement, host: HostHarness, index: int) -> ListedDevice:
     device = host.listing.compute_device(index)
     if device is None:
         where = placement.host_target.name if placement.host_target else "this machine"

@@ -9,7 +9,6 @@ import os
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 from vgpu.bench.containers import ContainerLaunch
 from vgpu.bench.hostprobe import HOST_CACHE
@@ -17,17 +16,16 @@ from vgpu.container.docker import DockerCli
 from vgpu.container.images import DEFAULT_BASE_IMAGE, HeldImage, ImageBuild, default_tag
 from vgpu.container.local import ensure_image, memlock_unlimited_allowed
 from vgpu.model.inventory import Inventory
-from vgpu.model.scenario import Scenario
+from vgpu.model.scenario import HarnessRuntime, Scenario
 
-Runtime = Literal["host", "container"]
-RUNTIMES: tuple[str, ...] = ("host", "container")
+RUNTIMES: tuple[HarnessRuntime, ...] = ("host", "container")
 
 
 @dataclass(frozen=True)
 class RuntimeOptions:
     """``runtime`` None: the scenario's choice on its VMs / hosts, the host venv here."""
 
-    runtime: Runtime | None = None
+    runtime: HarnessRuntime | None = None
     image: str | None = None  # harness image tag (built here when missing)
     base_image: str = DEFAULT_BASE_IMAGE
     docker_host: str | None = None

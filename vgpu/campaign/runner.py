@@ -19,6 +19,7 @@ import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,7 @@ from vgpu.model.scenario import Scenario
 from vgpu.results.store import ResultStore, store_exists
 from vgpu.revalidate.capture import CapturePlan
 from vgpu.revalidate.flow import Converge, RevalidateOutcome, RevalidateRequest, revalidate
-from vgpu.revalidate.hosts import choose_baseline, scenarios_in_set, set_name
+from vgpu.revalidate.hosts import choose_baseline, scenarios_in_set, set_name, tie_drain_facts
 from vgpu.vsphere import drainrecord
 from vgpu.vsphere.window import WindowPaths, drain, undrain
 
@@ -196,13 +197,13 @@ def _baseline(ctx: CampaignContext, state: CampaignState, host: HostProgress) ->
 
 
 def _paths(ctx: CampaignContext) -> WindowPaths:
-    return WindowPaths(ctx.dirs.facts, ctx.dirs.records,
-                       ctx.db if store_exists(ctx.db) else None)
+    return WindowPaths(ctx.dirs.facts, ctx.dirs.records)
 
 
 def _drain(ctx: CampaignContext, state: CampaignState, host: HostProgress) -> str:
+    tie = partial(tie_drain_facts, ctx.db) if store_exists(ctx.db) else None
     record = drain(ctx.inventory, ctx.inventory_path, host.host, _paths(ctx),
-                   ctx.shutdown_timeout_s, ctx.say)
+                   ctx.shutdown_timeout_s, ctx.say, tie_baselines=tie)
     host.hardware_uuid = record.hardware_uuid
     host.before = {"esxi_build": record.esxi_build, "host_driver": record.host_driver}
     return (f"in maintenance mode; VMs shut down: {', '.join(record.vms_shut_down) or 'none'}"

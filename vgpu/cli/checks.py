@@ -76,7 +76,8 @@ def check_triton(sc: Scenario, wanted: list[str] | None, url: str | None,
 def runtime_options(runtime: str | None, image: str | None, base_image: str,
                      docker_host: str | None, remote: bool,
                      triton_here: bool = False) -> RuntimeOptions:
-    from vgpu.bench.runtime import RUNTIMES, Runtime, RuntimeOptions
+    from vgpu.bench.runtime import RUNTIMES, RuntimeOptions
+    from vgpu.model.scenario import HarnessRuntime
 
     if runtime is not None and runtime not in RUNTIMES:
         raise InputError.single("command line", "--runtime", f"'{runtime}' is not a runtime",
@@ -95,7 +96,7 @@ def runtime_options(runtime: str | None, image: str | None, base_image: str,
         raise InputError.single("command line", "/".join(given),
                                 "applies only to --runtime container",
                                 fix="add --runtime container or leave it out")
-    return RuntimeOptions(runtime=cast(Runtime | None, runtime), image=image,
+    return RuntimeOptions(runtime=cast(HarnessRuntime | None, runtime), image=image,
                           base_image=base_image, docker_host=docker_host)
 
 

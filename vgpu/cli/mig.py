@@ -19,7 +19,6 @@ from vgpu.defaults import GPU_SIMULATOR_ENV as SIMULATOR_ENV
 from vgpu.errors import InputError
 
 if TYPE_CHECKING:
-    from vgpu import migparted
     from vgpu.nvml.backend import GpuBackend
     from vgpu.nvml.state import StateStore
 
@@ -287,19 +286,20 @@ def _wants_current(file: Path | None, scenario: str | None) -> bool:
 
 def _current_config(name: str, simulator: str | None) -> str:
     from vgpu import mig, migparted
+    from vgpu.model.migparted import GpuLayout
     from vgpu.nvml.status import snapshots
 
     backend = _backend(simulator)
-    layouts: list[migparted.GpuLayout] = []
+    layouts: list[GpuLayout] = []
     models = set()
     for snap in snapshots(backend):
         models.add(snap.gpu.model_key)
         if snap.mig_mode is None or not snap.mig_mode.current:
-            layouts.append(migparted.GpuLayout(snap.gpu.index, False))
+            layouts.append(GpuLayout(snap.gpu.index, False))
             continue
         profiles = [snap.profile_name(gi.profile_id) for gi in snap.instances] or \
             [d.profile or "?" for d in snap.devices]
-        layouts.append(migparted.GpuLayout(snap.gpu.index, True, tuple(profiles)))
+        layouts.append(GpuLayout(snap.gpu.index, True, tuple(profiles)))
     key = next(iter(models)) if len(models) == 1 else None
     gpu = mig.gpu_model(key) if key else None
     header = [f"MIG layout on this machine's GPUs now ({backend.description}),",

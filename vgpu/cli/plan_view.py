@@ -12,7 +12,7 @@ from vgpu.vsphere.assignment import policy_lines
 
 def gpu_diagram(gpu: PlannedGpu) -> list[str]:
     model = mig.gpu_model(gpu.model)
-    placements = [mig.Placement(model.profile(s.profile), s.start, owner=s.owner)
+    placements = [mig.MigPlacement(model.profile(s.profile), s.start, owner=s.owner)
                   for s in gpu.slices]
     return mig.slot_diagram(model, placements, label=f"GPU {gpu.index}")
 

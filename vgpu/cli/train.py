@@ -143,7 +143,7 @@ def _local_probe(settings: ProbeSettings) -> ProbeRun:
 
 
 def probe_table(record: dict[str, Any], link: str, run_id: int | None) -> Table:
-    from vgpu.train.probe import size_label
+    from vgpu.results.allreduce_view import size_label
 
     stored = "" if run_id is None else f", stored as run {run_id}"
     return bandwidth_table(

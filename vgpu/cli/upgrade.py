@@ -4,6 +4,7 @@ vgpu.vsphere.window, imported when a command runs (it loads pyVmomi)."""
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Annotated
 
@@ -50,15 +51,16 @@ def drain_command(
     touched: one running there refuses the drain; vSphere's own (vCLS, agent VMs) are left
     to maintenance mode. Exit 1 when vCenter refuses, 2 on bad input."""
     from vgpu.results.store import store_exists
+    from vgpu.revalidate.hosts import tie_drain_facts
     from vgpu.vsphere.window import WindowPaths, drain
 
     assert inventory is not None  # InventoryReq finds one or stops with exit 2
     loaded, path = common.site_of(inventory).require("drain needs an inventory",
                                                      fix="pass --inventory")
     with common.flag_names(WINDOW_FLAGS, WINDOW_FIXES):
-        record = drain(loaded, path, host,
-                       WindowPaths(facts_dir, records_dir, db if store_exists(db) else None),
-                       shutdown_timeout, _say, maintenance_timeout)
+        record = drain(loaded, path, host, WindowPaths(facts_dir, records_dir),
+                       shutdown_timeout, _say, maintenance_timeout,
+                       tie_baselines=partial(tie_drain_facts, db) if store_exists(db) else None)
     if record.baselines:
         _say(f"pre-upgrade facts {record.facts_id} tied to baseline(s) "
              f"{', '.join(record.baselines)}")
@@ -94,7 +96,7 @@ def undrain_command(
                                                      fix="pass --inventory")
     with common.flag_names(WINDOW_FLAGS, WINDOW_FIXES):
         before = load(records_dir, host)  # exit 2 before vCenter is reached
-        facts = undrain(loaded, path, host, WindowPaths(facts_dir, records_dir, None),
+        facts = undrain(loaded, path, host, WindowPaths(facts_dir, records_dir),
                         connect_timeout, upgrade, _say)
     driver = facts.host_driver
     running = f"{driver.name} {driver.version}" if driver else "-"

@@ -1,8 +1,8 @@
 """The harness image: its build settings and its build context.
 
-The Dockerfile and its pinned requirements ship as vgpu package data
-(``vgpu/data/harness.Dockerfile``, ``vgpu/data/harness-requirements.txt``); the context is
-a folder holding them next to a copy of the ``loadgen`` package.
+The Dockerfile and its pinned requirements ship as package data in ``harness_image/``
+beside this module (``Dockerfile``, ``harness-requirements.txt``); the context is a folder
+holding them next to a copy of the ``loadgen`` package.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ ORT_PACKAGES = ("onnxruntime-gpu", "onnxruntime")
 DOCKERFILE = "Dockerfile"
 REQUIREMENTS = "harness-requirements.txt"
 PIP_CA = "pip-ca.pem"
-_DATA_FILES = {DOCKERFILE: "harness.Dockerfile", REQUIREMENTS: REQUIREMENTS}
+IMAGE_FILES = (DOCKERFILE, REQUIREMENTS)  # in harness_image/, copied into the context
 _IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo", ".*")
 
 
@@ -155,7 +155,9 @@ class ImageBuild:
 
 def data_file_text(name: str) -> str:
     """The text of a context file (DOCKERFILE or REQUIREMENTS) as shipped with vgpu."""
-    return resources.files("vgpu").joinpath("data", _DATA_FILES[name]).read_text("utf-8")
+    if name not in IMAGE_FILES:
+        raise KeyError(name)
+    return resources.files("vgpu.container").joinpath("harness_image", name).read_text("utf-8")
 
 
 def loadgen_source() -> Path:
@@ -169,7 +171,7 @@ def harness_digest() -> str:
     requirements, loadgen's sources): an image labelled with another one holds an older
     or newer harness of the same version, and is built again."""
     digest = hashlib.sha256()
-    for name in sorted(_DATA_FILES):
+    for name in sorted(IMAGE_FILES):
         digest.update(name.encode() + b"\0" + data_file_text(name).encode() + b"\0")
     root = loadgen_source()
     for path in sorted(root.rglob("*")):
@@ -186,7 +188,7 @@ def write_build_context(dest: Path, pip_ca_bundle: Path | None = None) -> Path:
     trusts only it, so give a full bundle, e.g. the host's /etc/ssl/certs one) or empty.
     Returns ``dest``."""
     dest.mkdir(parents=True, exist_ok=True)
-    for name in _DATA_FILES:
+    for name in IMAGE_FILES:
         (dest / name).write_text(data_file_text(name), encoding="utf-8")
     ca = pip_ca_bundle.read_bytes() if pip_ca_bundle else b""
     (dest / PIP_CA).write_bytes(ca)

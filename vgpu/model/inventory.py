@@ -129,7 +129,7 @@ class VCenter(StrictModel):
         return self
 
 
-class Placement(StrictModel):
+class VmPlacement(StrictModel):
     """Where new VMs go in vCenter."""
 
     datacenter: str
@@ -149,7 +149,7 @@ class Placement(StrictModel):
         "make the host non-compliant; unset: both fixes are named")
 
     @model_validator(mode="after")
-    def _one_source(self) -> Placement:
+    def _one_source(self) -> VmPlacement:
         if sum(x is not None for x in (self.template, self.ovf, self.iso)) != 1:
             raise ValueError("give exactly one VM source: 'template', 'ovf' or 'iso'")
         return self
@@ -381,7 +381,7 @@ class Inventory(FileModel):
         "and vgpu changes or deletes only VMs of its own lab; default: the inventory's name "
         "(characters outside A-Z a-z 0-9 . _ - become '-')")
     vcenter: VCenter | None = None
-    placement: Placement | None = None
+    placement: VmPlacement | None = None
     hosts: list[EsxiHost] = Field(default_factory=list)
     network: Network = Field(default_factory=Network)
     ssh: SshDefaults = Field(default_factory=SshDefaults)

@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from vgpu import mig, migparted
+from vgpu import mig
 from vgpu.errors import InputError, Problem
+from vgpu.model import migparted
 from vgpu.model.base import validate_doc
 from vgpu.model.inventory import Inventory
 from vgpu.model.names import NAME_FIX, name_problem

@@ -45,9 +45,9 @@ def _targets(spec: LayoutSpec, wanted: list[SliceSpec], held: list[GpuInstance],
     """Placements for ``wanted`` (slices of ``spec``) beside the ``held`` instances: the
     planned starts where they are free, else the solver's; or why they cannot fit."""
     model = spec.gpu_model
-    occupied = [mig.Placement(model.profile(name_of(profiles, model, gi.profile_id)),
+    occupied = [mig.MigPlacement(model.profile(name_of(profiles, model, gi.profile_id)),
                               gi.start, owner=f"GPU instance {gi.id}") for gi in held]
-    planned = [mig.Placement(model.profile(s.profile), s.start, owner=s.owner) for s in wanted]
+    planned = [mig.MigPlacement(model.profile(s.profile), s.start, owner=s.owner) for s in wanted]
     fits_as_planned = not any(p.overlaps(o) for p in planned for o in occupied) and not any(
         a.overlaps(b) for i, a in enumerate(planned) for b in planned[i + 1:])
     if fits_as_planned and mig.is_placeable(model, [p.profile for p in planned],

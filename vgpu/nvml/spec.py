@@ -27,9 +27,9 @@ class LayoutSpec:
     def gpu_model(self) -> mig.GpuModel:
         return mig.GPU_MODELS[self.model]
 
-    def placements(self) -> list[mig.Placement]:
+    def placements(self) -> list[mig.MigPlacement]:
         model = self.gpu_model
-        return [mig.Placement(model.profile(s.profile), s.start, owner=s.owner)
+        return [mig.MigPlacement(model.profile(s.profile), s.start, owner=s.owner)
                 for s in self.slices]
 
     def to_json(self) -> dict[str, Any]:

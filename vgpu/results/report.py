@@ -42,7 +42,7 @@ from vgpu.results.store import ResultStore
 from vgpu.results.token_view import token_rows
 
 if TYPE_CHECKING:
-    from vgpu.train.runtimes import RuntimeProbe
+    from vgpu.results.allreduce_view import RuntimeProbe
 
 REFERENCE_SCENARIO = "1"
 INSTANCE_TABLE_SERIES = 6  # older series stay in the statistics table and in `vgpu results`
@@ -602,8 +602,7 @@ def split_sections(store: ResultStore,
 
 def runtime_size_table(probes: Sequence[RuntimeProbe]) -> Table:
     """Allreduce by message size, a busbw and a time column per runtime's probe."""
-    from vgpu.train.probe import size_label
-    from vgpu.train.runtimes import message_sizes
+    from vgpu.results.allreduce_view import message_sizes, size_label
 
     headers = ["message size"]
     for probe in probes:
@@ -633,8 +632,7 @@ def runtime_sections(store: ResultStore) -> list[tuple[str, Section]]:
     """Per scenario probed with more than one runtime (Gloo, NCCL, MPI), the newest probe
     of each side by side: the `vgpu train runtimes` data as tables and one chart."""
     from vgpu.results import plots
-    from vgpu.train.probe import size_label
-    from vgpu.train.runtimes import message_sizes, runtimes_by_scenario
+    from vgpu.results.allreduce_view import message_sizes, runtimes_by_scenario, size_label
 
     sections: list[tuple[str, Section]] = []
     for scenario, probes in runtimes_by_scenario(store).items():

@@ -6,7 +6,7 @@ it, and an existing set is only overwritten with --replace."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from vgpu.errors import InputError, NoReference
 from vgpu.results.store import ResultStore
@@ -18,6 +18,22 @@ def set_name(baseline: str, host: str | None) -> str:
     """The named baseline set of one ESXi host ("pre-upgrade@DC0_C0_H1"), or the plain
     set when no host is pinned."""
     return f"{baseline}{HOST_MARK}{host}" if host else baseline
+
+
+def tie_drain_facts(db: str, host: str, hardware_uuid: str | None,
+                    facts_id: str) -> list[str]:
+    """Every baseline set in store ``db`` measured on ``host`` (by its hardware UUID where
+    both have one, so a host re-added under another name keeps its baselines) gets the
+    facts saved at its drain as its pre-upgrade ones. Returns the sets' names."""
+    tied = []
+    with ResultStore.open_existing(db) as store:
+        for record in store.baseline_sets():
+            same = record.hardware_uuid == hardware_uuid if record.hardware_uuid \
+                and hardware_uuid else record.host == host
+            if same:
+                store.put_baseline_set(replace(record, drain_facts_id=facts_id))
+                tied.append(record.name)
+    return tied
 
 
 def scenarios_in_set(store: ResultStore, name: str) -> list[str]:

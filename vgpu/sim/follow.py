@@ -11,9 +11,8 @@ import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 
-from vgpu.bench.runtime import Runtime
 from vgpu.model.plan import Plan, PlannedVM
-from vgpu.model.scenario import Scenario
+from vgpu.model.scenario import HarnessRuntime, Scenario
 from vgpu.sim import dockerd, guests, state
 from vgpu.sim.guests import Guest, GuestHardware
 
@@ -74,7 +73,7 @@ class FollowingLab:
         network = self.record.guest_network
         return network.daemon() if network is not None else None
 
-    def guest_runtime(self) -> Runtime:
+    def guest_runtime(self) -> HarnessRuntime:
         """How the guests run the harness: containers where the lab has a real daemon."""
         return "container" if self._daemon() is not None else "host"
 

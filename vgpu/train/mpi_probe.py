@@ -17,13 +17,14 @@ from typing import Any
 from loadgen.contract import OSU_SIZES, MpiProbeRunSpec
 from vgpu.errors import RemoteError
 from vgpu.model.scenario import Scenario, TrainingWorkload
+from vgpu.results.allreduce_view import PROBE_KIND, link_gb_s, size_label
 from vgpu.results.records import Metric, RunStart, TargetKind
 from vgpu.results.store import ResultStore
 from vgpu.train import preflight
 from vgpu.train.launch import TrainNode
 from vgpu.train.mpirun import MpiJob, run_mpi_job
 from vgpu.train.network import describe_link, network_options, training_platform
-from vgpu.train.probe import GB_S, PROBE_KIND, ProbeRun, size_label
+from vgpu.train.probe import GB_S, ProbeRun
 
 MPI_PROBE_WORKLOAD = "mpi-probe"
 # Metric names per operation; allreduce keeps the Gloo/NCCL probe's names.
@@ -51,11 +52,6 @@ class MpiProbeSettings:
 def sizes_up_to(max_size: int) -> tuple[int, ...]:
     """OSU's sizes up to ``max_size`` bytes (the quick probe of the tests)."""
     return tuple(size for size in OSU_SIZES if size <= max_size)
-
-
-def link_gb_s(speed_gbps: float | None) -> float | None:
-    """The link's rate in GB/s (busbw's unit); None when the scenario gives no link."""
-    return None if speed_gbps is None else speed_gbps / 8
 
 
 def probe_job(scenario: Scenario | None, nodes: Sequence[TrainNode],

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from loadgen.contract import HARNESS_VERSION
 from vgpu.model.scenario import Scenario, ScenarioNetwork, TrainingNetwork
+from vgpu.results.allreduce_view import link_label
 from vgpu.results.records import Platform
 from vgpu.train.launch import TrainNode
 from vgpu.train.netenv import NetworkOptions
@@ -27,20 +28,6 @@ def network_options(scenario_network: ScenarioNetwork | None,
             rdma = scenario_network.rdma != "none"
     return NetworkOptions(interface, rdma, workload_network.port_mapping,
                           dict(workload_network.env))
-
-
-def link_label(speed_gbps: float | None, rdma: str | None = None,
-               interface: str | None = None) -> str:
-    """"100 Gbit/s RDMA roce" / "100 Mbit/s" / "-" when no link was recorded."""
-    if speed_gbps is None:
-        return "-"
-    shown = f"{speed_gbps * 1000:g} Mbit/s" if speed_gbps < 1 else f"{speed_gbps:g} Gbit/s"
-    parts = [shown]
-    if rdma and rdma != "none":
-        parts.append(f"RDMA {rdma}")
-    if interface:
-        parts.append(interface)
-    return " ".join(parts)
 
 
 def describe_link(network: ScenarioNetwork | None) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 from loadgen.contract import AllreduceRunSpec
 from vgpu.errors import RemoteError
 from vgpu.model.scenario import Scenario, TrainingWorkload
+from vgpu.results.allreduce_view import MIB, PROBE_KIND, size_label
 from vgpu.results.records import Metric, RunStart, TargetKind
 from vgpu.results.store import ResultStore
 from vgpu.train import preflight
@@ -23,10 +24,8 @@ from vgpu.train.launch import Launch, TrainNode, run_launch
 from vgpu.train.netenv import comm_environment
 from vgpu.train.network import describe_link, network_options, training_platform
 
-MIB = 1 << 20
 # nccl-tests style sweep: 1 MiB .. 64 MiB, doubling twice per step.
 PROBE_SIZES = (MIB, 4 * MIB, 16 * MIB, 64 * MIB)
-PROBE_KIND = "allreduce"
 PROBE_WORKLOAD = "allreduce-probe"
 GB_S = "GB/s"
 
@@ -45,14 +44,6 @@ class ProbeRun:
     link: str
     run_id: int | None
     series_id: str
-
-
-def size_label(size_bytes: int) -> str:
-    if size_bytes >= MIB and size_bytes % MIB == 0:
-        return f"{size_bytes // MIB}MiB"
-    if size_bytes >= 1024 and size_bytes % 1024 == 0:
-        return f"{size_bytes // 1024}KiB"
-    return f"{size_bytes}B"
 
 
 def _training_workload(scenario: Scenario) -> TrainingWorkload | None:

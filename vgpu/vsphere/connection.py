@@ -112,7 +112,7 @@ def insecurity_warnings(target: VCenterTarget) -> list[str]:
 
 
 @dataclass(frozen=True)
-class PlacementNames:
+class VmPlacementNames:
     """Names of the vCenter objects new VMs use, as the inventory gives them."""
 
     datacenter: str
@@ -127,8 +127,8 @@ class PlacementNames:
 
 
 @dataclass
-class Placement:
-    """The objects ``PlacementNames`` resolved to."""
+class VmPlacementObjects:
+    """The objects ``VmPlacementNames`` resolved to."""
 
     datacenter: Any
     datastore: Any
@@ -295,7 +295,7 @@ def connect(target: VCenterTarget) -> Iterator[Session]:
             Disconnect(si)
 
 
-def _missing(names: PlacementNames, field_name: str, wanted: str, kind: str,
+def _missing(names: VmPlacementNames, field_name: str, wanted: str, kind: str,
              existing: list[str], where: str) -> InputError:
     listed = ", ".join(sorted(existing)) or "none"
     return InputError.single(
@@ -305,7 +305,7 @@ def _missing(names: PlacementNames, field_name: str, wanted: str, kind: str,
     )
 
 
-def resolve_placement(session: Session, names: PlacementNames) -> Placement:
+def resolve_placement(session: Session, names: VmPlacementNames) -> VmPlacementObjects:
     """Find every object ``names`` refers to, or say which is missing and what exists."""
     content = session.content
     datacenters = session.by_name(content.rootFolder, vim.Datacenter)
@@ -351,12 +351,12 @@ def resolve_placement(session: Session, names: PlacementNames) -> Placement:
             raise _missing(names, "folder", names.folder, "VM folder", list(folders), where)
 
     pool = _resource_pool(session, names, cluster, hosts, where)
-    return Placement(datacenter=dc, datastore=datastore, network=network, template=template,
-                     folder=folder, resource_pool=pool, cluster=cluster, hosts=hosts,
-                     lab=names.lab)
+    return VmPlacementObjects(datacenter=dc, datastore=datastore, network=network,
+                              template=template, folder=folder, resource_pool=pool,
+                              cluster=cluster, hosts=hosts, lab=names.lab)
 
 
-def _resource_pool(session: Session, names: PlacementNames, cluster: Any | None,
+def _resource_pool(session: Session, names: VmPlacementNames, cluster: Any | None,
                    hosts: dict[str, Any], where: str) -> Any:
     if names.resource_pool:
         root = cluster if cluster is not None else session.content.rootFolder

@@ -13,7 +13,7 @@ from pyVmomi import vim, vmodl
 
 from vgpu.errors import RemoteError
 from vgpu.vsphere import specs
-from vgpu.vsphere.connection import Placement, widen_connection_pool
+from vgpu.vsphere.connection import VmPlacementObjects, widen_connection_pool
 from vgpu.vsphere.desired import INSTANCE_KEY
 from vgpu.vsphere.diff import Action, ChangeSet, Step, VmChange
 from vgpu.vsphere.facts import HostFacts, VmActual, first_nic, nic_network
@@ -127,7 +127,7 @@ def drs_manual_spec(vm: Any, existing: Any) -> Any:
 
 class Executor:
     def __init__(
-        self, placement: Placement, hosts: dict[str, HostFacts], *,
+        self, placement: VmPlacementObjects, hosts: dict[str, HostFacts], *,
         concurrency: int = DEFAULT_CONCURRENCY, ip_timeout_s: float = DEFAULT_IP_TIMEOUT_S,
         shutdown_timeout_s: float = DEFAULT_SHUTDOWN_TIMEOUT_S,
         on_step: StepCallback | None = None, on_done: DoneCallback | None = None,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from vgpu.errors import InputError
 from vgpu.model.inventory import ExposedSecretFile, Inventory
-from vgpu.vsphere.connection import PlacementNames, VCenterTarget
+from vgpu.vsphere.connection import VCenterTarget, VmPlacementNames
 
 
 def require_vcenter(inventory: Inventory, source: Path, scenario_id: str | None = None) -> None:
@@ -50,7 +50,7 @@ def target_from_inventory(inventory: Inventory, source: Path) -> VCenterTarget:
     )
 
 
-def placement_from_inventory(inventory: Inventory, source: Path) -> PlacementNames:
+def placement_from_inventory(inventory: Inventory, source: Path) -> VmPlacementNames:
     p = inventory.placement
     if p is None:
         raise InputError.single(str(source), "placement", "the inventory has no placement",
@@ -61,7 +61,7 @@ def placement_from_inventory(inventory: Inventory, source: Path) -> PlacementNam
             str(source), "placement.template",
             "apply clones VMs from a template; OVF and ISO sources are not supported yet",
             fix="name a VM template (EFI firmware, VMware Tools installed)")
-    return PlacementNames(
+    return VmPlacementNames(
         datacenter=p.datacenter, datastore=p.datastore, network=p.network, template=p.template,
         cluster=p.cluster, folder=p.folder, resource_pool=p.resource_pool, source=str(source),
         lab=inventory.lab_name,

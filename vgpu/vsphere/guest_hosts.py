@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vgpu.model.inventory import Inventory
-from vgpu.vsphere.connection import PlacementNames, Session
+from vgpu.vsphere.connection import Session, VmPlacementNames
 from vgpu.vsphere.facts import read_host_driver
 from vgpu.vsphere.reconcile import read_state
 
@@ -26,7 +26,7 @@ class GuestHost:
     note: str | None = None
 
 
-def read_guest_hosts(session: Session, names: PlacementNames,
+def read_guest_hosts(session: Session, names: VmPlacementNames,
                      vms: Collection[str]) -> dict[str, GuestHost]:
     """``vms`` by name -> where each runs; a VM vCenter does not list is left out. One
     FetchSoftwarePackages call per host that runs one of them."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from vgpu.vsphere.connection import Placement
+from vgpu.vsphere.connection import VmPlacementObjects
 from vgpu.vsphere.desired import INSTANCE_KEY, LAB_KEY, OWNER_KEY, OWNER_VALUE
 from vgpu.vsphere.facts import VmActual
 
@@ -32,7 +32,7 @@ class LabScope:
     cluster_name: str | None
 
 
-def lab_scope(placement: Placement) -> LabScope:
+def lab_scope(placement: VmPlacementObjects) -> LabScope:
     folder = placement.folder
     cluster = placement.cluster
     return LabScope(lab=placement.lab, folder=folder._moId, folder_name=str(folder.name),

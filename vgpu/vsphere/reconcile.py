@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from vgpu.errors import InputError, Problem
-from vgpu.vsphere.connection import Placement, PlacementNames, Session, resolve_placement
+from vgpu.vsphere.connection import Session, VmPlacementNames, VmPlacementObjects, resolve_placement
 from vgpu.vsphere.desired import VmDesired
 from vgpu.vsphere.diff import ChangeSet, Step, plan_changes, plan_destroy
 from vgpu.vsphere.facts import HostFacts, VmActual, read_hosts, read_vm_list
@@ -20,12 +20,12 @@ class ClusterState:
     the lab's folder and cluster by name and every other VM under ``name [moId]``
     (vgpu.vsphere.ownership.lab_view)."""
 
-    placement: Placement
+    placement: VmPlacementObjects
     vms: dict[str, VmActual]
     hosts: dict[str, HostFacts]
 
 
-def read_state(session: Session, names: PlacementNames) -> ClusterState:
+def read_state(session: Session, names: VmPlacementNames) -> ClusterState:
     placement = resolve_placement(session, names)
     vms = lab_view(read_vm_list(session, placement.datacenter), lab_scope(placement),
                    InstanceRecord(placement.lab).uuids())

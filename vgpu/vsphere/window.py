@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from pyVmomi import vim
 
 from vgpu.errors import InputError, ParameterError, RemoteError
 from vgpu.model.inventory import Inventory
-from vgpu.results.store import ResultStore
 from vgpu.vsphere import drainrecord, privileges
 from vgpu.vsphere.connection import Session, connect
 from vgpu.vsphere.drainrecord import DrainRecord
@@ -31,6 +30,10 @@ from vgpu.vsphere.tasks import TaskCancelled, call
 from vgpu.vsphere.xorg import settle_graphics
 
 Say = Callable[[str], None]
+# (host, its hardware UUID, the id of its saved facts) -> the baseline sets now tied to
+# those facts as their pre-upgrade ones: the caller's, which knows the results store
+# (vgpu.revalidate.hosts.tie_drain_facts)
+TieBaselines = Callable[[str, str | None, str], list[str]]
 POLL_S = 0.5
 # vCenter's own default waits an hour; an upgrade window that cannot start says so sooner.
 DEFAULT_MAINTENANCE_TIMEOUT_S = 900.0
@@ -40,7 +43,6 @@ DEFAULT_MAINTENANCE_TIMEOUT_S = 900.0
 class WindowPaths:
     facts_dir: Path  # preflight facts (as `vgpu preflight` saves them)
     records_dir: Path  # drain records
-    db: str | None  # the results store whose baselines the drain is tied to; None: none
 
 
 def _now() -> str:
@@ -135,13 +137,15 @@ def enter_maintenance(facts: HostFacts, timeout_s: float, say: Say) -> None:
 
 def drain(inventory: Inventory, inventory_path: Path, host: str, paths: WindowPaths,
           shutdown_timeout_s: float, say: Say,
-          maintenance_timeout_s: float = DEFAULT_MAINTENANCE_TIMEOUT_S) -> DrainRecord:
+          maintenance_timeout_s: float = DEFAULT_MAINTENANCE_TIMEOUT_S,
+          tie_baselines: TieBaselines | None = None) -> DrainRecord:
     """Shut vgpu's VMs on ``host`` down, put it in maintenance mode, and save its facts
     first. VMs vgpu does not own are never touched: one powered on there refuses the drain
     before anything changes. vSphere's system VMs (vCLS, agent VMs) are left to
     maintenance mode, which stops or moves them itself. The lab's lease is held throughout;
     a ``draining`` record is written before the first change, so a drain killed midway
-    is continued by the next one. A host drained already is left as it is."""
+    is continued by the next one. A host drained already is left as it is.
+    ``tie_baselines`` ties the host's baselines to the facts saved first (None: none)."""
     with connect(target_from_inventory(inventory, inventory_path)) as session:
         privileges.check_window(session, "vgpu drain", host, inventory, inventory_path)
         state = read_state(session, placement_from_inventory(inventory, inventory_path))
@@ -154,7 +158,7 @@ def drain(inventory: Inventory, inventory_path: Path, host: str, paths: WindowPa
         with window_lease(session, state, inventory, inventory_path, f"drain --host {host}",
                           say):
             record = _draining_record(earlier, facts, on_host, inventory, inventory_path,
-                                      session, paths, say)
+                                      session, paths, say, tie_baselines)
             drainrecord.save(record, paths.records_dir)
             for vm in on_host.mine:
                 shut_down(vm, shutdown_timeout_s, say)
@@ -179,7 +183,8 @@ def drain(inventory: Inventory, inventory_path: Path, host: str, paths: WindowPa
 
 def _draining_record(earlier: DrainRecord | None, facts: HostFacts, on_host: VmsOnHost,
                      inventory: Inventory, inventory_path: Path, session: Session,
-                     paths: WindowPaths, say: Say) -> DrainRecord:
+                     paths: WindowPaths, say: Say,
+                     tie_baselines: TieBaselines | None) -> DrainRecord:
     """The record written before the first change: an interrupted drain's own (its facts
     were read before anything changed), else facts read and saved now."""
     mine = [vm.name for vm in on_host.mine]
@@ -198,7 +203,8 @@ def _draining_record(earlier: DrainRecord | None, facts: HostFacts, on_host: Vms
         facts_id=facts_id, hardware_uuid=facts.hardware_uuid, boot_time=facts.boot_time,
         esxi_build=facts.build, host_driver=_driver(facts),
         assignment_policy=facts.assignment_policy, vms_shut_down=mine,
-        baselines=_tie_baselines(paths.db, facts.name, facts.hardware_uuid, facts_id),
+        baselines=tie_baselines(facts.name, facts.hardware_uuid, facts_id)
+        if tie_baselines else [],
         status=drainrecord.DRAINING, gpus=sorted(g.pci_id for g in facts.gpus),
         vgpu_types=sorted(facts.vgpu_types),
         vgpu_types_in_use=sorted({t for vm in on_host.mine for t in vm.vgpus}),
@@ -226,24 +232,6 @@ def _drained_already(records_dir: Path, host: str, say: Say) -> DrainRecord:
     say(f"host {host} is in maintenance mode already (drained at {record.drained_at}): "
         "nothing changed")
     return record
-
-
-def _tie_baselines(db: str | None, host: str, hardware_uuid: str | None,
-                   facts_id: str) -> list[str]:
-    """Every baseline set measured on ``host`` (by its hardware UUID where both have one,
-    so a host re-added under another name keeps its baselines) gets these facts as its
-    pre-upgrade ones."""
-    if db is None:
-        return []
-    tied = []
-    with ResultStore.open_existing(db) as store:
-        for record in store.baseline_sets():
-            same = record.hardware_uuid == hardware_uuid if record.hardware_uuid \
-                and hardware_uuid else record.host == host
-            if same:
-                store.put_baseline_set(replace(record, drain_facts_id=facts_id))
-                tied.append(record.name)
-    return tied
 
 
 @dataclass(frozen=True)

@@ -8,15 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.labs.sshlab import SshLab
-from tests.provision.lab_jobs import FAST, target
+from tests.labs.connect import FAST
+from tests.labs.sshlab import SshLab, lab_available
+from tests.provision.lab_jobs import target
 from vgpu.remote.errors import HostKeyError
 from vgpu.remote.hostlog import HostLog
 from vgpu.remote.redact import Redactor
 from vgpu.remote.ssh import SSHTransport
 from vgpu.remote.targets import ConnectOptions
 
-pytestmark = pytest.mark.sshd
+pytestmark = [pytest.mark.sshd,
+              pytest.mark.skipif(lab_available() is not None, reason=str(lab_available()))]
 
 
 @pytest.fixture

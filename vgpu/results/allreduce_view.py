@@ -1,6 +1,8 @@
 """The communication runtimes side by side: stored allreduce probes (MPI, Gloo, NCCL), one
 column pair per probe (busbw and time at each message size), the link each crossed and
-the peak busbw's share of it, in the scaling report's plain-text style."""
+the peak busbw's share of it, in the scaling report's plain-text style. The training
+probes (vgpu.train) store them under these names; `vgpu report` and `vgpu train runtimes`
+read them back from here."""
 
 from __future__ import annotations
 
@@ -9,9 +11,37 @@ from dataclasses import dataclass
 
 from vgpu.errors import InputError
 from vgpu.results.store import ResultStore
-from vgpu.train.mpi_probe import link_gb_s
-from vgpu.train.network import link_label
-from vgpu.train.probe import PROBE_KIND, size_label
+
+MIB = 1 << 20
+PROBE_KIND = "allreduce"  # the run kind of every allreduce probe (Gloo, NCCL, MPI)
+
+
+def size_label(size_bytes: int) -> str:
+    """"64MiB" / "4KiB" / "100B": the instance a probe's per-size metrics are stored as."""
+    if size_bytes >= MIB and size_bytes % MIB == 0:
+        return f"{size_bytes // MIB}MiB"
+    if size_bytes >= 1024 and size_bytes % 1024 == 0:
+        return f"{size_bytes // 1024}KiB"
+    return f"{size_bytes}B"
+
+
+def link_gb_s(speed_gbps: float | None) -> float | None:
+    """The link's rate in GB/s (busbw's unit); None when the scenario gives no link."""
+    return None if speed_gbps is None else speed_gbps / 8
+
+
+def link_label(speed_gbps: float | None, rdma: str | None = None,
+               interface: str | None = None) -> str:
+    """"100 Gbit/s RDMA roce" / "100 Mbit/s" / "-" when no link was recorded."""
+    if speed_gbps is None:
+        return "-"
+    shown = f"{speed_gbps * 1000:g} Mbit/s" if speed_gbps < 1 else f"{speed_gbps:g} Gbit/s"
+    parts = [shown]
+    if rdma and rdma != "none":
+        parts.append(f"RDMA {rdma}")
+    if interface:
+        parts.append(interface)
+    return " ".join(parts)
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.labs.sshlab import SshLab
-from tests.provision.lab_jobs import FAST, SUDO_ENV, SUDO_PASSWORD, target
+from tests.labs.connect import FAST
+from tests.labs.sshlab import SshLab, lab_available
+from tests.provision.lab_jobs import SUDO_ENV, SUDO_PASSWORD, target
 from vgpu.remote.errors import AuthError, CommandTimeout, ConnectionLost
 from vgpu.remote.hostlog import HostLog
 from vgpu.remote.local import LocalTransport
@@ -21,7 +22,8 @@ from vgpu.remote.ssh import SSHTransport
 from vgpu.remote.targets import JumpHost
 from vgpu.remote.transport import SudoSettings, Transport
 
-pytestmark = pytest.mark.sshd
+pytestmark = [pytest.mark.sshd,
+              pytest.mark.skipif(lab_available() is not None, reason=str(lab_available()))]
 
 
 @pytest.fixture(scope="module")
