@@ -196,15 +196,25 @@ class RunResult:
     token_throughput: float | None = None
     token_latency_ms: dict[str, dict[str, float]] = field(default_factory=dict)
     server_split_us: dict[str, float] = field(default_factory=dict)  # kind -> mean us
-    telemetry: Mapping[str, Any] = field(default_factory=dict)
+    # The sections their own views read whole; None where the record has none.
+    telemetry: Mapping[str, Any] | None = None
+    tokens: Mapping[str, Any] | None = None
     capacity: Mapping[str, Any] | None = None
     accuracy: Mapping[str, Any] | None = None
+    mlperf_rules: Mapping[str, Any] | None = None
+    software_stack: Mapping[str, Any] = field(default_factory=dict)  # the software section
     settings: Mapping[str, Any] = field(default_factory=dict)
     model: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def has_tokens(self) -> bool:
-        return bool(self.raw.get("tokens"))
+        return bool(self.tokens)
+
+    @property
+    def host_facts(self) -> Mapping[str, Any]:
+        """What the harness read of its machine (telemetry.host): CPU, load, OS."""
+        host = (self.telemetry or {}).get("host")
+        return host if isinstance(host, Mapping) else {}
 
     @property
     def failed(self) -> bool:
@@ -280,9 +290,12 @@ def parse_run_result(record: Mapping[str, Any]) -> RunResult:
                           for kind in (TTFT, ITL) if _mapping(record, f"tokens/{kind}_ms")},
         server_split_us={kind: value for kind in SERVER_SPLIT if (value := _number(
             record, f"backend/server_statistics/timed_run/{kind}/mean_us")) is not None},
-        telemetry=_mapping(record, "telemetry"),
+        telemetry=_optional_mapping(record, "telemetry"),
+        tokens=_optional_mapping(record, "tokens"),
         capacity=_optional_mapping(record, "capacity"),
         accuracy=_optional_mapping(record, "accuracy"),
+        mlperf_rules=_optional_mapping(record, "mlperf_rules"),
+        software_stack=_mapping(record, "software"),
         settings=_mapping(record, "settings"),
         model=_mapping(record, "model"),
     )

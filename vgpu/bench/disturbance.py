@@ -33,7 +33,7 @@ def _machine(outcome: InstanceOutcome) -> str:
 
 
 def _telemetry(outcome: InstanceOutcome) -> Mapping[str, Any]:
-    return outcome.result.telemetry
+    return outcome.result.telemetry or {}
 
 
 def other_cpu_share(loads: Sequence[dict[str, Any]]) -> float:

@@ -4,7 +4,10 @@ report and other parts (training) can build and read them directly."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
+
+from loadgen.contract import RunResult, parse_run_result
 
 TargetKind = Literal["local", "vm", "bare-metal"]
 RunStatus = Literal["running", "ok", "failed", "aborted"]
@@ -113,8 +116,13 @@ class InstanceResult:
     timed_start_unix: float | None = None
     timed_end_unix: float | None = None
     log_dir: str | None = None
-    result: dict[str, Any] = field(default_factory=dict)
+    result: dict[str, Any] = field(default_factory=dict)  # result.json, as the harness wrote it
     platform: Platform | None = None
+
+    @cached_property
+    def run_result(self) -> RunResult:
+        """``result`` parsed, once: a record stored by any earlier version reads here."""
+        return parse_run_result(self.result or {})
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ _COLUMNS = (("time_to_first_token_ms", "p50"), ("time_to_first_token_ms", "p99")
 
 
 def _tokens(inst: Any) -> dict[str, Any] | None:
-    record = inst.result.result or {}
-    return record.get("tokens") if isinstance(record, dict) else None
+    tokens = inst.result.run_result.tokens
+    return dict(tokens) if tokens else None
 
 
 def _cell(values: list[float]) -> str:
