@@ -73,7 +73,10 @@ def _instance_accuracy(run_id: int, instance: str, accuracy: Mapping[str, Any] |
 
 def instance_accuracies(series: SeriesData) -> list[InstanceAccuracy]:
     """Every instance's accuracy in every repeat of the series; empty when the workload
-    has no accuracy target."""
+    has no accuracy target, and for a training series (its instances hold training
+    ranks' records, not the inference harness's)."""
+    if series.kind != "inference":
+        return []
     target = _target(series)
     found = []
     for run_id, stored in series.instances.items():
