@@ -38,6 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from loadgen.contract import parse_run_result  # noqa: E402
 from tests.labs.sshlab import LabHost, SshLab  # noqa: E402
 from tests.train.labnodes import install_lab_harness  # noqa: E402
 from vgpu.bench.fanout import run_round  # noqa: E402
@@ -157,7 +158,7 @@ def measure(records: list[dict[str, object]]) -> tuple[float, float, float, floa
     inside that shared window only."""
     starts = [float(r["timed_start_unix"]) for r in records]  # type: ignore[arg-type]
     rates = [float(r["throughput"]["samples_per_second"]) for r in records]  # type: ignore[index]
-    overlap = round_overlap({str(n): r for n, r in enumerate(records)})
+    overlap = round_overlap({str(n): parse_run_result(r) for n, r in enumerate(records)})
     assert overlap is not None
     return ((max(starts) - min(starts)) * 1e3, sum(rates), overlap.fraction,
             sum(overlap.throughput.values()))

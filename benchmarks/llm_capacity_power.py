@@ -142,7 +142,7 @@ def draw(setting: Setting, rng: np.random.Generator, budget: Budget, start_qps: 
     vm: list[list[dict[str, Any]]] = []
     bare: list[list[dict[str, Any]]] = []
     # the warm-ups: a search per side and instance from the spec's start rate
-    warm = [[(name, {"capacity": _search(knee, start_qps, budget, setting.run_pct, rng)})
+    warm = [[(name, _search(knee, start_qps, budget, setting.run_pct, rng))
              for name, knee in zip(names, _knees(CAPACITY_QPS * ratio, setting, rng),
                                    strict=True)] for ratio in (1.0, setting.ratio)]
     starts = warm_starts(warm)
@@ -159,8 +159,7 @@ def draw(setting: Setting, rng: np.random.Generator, budget: Budget, start_qps: 
                                                     strict=True)])
             bare.append(block[0])
             vm.append(block[1])
-            starts = warm_starts([[(name, {"capacity": s}) for name, s in zip(
-                names, side, strict=True)] for side in block])
+            starts = warm_starts([list(zip(names, side, strict=True)) for side in block])
         checks = [c for c in position_checks(names if setting.instances > 1 else [""],
                                              vm, bare, margin, 5.0, shared)
                   if c.metric.startswith(JUDGED)]

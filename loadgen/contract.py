@@ -28,6 +28,21 @@ from loadgen.llm_sizes import RESERVED_SHARE as RESERVED_SHARE
 from loadgen.llm_sizes import MemoryEstimate as MemoryEstimate
 from loadgen.llm_sizes import estimate as estimate
 
+# The result record that comes back (standard library only): parsed once where it arrives.
+from loadgen.run_result import EMPTY_RESULT as EMPTY_RESULT
+from loadgen.run_result import OUTPUT_TOKEN_THROUGHPUT as OUTPUT_TOKEN_THROUGHPUT
+from loadgen.run_result import SERVER_SPLIT as SERVER_SPLIT
+from loadgen.run_result import TOKEN_LATENCIES as TOKEN_LATENCIES
+from loadgen.run_result import WARMUP_SPREAD as WARMUP_SPREAD
+from loadgen.run_result import WARMUP_STABLE as WARMUP_STABLE
+from loadgen.run_result import WARMUP_WINDOW as WARMUP_WINDOW
+from loadgen.run_result import ResultRecordError as ResultRecordError
+from loadgen.run_result import RunResult as RunResult
+from loadgen.run_result import Timeline as Timeline
+from loadgen.run_result import metric_unit as metric_unit
+from loadgen.run_result import metrics_of as metrics_of
+from loadgen.run_result import parse_run_result as parse_run_result
+
 HARNESS_VERSION = "1.0.0"
 INFERENCE_SCHEMA_VERSION = 1
 TRAINING_SCHEMA_VERSION = 1

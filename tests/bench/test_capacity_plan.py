@@ -69,10 +69,10 @@ def test_fewer_runs_say_how_wide_the_bracket_stays_and_what_would_reach_it() -> 
 
 def test_each_position_starts_below_the_lower_capacity_of_both_sides() -> None:
     found = warm_starts([
-        [("bm-4g", {"capacity": {"confirmed_capacity_qps": 40.0, "capacity_qps": 41.0}}),
-         ("bm-1g", {"capacity": {"confirmed_capacity_qps": 0.0, "capacity_qps": 0.0}})],
-        [("vm-4g", {"capacity": {"confirmed_capacity_qps": 35.0, "capacity_qps": 36.0}}),
-         ("vm-1g", {"capacity": {"confirmed_capacity_qps": 10.0, "capacity_qps": 10.0}})]])
+        [("bm-4g", {"confirmed_capacity_qps": 40.0, "capacity_qps": 41.0}),
+         ("bm-1g", {"confirmed_capacity_qps": 0.0, "capacity_qps": 0.0})],
+        [("vm-4g", {"confirmed_capacity_qps": 35.0, "capacity_qps": 36.0}),
+         ("vm-1g", {"confirmed_capacity_qps": 10.0, "capacity_qps": 10.0})]])
     # the 1g position: bare metal found none, so its searches keep the spec's start; the
     # 4g one starts below the lower knee (the final points, VALID when they ran)
     assert found == {"bm-4g": WARM_START * 36.0, "vm-4g": WARM_START * 36.0}

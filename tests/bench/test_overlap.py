@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import pytest
 
+from loadgen.contract import RunResult, parse_run_result
 from vgpu.bench.overlap import COMMON_WINDOW_THROUGHPUT, overlap_metrics, round_overlap
 from vgpu.results.records import Metric
 from vgpu.results.series import TIMED_OVERLAP
 
 
-def _record(start: float, end: float, rate: float) -> dict[str, object]:
-    return {"timed_start_unix": start, "timed_end_unix": end,
+def _record(start: float, end: float, rate: float) -> RunResult:
+    return parse_run_result({"timed_start_unix": start, "timed_end_unix": end,
             "sut": {"completions": {"unix": [start, end],
-                                    "samples": [0.0, rate * (end - start)]}}}
+                                    "samples": [0.0, rate * (end - start)]}}})
 
 
 def test_the_shared_window_and_the_rates_inside_it() -> None:
@@ -35,5 +36,6 @@ def test_runs_that_never_shared_a_moment_overlap_zero() -> None:
 
 
 def test_an_instance_without_a_timed_span_gives_no_overlap() -> None:
-    assert round_overlap({"a": _record(0.0, 1.0, 5.0), "b": {"timed_start_unix": None}}) is None
+    unstarted = parse_run_result({"timed_start_unix": None})
+    assert round_overlap({"a": _record(0.0, 1.0, 5.0), "b": unstarted}) is None
     assert overlap_metrics(None) == []

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from loadgen.contract import RunResult, parse_run_result
 from vgpu.bench.runlength import (
     GPU_MAX_RUN_S,
     GPU_MIN_RUN_S,
@@ -19,6 +20,10 @@ from vgpu.bench.runlength import (
 )
 from vgpu.bench.workload import BenchOverrides, effective_workload
 from vgpu.model.scenario import InferenceWorkload
+
+
+def _parsed(records: dict[str, dict[str, Any]]) -> dict[str, RunResult]:
+    return {name: parse_run_result(record) for name, record in records.items()}
 
 
 def timeline(rates: list[float], window_s: float, batch: int = 8,
@@ -55,12 +60,12 @@ def test_a_steady_device_reads_steady_with_few_batches_per_window() -> None:
     # read the device's rate exactly.
     steady = timeline([1600.0], 2.0, batch=64)
     assert window_rates(steady) == pytest.approx([1600.0] * 8, rel=1e-6)
-    length = gpu_run_seconds({"a": {"sut": {"completions": steady}}}, upper_s=600)
+    length = gpu_run_seconds(_parsed({"a": {"sut": {"completions": steady}}}), upper_s=600)
     assert length.seconds == GPU_MIN_RUN_S and length.noise_pct == pytest.approx(0, abs=1e-6)
 
 
 def test_a_steady_gpu_runs_the_shortest_length() -> None:
-    length = gpu_run_seconds({"a": record([16_000.0] * 8, 0.25)}, upper_s=600)
+    length = gpu_run_seconds(_parsed({"a": record([16_000.0] * 8, 0.25)}), upper_s=600)
     assert length.seconds == GPU_MIN_RUN_S
     assert length.noise_pct is not None and length.noise_pct < TARGET_NOISE_PCT
 
@@ -68,19 +73,19 @@ def test_a_steady_gpu_runs_the_shortest_length() -> None:
 def test_noise_lengthens_the_run_as_one_over_its_square_root() -> None:
     rng = np.random.default_rng(4)
     wobbly = list(800.0 * (1 + 0.02 * rng.standard_normal(8)))
-    length = gpu_run_seconds({"a": record([16_000.0] * 8, 0.25), "b": record(wobbly, 0.5)},
-                             upper_s=600)
+    probes = _parsed({"a": record([16_000.0] * 8, 0.25), "b": record(wobbly, 0.5)})
+    length = gpu_run_seconds(probes, upper_s=600)
     assert length.noise_pct is not None and length.window_s is not None
     expected = length.window_s * (length.noise_pct / TARGET_NOISE_PCT) ** 2
     assert length.seconds == min(GPU_MAX_RUN_S, max(GPU_MIN_RUN_S, np.ceil(expected)))
     assert GPU_MIN_RUN_S < length.seconds <= GPU_MAX_RUN_S
     assert "varied" in length.reason
-    capped = gpu_run_seconds({"b": record([800.0, 400.0] * 4, 0.5)}, upper_s=45)
+    capped = gpu_run_seconds(_parsed({"b": record([800.0, 400.0] * 4, 0.5)}), upper_s=45)
     assert capped.seconds == 45  # the workload's own duration bounds it
 
 
 def test_without_a_usable_timeline_the_upper_bound_is_kept() -> None:
-    length = gpu_run_seconds({"a": {"sut": {}}}, upper_s=600)
+    length = gpu_run_seconds(_parsed({"a": {"sut": {}}}), upper_s=600)
     assert (length.seconds, length.noise_pct) == (GPU_MAX_RUN_S, None)
 
 
@@ -132,7 +137,7 @@ def test_the_probe_is_sized_for_a_gpu(monkeypatch: pytest.MonkeyPatch, tmp_path:
     assert asked == [calibrate.GPU_FIRST_PROBE_BATCHES * 64]  # one probe: 12,800 samples
     assert (gpu.probes, gpu.headroom) == (1, calibrate.GPU_HEADROOM)
     assert gpu.expected_qps == {"i-gpu": pytest.approx(16_000.0 * calibrate.GPU_HEADROOM)}
-    assert gpu_run_seconds(gpu.records, 600).seconds == GPU_MIN_RUN_S
+    assert gpu_run_seconds(gpu.results, 600).seconds == GPU_MIN_RUN_S
     asked.clear()
     on_cpu = effective_workload(_resnet(), on_cpu=True, overrides=BenchOverrides())
     cpu = calibrate.probe_offline([target("cpu")], on_cpu, lambda n, i: tmp_path)
@@ -157,6 +162,6 @@ def test_late_timestamps_alone_do_not_lengthen_the_run() -> None:
                "samples": steady["samples"]}
     rates = window_rates(stamped)
     assert np.std(rates) / np.mean(rates) > 0.005  # what the spans alone would read
-    length = gpu_run_seconds({"a": {"sut": {"completions": stamped}}}, upper_s=600)
+    length = gpu_run_seconds(_parsed({"a": {"sut": {"completions": stamped}}}), upper_s=600)
     assert length.seconds == GPU_MIN_RUN_S
     assert length.noise_pct is not None and length.noise_pct < TARGET_NOISE_PCT

@@ -143,3 +143,30 @@ def test_export_csv_and_json(store: ResultStore, add_series: AddSeries) -> None:
     data = json.loads(export_json(store, store.runs()))
     assert [len(r["instances"]) for r in data] == [2, 0]
     assert data[1]["reason"] == "boom"
+
+
+def test_a_record_stored_by_an_older_harness_reads_as_a_run_result(tmp_path: Path) -> None:
+    """The store keeps result.json as written and parses it on read: a record from before
+    the software, token, stability and completion sections reads, with what it has."""
+    old = {"schema_version": 1, "harness_version": "0.1.0", "status": "ok", "reason": None,
+           "scenario": "Offline", "throughput": {"samples_per_second": 95},
+           "latency_ns": {"p50": 9e6, "p90": 1e7, "p99": 1.2e7},
+           "validity": {"result": "VALID"}, "device": {"kind": "cpu"},
+           "accuracy": {"metric": "top-1", "value": 0.76, "target": 0.75}}
+    with ResultStore.open(tmp_path / "r.db") as store:
+        run_id = store.begin_run(START)
+        store.finish_run(run_id, "ok", instances=[
+            InstanceResult(name="i1", status="ok", result=old),
+            InstanceResult(name="i2", status="failed")])  # wrote no result.json
+    with ResultStore.open(tmp_path / "r.db") as again:
+        first, second = (s.result for s in again.instances(run_id))
+    assert first.result == old  # kept as the harness wrote it
+    parsed = first.run_result
+    assert (parsed.harness_version, parsed.throughput, parsed.scenario) == \
+        ("0.1.0", 95.0, "Offline")
+    assert parsed.latency_ns == {"p50": 9e6, "p90": 1e7, "p99": 1.2e7}
+    assert parsed.validity is not None and parsed.validity.result == "VALID"
+    assert parsed.validity.reasons == () and parsed.validity.min_duration_met is None
+    assert parsed.accuracy == old["accuracy"] and parsed.stability is None
+    assert parsed.software.cuda_version is None and not parsed.has_tokens
+    assert second.run_result.throughput is None and second.run_result.telemetry is None

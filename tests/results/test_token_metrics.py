@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from loadgen.contract import RunResult, parse_run_result
 from tests.results.conftest import QUIET
 from vgpu.results.judge import compare_series
 from vgpu.results.records import Metric
@@ -24,9 +25,13 @@ def _tokens(rate: float, ttft_p99: float, itl_p99: float) -> dict[str, Any]:
             "scenario": "Server"}
 
 
+def _parsed(records: dict[str, dict[str, Any]]) -> dict[str, RunResult]:
+    return {name: parse_run_result(record) for name, record in records.items()}
+
+
 def test_token_metrics_per_instance_and_for_the_run() -> None:
-    metrics = token_metrics({"a": _tokens(1000.0, 20.0, 1.0), "b": _tokens(900.0, 30.0, 0.5),
-                             "c": {}})
+    metrics = token_metrics(_parsed({"a": _tokens(1000.0, 20.0, 1.0),
+                                     "b": _tokens(900.0, 30.0, 0.5), "c": {}}))
     by = {(m.name, m.instance): m.value for m in metrics}
     assert by[(OUTPUT_TOKEN_THROUGHPUT, "a")] == 1000.0
     assert by[("time_to_first_token_p50", "b")] == 7.5
@@ -36,12 +41,14 @@ def test_token_metrics_per_instance_and_for_the_run() -> None:
     assert ("time_to_first_token_p50", None) not in by  # p50s are per instance only
     offline_pair = {name: {**_tokens(rate, 20.0, 1.0), "scenario": "Offline"}
                     for name, rate in (("a", 1000.0), ("b", 900.0))}
-    both = {(m.name, m.instance): m.value for m in token_metrics(offline_pair)}
+    both = {(m.name, m.instance): m.value for m in token_metrics(_parsed(offline_pair))}
     assert both[(OUTPUT_TOKEN_THROUGHPUT, None)] == 1900
     # at a fixed offered rate the system's tokens/s is the rate asked for: not judged
-    server = token_metrics({"a": _tokens(1000.0, 20.0, 1.0), "b": _tokens(900.0, 30.0, 0.5)})
+    server = token_metrics(_parsed({"a": _tokens(1000.0, 20.0, 1.0),
+                                    "b": _tokens(900.0, 30.0, 0.5)}))
     assert (OUTPUT_TOKEN_THROUGHPUT, None) not in {(m.name, m.instance) for m in server}
-    offline = token_metrics({"a": {**_tokens(1000.0, 20.0, 1.0), "scenario": "Offline"}})
+    offline = token_metrics(_parsed({"a": {**_tokens(1000.0, 20.0, 1.0),
+                                           "scenario": "Offline"}}))
     assert not any(m.name.startswith("time_to_first_token") for m in offline)
 
 

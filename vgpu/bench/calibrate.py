@@ -11,8 +11,8 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from loadgen.contract import RunResult
 from vgpu.bench.fanout import RoundListener, RoundTimeouts, run_round
 from vgpu.bench.runlength import MIN_WINDOW_POINTS, PROBE_WINDOWS
 from vgpu.bench.targets import Target
@@ -41,11 +41,11 @@ STABILITY_PROBE_BATCHES = MIN_WINDOW_POINTS * PROBE_WINDOWS + 1
 @dataclass
 class OfflineProbe:
     """Each instance's probed rate, the expected QPS for its timed runs, and the last
-    probe's record (its completion timeline sizes a GPU run: vgpu.bench.runlength)."""
+    probe's result (its completion timeline sizes a GPU run: vgpu.bench.runlength)."""
 
     rates: dict[str, float] = field(default_factory=dict)
     expected_qps: dict[str, float] = field(default_factory=dict)
-    records: dict[str, dict[str, Any]] = field(default_factory=dict)
+    results: dict[str, RunResult] = field(default_factory=dict)
     probes: int = 0
     headroom: float = HEADROOM
 
@@ -104,12 +104,12 @@ def probe_offline(
         if result.failure:
             raise RemoteError(f"calibration probe failed: {result.failure}")
         for outcome in result.outcomes:
-            rate = ((outcome.record or {}).get("throughput") or {}).get("samples_per_second")
+            rate = outcome.result.throughput
             if not rate:
                 raise RemoteError(f"calibration probe of {outcome.target.instance} "
                                   "reported no throughput")
             rates[outcome.target.instance] = float(rate)
-            probe.records[outcome.target.instance] = outcome.record or {}
+            probe.results[outcome.target.instance] = outcome.result
         probe.probes = attempt + 1
         shortest = min(samples[name] / rate for name, rate in rates.items())
         if shortest >= min_s:

@@ -59,12 +59,10 @@ def search_seconds(workload: EffectiveWorkload) -> float:
     return capacity.runs * (capacity.duration_s + RUN_OVERHEAD_S)
 
 
-def found_capacity(record: Mapping[str, Any] | None) -> float:
-    """Where a harness record's search put the capacity (queries/s; 0 when it found
-    none): vgpu.results.capacity_system.knee."""
-    search = (record or {}).get("capacity") or {}
-    if not isinstance(search, Mapping) or not isinstance(search.get("capacity_qps"),
-                                                         int | float):
+def found_capacity(search: Mapping[str, Any] | None) -> float:
+    """Where a harness record's search (its capacity section) put the capacity
+    (queries/s; 0 when it found none): vgpu.results.capacity_system.knee."""
+    if not search or not isinstance(search.get("capacity_qps"), int | float):
         return 0.0
     return max(0.0, knee(search))
 
@@ -72,12 +70,12 @@ def found_capacity(record: Mapping[str, Any] | None) -> float:
 def warm_starts(sides: Sequence[Sequence[tuple[str, Mapping[str, Any] | None]]]) \
         -> dict[str, float]:
     """Instance name -> the rate its next search starts at: ``WARM_START`` of the lower
-    capacity its position's searches found over ``sides`` (each side's (instance, record) in
-    position order); a position where a side found none is left out (its search starts
-    at the spec's start_qps)."""
+    capacity its position's searches found over ``sides`` (each side's (instance, capacity
+    section of its record) in position order); a position where a side found none is left
+    out (its search starts at the spec's start_qps)."""
     starts: dict[str, float] = {}
     for position in zip(*sides, strict=False):
-        found = [found_capacity(record) for _, record in position]
+        found = [found_capacity(search) for _, search in position]
         if found and min(found) > 0:
             for name, _ in position:
                 starts[name] = round(WARM_START * min(found), 3)

@@ -5,7 +5,7 @@ other instances' own CPU is taken off before the share is stored as a run metric
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from vgpu.bench.fanout import InstanceOutcome
@@ -32,8 +32,8 @@ def _machine(outcome: InstanceOutcome) -> str:
     return "local" if target.is_local else f"transport-{id(target.transport)}"
 
 
-def _telemetry(outcome: InstanceOutcome) -> dict[str, Any]:
-    return (outcome.record or {}).get("telemetry") or {}
+def _telemetry(outcome: InstanceOutcome) -> Mapping[str, Any]:
+    return outcome.result.telemetry or {}
 
 
 def other_cpu_share(loads: Sequence[dict[str, Any]]) -> float:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from loadgen.contract import EMPTY_RESULT, ResultRecordError, RunResult, parse_run_result
 from vgpu.bench.targets import Target
 from vgpu.errors import RemoteError
 from vgpu.remote.transport import RemoteProcess
@@ -43,11 +44,29 @@ class SilentListener:
 
 @dataclass
 class InstanceOutcome:
+    """``record`` is result.json as the harness wrote it (None when it wrote none), kept
+    for the store; ``result`` the same parsed once, as it arrived."""
+
     target: Target
     log_dir: Path
     exit_code: int | None = None
     record: dict[str, Any] | None = None
     problem: str | None = None  # why this instance failed, if it did
+    result: RunResult = field(default=EMPTY_RESULT, init=False)
+
+    def __post_init__(self) -> None:
+        if self.record is not None:
+            self.result = parse_run_result(self.record)
+
+    def receive(self, record: dict[str, Any]) -> None:
+        """Takes the record that came back; one that does not parse is this instance's
+        problem, named by its field."""
+        try:
+            self.result = parse_run_result(record)
+        except ResultRecordError as exc:
+            self.problem = f"result.json does not match the harness's record: {exc}"
+            return
+        self.record = record
 
 
 @dataclass
@@ -59,8 +78,8 @@ class RoundResult:
 
     @property
     def skew_s(self) -> float | None:
-        starts = [o.record["timed_start_unix"] for o in self.outcomes
-                  if o.record and o.record.get("timed_start_unix") is not None]
+        starts = [o.result.timed_start_unix for o in self.outcomes
+                  if o.result.timed_start_unix is not None]
         return max(starts) - min(starts) if len(starts) == len(self.outcomes) else None
 
 
@@ -163,7 +182,7 @@ def _collect(running: _Running) -> None:
     result_path = outcome.log_dir / RESULT_FILE
     if result_path.exists():
         try:
-            outcome.record = json.loads(result_path.read_text())
+            outcome.receive(json.loads(result_path.read_text()))
         except json.JSONDecodeError as exc:
             outcome.problem = f"result.json is not valid JSON ({exc})"
     (outcome.log_dir / "harness-stderr.txt").write_text(running.process.stderr_text)
@@ -174,8 +193,8 @@ def _problem_of(running: _Running) -> str | None:
     record = outcome.record
     if outcome.problem:
         return outcome.problem
-    if record is not None and record.get("status") == "failed":
-        return str(record.get("reason") or "the harness reported a failed run")
+    if record is not None and outcome.result.failed:
+        return outcome.result.reason or "the harness reported a failed run"
     if outcome.exit_code not in (0, None):
         stderr = running.process.stderr_text.strip().splitlines()
         tail = f": {stderr[-1]}" if stderr else ""

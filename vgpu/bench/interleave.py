@@ -315,8 +315,8 @@ def _warm_start(sides: tuple[Side, Side], pair: tuple[WorkloadOutcome, WorkloadO
         return
     found = []
     for index, side in enumerate(sides):
-        records = {o.target.instance: o.record for o in ran[index]}
-        found.append([(t.instance, records.get(t.instance)) for t in side.targets])
+        searches = {o.target.instance: o.result.capacity for o in ran[index]}
+        found.append([(t.instance, searches.get(t.instance)) for t in side.targets])
     starts = warm_starts(found)
     for result in pair:
         result.capacity_start.update(starts)

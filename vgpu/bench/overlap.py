@@ -6,10 +6,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
+from loadgen.contract import (
+    WARMUP_SPREAD,
+    WARMUP_STABLE,
+    WARMUP_WINDOW,
+    RunResult,
+    Timeline,
+    metric_unit,
+    metrics_of,
+)
 from vgpu.results.records import Metric
 from vgpu.results.series import TIMED_OVERLAP
 
@@ -23,14 +31,13 @@ class Overlap:
     throughput: dict[str, float]  # instance -> samples/s completed inside that window
 
 
-def _samples_at(timeline: Mapping[str, Any], moment: float) -> float:
-    return float(np.interp(moment, timeline["unix"], timeline["samples"]))
+def _samples_at(timeline: Timeline, moment: float) -> float:
+    return float(np.interp(moment, timeline.unix, timeline.samples))
 
 
-def round_overlap(records: Mapping[str, Mapping[str, Any]]) -> Overlap | None:
+def round_overlap(results: Mapping[str, RunResult]) -> Overlap | None:
     """None unless every instance reported its timed span."""
-    spans = {name: (r.get("timed_start_unix"), r.get("timed_end_unix"))
-             for name, r in records.items()}
+    spans = {name: (r.timed_start_unix, r.timed_end_unix) for name, r in results.items()}
     if not spans or any(start is None or end is None for start, end in spans.values()):
         return None
     first = min(start for start, _ in spans.values())
@@ -40,9 +47,9 @@ def round_overlap(records: Mapping[str, Mapping[str, Any]]) -> Overlap | None:
     common = max(0.0, common_end - common_start)
     fraction = common / (last - first) if last > first else 0.0
     throughput = {}
-    for name, record in records.items():
-        timeline = (record.get("sut") or {}).get("completions")
-        if common > 0 and timeline and len(timeline.get("unix", [])) >= 2:
+    for name, result in results.items():
+        timeline = result.completions
+        if common > 0 and timeline and len(timeline.unix) >= 2:
             done = _samples_at(timeline, common_end) - _samples_at(timeline, common_start)
             throughput[name] = done / common
     return Overlap(fraction=fraction, common_s=common, throughput=throughput)
@@ -57,14 +64,13 @@ def overlap_metrics(overlap: Overlap | None) -> list[Metric]:
               for name, rate in overlap.throughput.items())]
 
 
-def stability_metrics(instance: str, stability: Mapping[str, Any] | None) -> list[Metric]:
+def stability_metrics(instance: str, result: RunResult) -> list[Metric]:
     """The harness's warm-up windows (samples/s each), whether they settled and their
     final spread, as metrics of the instance."""
-    if not stability:
+    if result.stability is None:
         return []
-    windows = stability.get("windows_samples_per_s") or []
-    return [*(Metric(f"warmup_window_{n}", float(rate), "samples/s", instance)
-              for n, rate in enumerate(windows, start=1)),
-            Metric("warmup_stable", 1.0 if stability.get("stable") else 0.0, "", instance),
-            Metric("warmup_spread_pct", float(stability.get("spread_pct") or 0.0), "%",
-                   instance)]
+    values = metrics_of(result)
+    windows = len(result.stability.windows_samples_per_s)
+    names = [*(WARMUP_WINDOW.format(n) for n in range(1, windows + 1)),
+             WARMUP_STABLE, WARMUP_SPREAD]
+    return [Metric(name, values[name], metric_unit(name), instance) for name in names]

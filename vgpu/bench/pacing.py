@@ -92,7 +92,7 @@ class Pacing:
         first = look(checks, total, 1, self.design, blocked)
         planned = first.expected or total
         cv = series.throughput_cv
-        pilot = Pilot(series.workload.split(" (")[0], total, repeat_s,
+        pilot = Pilot(series.identity.name, total, repeat_s,
                       None if cv is None else cv * 100.0, scenario.tolerances.throughput_pct)
         cap = budget_total(pilot, remaining, self.budget.workloads_left, self.design)
         self.design = replace(self.design, max_repeats=cap)

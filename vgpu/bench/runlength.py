@@ -13,7 +13,8 @@ import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+
+from loadgen.contract import RunResult, Timeline
 
 # A run's rate noise the length aims at (percent). The A/A spread of BERT on an H200 was
 # 0.5% between 5 s runs; a quarter of a percent keeps the run's own noise well below it.
@@ -72,16 +73,16 @@ def timestamp_jitter_s(times: Sequence[float]) -> float:
     return math.sqrt(max(0.0, -statistics.fmean(lagged)))
 
 
-def gpu_run_seconds(probe_records: Mapping[str, dict[str, Any]], upper_s: float,
+def gpu_run_seconds(probe_results: Mapping[str, RunResult], upper_s: float,
                     target_pct: float = TARGET_NOISE_PCT) -> RunLength:
-    """The run length for the instances whose Offline probe records these are."""
+    """The run length for the instances whose Offline probe results these are."""
     upper = min(upper_s, GPU_MAX_RUN_S)
     lower = min(GPU_MIN_RUN_S, upper)
     worst: tuple[float, float] | None = None  # (cv %, window s)
-    for record in probe_records.values():
-        timeline = (record.get("sut") or {}).get("completions") or {}
+    for result in probe_results.values():
+        timeline = result.completions or Timeline((), ())
         # from the second completion on: the first interval is the pipeline filling
-        completions = {key: list(timeline.get(key) or [])[1:] for key in ("unix", "samples")}
+        completions = {"unix": list(timeline.unix[1:]), "samples": list(timeline.samples[1:])}
         rates = window_rates(completions)
         if not rates:
             continue

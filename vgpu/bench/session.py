@@ -30,7 +30,7 @@ from vgpu.results.records import Metric, RunStart
 from vgpu.results.series import load_series
 from vgpu.results.server_split import series_split
 from vgpu.results.store import ResultStore
-from vgpu.results.tokens import outcome_records, token_metrics
+from vgpu.results.tokens import outcome_results, token_metrics
 
 
 def inference_workloads(
@@ -170,7 +170,7 @@ def calibrate(
     effective.notes.append(f"Offline expected QPS from a probe round (x{probe.headroom:g}): "
                            f"{rates}")
     if effective.sized_by_stability:
-        length = gpu_run_seconds(probe.records,
+        length = gpu_run_seconds(probe.results,
                                  effective.duration_upper_s or effective.duration_s)
         effective.duration_s = length.seconds
         effective.notes.append(f"GPU run length {length.seconds:g} s: {length.reason}")
@@ -234,7 +234,7 @@ def run_repeat(
                  *clock_metrics((t.instance, t.clock) for t in targets if t.clock),
                  *_measurement_metrics(round_result.outcomes),
                  *disturbance_metrics(round_result.outcomes),
-                 *token_metrics(outcome_records(round_result.outcomes))],
+                 *token_metrics(outcome_results(round_result.outcomes))],
         sync_skew_s=round_result.skew_s,
     )
     if round_result.failure:
@@ -252,21 +252,19 @@ def valid_floor(workload: EffectiveWorkload, repeats: int) -> int:
 def _measurement_metrics(outcomes: Sequence[InstanceOutcome]) -> list[Metric]:
     """How the repeat was measured: each instance's warm-up windows and the share of the
     timed span all instances ran together (with their throughput inside it)."""
-    records = {o.target.instance: o.record or {} for o in outcomes}
-    return [*(m for name, record in records.items()
-              for m in stability_metrics(name, record.get("stability"))),
-            *overlap_metrics(round_overlap(records))]
+    results = outcome_results(outcomes)
+    return [*(m for name, result in results.items() for m in stability_metrics(name, result)),
+            *overlap_metrics(round_overlap(results))]
 
 
 def recalibrate(result: WorkloadOutcome, outcomes: Sequence[InstanceOutcome]) -> None:
     """An Offline run that ended before its min duration was expected too few samples:
     the next repeats expect the rate this run measured."""
     for outcome in outcomes:
-        record = outcome.record or {}
-        rate = (record.get("throughput") or {}).get("samples_per_second")
-        if (record.get("validity") or {}).get("min_duration_met") is False and rate:
+        validity, rate = outcome.result.validity, outcome.result.throughput
+        if validity is not None and validity.min_duration_met is False and rate:
             name = outcome.target.instance
-            result.calibrated_qps[name] = float(rate) * HEADROOM
+            result.calibrated_qps[name] = rate * HEADROOM
             result.workload.notes.append(
                 f"{name} finished before the min duration: expected QPS raised to "
                 f"{number(result.calibrated_qps[name])}/s for the next repeats")

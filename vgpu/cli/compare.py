@@ -52,7 +52,7 @@ def baseline_set(
         if in_set is not None:
             run = store.run(run_id)
             if run is not None:
-                name = baseline_key(in_set, run.scenario_id, run.workload.split(" (")[0])
+                name = baseline_key(in_set, run.scenario_id, run.identity.name)
         chosen = store.set_baseline(run_id, name)
         runs = store.runs(series_id=chosen.series_id, status="ok")
     common.console.print(f"baseline '{chosen.name}' = series {chosen.series_id[:8]} "

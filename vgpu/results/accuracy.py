@@ -8,6 +8,7 @@ comparison (or the whole comparison when there is no baseline to compare with)."
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -54,10 +55,9 @@ def _target(series: SeriesData) -> float | None:
     return None
 
 
-def _instance_accuracy(run_id: int, instance: str, record: dict[str, Any],
+def _instance_accuracy(run_id: int, instance: str, accuracy: Mapping[str, Any] | None,
                        target: float | None) -> InstanceAccuracy | None:
-    accuracy = record.get("accuracy")
-    if not isinstance(accuracy, dict) or accuracy.get("target") is None:
+    if accuracy is None or accuracy.get("target") is None:
         if target is None:
             return None
         return InstanceAccuracy(run_id, instance, "accuracy", None, target, target, 0, "-")
@@ -73,12 +73,16 @@ def _instance_accuracy(run_id: int, instance: str, record: dict[str, Any],
 
 def instance_accuracies(series: SeriesData) -> list[InstanceAccuracy]:
     """Every instance's accuracy in every repeat of the series; empty when the workload
-    has no accuracy target."""
+    has no accuracy target, and for a training series (its instances hold training
+    ranks' records, not the inference harness's)."""
+    if series.kind != "inference":
+        return []
     target = _target(series)
     found = []
     for run_id, stored in series.instances.items():
         for inst in stored:
-            accuracy = _instance_accuracy(run_id, inst.result.name, inst.result.result, target)
+            accuracy = _instance_accuracy(run_id, inst.result.name, inst.result.run_result.accuracy,
+                                          target)
             if accuracy is not None:
                 found.append(accuracy)
     return found

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import loadgen
+from loadgen.contract import RunResult
 from vgpu import __version__
 from vgpu.errors import InputError
 from vgpu.results import mlperf_system
@@ -110,8 +111,8 @@ def system_name(run: Run, instance: StoredInstance, shared_host: bool) -> str:
     return f"{host}_{_safe(instance.result.name)}" if shared_host else host
 
 
-def _record(instance: StoredInstance) -> dict[str, Any]:
-    return instance.result.result or {}
+def _record(instance: StoredInstance) -> RunResult:
+    return instance.result.run_result
 
 
 def _copy_logs(source: Path, names: tuple[str, ...], target: Path) -> list[str]:
@@ -168,10 +169,10 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
     path.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
 
 
-def _token_conf(record: dict[str, Any]) -> dict[str, Any]:
+def _token_conf(record: RunResult) -> dict[str, Any]:
     """The token-latency settings LoadGen ran with (model llm): mlperf.conf's
     use_token_latencies, ttft_latency and tpot_latency (ns)."""
-    tokens = record.get("tokens") or {}
+    tokens = record.tokens or {}
     targets = tokens.get("targets_ms") or {}
     if not tokens:
         return {}
@@ -207,9 +208,9 @@ def user_conf(run: Run, instance: StoredInstance, benchmark: str) -> str:
     what a user.conf may set (the expected QPS / latency), else every setting that made
     the run differ from the rules."""
     record = _record(instance)
-    settings = dict(record.get("settings") or {})
-    rules = record.get("mlperf_rules")
-    scenario = str(record.get("scenario") or run.workload_detail.get("loadgen_scenario"))
+    settings = dict(record.settings)
+    rules = record.mlperf_rules
+    scenario = str(record.scenario or run.workload_detail.get("loadgen_scenario"))
     header = [f"# vgpu run {run.id}, instance {instance.result.name}: {run.workload}"]
     if rules:
         header.append("# under MLPerf rules (LoadGen's built-in mlperf.conf)"
@@ -229,7 +230,7 @@ def measurements(run: Run, instance: StoredInstance) -> dict[str, Any]:
     """MLCommons measurements.json keys, then vgpu's own."""
     detail, record = run.workload_detail, _record(instance)
     precision = str(detail.get("precision") or "fp32")
-    model = record.get("model") or {}
+    model = record.model
     return {
         "input_data_types": precision,
         "retraining": "No",
@@ -243,10 +244,10 @@ def measurements(run: Run, instance: StoredInstance) -> dict[str, Any]:
                  "device": instance.result.device_note, "batch": detail.get("batch"),
                  "backend": detail.get("backend"), "variant": detail.get("variant"),
                  "validity": instance.result.validity,
-                 "mlperf_rules": record.get("mlperf_rules"),
+                 "mlperf_rules": record.mlperf_rules,
                  "notes": detail.get("notes", []),
-                 **({"token_latencies": _token_summary(record["tokens"])}
-                    if record.get("tokens") else {})},
+                 **({"token_latencies": _token_summary(dict(record.tokens))}
+                    if record.tokens else {})},
     }
 
 
@@ -281,7 +282,7 @@ def _exportable(instance: StoredInstance) -> str | None:
     log_dir = Path(instance.result.log_dir or "")
     if not instance.result.log_dir or not (log_dir / SUMMARY_LOG).is_file():
         return f"no {SUMMARY_LOG} in its log folder {log_dir}"
-    if _record(instance).get("accuracy") is None:
+    if _record(instance).accuracy is None:
         return ("no accuracy pass, which a submission needs for every result (give the "
                 "workload an accuracy_target)")
     return None
@@ -303,7 +304,7 @@ def _choose(store: ResultStore, runs: list[Run], skipped: list[str]) -> list[_Ch
                 continue
             host = (instance.result.platform or Platform()).host
             system = system_name(run, instance, str(host) in shared)
-            scenario = str(_record(instance).get("scenario")
+            scenario = str(_record(instance).scenario
                            or run.workload_detail.get("loadgen_scenario"))
             key = (system, benchmark_name(run.workload_detail), scenario)
             if key in chosen:
@@ -342,7 +343,7 @@ def result_readme(item: _Chosen, reasons: list[str]) -> str:
 def _write_result(root: Path, item: _Chosen, division: str) -> tuple[Path, list[str]]:
     folder = root / "results" / item.system / item.benchmark / item.scenario
     log_dir = Path(item.instance.result.log_dir or "")
-    accuracy = _record(item.instance).get("accuracy") or {}
+    accuracy = dict(_record(item.instance).accuracy or {})
     _remove_known(folder / "performance" / "run_1", PERFORMANCE_LOGS)
     _remove_known(folder / "accuracy", (*PERFORMANCE_LOGS, ACCURACY_TEXT))
     _write_performance(log_dir, folder)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -64,17 +64,12 @@ def mlperf_benchmark(benchmark: str) -> str:
     return benchmark
 
 
-def _record(instance: StoredInstance) -> dict[str, Any]:
-    return instance.result.result or {}
-
-
 def describe(name: str, run: Run, instance: StoredInstance, *, division: str,
              submitter: str, benchmarks: Iterable[str], system_file: str) -> dict[str, Any]:
     """The system description of ``name``: the required keys, then vgpu's own."""
     platform = instance.result.platform or Platform()
-    record = _record(instance)
-    host_info = ((record.get("telemetry") or {}).get("host")) or {}
-    software = record.get("software") or {}
+    result = instance.result.run_result
+    host_info, software = result.host_facts, result.software_stack
     on_gpu = instance.result.device_kind not in (None, "cpu")
     mark = unknown(system_file)
     known: dict[str, Any] = {
@@ -87,7 +82,7 @@ def describe(name: str, run: Run, instance: StoredInstance, *, division: str,
         "host_memory_capacity": None if platform.memory_gb is None
         else f"{platform.memory_gb:g} GB",
         "accelerators_per_node": 1 if on_gpu else NO_ACCELERATOR,
-        "accelerator_model_name": (record.get("device") or {}).get("gpu_name")
+        "accelerator_model_name": result.device.gpu_name
         or platform.gpu if on_gpu else "none (CPU run)",
         "accelerator_memory_capacity": _slice_memory(platform) if on_gpu else "none",
         "accelerator_frequency": None if on_gpu else "none",
@@ -142,7 +137,7 @@ def _slice_memory(platform: Platform) -> str | None:
     return f"{found.group(1)} GB" if found else None
 
 
-def _framework(software: dict[str, Any], platform: Platform) -> str:
+def _framework(software: Mapping[str, Any], platform: Platform) -> str:
     ort = software.get("onnxruntime") or {}
     package = platform.ort_package or ort.get("package") or "onnxruntime"
     version = platform.ort_version or ort.get("version") or ""
@@ -151,7 +146,7 @@ def _framework(software: dict[str, Any], platform: Platform) -> str:
     return f"{text}, mlcommons-loadgen {loadgen}" if loadgen else text
 
 
-def _software_stack(platform: Platform, software: dict[str, Any]) -> str:
+def _software_stack(platform: Platform, software: Mapping[str, Any]) -> str:
     parts = [("vgpu harness", platform.harness_version or software.get("harness")),
              ("guest driver", platform.guest_driver), ("CUDA", platform.cuda_version),
              ("cuDNN", platform.cudnn_version), ("TensorRT", platform.tensorrt_version),

@@ -34,7 +34,7 @@ def _png(figure: Figure) -> bytes:
 
 
 def _short(series: SeriesData) -> str:
-    model = series.workload.split()[0]
+    model = series.identity.name
     scenario = series.scenario_id
     shown = f"s{scenario}" if scenario.isdigit() else scenario  # "s6", but "bm6"
     return f"{shown} {model}\n{series.target_kind} #{series.runs[0].id}"

@@ -3,8 +3,12 @@ report and other parts (training) can build and read them directly."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
+
+from loadgen.contract import RunResult, parse_run_result
 
 TargetKind = Literal["local", "vm", "bare-metal"]
 RunStatus = Literal["running", "ok", "failed", "aborted"]
@@ -79,6 +83,37 @@ def _shown(value: object) -> str | None:
 
 
 @dataclass(frozen=True)
+class WorkloadIdentity:
+    """What a stored workload is, read from its stored detail, never from its key: the
+    scenario file's workload name and what ran (model, variant, precision, LoadGen
+    scenario, batch, backend). A training or probe run stores its name as its key and
+    none of the rest (None)."""
+
+    name: str
+    model: str | None = None
+    variant: str | None = None
+    precision: str | None = None
+    scenario: str | None = None
+    batch: int | None = None
+    backend: str | None = None
+
+    @classmethod
+    def of(cls, workload: str, detail: Mapping[str, Any]) -> WorkloadIdentity:
+        """Every inference run has stored its identity in ``workload_detail`` since the
+        store began (label, model, variant, precision, loadgen_scenario, batch, backend);
+        a run without a label is one whose key is its name."""
+        def text(key: str) -> str | None:
+            value = detail.get(key)
+            return None if value is None else str(value)
+
+        batch = detail.get("batch")
+        return cls(name=text("label") or workload, model=text("model"),
+                   variant=text("variant"), precision=text("precision"),
+                   scenario=text("loadgen_scenario"),
+                   batch=batch if isinstance(batch, int) else None, backend=text("backend"))
+
+
+@dataclass(frozen=True)
 class RunStart:
     """What is known when a run (one repeat of one workload) begins."""
 
@@ -113,8 +148,15 @@ class InstanceResult:
     timed_start_unix: float | None = None
     timed_end_unix: float | None = None
     log_dir: str | None = None
-    result: dict[str, Any] = field(default_factory=dict)
+    result: dict[str, Any] = field(default_factory=dict)  # result.json, as the harness wrote it
     platform: Platform | None = None
+
+    @cached_property
+    def run_result(self) -> RunResult:
+        """``result`` parsed, once: a record stored by any earlier version reads here.
+        Only an inference run's instances hold the harness's record (a training run's
+        hold its ranks' own): read this for those."""
+        return parse_run_result(self.result or {})
 
 
 @dataclass(frozen=True)
@@ -151,6 +193,10 @@ class Run:
     host: str | None
     pid: int | None
     platform: Platform | None
+
+    @property
+    def identity(self) -> WorkloadIdentity:
+        return WorkloadIdentity.of(self.workload, self.workload_detail)
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from vgpu.results.compare import Band, Check, Comparison, compare_samples
 from vgpu.results.decided import decided_by
 from vgpu.results.judge import judge_stored_all
 from vgpu.results.platforms import FIELD_LABELS, series_platform
-from vgpu.results.records import PLATFORM_COMPARED
+from vgpu.results.records import PLATFORM_COMPARED, Run
 from vgpu.results.series import (
     SYSTEM_THROUGHPUT,
     SeriesData,
@@ -172,9 +172,9 @@ def _markdown_table(table: Table) -> list[str]:
             *(line(r) for r in table.rows)]
 
 
-def _short_workload(workload: str) -> str:
-    """"resnet50-offline" of "resnet50-offline (resnet50/tiny fp16 Offline ...)"."""
-    return workload.split(" (")[0]
+def _short_workload(stored: SeriesData | Run) -> str:
+    """"resnet50-offline", the workload's name (its stored identity, not its key)."""
+    return stored.identity.name
 
 
 def series_table(series: Sequence[SeriesData]) -> Table:
@@ -261,7 +261,7 @@ def platform_table(series: Sequence[SeriesData]) -> Table:
     platforms = [series_platform(data) for data in series]
     rows = [[FIELD_LABELS.get(name, name), *(p[name] or "-" for p in platforms)]
             for name in PLATFORM_COMPARED if any(p[name] for p in platforms)]
-    headers = ["field", *(f"{d.scenario_id} {_short_workload(d.workload)} "
+    headers = ["field", *(f"{d.scenario_id} {_short_workload(d)} "
                           f"{d.target_kind} (run {d.runs[0].id})" for d in series)]
     return Table(headers, rows)
 
@@ -379,7 +379,7 @@ def _verdict_row(judged: Judged) -> list[str]:
     ci = _ratio_ci(check) if check is not None else None
     return [
         candidate.scenario_id if candidate else comparison.candidate,
-        _short_workload(candidate.workload) if candidate else "-",
+        _short_workload(candidate) if candidate else "-",
         candidate.target_kind if candidate else "-",
         f"{reference.scenario_id} {reference.target_kind}" if reference
         else comparison.reference,
@@ -396,7 +396,7 @@ def _unjudged_row(data: SeriesData) -> list[str]:
     baseline = _baseline_scenario(data)
     run = f"run `vgpu bench --scenario {baseline}`" if baseline else \
         "name a bare-metal baseline scenario in the scenario file"
-    return [data.scenario_id, _short_workload(data.workload), data.target_kind,
+    return [data.scenario_id, _short_workload(data), data.target_kind,
             "no bare-metal run stored", "-", "-", "-", "-", "-", NO_VERDICT,
             f"nothing to judge against: {run} with the same workload"]
 
@@ -426,7 +426,7 @@ def _ratio_points(judged: Sequence[Judged]) -> list[RatioPointArgs]:
         check = _headline_check(j.comparison)
         if check is None:
             continue
-        label = (f"s{j.candidate.scenario_id} {_short_workload(j.candidate.workload)}"
+        label = (f"s{j.candidate.scenario_id} {_short_workload(j.candidate)}"
                  if j.candidate else j.comparison.title)
         points.append((label, check.ratio, _ratio_ci(check), _ratio_band(check.band),
                        j.comparison.verdict))
@@ -470,7 +470,7 @@ def workload_sections(inference: Sequence[SeriesData]) -> list[tuple[str, Sectio
     sections: list[tuple[str, Section]] = []
     for workload, members in groups.items():
         recent = members[-INSTANCE_TABLE_SERIES:]
-        name = _short_workload(workload)
+        name = _short_workload(members[0])
         sections.append((f"Workload {workload}", Chart(
             f"workload_{_slug(name)}_{recent[0].runs[0].id}.png",
             plots.workload_panel(recent))))
@@ -510,7 +510,7 @@ def telemetry_table(series: Sequence[SeriesData]) -> Table:
     for data in series:
         readings = telemetry_view.per_instance(_series_telemetry(data))
         headers, instance_rows = telemetry_view.table_rows(readings)
-        label = f"{data.scenario_id} {_short_workload(data.workload)} {data.target_kind}"
+        label = f"{data.scenario_id} {_short_workload(data)} {data.target_kind}"
         rows += [[label, *row] for row in instance_rows]
     return Table(["series", *headers], rows, html_id="telemetry")
 
@@ -529,7 +529,7 @@ def telemetry_sections(series: Sequence[SeriesData]) -> list[tuple[str, Section]
         items = [telemetry_view.instance_telemetry(last.id, inst.result)
                  for inst in data.instances[last.id]]
         if any(item.recorded for item in items):
-            title = (f"scenario {data.scenario_id} {_short_workload(data.workload)} "
+            title = (f"scenario {data.scenario_id} {_short_workload(data)} "
                      f"{data.target_kind}, run {last.id}")
             sections.append((f"Telemetry over time: {title}", Chart(
                 f"telemetry_run{last.id}.png", plots.telemetry_over_time(items, title))))
@@ -543,7 +543,7 @@ def validity_table(store: ResultStore, series: Sequence[SeriesData]) -> Table:
     for data in series:
         for run in store.runs(series_id=data.series_id):
             where = [str(run.id), str(run.repeat_index), run.scenario_id,
-                     _short_workload(run.workload), run.target_kind]
+                     _short_workload(run), run.target_kind]
             instances = store.instances(run.id)
             if not instances:
                 rows.append([*where, "-", "-", f"run {run.status}: {run.reason or ''}"])

@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 from vgpu.errors import InputError
 from vgpu.results.disturbance import DISTURBANCE_METRICS, Disturbance, disturbance
-from vgpu.results.records import LATENCY_PERCENTILES, Run, StoredInstance
+from vgpu.results.records import LATENCY_PERCENTILES, Run, StoredInstance, WorkloadIdentity
 from vgpu.results.stats import summarize, system_totals
 from vgpu.results.store import ResultStore
 from vgpu.results.tokens import FIXED_RATE_SCENARIOS
@@ -96,6 +96,11 @@ class SeriesData:
         """What disturbed which run, for the verdict: ``scenario 6 ...: disturbed: other
         processes used 63% of the CPU during run 14``."""
         return [f"{self.label}: {d.describe()}" for d in self.disturbed_runs]
+
+    @property
+    def identity(self) -> WorkloadIdentity:
+        """The workload's name and what ran, as its first run stored them."""
+        return self.runs[0].identity if self.runs else WorkloadIdentity(self.workload)
 
     @property
     def throughput_cv(self) -> float | None:

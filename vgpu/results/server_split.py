@@ -7,16 +7,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from loadgen.contract import SERVER_SPLIT
 from vgpu.results.format import number
 from vgpu.results.series import SeriesData
 from vgpu.results.store import ResultStore
 
-SPLIT_METRICS = {
-    "queue": "triton_queue_us",
-    "compute_input": "triton_compute_input_us",
-    "compute_infer": "triton_compute_infer_us",
-    "compute_output": "triton_compute_output_us",
-}
+SPLIT_METRICS = SERVER_SPLIT  # split kind -> metric name (what metrics_of names them)
 SPLIT_LABELS = {"queue": "queue", "compute_input": "compute input",
                 "compute_infer": "compute infer", "compute_output": "compute output"}
 SPLIT_UNIT = "us"

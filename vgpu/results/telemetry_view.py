@@ -120,7 +120,8 @@ def _gpu_series(telemetry: Mapping[str, Any]) -> dict[str, list[tuple[float, flo
 
 
 def instance_telemetry(run_id: int, result: InstanceResult) -> InstanceTelemetry:
-    """The readings of one stored instance (``result.result`` is its result.json)."""
+    """The readings of one stored instance of any kind (``result.result`` is its
+    result.json, the harness's or a training rank's: not parsed as the harness's)."""
     telemetry = result.result.get("telemetry")
     duration = None
     if result.timed_start_unix is not None and result.timed_end_unix is not None:

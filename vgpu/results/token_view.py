@@ -18,8 +18,8 @@ _COLUMNS = (("time_to_first_token_ms", "p50"), ("time_to_first_token_ms", "p99")
 
 
 def _tokens(inst: Any) -> dict[str, Any] | None:
-    record = inst.result.result or {}
-    return record.get("tokens") if isinstance(record, dict) else None
+    tokens = inst.result.run_result.tokens
+    return dict(tokens) if tokens else None
 
 
 def _cell(values: list[float]) -> str:
@@ -27,7 +27,10 @@ def _cell(values: list[float]) -> str:
 
 
 def token_rows(series: SeriesData) -> list[list[str]]:
-    """Rows for HEADERS; empty for a series without token metrics."""
+    """Rows for HEADERS; empty for a series without token metrics (any but an inference
+    series: only its instances hold the inference harness's records)."""
+    if series.kind != "inference":
+        return []
     per: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     sources: dict[str, set[str]] = defaultdict(set)
     system: list[float] = []

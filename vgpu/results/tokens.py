@@ -10,15 +10,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from loadgen.contract import OUTPUT_TOKEN_THROUGHPUT, TOKEN_LATENCIES, RunResult, metrics_of
 from vgpu.results.records import Metric
 
-OUTPUT_TOKEN_THROUGHPUT = "output_token_throughput"
 TTFT = "time_to_first_token"
 ITL = "inter_token_latency"
 TOKENS_PER_S = "tokens/s"
 FIXED_RATE_SCENARIOS = ("Server", "Interactive")  # tokens/s follows the offered rate
-LATENCY_METRICS = {f"{TTFT}_p50": (TTFT, "p50"), f"{TTFT}_p99": (TTFT, "p99"),
-                   f"{ITL}_p50": (ITL, "p50"), f"{ITL}_p99": (ITL, "p99")}
+LATENCY_METRICS = TOKEN_LATENCIES  # metric name -> (kind, percentile), as metrics_of names them
 TTFT_P99 = f"{TTFT}_p99"
 ITL_P99 = f"{ITL}_p99"
 # What a verdict judges (the run's value: the system's tokens/s in Offline, the worst
@@ -27,39 +26,28 @@ ITL_P99 = f"{ITL}_p99"
 TOKEN_METRICS = (OUTPUT_TOKEN_THROUGHPUT, TTFT_P99, ITL_P99)
 
 
-def _latencies(tokens: Mapping[str, Any], scenario: str | None) -> dict[str, float]:
-    """The instance's latency metrics in ms; Offline has no first-token latency worth
-    judging (every query arrives at once, so it is the queue's wait)."""
-    out: dict[str, float] = {}
-    for name, (kind, pct) in LATENCY_METRICS.items():
-        if kind == TTFT and scenario == "Offline":
-            continue
-        value = (tokens.get(f"{kind}_ms") or {}).get(pct)
-        if isinstance(value, int | float):
-            out[name] = float(value)
-    return out
-
-
-def token_metrics(records: Mapping[str, Mapping[str, Any]]) -> list[Metric]:
-    """Per instance and run-level metrics from the harness records that carry ``tokens``."""
+def token_metrics(results: Mapping[str, RunResult]) -> list[Metric]:
+    """Per instance and run-level metrics from the harness results that carry ``tokens``
+    (Offline has no first-token latency: metrics_of leaves it out there)."""
     metrics: list[Metric] = []
     total = 0.0
     worst: dict[str, float] = {}
     counted = 0
-    for instance, record in records.items():
-        tokens = record.get("tokens")
-        if not tokens:
+    for instance, result in results.items():
+        if not result.has_tokens:
             continue
-        rate = tokens.get("output_token_throughput")
-        if isinstance(rate, int | float):
-            metrics.append(Metric(OUTPUT_TOKEN_THROUGHPUT, float(rate), TOKENS_PER_S, instance))
-            total += float(rate)
+        values = metrics_of(result)
+        if OUTPUT_TOKEN_THROUGHPUT in values:
+            rate = values[OUTPUT_TOKEN_THROUGHPUT]
+            metrics.append(Metric(OUTPUT_TOKEN_THROUGHPUT, rate, TOKENS_PER_S, instance))
+            total += rate
             counted += 1
-        for name, value in _latencies(tokens, record.get("scenario")).items():
-            metrics.append(Metric(name, value, "ms", instance))
-            worst[name] = max(worst.get(name, value), value)
-    fixed_rate = any(r.get("scenario") in FIXED_RATE_SCENARIOS for r in records.values())
-    if counted and counted == len(records) and not fixed_rate:
+        for name in LATENCY_METRICS:
+            if name in values:
+                metrics.append(Metric(name, values[name], "ms", instance))
+                worst[name] = max(worst.get(name, values[name]), values[name])
+    fixed_rate = any(r.scenario in FIXED_RATE_SCENARIOS for r in results.values())
+    if counted and counted == len(results) and not fixed_rate:
         metrics.append(Metric(OUTPUT_TOKEN_THROUGHPUT, total, TOKENS_PER_S))
     metrics += [Metric(name, value, "ms") for name, value in worst.items()
                 if name in TOKEN_METRICS]
@@ -72,5 +60,5 @@ def tolerances(ttft_pct: float, tpot_pct: float) -> dict[str, float]:
     return {TTFT_P99: ttft_pct / 100.0, ITL_P99: tpot_pct / 100.0}
 
 
-def outcome_records(outcomes: Sequence[Any]) -> dict[str, Mapping[str, Any]]:
-    return {o.target.instance: o.record or {} for o in outcomes}
+def outcome_results(outcomes: Sequence[Any]) -> dict[str, RunResult]:
+    return {o.target.instance: o.result for o in outcomes}
