@@ -199,8 +199,8 @@ def test_the_design_s_look_keeps_what_the_capacity_check_said() -> None:
     assert judged.verdict == "INCONCLUSIVE" and judged.reason.startswith(check.reason)
     sentence = decided_by(Comparison(kind="vm-vs-bare-metal", title="6 vs bm6",
                                      candidate="6", reference="bm6", checks=[judged]))
-    assert sentence == ("capacity_at_slo undecided: -2.8% [-9.8%, +4.8%], allowed >= "
-                        "-5.00%; about 39 blocks in all (35 more) would decide at this "
+    assert sentence == ("capacity_at_slo undecided: -2.8% [-8.7%, +3.5%], allowed >= "
+                        "-5.00%; about 27 blocks in all (23 more) would decide at this "
                         "noise (estimate -2.79%, 2.3% from the limit)")
     assert len(sentence) < 250 < len(judged.reason)
 

@@ -43,6 +43,8 @@ MIN_REPEATS = 3
 # a chance of at most P(Binomial(n, 1/2) >= k) under non-inferiority
 GATE_INVALID_SHARE = 0.5
 SETUP_KEYS = ("seed", "slo_ms", "shape")
+# the VALID gate's unit: its statistic is a z value of the INVALID count, no log percent
+GATE_UNIT = "% of runs VALID"
 # the latency checks compare a load at most this share of the lower capacity of a repeat
 LATENCY_LOAD_SHARE = 0.8
 
@@ -345,7 +347,7 @@ def _valid_check(name: str, detail: str, valid: Sequence[bool]) -> Check:
         said += (f"; a FAIL needs p <= {FAIL_P:.1%} (e.g. {needed} of {needed} INVALID): "
                  "more repeats would decide")
     z = NormalDist().inv_cdf(min(max(p, 1e-12), 1 - 1e-12))
-    return Check(metric=name, unit="% of runs VALID", candidate=summary,
+    return Check(metric=name, unit=GATE_UNIT, candidate=summary,
                  reference_mean=100.0, reference=None, difference_pct=summary.mean - 100,
                  ci_pct=None, mdd_pct=None, band=Band(lower_pct=0.0),
                  verdict=verdict, reason=detail + said,  # type: ignore[arg-type]
