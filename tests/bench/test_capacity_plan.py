@@ -83,11 +83,11 @@ def test_the_plan_states_the_looks_fixed_before_the_first_run() -> None:
                         default_cap=CAPACITY_MAX_BLOCKS)
     assert pacing is not None and pacing.design.max_repeats == CAPACITY_MAX_BLOCKS
     looks = schedule(PILOT_BLOCKS, pacing.design.max_repeats, pacing.design)
-    assert looks == (4, 6)
+    assert looks == (4, 6, 8, 10, 12)
     note = plan_note(_scenario_6_llm(), looks)
-    assert "sequential blocks, looks at 4, 6 (fixed before the first run)" in note
-    assert "min for 4 blocks" in note and "min at the cap of 6" in note
+    assert "sequential blocks, looks at 4, 6, 8, 10, 12 (fixed before the first run)" in note
+    assert "min for 4 blocks" in note and "min at the cap of 12" in note
     assert "4 blocks, fixed" in plan_note(_scenario_6_llm(), (4,))
-    raised = pacing_for(BenchOverrides(max_repeats=10), PILOT_BLOCKS, None, step=2,
+    raised = pacing_for(BenchOverrides(max_repeats=16), PILOT_BLOCKS, None, step=2,
                         always=True, default_cap=CAPACITY_MAX_BLOCKS)
-    assert raised is not None and raised.design.max_repeats == 10
+    assert raised is not None and raised.design.max_repeats == 16

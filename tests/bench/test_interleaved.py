@@ -357,16 +357,16 @@ def _llm_sides(tmp_path: Path) -> tuple[Side, Side]:
     return _sides(tmp_path, BenchOverrides())
 
 
-@pytest.mark.parametrize(("ratio", "blocks", "verdict"), [(1.0, 4, "PASS"), (0.94, 6, None)])
+@pytest.mark.parametrize(("ratio", "blocks", "verdict"), [(1.0, 4, "PASS"), (0.94, 12, None)])
 def test_capacity_blocks_are_sequential_and_each_search_starts_where_the_last_found_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ratio: float, blocks: int,
         verdict: str | None) -> None:
     """An identical slice decides at the pilot's look (4 blocks); one 6% below the
-    stated 5% margin's edge cannot at 4 and runs to the cap of 6. Every block's searches
+    stated 5% margin's edge cannot at 4 and runs to the cap of 12. Every block's searches
     start at 3/4 of the lower capacity the last block's found at that position."""
     order: list[tuple[str, int]] = []
     starts: list[tuple[str, int, float]] = []
-    jitter = [1.0, 1.01, 0.99, 1.005, 0.995, 1.0]
+    jitter = [1.0, 1.01, 0.99, 1.005, 0.995, 1.0] * 2
     knees = {"bm6": [30.0 * j for j in jitter],
              "6": [30.0 * ratio * j for j in reversed(jitter)]}
     monkeypatch.setattr(interleave, "run_repeat", _searching(order, knees, starts))
@@ -378,8 +378,8 @@ def test_capacity_blocks_are_sequential_and_each_search_starts_where_the_last_fo
     [mine] = cand_out.workloads
     assert sorted({block for _, block in order if block >= 0}) == list(range(blocks))
     notes = mine.workload.notes
-    assert any("sequential blocks, looks at 4, 6 (fixed before the first run)" in n
-               for n in notes), notes
+    assert any("sequential blocks, looks at 4, 6, 8, 10, 12 (fixed before the first run)"
+               in n for n in notes), notes
     looks = [n for n in notes if n.startswith("sequential repeats")]
     assert looks[0].startswith("sequential repeats: look 1 at 4: " +
                                ("PASS" if verdict == "PASS" else "undecided")), looks

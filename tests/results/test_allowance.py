@@ -12,6 +12,7 @@ from vgpu.results.allowance import (
     DEFAULT_SLOWDOWN_PCT,
     _binomial_cdf,
     allowance,
+    check_shortfall,
     holds_with,
     narrowed,
     share_upper_bound,
@@ -73,3 +74,27 @@ def test_a_pass_holds_only_inside_the_narrowed_band() -> None:
     assert narrowed(Band(lower_pct=-2.0), 1.0).lower_pct == pytest.approx(
         100.0 * math.expm1((100.0 * math.log(0.98) + 1.0) / 100.0))
     assert narrowed(Band(upper_pct=5.0), 1.0).upper_pct < 5.0
+
+
+def test_the_capacity_ratio_carries_the_allowance_and_its_valid_gate_does_not() -> None:
+    from vgpu.results.capacity_checks import instance_checks
+
+    def search(low: float) -> dict[str, object]:
+        high = low * 1.01
+        return {"capacity_qps": low, "confirmed_capacity_qps": low, "seed": 0,
+                "budget": {"resolution": 0.01},
+                "runs": [{"rate": low * 0.95, "valid": True, "reasons": []},
+                         {"rate": low, "valid": True, "reasons": []},
+                         {"rate": high, "valid": False, "reasons": ["TTFT p99 over"]}]}
+
+    vm = [search(100.0 * f) for f in (0.99, 1.01, 1.0, 0.995, 1.005, 1.0)]
+    bare = [search(100.0)] * 6
+    checks = {c.metric: c for c in instance_checks("", vm, bare, 5.0, 5.0)}
+    ratio, gate = checks["capacity_at_slo"], checks["valid_at_bare_metal_capacity"]
+    assert ratio.verdict == "PASS" and gate.verdict == "PASS"
+    # 6 clean blocks: the ratio's PASS holds with none seen at 70%, not with the
+    # whole margin taken (the allowance is in log percent of the capacity)
+    assert check_shortfall(ratio, 0, 6, None) is None
+    assert check_shortfall(ratio, 0, 6, None, confidence=0.999) is not None
+    # the gate's statistic is a z value: no allowance moves it
+    assert check_shortfall(gate, 0, 6, None, confidence=0.999) is None

@@ -5,8 +5,10 @@ its loopback server for the search itself."""
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import replace
 from pathlib import Path
+from statistics import stdev
 from typing import Any
 
 import pytest
@@ -17,7 +19,8 @@ from loadgen.llm.runs import Budget, LoadShape, Slo
 from loadgen.llm.slice_engine import SliceProfile, simulated_run
 from loadgen.llm.slice_sim import SliceSimulator
 from tests.cli.invoke import run_cli
-from vgpu.results.capacity import judge_capacity, ratio_interval
+from vgpu.results.capacity import Bracket, bracket_interval, judge_capacity, ratio_interval
+from vgpu.results.stats import t_quantile
 
 SLICE = SliceProfile(step_ms=4.0, context_us=16.0)  # capacity ~60-70 q/s at the SLO
 START_QPS = 40.0
@@ -122,3 +125,23 @@ def test_vgpu_compare_capacity_judges_the_files_and_refuses_broken_ones(
     bare.write_text(json.dumps({**bare_doc, "seed": 0}))
     code, _, err = run_cli(["compare-capacity", str(bare), str(other_seed), same[2]])
     assert code == 2 and "used seed 1, bare metal's search 0" in err
+
+
+def test_the_interval_is_the_t_interval_of_the_centres_floored_at_the_brackets() -> None:
+    # brackets 2% wide on each side, their centres apart: the half-width is the centres'
+    # t interval alone (each centre's bracket error is in their spread already)
+    vm = [Bracket(100.0, 102.0), Bracket(97.0, 98.94), Bracket(103.0, 105.06),
+          Bracket(99.0, 100.98)]
+    bare = [Bracket(100.0, 102.0)] * 4
+    interval = bracket_interval(vm, bare)
+    centres = [math.log(v.low * v.high / (b.low * b.high)) / 2
+               for v, b in zip(vm, bare, strict=True)]
+    half = t_quantile(0.975, 3) * stdev(centres) / 2
+    assert half > 0.0198  # wider than the brackets' mean half-width
+    assert math.log(interval.high / interval.ratio) == pytest.approx(half)
+    assert math.log(interval.ratio / interval.low) == pytest.approx(half)
+    assert interval.spread == "95% t interval of 4 repeats"
+    # repeats that agree exactly: the brackets' half-width, never less
+    same = bracket_interval([Bracket(100.0, 101.0)] * 3, [Bracket(100.0, 101.0)] * 3)
+    assert math.log(same.high / same.low) / 2 == pytest.approx(math.log(1.01))
+    assert same.spread.startswith("the brackets' half-width")

@@ -8,8 +8,8 @@ from vgpu.results.decided import DEFAULT_ADVICE, decided_by
 from vgpu.results.stats import summarize
 
 # the shape of the LLM capacity check's reason: brackets, rates, then what would decide
-LONG = ("VM/bare metal 0.937 [0.759, 1.157] over 3 repeats (the searches' brackets "
-        "+/-4.1%, plus 95% t interval of 3 repeats); confirmed capacities, the searches' "
+LONG = ("VM/bare metal 0.937 [0.759, 1.157] over 3 repeats (95% t interval of 3 "
+        "repeats; the searches' brackets +/-4.1%); confirmed capacities, the searches' "
         + "final points VM/bare metal 12.1/13.0, " * 20
         + "; the interval straddles the line: more repeats would decide")
 

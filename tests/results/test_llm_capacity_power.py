@@ -1,11 +1,13 @@
 """The LLM capacity verdict's error rates at its stated 5% margin, through the real search,
-checks and sequential looks (benchmarks/llm_capacity_power.py, which runs 20,000 draws
-a setting; docs/results.md has its table). Here a few hundred draws, so each bound is the
-stated rate plus about three Monte Carlo standard errors."""
+checks, sequential looks and the allowance for disturbed runs
+(benchmarks/llm_capacity_power.py, which runs thousands of draws a setting;
+docs/results.md has its table). Here a few hundred draws, so each bound is the stated rate
+plus about three Monte Carlo standard errors."""
 
 from __future__ import annotations
 
 from benchmarks.llm_capacity_power import Setting, rates, se
+from vgpu.bench.capacity_plan import CAPACITY_MAX_BLOCKS, PILOT_BLOCKS
 
 
 def _bound(rate: float, draws: int) -> float:
@@ -13,16 +15,24 @@ def _bound(rate: float, draws: int) -> float:
 
 
 def test_at_the_margin_neither_a_false_pass_nor_a_false_fail_exceeds_2_5_percent() -> None:
-    draws = 300
+    draws = 200
     found = rates(Setting(0.95), draws, seed=7)
     assert found["PASS"] <= _bound(0.025, draws), found
     assert found["FAIL"] <= _bound(0.025, draws), found
 
 
-def test_identical_sides_pass_and_a_10_percent_loss_never_does() -> None:
+def test_identical_sides_pass_within_the_cap_and_a_10_percent_loss_never_does() -> None:
     draws = 200
-    same = rates(Setting(1.0, block_pct=1.5), draws, seed=7)
+    same = rates(Setting(1.0), draws, seed=7)
     assert same["FAIL"] == 0 and same["PASS"] >= 0.95 - 3 * se(0.95, draws), same
-    assert 4 <= same["blocks"] <= 6  # the pilot decides most, the cap is 6
-    lower = rates(Setting(0.90), draws, seed=7)
+    assert PILOT_BLOCKS < same["blocks"] < CAPACITY_MAX_BLOCKS
+    lower = rates(Setting(0.90), 100, seed=7)
     assert lower["PASS"] == 0 and lower["FAIL"] >= 0.5, lower
+
+
+def test_at_the_margin_as_run_with_disturbed_blocks_set_aside_a_pass_stays_rare() -> None:
+    # 6% of the VM's blocks 10% slower, marked and run again: the clean blocks look 0.6%
+    # better than the VM as it runs; the allowance keeps the PASS at its rate
+    draws = 200
+    found = rates(Setting(0.95 / 0.994, disturbed_share=0.06), draws, seed=7)
+    assert found["PASS"] <= _bound(0.025, draws), found

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from functools import lru_cache
 
+from vgpu.results.capacity_checks import GATE_UNIT
 from vgpu.results.compare import Band, Check, log_band, pass_p_value, pct_of_log
 from vgpu.results.disturbance import ignored
 from vgpu.results.series import SeriesData
@@ -119,6 +120,25 @@ def holds_with(check: Check, allowance_log_pct: float, level: float) -> bool:
     return p is not None and p <= level
 
 
+def check_shortfall(check: Check, disturbed: int, blocks: int, slowdown: float | None,
+                    confidence: float = ALLOWANCE_CONFIDENCE) -> str | None:
+    """Why ``check``'s PASS does not hold with the allowance for ``disturbed`` of the
+    candidate's ``blocks`` (``slowdown``: what its disturbed runs showed, log percent;
+    None: none seen), at the check's own level; None when it holds or is no PASS. The
+    capacity's VALID gate is left to the capacity ratio beside it, which carries the
+    allowance: its statistic is a z value of an INVALID count, which a log-percent
+    allowance cannot move."""
+    if check.verdict != "PASS" or check.se_pct is None or check.unit == GATE_UNIT:
+        return None
+    allowed = allowance(disturbed, blocks, slowdown, confidence)
+    if holds_with(check, allowed, check.level()):
+        return None
+    seen = "assumed" if not disturbed or slowdown is None else "seen"
+    return (f"{check.metric}: allowance {allowed:.2f}% (slowdown "
+            f"{allowed / share_upper_bound(disturbed, blocks, confidence):.1f}% {seen}), band "
+            f"{narrowed(check.band, allowed).describe()}")
+
+
 def _values(data: SeriesData, metric: str) -> list[float] | None:
     """A metric's values per valid run of ``data`` (in ``valid_run_ids`` order)."""
     if metric in data.samples:
@@ -151,12 +171,9 @@ def allowance_shortfall(candidate: SeriesData, reference: SeriesData,
              if run_id not in marked],
             [v for run_id, v in zip(whole.valid_run_ids, values, strict=True)
              if run_id in marked], check.band)
-        allowed = allowance(len(marked), blocks, slowdown)
-        if not holds_with(check, allowed, check.level()):
-            seen = "assumed" if not marked or slowdown is None else "seen"
-            failing.append(f"{check.metric}: allowance {allowed:.2f}% (slowdown "
-                           f"{allowed / share_upper_bound(len(marked), blocks):.1f}% "
-                           f"{seen}), band {narrowed(check.band, allowed).describe()}")
+        short = check_shortfall(check, len(marked), blocks, slowdown)
+        if short is not None:
+            failing.append(short)
     if not failing:
         return []
     per_side = ", ".join(f"{_set_aside_on(data)} on {data.label}"

@@ -5,8 +5,8 @@ which any slice that keeps up matches. Three checks:
 - capacity: the ratio of the VM's capacity to bare metal's, repeats paired by seed (the
   same arrival pattern on both sides). A search knows its capacity only within its final
   bracket (the highest rate VALID every time it ran, the lowest INVALID rate above it), so
-  the interval (``bracket_interval``) is the brackets' ratio range plus the repeats'
-  disagreement, never narrower than the searches resolved; PASS when the whole interval
+  the interval (``bracket_interval``) is the t interval of the repeats' bracket centres,
+  never narrower than the searches resolved; PASS when the whole interval
   is above ``1 - capacity_pct``, FAIL when it is wholly below, else INCONCLUSIVE.
 - matched load: the VM run at bare metal's capacity rate must be VALID; the VM INVALID
   where bare metal is VALID is FAIL.
@@ -47,8 +47,8 @@ class CapacityCheck:
 @dataclass(frozen=True)
 class RatioInterval:
     """VM over bare metal: the estimate and its interval (``low``, ``high``);
-    ``resolution_pct``: the part of the half-width the searches' brackets make (log
-    percent), ``spread``: how the repeats' disagreement entered."""
+    ``resolution_pct``: the searches' brackets' mean half-width (log percent), the least
+    half-width the interval has; ``spread``: how its half-width was made."""
 
     ratio: float
     low: float
@@ -96,11 +96,16 @@ def bracket_interval(vm: Sequence[Bracket], bare: Sequence[Bracket],
                      confidence: float = CONFIDENCE) -> RatioInterval:
     """VM over bare metal from brackets paired by repeat, on the log scale. Per repeat
     the ratio lies between ``vm.low / bare.high`` and ``vm.high / bare.low``; the estimate
-    is the mean of these ranges' centres. The half-width is the ranges' mean half-width
-    (what the searches resolved: never less) plus the repeats' disagreement: with 3 or
-    more repeats the t interval of the centres; with 2 half their range, so that the
-    interval is the hull of the two repeats' ranges (a t interval on one degree of freedom
-    is 6.4 times the range and could never decide); with 1 none."""
+    is the mean of these ranges' centres. With 3 or more repeats the half-width is the t
+    interval of the centres, never less than the ranges' mean half-width (what the
+    searches resolved): each centre's error from its search's bracket is part of the
+    centres' spread already (the brackets fall differently in every repeat), so adding
+    the half-width on top would count it twice; the floor only holds where the repeats
+    agree more closely than their searches could tell (every search on the same grid
+    point). With 2 repeats the half-width is the ranges' mean half-width plus half the
+    centres' range, so that the interval is the hull of the two repeats' ranges (a t
+    interval on one degree of freedom is 6.4 times the range and could never decide);
+    with 1, the range alone."""
     if len(vm) != len(bare) or not vm:
         raise ValueError(f"capacity repeats must pair up: {len(vm)} VM, {len(bare)} bare "
                          "metal; run both sides with the same --repeats and --seed")
@@ -114,14 +119,16 @@ def bracket_interval(vm: Sequence[Bracket], bare: Sequence[Bracket],
     n = len(centres)
     if n >= 3:
         spread = t_quantile(0.5 + confidence / 2, n - 1) * stdev(centres) / math.sqrt(n)
-        how = f"{confidence:.0%} t interval of {n} repeats"
+        half = max(spread, resolution)
+        how = (f"{confidence:.0%} t interval of {n} repeats" if spread >= resolution else
+               f"the brackets' half-width: the {confidence:.0%} t interval of {n} repeats "
+               f"is narrower (+/-{100 * spread:.1f}%)")
     elif n == 2:
-        spread = (max(centres) - min(centres)) / 2
-        how = "half the 2 repeats' range: their hull"
+        half = resolution + (max(centres) - min(centres)) / 2
+        how = "the hull of the 2 repeats' ranges"
     else:
-        spread, how = 0.0, "1 repeat, no spread"
+        half, how = resolution, "1 repeat's range, no spread"
     centre = fmean(centres)
-    half = resolution + spread
     return RatioInterval(math.exp(centre), math.exp(centre - half), math.exp(centre + half),
                          n, 100 * resolution, how)
 
@@ -229,8 +236,8 @@ def judge_capacity(bare: Mapping[str, Any], vm: Mapping[str, Any],
     checks = [CapacityCheck(
         "capacity_at_slo", outcome == "PASS",
         f"VM/bare metal {interval.ratio:.3f} [{interval.low:.3f}, {interval.high:.3f}] "
-        f"over {interval.repeats} repeats (the searches' brackets +/-"
-        f"{interval.resolution_pct:.1f}%, plus {interval.spread})"
+        f"over {interval.repeats} repeats ({interval.spread}; the searches' brackets "
+        f"+/-{interval.resolution_pct:.1f}%)"
         f"{f', {unconfirmed} capacities unconfirmed by their rerun' if unconfirmed else ''}"
         f", allowed -{capacity_pct:g}%", outcome)]
     reference = _confirming_runs(bare)

@@ -8,8 +8,8 @@ the matched-load checks are gates without one, like the accuracy gate.
 Capacity here is where each search puts its knee (vgpu.results.capacity_system.knee):
 its final point, the highest rate VALID, when it was VALID at least half the times it ran
 there (a final point VALID once and INVALID on its rerun is at the knee, where a run is
-VALID half the time), else its confirmed capacity; a search with no rate VALID every time
-it ran is not judged. The VALID gate's
+VALID half the time), else its confirmed capacity; a search with no rate VALID at least
+half the times it ran is not judged. The VALID gate's
 load: bare metal's capacity less the allowed loss in each repeat; the VM's
 search ran its own rates, so the VM's run there is, in this order: its run at that very
 rate; else its highest INVALID run at or below it (INVALID where bare metal is VALID);
@@ -43,6 +43,8 @@ MIN_REPEATS = 3
 # a chance of at most P(Binomial(n, 1/2) >= k) under non-inferiority
 GATE_INVALID_SHARE = 0.5
 SETUP_KEYS = ("seed", "slo_ms", "shape")
+# the VALID gate's unit: its statistic is a z value of the INVALID count, no log percent
+GATE_UNIT = "% of runs VALID"
 # the latency checks compare a load at most this share of the lower capacity of a repeat
 LATENCY_LOAD_SHARE = 0.8
 
@@ -221,16 +223,18 @@ def instance_checks(label: str, vm: Sequence[Mapping[str, Any]],
     suffix = f" {label}" if label else ""
     vm_doc, bare_doc = _document(vm), _document(bare)
     caps = ([_confirmed(s) for s in vm], [_confirmed(s) for s in bare])
+    # a search whose only VALID rate failed its rerun is at its knee there (VALID half
+    # the times it ran), like any other; only one VALID less often than that is not
     unconfirmed = [f"{side} repeat {i} ({float(search['capacity_qps']):.1f}/s VALID, "
-                   "INVALID on its rerun)"
+                   "INVALID on more of its reruns)"
                    for side, found in (("VM", vm), ("bare metal", bare))
                    for i, search in enumerate(found)
-                   if system.confirmed(search) <= 0 < float(search["capacity_qps"])]
+                   if system.knee(search) <= 0 < float(search["capacity_qps"])]
     if unconfirmed:
         return [_as_check(CapacityCheck(CAPACITY_CHECK + suffix, False, (
-            f"no rate VALID every time it ran in {', '.join(unconfirmed)}: the capacity "
-            "lies below the lowest rate tried, or that run was disturbed; lower "
-            "capacity.start_qps")), "queries/s", caps, inconclusive=True)]
+            f"no rate VALID at least half the times it ran in {', '.join(unconfirmed)}: "
+            "the capacity lies below the lowest rate tried, or that run was disturbed; "
+            "lower capacity.start_qps")), "queries/s", caps, inconclusive=True)]
     if min(caps[1]) <= 0 or min(caps[0]) <= 0:
         return [_as_check(CapacityCheck(CAPACITY_CHECK + suffix, False,
                                         "a search found no VALID rate on one side"),
@@ -345,7 +349,7 @@ def _valid_check(name: str, detail: str, valid: Sequence[bool]) -> Check:
         said += (f"; a FAIL needs p <= {FAIL_P:.1%} (e.g. {needed} of {needed} INVALID): "
                  "more repeats would decide")
     z = NormalDist().inv_cdf(min(max(p, 1e-12), 1 - 1e-12))
-    return Check(metric=name, unit="% of runs VALID", candidate=summary,
+    return Check(metric=name, unit=GATE_UNIT, candidate=summary,
                  reference_mean=100.0, reference=None, difference_pct=summary.mean - 100,
                  ci_pct=None, mdd_pct=None, band=Band(lower_pct=0.0),
                  verdict=verdict, reason=detail + said,  # type: ignore[arg-type]
@@ -506,10 +510,11 @@ def _system_check(vm: Sequence[Sequence[Mapping[str, Any]]],
     name = f"{CAPACITY_CHECK} {system.SYSTEM_LABEL}"
     open_ended = [f"{side} repeat {i}" for side, found in (("VM", vm), ("bare metal", bare))
                   for i, repeat in enumerate(found)
-                  if not all(bracketed(s) and system.confirmed(s) > 0 for s in repeat)]
+                  if not all(bracketed(s) and system.knee(s) > 0 for s in repeat)]
     if open_ended:
         return _as_check(CapacityCheck(name, False, (
-            f"an instance's search found no confirmed capacity or no INVALID rate above it "
+            f"an instance's search found no knee (no rate VALID at least half the times it "
+            f"ran) or no INVALID rate above it "
             f"in {', '.join(open_ended)}: the system's capacity is not bracketed; raise "
             "capacity.runs or move capacity.start_qps")), "queries/s", caps,
             inconclusive=True)

@@ -110,8 +110,8 @@ def system_verdict(vm: Sequence[Sequence[Mapping[str, Any]]],
     detail = (f"judged as a system: {why}, so each instance's capacity is its share of "
               f"the rest's load; the sum at the common SLO VM/bare metal "
               f"{interval.ratio:.3f} [{interval.low:.3f}, {interval.high:.3f}] over "
-              f"{interval.repeats} repeats (the brackets +/-{interval.resolution_pct:.1f}%, "
-              f"plus {interval.spread}), allowed -{allowed_pct:g}%; sums per repeat "
+              f"{interval.repeats} repeats ({interval.spread}; the brackets "
+              f"+/-{interval.resolution_pct:.1f}%), allowed -{allowed_pct:g}%; sums per repeat "
               f"VM/bare metal {sums}; per instance, shown and not judged: "
               + "; ".join(shown))
     check = CapacityCheck(f"capacity_at_slo {SYSTEM_LABEL}", outcome == "PASS", detail,
