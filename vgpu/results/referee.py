@@ -106,13 +106,14 @@ def choose_reference(
     return _reference(candidate, latest, TWIN, tolerance, bands, note), note
 
 
-def reference_of(store: ResultStore, candidate: SeriesData,
-                 tolerance: float) -> SeriesReference | None:
+def reference_of(store: ResultStore, candidate: SeriesData, tolerance: float,
+                 chosen: SeriesReference | None = None) -> SeriesReference | None:
     """Which series judges the stored series ``candidate``: the reference its run stored
-    (:func:`choose_reference`); for a series that stored none, the bare-metal series it
-    ran interleaved with, else for a VM series the newest bare-metal series of its scenario
+    (:func:`choose_reference`), or ``chosen`` for a series still running (its reference
+    chosen, not stored yet); for a series with none, the bare-metal series it ran
+    interleaved with, else for a VM series the newest bare-metal series of its scenario
     id and workload, both with the one band ``tolerance``; else None."""
-    stored = store.series_reference(candidate.series_id)
+    stored = chosen or store.series_reference(candidate.series_id)
     if stored is not None and _ok_series(store, stored.reference_series) is not None:
         return stored
     partner = _ok_series(store, candidate.interleaved_with)
