@@ -289,7 +289,7 @@ def judge_against_baseline(
 ) -> tuple[Comparison | None, str]:
     """A series just run: its reference chosen from its scenario's baseline
     (:func:`vgpu.results.referee.choose_reference`) and stored with it, unless the
-    series stored one already (a look before, the bench a revalidation ran), then judged
+    series stored one already (the bench a revalidation ran), then judged
     by :func:`judge_stored_all` (in the family a command judged it in, once there is one);
     and the note saying which reference, or why there is none."""
     stored = store.series_reference(candidate.series_id)
