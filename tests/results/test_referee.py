@@ -9,8 +9,8 @@ from tests.results.conftest import QUIET
 from vgpu import catalog
 from vgpu.results.judge import judge_against_baseline, judge_stored, judged_as_one_family
 from vgpu.results.noise_store import class_key
-from vgpu.results.referee import kind_between
-from vgpu.results.report import Table, build_report
+from vgpu.results.referee import against_named_baseline, gain_reference, kind_between
+from vgpu.results.report import Table, build_report, scenario_gain_table
 from vgpu.results.series import SYSTEM_THROUGHPUT, WORST_P99, SeriesData, load_series
 from vgpu.results.series import series_of_run as series_of
 from vgpu.results.store import ResultStore
@@ -147,3 +147,37 @@ def test_a_revalidation_judges_every_scenario_against_bare_metal_as_one_family(
     table = build_report(store).sections[0][1]
     assert isinstance(table, Table)
     assert {row[0]: row[9] for row in table.rows} == {"6": "INCONCLUSIVE", "1": "PASS"}
+
+
+def test_a_named_baseline_is_run_vs_baseline_with_the_scenarios_tolerances(
+    store: ResultStore, add_series: AddSeries
+) -> None:
+    before = add_series(SIX)
+    after = _series(store, add_series(SIX))
+    store.set_baseline(before[0], "pre:6:w")
+    named = store.baseline("pre:6:w")
+    assert named is not None
+    chosen = against_named_baseline(catalog.load("6"), after, named)
+    tolerances = catalog.load("6").tolerances
+    assert (chosen.series_id, chosen.reference_series) == (
+        after.series_id, _series(store, before).series_id)
+    assert (chosen.relation, chosen.kind) == ("named-baseline", "run-vs-baseline")
+    assert chosen.tolerance == tolerances.throughput_pct / 100.0
+    assert chosen.tolerances[WORST_P99] == tolerances.latency_pct / 100.0
+
+
+def test_the_gain_reference_is_scenario_1_of_the_same_workload_and_target(
+    store: ResultStore, add_series: AddSeries
+) -> None:
+    one = _series(store, add_series(SIX, scenario_id="1"))
+    other = _series(store, add_series(SIX, scenario_id="1", workload="bert/tiny Offline"))
+    six = _series(store, add_series(SIX, scenario_id="6"))
+    bare = _series(store, add_series(SIX, scenario_id="6", target_kind="bare-metal"))
+    latest = {(d.scenario_id, d.workload, d.target_kind): d for d in (one, other, six, bare)}
+    assert gain_reference(six, latest) is one
+    assert gain_reference(one, latest) is None  # scenario 1 is no gain of its own
+    assert gain_reference(bare, latest) is None  # no scenario 1 on bare metal
+    table = scenario_gain_table([one, other, six, bare])
+    assert table.headers[4] == "scenario 1 samples/s"
+    [row] = table.rows
+    assert row[:3] == ["6", six.workload, "vm"] and row[5] == "+0.00%"

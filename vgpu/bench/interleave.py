@@ -16,9 +16,10 @@ from vgpu.bench.capacity_plan import (
     warm_starts,
 )
 from vgpu.bench.fanout import InstanceOutcome, RoundTimeouts, run_round
+from vgpu.bench.judging import judge_workloads
 from vgpu.bench.outcome import BenchListener, BenchOutcome, QuietListener, WorkloadOutcome
 from vgpu.bench.pacing import Budget, Pacing, pacing_for
-from vgpu.bench.session import calibrate, inference_workloads, judge_series, recalibrate, run_repeat
+from vgpu.bench.session import calibrate, inference_workloads, recalibrate, run_repeat
 from vgpu.bench.setaside import MAX_REPLACED_BLOCKS, DisturbedBlocks
 from vgpu.bench.targets import Target
 from vgpu.bench.timeplan import job_outline, plan_blocks
@@ -90,13 +91,14 @@ def run_interleaved(
         outcomes[1].workloads.append(pair[1])
         _run_blocks(store, (reference, candidate), pair, repeats, listen, timeouts, budget,
                     sequential=runs is None)
-        for side, result in zip((reference, candidate), pair, strict=True):
+        for result in pair:
             if store.runs(series_id=result.series_id, status="ok"):
                 result.series = load_series(store, result.series_id)
                 result.server_split = series_split(store, result.series)
-            judge_series(store, side.scenario, result)
         if pair[0].failure or pair[1].failure:
             break
+    for outcome in outcomes:
+        judge_workloads(store, outcome)
     return outcomes
 
 

@@ -11,6 +11,7 @@ from rich.console import Console
 
 from vgpu.bench import devices
 from vgpu.bench.interleave import Side, run_interleaved
+from vgpu.bench.judging import judge_as_family
 from vgpu.bench.local import cores_each, local_targets
 from vgpu.bench.outcome import BenchOutcome
 from vgpu.bench.progress import RichListener
@@ -26,7 +27,6 @@ from vgpu.container.docker import DockerCli
 from vgpu.errors import RemoteError
 from vgpu.model.scenario import Scenario
 from vgpu.remote.targets import ConnectOptions
-from vgpu.results.judge import judged_as_one_family
 from vgpu.results.store import ResultStore
 from vgpu.site import Site
 
@@ -153,11 +153,7 @@ def bench_with_twin(sc: Scenario, request: BenchRequest, store: ResultStore, *,
     settings), then the scenario, judged against it; its workloads' verdicts are one
     family (vgpu.results.judge.judged_as_one_family)."""
     outcome = _twin_then_scenario(sc, request, store, twin=twin, out=out, quiet=quiet)
-    judged = [w for w in outcome.workloads if w.comparison is not None]
-    family = judged_as_one_family(store, [(w.series_id, w.comparison) for w in judged
-                                          if w.comparison is not None])
-    for workload, comparison in zip(judged, family, strict=True):
-        workload.comparison = comparison
+    judge_as_family(store, outcome)
     return outcome
 
 

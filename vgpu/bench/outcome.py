@@ -12,6 +12,7 @@ from vgpu.bench.targets import Target
 from vgpu.bench.workload import EffectiveWorkload
 from vgpu.model.scenario import Scenario
 from vgpu.results.compare import Comparison
+from vgpu.results.records import SeriesReference
 from vgpu.results.series import SeriesData
 from vgpu.results.server_split import Split
 
@@ -48,8 +49,10 @@ class WorkloadOutcome:
     run_ids: list[int] = field(default_factory=list)
     failure: str | None = None
     series: SeriesData | None = None
-    comparison: Comparison | None = None
-    baseline_note: str | None = None
+    comparison: Comparison | None = None  # its verdict, made once the command's series ran
+    baseline_note: str | None = None  # which reference, or why none (set with reference)
+    reference: SeriesReference | None = None  # as chosen (vgpu.bench.judging.reference_for)
+    reference_chosen: bool = False
     calibrated_qps: dict[str, float] = field(default_factory=dict)
     # a capacity search's start per instance (vgpu.bench.capacity_plan.warm_starts)
     capacity_start: dict[str, float] = field(default_factory=dict)

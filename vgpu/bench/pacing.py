@@ -7,11 +7,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 
+from vgpu.bench.judging import reference_for
 from vgpu.bench.outcome import BenchListener, WorkloadOutcome
 from vgpu.bench.workload import BenchOverrides
 from vgpu.model.scenario import Scenario
 from vgpu.results.compare import Check
-from vgpu.results.judge import judge_against_baseline
+from vgpu.results.judge import comparison_at_look
 from vgpu.results.sequential import (
     DEFAULT_MAX_BLOCKS,
     DEFAULT_MAX_REPEATS,
@@ -50,11 +51,14 @@ class Pacing:
 
     def next_total(self, store: ResultStore, scenario: Scenario, result: WorkloadOutcome,
                    total: int, elapsed_s: float, listen: BenchListener) -> int:
-        """The series' new total after a look at its ``total`` repeats (``total``: stop)."""
+        """The series' new total after a look at its ``total`` repeats (``total``: stop).
+        The look judges nothing and stores nothing: the series' verdict is made once it
+        has run (vgpu.bench.judging)."""
         if not store.runs(series_id=result.series_id, status="ok"):
             return total
         series = load_series(store, result.series_id)
-        comparison, _ = judge_against_baseline(store, scenario, series)
+        comparison = comparison_at_look(store, series,
+                                        reference_for(store, scenario, result, series))
         checks = comparison.checks if comparison else []
         blocked = bool(comparison and comparison.shortfalls)
         if self.budget is not None:

@@ -14,6 +14,7 @@ from vgpu.bench.clock import clock_metrics
 from vgpu.bench.collect import instance_result, server_split_metrics
 from vgpu.bench.disturbance import disturbance_metrics
 from vgpu.bench.fanout import InstanceOutcome, RoundTimeouts, run_round
+from vgpu.bench.judging import judge_workloads
 from vgpu.bench.outcome import BenchListener, BenchOutcome, QuietListener, WorkloadOutcome
 from vgpu.bench.overlap import overlap_metrics, round_overlap, stability_metrics
 from vgpu.bench.pacing import Budget, Pacing, pacing_for
@@ -25,7 +26,6 @@ from vgpu.bench.workload import BenchOverrides, EffectiveWorkload, effective_wor
 from vgpu.errors import RemoteError
 from vgpu.model.scenario import InferenceWorkload, Scenario
 from vgpu.results.format import number
-from vgpu.results.judge import judge_against_baseline
 from vgpu.results.records import Metric, RunStart
 from vgpu.results.series import load_series
 from vgpu.results.server_split import series_split
@@ -45,13 +45,6 @@ def inference_workloads(
     return chosen, notes
 
 
-def judge_series(store: ResultStore, scenario: Scenario, outcome: WorkloadOutcome) -> None:
-    if outcome.series is None:
-        return
-    outcome.comparison, outcome.baseline_note = judge_against_baseline(
-        store, scenario, outcome.series)
-
-
 def run_bench(
     scenario: Scenario,
     targets: list[Target],
@@ -65,7 +58,8 @@ def run_bench(
     timeouts: RoundTimeouts = RoundTimeouts(),
     triton: TritonSetup | None = None,
 ) -> BenchOutcome:
-    """Run, store and judge. Stops at the first failed repeat; Ctrl-C stops every
+    """Run and store each workload's series, then judge each once. Stops at the first
+    failed repeat; Ctrl-C stops every
     instance, stores the run as aborted and re-raises KeyboardInterrupt. A Triton
     workload without ``overrides.triton_url`` gets a server per host for its rounds
     (``triton``, default: the scenario's guest.triton_image), removed afterwards."""
@@ -92,9 +86,9 @@ def run_bench(
         if store.runs(series_id=result.series_id, status="ok"):
             result.series = load_series(store, result.series_id)
             result.server_split = series_split(store, result.series)
-        judge_series(store, scenario, result)
         if result.failure:
             break
+    judge_workloads(store, outcome)
     return outcome
 
 

@@ -228,7 +228,20 @@ def judge_stored(store: ResultStore, candidate: SeriesData,
     :func:`vgpu.results.referee.reference_of` (what its run stored), with that kind and
     those tolerances (``tolerance`` only for a series that stored none), plus the
     accuracy gate (vgpu.results.accuracy), which is judged with or without a reference."""
-    chosen = reference_of(store, candidate, tolerance)
+    return _against(store, candidate, reference_of(store, candidate, tolerance))
+
+
+def comparison_at_look(store: ResultStore, candidate: SeriesData,
+                       chosen: SeriesReference | None) -> Comparison | None:
+    """A look at a series still running (a sequential design's look, not its verdict):
+    the checks of :func:`judge_stored` at the repeats stored so far, against ``chosen``
+    (its reference as chosen, not stored yet; None: none chosen). Writes nothing."""
+    return _against(store, candidate,
+                    reference_of(store, candidate, DEFAULT_TOLERANCE, chosen)).comparison
+
+
+def _against(store: ResultStore, candidate: SeriesData,
+             chosen: SeriesReference | None) -> StoredVerdict:
     if chosen is None:
         gate = with_accuracy_gate(None, candidate)
         return StoredVerdict(None if gate is None else
@@ -276,7 +289,7 @@ def judge_against_baseline(
 ) -> tuple[Comparison | None, str]:
     """A series just run: its reference chosen from its scenario's baseline
     (:func:`vgpu.results.referee.choose_reference`) and stored with it, unless the
-    series stored one already (a look before, the bench a revalidation ran), then judged
+    series stored one already (the bench a revalidation ran), then judged
     by :func:`judge_stored_all` (in the family a command judged it in, once there is one);
     and the note saying which reference, or why there is none."""
     stored = store.series_reference(candidate.series_id)

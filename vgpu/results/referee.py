@@ -8,10 +8,12 @@ choice back (:func:`reference_of`) instead of reading the scenario file again.""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from vgpu.model.scenario import Scenario, Tolerances
 from vgpu.results.capacity_checks import CAPACITY_CHECK
 from vgpu.results.compare import ComparisonKind
-from vgpu.results.records import SeriesReference
+from vgpu.results.records import Baseline, SeriesReference
 from vgpu.results.series import WORST_P99, SeriesData, load_series
 from vgpu.results.store import ResultStore
 from vgpu.results.tokens import tolerances as token_tolerances
@@ -23,6 +25,9 @@ NAMED_BASELINE = "named-baseline"  # `vgpu baseline set`
 # against the newest bare-metal series of its own scenario id and workload.
 SAME_SCENARIO_BARE_METAL = "same-scenario-bare-metal"
 _TWINS = (INTERLEAVED_TWIN, TWIN, SAME_SCENARIO_BARE_METAL)
+# A scenario's throughput gain is measured against scenario 1: one VM with the whole GPU
+# (lab study A), the study's headline numbers.
+GAIN_REFERENCE_SCENARIO = "1"
 
 
 def default_kind(candidate: SeriesData, reference: SeriesData) -> ComparisonKind:
@@ -55,6 +60,11 @@ def metric_tolerances(tolerances: Tolerances) -> dict[str, float]:
             **token_tolerances(tolerances.ttft_pct, tolerances.tpot_pct), **capacity}
 
 
+def throughput_tolerance(tolerances: Tolerances) -> float:
+    """The scenario's default band (throughput_pct) as a fraction."""
+    return tolerances.throughput_pct / 100.0
+
+
 def _ok_series(store: ResultStore, series_id: str | None) -> SeriesData | None:
     if not series_id or not store.runs(series_id=series_id, status="ok"):
         return None
@@ -81,7 +91,7 @@ def choose_reference(
     baseline = scenario.baseline
     if baseline is None:
         return None, "the scenario names no baseline"
-    tolerance = scenario.tolerances.throughput_pct / 100.0
+    tolerance = throughput_tolerance(scenario.tolerances)
     bands = metric_tolerances(scenario.tolerances)
     if baseline.reference_run:
         named = store.baseline(baseline.reference_run)
@@ -106,13 +116,14 @@ def choose_reference(
     return _reference(candidate, latest, TWIN, tolerance, bands, note), note
 
 
-def reference_of(store: ResultStore, candidate: SeriesData,
-                 tolerance: float) -> SeriesReference | None:
+def reference_of(store: ResultStore, candidate: SeriesData, tolerance: float,
+                 chosen: SeriesReference | None = None) -> SeriesReference | None:
     """Which series judges the stored series ``candidate``: the reference its run stored
-    (:func:`choose_reference`); for a series that stored none, the bare-metal series it
-    ran interleaved with, else for a VM series the newest bare-metal series of its scenario
+    (:func:`choose_reference`), or ``chosen`` for a series still running (its reference
+    chosen, not stored yet); for a series with none, the bare-metal series it ran
+    interleaved with, else for a VM series the newest bare-metal series of its scenario
     id and workload, both with the one band ``tolerance``; else None."""
-    stored = store.series_reference(candidate.series_id)
+    stored = chosen or store.series_reference(candidate.series_id)
     if stored is not None and _ok_series(store, stored.reference_series) is not None:
         return stored
     partner = _ok_series(store, candidate.interleaved_with)
@@ -139,3 +150,27 @@ def kind_between(store: ResultStore, candidate: SeriesData,
     if stored is not None and stored.reference_series == reference.series_id:
         return comparison_kind(candidate, reference, stored.relation)
     return default_kind(candidate, reference)
+
+
+def against_named_baseline(scenario: Scenario, candidate: SeriesData,
+                           baseline: Baseline) -> SeriesReference:
+    """The stored ``baseline`` (`vgpu revalidate`'s pre-upgrade series of the same
+    scenario and workload) as the reference of ``candidate``: run vs baseline, with
+    ``scenario``'s tolerances."""
+    return SeriesReference(
+        series_id=candidate.series_id, reference_series=baseline.series_id,
+        relation=NAMED_BASELINE, kind="run-vs-baseline",
+        tolerance=throughput_tolerance(scenario.tolerances),
+        tolerances=metric_tolerances(scenario.tolerances),
+        note=f"baseline '{baseline.name}'")
+
+
+def gain_reference(candidate: SeriesData,
+                   latest: Mapping[tuple[str, str, str], SeriesData]) -> SeriesData | None:
+    """What ``candidate``'s throughput gain is measured against: of ``latest`` (the
+    latest series by scenario id, workload and target kind), scenario
+    GAIN_REFERENCE_SCENARIO's with the same workload and target kind; None for that
+    scenario itself or when it has none."""
+    if candidate.scenario_id == GAIN_REFERENCE_SCENARIO:
+        return None
+    return latest.get((GAIN_REFERENCE_SCENARIO, candidate.workload, candidate.target_kind))

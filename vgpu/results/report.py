@@ -29,6 +29,7 @@ from vgpu.results.decided import decided_by
 from vgpu.results.judge import judge_stored_all
 from vgpu.results.platforms import FIELD_LABELS, series_platform
 from vgpu.results.records import PLATFORM_COMPARED, Run
+from vgpu.results.referee import GAIN_REFERENCE_SCENARIO, gain_reference
 from vgpu.results.series import (
     SYSTEM_THROUGHPUT,
     SeriesData,
@@ -44,7 +45,6 @@ from vgpu.results.token_view import token_rows
 if TYPE_CHECKING:
     from vgpu.results.allreduce_view import RuntimeProbe
 
-REFERENCE_SCENARIO = "1"
 INSTANCE_TABLE_SERIES = 6  # older series stay in the statistics table and in `vgpu results`
 TRAINING_THROUGHPUT = "throughput"
 TRAINING_WORKERS = "workers"
@@ -557,13 +557,14 @@ def validity_table(store: ResultStore, series: Sequence[SeriesData]) -> Table:
 
 
 def scenario_gain_table(series: Sequence[SeriesData]) -> Table:
-    """System throughput of each scenario relative to scenario 1 (one VM with the whole
-    GPU in lab study A), same workload and target kind: the study's headline numbers."""
+    """System throughput of each scenario relative to its gain reference
+    (vgpu.results.referee.gain_reference: scenario 1, one VM with the whole GPU in lab
+    study A), same workload and target kind: the study's headline numbers."""
     latest = _latest(series)
     rows = []
     for (scenario, workload, target), data in sorted(latest.items()):
-        reference = latest.get((REFERENCE_SCENARIO, workload, target))
-        if scenario == REFERENCE_SCENARIO or reference is None:
+        reference = gain_reference(data, latest)
+        if reference is None:
             continue
         if SYSTEM_THROUGHPUT not in data.samples or SYSTEM_THROUGHPUT not in reference.samples:
             continue
@@ -574,7 +575,7 @@ def scenario_gain_table(series: Sequence[SeriesData]) -> Table:
                      fmt.number(check.reference_mean), fmt.signed_percent(check.difference_pct),
                      fmt.percent_interval(low, high)])
     return Table(["scenario", "workload", "target", "samples/s",
-                  f"scenario {REFERENCE_SCENARIO} samples/s", "gain", "95% CI"], rows)
+                  f"scenario {GAIN_REFERENCE_SCENARIO} samples/s", "gain", "95% CI"], rows)
 
 
 def _training_points(series: Sequence[SeriesData]) -> dict[str, list[tuple[float, float]]]:
@@ -677,7 +678,8 @@ def _appendix(store: ResultStore, series: Sequence[SeriesData],
     sections: list[tuple[str, Section]] = []
     gains = scenario_gain_table(series)
     if gains.rows:
-        sections.append((f"System throughput relative to scenario {REFERENCE_SCENARIO}", gains))
+        sections.append((f"System throughput relative to scenario "
+                         f"{GAIN_REFERENCE_SCENARIO}", gains))
     training = _training_points(series)
     if training:
         sections.append(("Training speedup vs ideal",

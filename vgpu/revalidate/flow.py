@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from rich.console import Console
 
@@ -25,12 +25,12 @@ from vgpu.model.scenario import Scenario
 from vgpu.model.yamlsource import load_yaml
 from vgpu.results.accuracy import ACCURACY_REFERENCE, accuracy_check
 from vgpu.results.calibration import compare_calibrated, parse_references
-from vgpu.results.compare import Comparison
+from vgpu.results.compare import Comparison, ComparisonKind
 from vgpu.results.judge import compare_series, judge_against_baseline, judged_as_one_family
 from vgpu.results.noise import FROM_BASELINE, NoiseLevels
 from vgpu.results.noise_store import levels_against, levels_for
 from vgpu.results.records import BaselineSet
-from vgpu.results.referee import metric_tolerances
+from vgpu.results.referee import against_named_baseline, throughput_tolerance
 from vgpu.results.series import SeriesData, load_series
 from vgpu.results.store import ResultStore
 from vgpu.revalidate import state as saved
@@ -271,7 +271,8 @@ def _judge(store: ResultStore, sc: Scenario, series: dict[str, str],
             notes.append(f"this run is baseline '{judged}'")
         else:
             notes += verdict_image_notes(store, named.run_id, series_id)
-            reference = load_series(store, named.series_id)
+            chosen = against_named_baseline(sc, data, named)
+            reference = load_series(store, chosen.reference_series)
             levels = levels_against(store, data, reference)
             if levels.origin == FROM_BASELINE:
                 notes.append(f"against baseline '{judged}': judged with the "
@@ -281,9 +282,8 @@ def _judge(store: ResultStore, sc: Scenario, series: dict[str, str],
                              "from one series, or before baselines stored one): judged "
                              f"with the {levels.judged_by}")
             vs_baseline = compare_series(
-                "run-vs-baseline", data, reference,
-                tolerance=sc.tolerances.throughput_pct / 100.0,
-                tolerances=metric_tolerances(sc.tolerances), levels=levels)
+                cast(ComparisonKind, chosen.kind), data, reference,
+                tolerance=chosen.tolerance, tolerances=chosen.tolerances, levels=levels)
             vs_baseline = _same_host_only(vs_baseline, request, judged, notes)
         verdicts.append(WorkloadVerdict(sc.id, label, series_id, vs_bare_metal, vs_baseline,
                                         accuracy_check(data), tuple(notes)))
@@ -329,7 +329,7 @@ def _against_references(data: SeriesData, sc: Scenario, path: Path,
     references = parse_references(load_yaml(path).data, str(path))
     try:
         return compare_calibrated(data, references, str(path),
-                                  sc.tolerances.throughput_pct / 100.0, levels)
+                                  throughput_tolerance(sc.tolerances), levels)
     except InputError as exc:
         notes.append(f"no calibrated reference: {exc}")
         return None
