@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from tests.cli.invoke import run_cli
-from vgpu.results.records import InstanceResult, RunStart
+from tests.results.series import Repeat, record_series
+from vgpu.results.records import InstanceResult
 from vgpu.results.store import ResultStore
 
 
@@ -17,11 +18,11 @@ from vgpu.results.store import ResultStore
 def db(tmp_path: Path) -> Path:
     path = tmp_path / "r.db"
     with ResultStore.open(path) as store:
-        for series, value in (("a", 100.0), ("a", 101.0), ("b", 80.0), ("b", 81.0)):
-            store.record_run(
-                RunStart(series_id=series, scenario_id="6", scenario_name="s6", workload="w",
-                         target_kind="vm" if series == "a" else "bare-metal"),
-                "ok", instances=[InstanceResult(name="i", status="ok", throughput=value)])
+        for series, values, kind in (("a", (100.0, 101.0), "vm"),
+                                     ("b", (80.0, 81.0), "bare-metal")):
+            record_series(store, [Repeat([InstanceResult(name="i", status="ok", throughput=v)])
+                                  for v in values],
+                          series_id=series, workload="w", target_kind=kind)
     return path
 
 

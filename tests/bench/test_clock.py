@@ -7,12 +7,12 @@ instance's offset as a run metric."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.labs.connect import FAST
+from tests.labs.fixtures import ssh_lab
 from tests.labs.sshlab import LabHost, SshLab, lab_available
 from tests.train.labnodes import install_lab_harness
 from vgpu.bench.clock import CLOCK_METRIC, ClockOffset, check_offset, measure_offset
@@ -37,10 +37,7 @@ ROOT = Path(__file__).resolve().parents[2]
 FEW_MS = 5.0
 
 
-@pytest.fixture(scope="module")
-def lab() -> Iterator[SshLab]:
-    with SshLab(2) as ssh:
-        yield ssh
+lab = ssh_lab(2, scope="module")
 
 
 def _target(lab: SshLab, host: LabHost) -> HostTarget:

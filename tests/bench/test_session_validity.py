@@ -4,7 +4,6 @@ INCONCLUSIVE; a bench repeat stores its warm-up windows and its timed overlap.""
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ import pytest
 from loadgen.runner import run
 from loadgen.spec import parse_spec
 from tests.loadgen.harness_helpers import base_spec
+from tests.results.series import Repeat, record_series
 from vgpu import catalog
 from vgpu.bench.devices import cpu_device
 from vgpu.bench.local import local_targets
@@ -20,7 +20,7 @@ from vgpu.bench.overlap import COMMON_WINDOW_THROUGHPUT
 from vgpu.bench.session import run_bench
 from vgpu.bench.workload import BenchOverrides
 from vgpu.results.judge import compare_series
-from vgpu.results.records import InstanceResult, RunStart, TargetKind
+from vgpu.results.records import InstanceResult, TargetKind
 from vgpu.results.series import SYSTEM_THROUGHPUT, TIMED_OVERLAP, load_series
 from vgpu.results.store import ResultStore
 
@@ -36,19 +36,14 @@ def _server_run(cache: Path, out: Path, latency_ms: float) -> dict[str, Any]:
 
 
 def _store(store: ResultStore, records: list[dict[str, Any]], kind: TargetKind) -> str:
-    series_id = uuid.uuid4().hex
-    for index, record in enumerate(records):
-        start = RunStart(series_id=series_id, scenario_id="6", scenario_name="s6",
-                         workload="resnet50-server", target_kind=kind, repeat_index=index,
+    runs = [Repeat([InstanceResult(
+        name="a", status="ok", device_kind="cpu", validity=record["validity"]["result"],
+        validity_reasons=record["validity"]["reasons"],
+        throughput=record["throughput"]["samples_per_second"],
+        latency_ns={"p99": float(record["latency_ns"]["p99"])})]) for record in records]
+    return record_series(store, runs, workload="resnet50-server", target_kind=kind,
                          workload_detail={"loadgen_scenario": "Server",
-                                          "repeats": len(records)})
-        validity = record["validity"]
-        store.record_run(start, "ok", instances=[InstanceResult(
-            name="a", status="ok", device_kind="cpu", validity=validity["result"],
-            validity_reasons=validity["reasons"],
-            throughput=record["throughput"]["samples_per_second"],
-            latency_ns={"p99": float(record["latency_ns"]["p99"])})])
-    return series_id
+                                          "repeats": len(records)}).series_id
 
 
 @pytest.mark.slow

@@ -40,7 +40,14 @@ from types import TracebackType
 
 from tests.labs.netns import NetnsLab
 from vgpu.remote.targets import HostTarget
-from vgpu.sim.guests import GUEST_TOOLS, hardware_text, install_tools, url_key
+from vgpu.sim.guests import (
+    GUEST_TOOLS,
+    hardware_text,
+    install_tools,
+    sshd_config,
+    sudo_rules,
+    url_key,
+)
 from vgpu.sim.guests import run_checked as _run
 from vgpu.sim.guests import (  # re-exported for the provisioning tests
     simulated_driver_installer as fake_driver_installer,  # noqa: F401
@@ -378,12 +385,11 @@ class SshLab:
             _run("groupadd", "-f", "docker")
         _keygen(self.key_path, f"vgpu-lab-{self.lab_id}")
         public_key = Path(f"{self.key_path}.pub").read_text()
-        sudo_lines = []
+        sudoers = ""
         for index in range(self.n_hosts):
             host = self._make_host(index, public_key)
             self.hosts.append(host)
-            sudo_lines.extend(self._sudoers_lines(host))
-        sudoers = "\n".join(sudo_lines) + "\n"
+            sudoers += sudo_rules(host.user, host.home, password=self.sudo_password is not None)
         candidate = self.dir / "sudoers"
         candidate.write_text(sudoers)
         _run("visudo", "-c", "-q", "-f", str(candidate))
@@ -439,23 +445,8 @@ class SshLab:
             host.set_hardware(self.vgpu_type, self.mig_profile)
             host.set_sim("reboot-watched", "")  # _serve_reboots reboots it for real
         _run("chown", "-R", f"{user}:{user}", str(home))
-        path = f"{host.bin_dir}:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
         (sshd_dir / "sshd_config").write_text(
-            f"ListenAddress {address}:{host.port}\n"
-            f"HostKey {host.host_key_path}\n"
-            "PidFile none\n"
-            "UsePAM no\n"
-            "PasswordAuthentication no\n"
-            "KbdInteractiveAuthentication no\n"
-            "PubkeyAuthentication yes\n"
-            f"AllowUsers {user}\n"
-            "PermitRootLogin no\n"
-            "MaxStartups 200\n"
-            "MaxSessions 50\n"
-            "LogLevel ERROR\n"
-            f"SetEnv PATH={path} VGPU_SYSTEM_ROOT={host.system_root}\n"
-            "Subsystem sftp internal-sftp\n"
-        )
+            sshd_config(address, host.port, host.host_key_path, user, home))
         return host
 
     def _endpoint(self, index: int) -> tuple[str, int, list[str]]:
@@ -466,14 +457,6 @@ class SshLab:
             return address, _free_port(address), []
         node = self.netns.nodes[index]
         return node.address, 22, node.exec_prefix
-
-    def _sudoers_lines(self, host: LabHost) -> list[str]:
-        secure_path = f"{host.bin_dir}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-        tag = "" if self.sudo_password is not None else "NOPASSWD: "
-        return [
-            f'Defaults:{host.user} secure_path="{secure_path}"',
-            f"{host.user} ALL=(root) {tag}ALL",
-        ]
 
     def close(self) -> None:
         self._closing.set()

@@ -11,10 +11,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import psutil
 import pytest
 
+from loadgen import telemetry
 from loadgen.runner import run
 from loadgen.spec import DeviceSpec, parse_spec
 from loadgen.telemetry import HostLoad, ProcessSampler, Telemetry
@@ -119,13 +121,27 @@ def test_proc_fallback_agrees_with_psutil(monkeypatch: pytest.MonkeyPatch) -> No
         patch.setitem(sys.modules, "psutil", None)  # import psutil -> ImportError
         fallback = ProcessSampler()
     assert fallback.source == "/proc"
-    wall, process = time.monotonic(), time.process_time()
+    # /proc/self's CPU seconds are this process's own CPU clock, however busy the host
+    proc_before, own_before = fallback._proc_cpu_seconds(), time.process_time()
     _burn(0.3)
-    cpu, rss = fallback.sample()
-    # What this process really got of a core meanwhile (less than 100 % on a busy host).
-    expected = 100 * (time.process_time() - process) / (time.monotonic() - wall)
-    assert cpu == pytest.approx(expected, rel=0.15, abs=3)  # however busy the host
+    proc_used = fallback._proc_cpu_seconds() - proc_before
+    assert proc_used == pytest.approx(time.process_time() - own_before, abs=0.05)
+    _cpu, rss = fallback.sample()
     assert rss == pytest.approx(psutil.Process().memory_info().rss, rel=0.1)
+
+
+def test_proc_fallback_cpu_percent_is_cpu_seconds_over_the_interval(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the process got of a core between two samples, on a virtual clock: 0.2 CPU
+    seconds in 0.5 s is 40 %; a second sample at the same instant has no interval."""
+    clock, cpu_seconds = iter([100.0, 100.5, 100.5]), iter([10.0, 10.2, 10.2])
+    monkeypatch.setitem(sys.modules, "psutil", None)
+    monkeypatch.setattr(telemetry, "time", SimpleNamespace(monotonic=lambda: next(clock)))
+    monkeypatch.setattr(ProcessSampler, "_proc_cpu_seconds",
+                        staticmethod(lambda: next(cpu_seconds)))
+    sampler = ProcessSampler()
+    assert sampler.sample()[0] == pytest.approx(40.0)
+    assert sampler.sample()[0] == 0.0
 
 
 def test_mig_backed_vgpu_guest_samples_its_mig_device() -> None:

@@ -5,15 +5,17 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from tests.labs.connect import FAST
 from tests.labs.sshlab import LabHost, SshLab, fake_driver_installer
 from vgpu.model.inventory import Drivers, Inventory
 from vgpu.model.load import load_inventory, load_scenario
 from vgpu.planner import build_plan
 from vgpu.provision.adapter import HarnessOptions, jobs_from_plan
-from vgpu.provision.fanout import Job
+from vgpu.provision.fanout import Job, provision_all
+from vgpu.provision.report import RunReport
 from vgpu.provision.requirements import GuestRequirements, HarnessSpec
 from vgpu.provision.steps.harness import harness_version
-from vgpu.remote.targets import HostTarget
+from vgpu.remote.targets import ConnectOptions, HostTarget
 from vgpu.remote.transport import SudoSettings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,6 +75,26 @@ def serve_toolkit_key(lab: SshLab) -> None:
 
 def jobs(lab: SshLab, req: GuestRequirements, *, sudo: bool = False) -> list[Job]:
     return [Job(target(h, with_sudo=sudo), req) for h in lab.hosts]
+
+
+def provision_jobs(job_list: list[Job], tmp: Path, name: str, *,
+                   options: ConnectOptions = FAST, concurrency: int = 1,
+                   scenario: str = "adhoc", dry_run: bool = False,
+                   log_folder: str = "") -> RunReport:
+    """Provisions ``job_list``: its logs in ``tmp/log_folder/name``, its state in
+    ``tmp/state`` (shared by the runs of one test, as a second run on a real lab finds
+    the first one's)."""
+    return provision_all(job_list, options=options, log_dir=tmp / log_folder / name,
+                         state_dir=tmp / "state", scenario=scenario, concurrency=concurrency,
+                         dry_run=dry_run)
+
+
+def provision_lab(lab: SshLab, tmp: Path, name: str, *, steps: tuple[str, ...] = ALL_STEPS,
+                  dry_run: bool = False, **changes: object) -> RunReport:
+    """Provisions every host of ``lab`` with ``steps`` of the lab's requirements (with
+    ``changes``), one host at a time."""
+    req = requirements(tmp / "files", steps=steps, **changes)
+    return provision_jobs(jobs(lab, req), tmp, name, dry_run=dry_run)
 
 
 def leftover_temp_files(lab: SshLab) -> list[Path]:

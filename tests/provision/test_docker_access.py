@@ -5,16 +5,14 @@ group applies, and proves `docker info` as that user."""
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
 
-from tests.labs.connect import FAST
+from tests.labs.fixtures import ssh_lab
 from tests.labs.sshlab import LabHost, SshLab
-from tests.provision.lab_jobs import jobs, requirements
-from vgpu.provision.fanout import provision_all
-from vgpu.provision.report import RunReport
+from tests.provision.lab_jobs import provision_lab
 from vgpu.provision.step import Outcome
 from vgpu.provision.steps.system import parse_docker_access
 
@@ -22,16 +20,10 @@ pytestmark = pytest.mark.sshd
 STEPS = ("os-facts", "container-runtime:docker")
 
 
-@pytest.fixture
-def lab() -> Iterator[SshLab]:
-    with SshLab(1) as lab:
-        yield lab
+lab = ssh_lab(1)
 
 
-def provision(lab: SshLab, tmp: Path, name: str) -> RunReport:
-    req = requirements(tmp / "files", steps=STEPS)
-    return provision_all(jobs(lab, req), options=FAST, log_dir=tmp / name,
-                         state_dir=tmp / "state", concurrency=1)
+provision = partial(provision_lab, steps=STEPS)
 
 
 def ssh(host: LabHost, command: str) -> subprocess.CompletedProcess[str]:

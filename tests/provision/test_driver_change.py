@@ -5,25 +5,23 @@ unloads it, installs, reboots and proves the new version with nvidia-smi."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from tests.labs.connect import FAST
+from tests.labs.fixtures import ssh_lab
 from tests.labs.sshlab import SshLab, fake_driver_installer
 from tests.provision.lab_jobs import (
     GA_KERNEL,
     driver_files,
-    jobs,
-    requirements,
+    provision_lab,
     scenario_jobs,
     sim_inventory,
     target,
 )
 from tests.provision.scripted import ScriptedTransport
-from vgpu.provision.fanout import provision_all
-from vgpu.provision.report import RunReport
 from vgpu.provision.requirements import GuestRequirements
 from vgpu.provision.running_driver import judge_running_driver
 from vgpu.provision.step import HostContext, Outcome, StepFailed
@@ -39,17 +37,10 @@ STEPS = ("os-facts", "nvidia-driver", "vgpu-licensing", "verify-gpu")
 MODULE_LOADED = "An NVIDIA kernel module 'nvidia' appears to already be loaded in your kernel"
 
 
-@pytest.fixture
-def lab() -> Iterator[SshLab]:
-    with SshLab(1) as lab:
-        lab.hosts[0].set_kernel(GA_KERNEL, nouveau=False)
-        yield lab
+lab = ssh_lab(1, prepare=lambda lab: lab.hosts[0].set_kernel(GA_KERNEL, nouveau=False))
 
 
-def provision(lab: SshLab, tmp: Path, name: str, **changes: object) -> RunReport:
-    req = requirements(tmp / "files", steps=STEPS, reboot_timeout_s=60, **changes)
-    return provision_all(jobs(lab, req), options=FAST, log_dir=tmp / name,
-                         state_dir=tmp / "state", concurrency=1)
+provision = partial(provision_lab, steps=STEPS, reboot_timeout_s=60)
 
 
 def smi_versions(lab: SshLab, tmp: Path, command: str) -> tuple[int, str]:

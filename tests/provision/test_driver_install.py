@@ -6,18 +6,16 @@ goes on to install the driver with --dkms; a second run changes nothing."""
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
 
-from tests.labs.connect import FAST
+from tests.labs.fixtures import ssh_lab
 from tests.labs.sshlab import SshLab
-from tests.provision.lab_jobs import GA_KERNEL, HWE_KERNEL, jobs, requirements
+from tests.provision.lab_jobs import GA_KERNEL, HWE_KERNEL, provision_lab
 from vgpu.provision.facts import OsFacts
-from vgpu.provision.fanout import provision_all
 from vgpu.provision.reboot import reboot_and_reconnect
-from vgpu.provision.report import RunReport
 from vgpu.provision.requirements import GuestRequirements
 from vgpu.provision.step import HostContext, Outcome, StepFailed
 from vgpu.provision.steps.kernel import NOUVEAU_BLACKLIST_TEXT, kernel_gcc_major
@@ -38,17 +36,10 @@ def test_kernel_gcc_from_proc_version() -> None:
     assert kernel_gcc_major("Linux version 6.1.0 (clang version 17.0.6)") is None
 
 
-@pytest.fixture
-def lab() -> Iterator[SshLab]:
-    with SshLab(1) as lab:
-        lab.hosts[0].set_kernel(HWE_KERNEL, nouveau=True)
-        yield lab
+lab = ssh_lab(1, prepare=lambda lab: lab.hosts[0].set_kernel(HWE_KERNEL, nouveau=True))
 
 
-def provision(lab: SshLab, tmp: Path, name: str) -> RunReport:
-    req = requirements(tmp / "files", steps=STEPS, reboot_timeout_s=60)
-    return provision_all(jobs(lab, req), options=FAST, log_dir=tmp / name,
-                         state_dir=tmp / "state", concurrency=1)
+provision = partial(provision_lab, steps=STEPS, reboot_timeout_s=60)
 
 
 @pytest.mark.sshd

@@ -5,12 +5,12 @@ vGPU scenario gets the -grid.run from drivers.guest_driver."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.labs.connect import FAST
+from tests.labs.fixtures import ssh_lab
 from tests.labs.sshlab import SshLab, lab_host_targets
 from tests.provision.lab_jobs import driver_files, scenario_jobs, sim_inventory
 from vgpu.errors import InputError
@@ -58,13 +58,13 @@ def test_datacenter_scenario_refuses_a_missing_or_grid_driver(tmp_path: Path) ->
     assert info.value.exit_code == 2
 
 
-@pytest.fixture
-def lab() -> Iterator[SshLab]:
-    with SshLab(1) as lab:
-        # What a passthrough VM's nvidia-smi shows: the GPU itself, no vGPU type.
-        lab.hosts[0].set_sim("hardware", "gpu_name=NVIDIA A100 80GB PCIe\nmig_profile=\n"
-                             "gpu_uuid=3f1c8a52-0000-4000-8000-000000000001\n")
-        yield lab
+def _passthrough_gpu(lab: SshLab) -> None:
+    # What a passthrough VM's nvidia-smi shows: the GPU itself, no vGPU type.
+    lab.hosts[0].set_sim("hardware", "gpu_name=NVIDIA A100 80GB PCIe\nmig_profile=\n"
+                         "gpu_uuid=3f1c8a52-0000-4000-8000-000000000001\n")
+
+
+lab = ssh_lab(1, prepare=_passthrough_gpu)
 
 
 @pytest.mark.sshd

@@ -6,13 +6,13 @@ that one line changed."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.labs.connect import FAST
+from tests.labs.fixtures import ssh_lab
 from tests.labs.sshlab import SshLab, lab_host_targets
 from tests.provision.lab_jobs import guest_files
 from vgpu.model.inventory import Drivers
@@ -51,10 +51,7 @@ def test_feature_type_follows_the_vms_gpus(tmp_path: Path) -> None:
                      tmp_path).requirements.feature_type == 2
 
 
-@pytest.fixture
-def lab() -> Iterator[SshLab]:
-    with SshLab(1) as lab:
-        yield lab
+lab = ssh_lab(1)
 
 
 def gridd_conf(lab: SshLab, job: Job, tmp: Path) -> str:

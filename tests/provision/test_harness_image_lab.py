@@ -13,23 +13,22 @@ import dataclasses
 import re
 import shutil
 import subprocess
+from functools import partial
 from pathlib import Path
 
 import pytest
 import yaml
 
 from loadgen import HARNESS_VERSION
-from tests.labs.connect import FAST
 from tests.labs.dockerlab import BASE_TAG, HARNESS_TAG, HarnessLab
 from tests.labs.sshlab import SshLab
-from tests.provision.lab_jobs import target
+from tests.provision.lab_jobs import provision_jobs, target
 from vgpu.container.docker import DockerCli
 from vgpu.container.images import DOCKERFILE, data_file_text
 from vgpu.model.load import load_inventory, load_scenario
 from vgpu.planner import build_plan
 from vgpu.provision.adapter import jobs_from_plan
-from vgpu.provision.fanout import Job, provision_all
-from vgpu.provision.report import RunReport
+from vgpu.provision.fanout import Job
 from vgpu.provision.requirements import GuestRequirements, HarnessImageSpec
 from vgpu.provision.step import Outcome
 from vgpu.provision.steps.gpuprobe import TOOLKIT_FIX
@@ -78,12 +77,9 @@ def planned_jobs(lab: SshLab, address: str, tmp: Path) -> list[Job]:
     return result
 
 
-def provision(jobs: list[Job], tmp: Path, name: str, dry_run: bool = False) -> RunReport:
-    """One host at a time: the lab's guests share one daemon (real guests have their own),
-    so the second guest finds the image the first one built."""
-    return provision_all(jobs, options=FAST, log_dir=tmp / "logs" / name,
-                         state_dir=tmp / "state", scenario="img", concurrency=1,
-                         dry_run=dry_run)
+# One host at a time (provision_jobs' default): the lab's guests share one daemon (real
+# guests have their own), so the second guest finds the image the first one built.
+provision = partial(provision_jobs, scenario="img", log_folder="logs")
 
 
 def guest_image_id(lab: SshLab, address: str) -> str:

@@ -6,12 +6,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.labs.fixtures import ssh_lab
 from tests.labs.sshlab import SshLab
 from tests.provision.lab_jobs import (
     SUDO_ENV,
@@ -26,11 +26,8 @@ CATALOGUE_SCENARIO = ROOT / "scenarios" / "mig_1x1g.yaml"
 pytestmark = [pytest.mark.sshd, pytest.mark.slow]
 
 
-@pytest.fixture(scope="module")
-def lab() -> Iterator[SshLab]:
-    with SshLab(1, sudo_password=SUDO_PASSWORD, trust_host_keys=False) as lab:
-        serve_toolkit_key(lab)
-        yield lab
+lab = ssh_lab(1, scope="module", prepare=serve_toolkit_key, sudo_password=SUDO_PASSWORD,
+              trust_host_keys=False)
 
 
 def write_inventory(lab: SshLab, directory: Path, **drivers: str) -> Path:

@@ -6,18 +6,20 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from tests.labs.connect import FAST
+from tests.labs.fixtures import ssh_lab
 from tests.labs.sshlab import SshLab
 from tests.provision.lab_jobs import (
     SUDO_ENV,
     SUDO_PASSWORD,
     jobs,
     leftover_temp_files,
+    provision_jobs,
     requirements,
     serve_toolkit_key,
     target,
@@ -31,11 +33,7 @@ from vgpu.remote.targets import ConnectOptions
 pytestmark = pytest.mark.sshd
 
 
-@pytest.fixture
-def lab() -> Iterator[SshLab]:
-    with SshLab(2, sudo_password=SUDO_PASSWORD) as lab:
-        serve_toolkit_key(lab)
-        yield lab
+lab = ssh_lab(2, prepare=serve_toolkit_key, sudo_password=SUDO_PASSWORD)
 
 
 @pytest.fixture(autouse=True)
@@ -43,10 +41,7 @@ def _sudo_password(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(SUDO_ENV, SUDO_PASSWORD)
 
 
-def provision(job_list: list[Job], tmp: Path, name: str,
-              options: ConnectOptions = FAST) -> RunReport:
-    return provision_all(job_list, options=options, log_dir=tmp / "logs" / name,
-                         state_dir=tmp / "state", scenario="t", concurrency=4)
+provision = partial(provision_jobs, scenario="t", concurrency=4, log_folder="logs")
 
 
 def drop_when_started(lab: SshLab, marker: str, work: threading.Thread) -> None:
@@ -119,7 +114,7 @@ def test_unreachable_and_rekeyed_hosts_fail_alone(lab: SshLab, tmp_path: Path) -
     job_list = [Job(target(lab.hosts[0], with_sudo=True), req), Job(ghost, req),
                 Job(target(lab.hosts[1], with_sudo=True), req)]
     report = provision(job_list, tmp_path, "mixed",
-                       ConnectOptions(connect_timeout=2, retries=1, backoff=0.05))
+                       options=ConnectOptions(connect_timeout=2, retries=1, backoff=0.05))
     assert report.exit_code == 1
     ok, ghost_report, rekeyed = report.hosts
     assert not ok.failed and ok.step("base-packages").outcome is Outcome.CHANGED

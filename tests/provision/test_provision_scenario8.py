@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import dataclasses
 import io
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from rich.console import Console
 
 from tests.labs.connect import FAST
+from tests.labs.fixtures import ssh_lab
 from tests.labs.sshlab import SshLab
 from tests.provision.lab_jobs import (
     SUDO_ENV,
@@ -38,11 +38,7 @@ MUTATING = ["base-packages", "container-runtime:docker", "nvidia-driver",
             "nvidia-container-toolkit", "vgpu-licensing", "node-harness"]
 
 
-@pytest.fixture(scope="module")
-def lab() -> Iterator[SshLab]:
-    with SshLab(7, sudo_password=SUDO_PASSWORD) as lab:
-        serve_toolkit_key(lab)
-        yield lab
+lab = ssh_lab(7, scope="module", prepare=serve_toolkit_key, sudo_password=SUDO_PASSWORD)
 
 
 def scenario8_jobs(lab: SshLab, files: Path) -> list[Job]:

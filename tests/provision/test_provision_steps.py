@@ -3,16 +3,15 @@ the wrong MIG profile, the harness venv, and sudo passwords read from a file."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from tests.labs.connect import FAST
+from tests.labs.fixtures import ssh_lab
 from tests.labs.sshlab import SshLab, fake_driver_installer
-from tests.provision.lab_jobs import SUDO_PASSWORD, jobs, requirements, target
-from vgpu.provision.fanout import Job, provision_all
-from vgpu.provision.report import RunReport
+from tests.provision.lab_jobs import SUDO_PASSWORD, jobs, provision_jobs, requirements, target
 from vgpu.provision.requirements import GuestRequirements
 from vgpu.provision.runner import provision_host
 from vgpu.provision.step import Check, HostContext, Outcome, Step
@@ -30,15 +29,10 @@ pytestmark = pytest.mark.sshd
 DRIVER_URL = "https://downloads.example.com/NVIDIA-Linux-x86_64-550.54.15-grid.run"
 
 
-@pytest.fixture
-def lab() -> Iterator[SshLab]:
-    with SshLab(1) as lab:
-        yield lab
+lab = ssh_lab(1)
 
 
-def provision(job_list: list[Job], tmp: Path, name: str) -> RunReport:
-    return provision_all(job_list, options=FAST, log_dir=tmp / name, state_dir=tmp / "state",
-                         concurrency=2)
+provision = partial(provision_jobs, concurrency=2)
 
 
 def test_driver_from_url_apptainer_and_harness(lab: SshLab, tmp_path: Path) -> None:

@@ -4,32 +4,23 @@ or a signed module)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
 
-from tests.labs.connect import FAST
+from tests.labs.fixtures import ssh_lab
 from tests.labs.sshlab import SshLab
-from tests.provision.lab_jobs import jobs, requirements
-from vgpu.provision.fanout import provision_all
-from vgpu.provision.report import RunReport
+from tests.provision.lab_jobs import provision_lab
 from vgpu.provision.steps.kernel import secure_boot_enabled
 
 pytestmark = pytest.mark.sshd
 
 
-@pytest.fixture
-def lab() -> Iterator[SshLab]:
-    with SshLab(1) as lab:
-        lab.hosts[0].set_sim("secure-boot", "enabled")
-        yield lab
+lab = ssh_lab(1, prepare=lambda lab: lab.hosts[0].set_sim("secure-boot", "enabled"))
 
 
-def provision(lab: SshLab, tmp: Path, name: str) -> RunReport:
-    req = requirements(tmp / "files", steps=("os-facts", "nvidia-driver"))
-    return provision_all(jobs(lab, req), options=FAST, log_dir=tmp / name,
-                         state_dir=tmp / "state", concurrency=1)
+provision = partial(provision_lab, steps=("os-facts", "nvidia-driver"))
 
 
 def test_secure_boot_guest_is_refused_with_the_fix_and_left_alone(lab: SshLab,

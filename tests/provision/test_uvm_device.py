@@ -4,16 +4,14 @@ instead of failing."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
 
-from tests.labs.connect import FAST
+from tests.labs.fixtures import ssh_lab
 from tests.labs.sshlab import SshLab
-from tests.provision.lab_jobs import jobs, requirements, serve_toolkit_key
-from vgpu.provision.fanout import provision_all
-from vgpu.provision.report import RunReport
+from tests.provision.lab_jobs import provision_lab, serve_toolkit_key
 from vgpu.provision.requirements import HarnessImageSpec
 from vgpu.provision.step import Outcome
 
@@ -22,17 +20,10 @@ STEPS = ("os-facts", "container-runtime:docker", "nvidia-driver", "nvidia-contai
          "gpu-probe")
 
 
-@pytest.fixture
-def lab() -> Iterator[SshLab]:
-    with SshLab(1) as lab:
-        serve_toolkit_key(lab)
-        yield lab
+lab = ssh_lab(1, prepare=serve_toolkit_key)
 
 
-def provision(lab: SshLab, tmp: Path, name: str, dry_run: bool = False) -> RunReport:
-    req = requirements(tmp / "files", steps=STEPS, image=HarnessImageSpec(tag="vgpu-harness:t"))
-    return provision_all(jobs(lab, req), options=FAST, log_dir=tmp / name,
-                         state_dir=tmp / "state", concurrency=1, dry_run=dry_run)
+provision = partial(provision_lab, steps=STEPS, image=HarnessImageSpec(tag="vgpu-harness:t"))
 
 
 def test_gpu_probe_creates_the_uvm_node_on_a_fresh_guest(lab: SshLab, tmp_path: Path) -> None:

@@ -3,12 +3,12 @@ recorded); a changed key is always refused with the host named and the fix."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.labs.connect import FAST
+from tests.labs.fixtures import ssh_lab
 from tests.labs.sshlab import SshLab, lab_available
 from tests.provision.lab_jobs import target
 from vgpu.remote.errors import HostKeyError
@@ -21,10 +21,7 @@ pytestmark = [pytest.mark.sshd,
               pytest.mark.skipif(lab_available() is not None, reason=str(lab_available()))]
 
 
-@pytest.fixture
-def lab() -> Iterator[SshLab]:
-    with SshLab(2, guest_sim=False, trust_host_keys=False) as lab:
-        yield lab
+lab = ssh_lab(2, guest_sim=False, trust_host_keys=False)
 
 
 def connect(lab: SshLab, tmp_path: Path, accept_new: bool, index: int = 0) -> SSHTransport:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.labs.connect import FAST
+from tests.labs.fixtures import ssh_lab
 from tests.labs.sshlab import SshLab, lab_available
 from tests.provision.lab_jobs import SUDO_ENV, SUDO_PASSWORD, target
 from vgpu.remote.errors import AuthError, CommandTimeout, ConnectionLost
@@ -26,10 +27,7 @@ pytestmark = [pytest.mark.sshd,
               pytest.mark.skipif(lab_available() is not None, reason=str(lab_available()))]
 
 
-@pytest.fixture(scope="module")
-def lab() -> Iterator[SshLab]:
-    with SshLab(2, sudo_password=SUDO_PASSWORD, guest_sim=False) as lab:
-        yield lab
+lab = ssh_lab(2, scope="module", sudo_password=SUDO_PASSWORD, guest_sim=False)
 
 
 @pytest.fixture(autouse=True)

@@ -3,7 +3,6 @@ workload FAIL whatever its throughput, with the measured value in the reason."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ from pydantic import ValidationError
 from rich.console import Console
 
 from loadgen.contract import AccuracySpec
+from tests.results.series import Repeat, record_series
 from vgpu.bench.outcome import BenchOutcome, WorkloadOutcome
 from vgpu.bench.summary import as_json, workload_table
 from vgpu.bench.workload import (
@@ -25,7 +25,7 @@ from vgpu.model import load_scenario
 from vgpu.model.scenario import InferenceWorkload, Scenario
 from vgpu.results.accuracy import ACCURACY_CHECK, ACCURACY_REFERENCE, accuracy_check
 from vgpu.results.judge import judge_against_baseline
-from vgpu.results.records import InstanceResult, RunStart
+from vgpu.results.records import InstanceResult
 from vgpu.results.series import SeriesData, load_series
 from vgpu.results.store import ResultStore
 
@@ -43,20 +43,16 @@ def add_series(store: ResultStore, scenario_id: str,
                repeats: Sequence[dict[str, tuple[float, float | None]]],
                target: float | None = TARGET) -> SeriesData:
     """One ok run per repeat; each instance's (throughput, accuracy value or None)."""
-    series_id = uuid.uuid4().hex
     detail: dict[str, Any] = {"loadgen_scenario": "Offline"}
     if target is not None:
         detail["accuracy"] = {"target": target, "dataset": None, "samples": 256}
-    for index, per_instance in enumerate(repeats):
-        instances = [InstanceResult(
-            name=name, status="ok", device_kind="cpu", validity="VALID", throughput=rate,
-            result={"status": "ok", "accuracy": None if value is None else accuracy(value)})
-            for name, (rate, value) in per_instance.items()]
-        store.record_run(RunStart(
-            series_id=series_id, scenario_id=scenario_id, scenario_name=f"s{scenario_id}",
-            workload=WORKLOAD, target_kind="vm", repeat_index=index, workload_detail=detail,
-        ), "ok", instances=instances)
-    return load_series(store, series_id)
+    runs = [Repeat([InstanceResult(
+        name=name, status="ok", device_kind="cpu", validity="VALID", throughput=rate,
+        result={"status": "ok", "accuracy": None if value is None else accuracy(value)})
+        for name, (rate, value) in per_instance.items()]) for per_instance in repeats]
+    stored = record_series(store, runs, scenario_id=scenario_id, workload=WORKLOAD,
+                           workload_detail=detail)
+    return load_series(store, stored.series_id)
 
 
 def scenario() -> Scenario:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from tests.results.conftest import AddSeries
+from tests.results.series import AddSeries
 from vgpu.results.judge import compare_series
 from vgpu.results.noise import (
     BASELINE_SERIES_FLOOR,

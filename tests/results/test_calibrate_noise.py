@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from tests.cli.invoke import run_cli
-from tests.results.conftest import AddSeries
+from tests.results.series import AddSeries
 from vgpu.exitcodes import exit_for
 from vgpu.results.noise_store import class_key
 from vgpu.results.series import SYSTEM_THROUGHPUT, load_series, series_of_run

@@ -4,16 +4,15 @@ file, read back and used by `vgpu compare --references` with the two-sample stat
 from __future__ import annotations
 
 import json
-import uuid
 from pathlib import Path
 
 import yaml
 
 from tests.cli.invoke import run_cli
-from tests.results.conftest import AddSeries
+from tests.results.series import AddSeries, Repeat, record_series
 from vgpu.results.calibration import calibrate, host_class
 from vgpu.results.noise_store import calibrate_series
-from vgpu.results.records import InstanceResult, Platform, RunStart
+from vgpu.results.records import InstanceResult, Platform
 from vgpu.results.series import SeriesData, load_series, series_of_run
 from vgpu.results.store import ResultStore
 
@@ -93,16 +92,11 @@ def test_the_host_class_does_not_depend_on_the_repeat_count(store: ResultStore) 
     """One entry per instance: series of 2 and of 3 repeats of one configuration (one
     4g and one 1g instance) are one class, as `vgpu calibrate noise` pools them."""
     def series(repeats: int) -> SeriesData:
-        series_id = uuid.uuid4().hex
-        for index in range(repeats):
-            store.record_run(
-                RunStart(series_id=series_id, scenario_id="6", scenario_name="s6",
-                         workload="w", target_kind="vm", repeat_index=index),
-                "ok", instances=[InstanceResult(
-                    name=name, status="ok", validity="VALID", throughput=100.0,
-                    platform=Platform(gpu="A100-80GB", mig_profile=profile))
-                    for name, profile in (("a", "4g.40gb"), ("b", "1g.10gb"))])
-        return load_series(store, series_id)
+        run = Repeat([InstanceResult(
+            name=name, status="ok", validity="VALID", throughput=100.0,
+            platform=Platform(gpu="A100-80GB", mig_profile=profile))
+            for name, profile in (("a", "4g.40gb"), ("b", "1g.10gb"))])
+        return load_series(store, record_series(store, [run] * repeats, workload="w").series_id)
 
     two, three = series(2), series(3)
     assert host_class(two) == host_class(three)

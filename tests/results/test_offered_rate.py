@@ -4,13 +4,12 @@ repeat against the reference's."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 
-from tests.results.conftest import QUIET
+from tests.results.series import QUIET, Repeat, record_series
 from vgpu.results.judge import compare_series
 from vgpu.results.offered_rate import OFFERED_RATE_CHECK
-from vgpu.results.records import InstanceResult, RunStart
+from vgpu.results.records import InstanceResult
 from vgpu.results.series import SYSTEM_THROUGHPUT, WORST_P99, load_series
 from vgpu.results.store import ResultStore
 
@@ -18,21 +17,17 @@ from vgpu.results.store import ResultStore
 def _series(store: ResultStore, valid: Sequence[bool], *, target_kind: str = "vm",
             samples_s: float = 100.0, p99_ms: float = 4.0, target_qps: float = 100.0) -> str:
     """Three instances at a target of ``target_qps`` each; ``valid`` per repeat."""
-    series_id = uuid.uuid4().hex
-    for index, ok in enumerate(valid):
-        start = RunStart(series_id=series_id, scenario_id="6" if target_kind == "vm" else "bm6",
-                         scenario_name="s6", workload="resnet50/tiny onnxruntime Server",
-                         target_kind=target_kind, repeat_index=index,  # type: ignore[arg-type]
-                         workload_detail={"loadgen_scenario": "Server", "target_qps": target_qps,
-                                          "repeats": len(valid)})
-        instances = [InstanceResult(
-            name=name, status="ok", device_kind="cpu", validity="VALID" if ok else "INVALID",
-            validity_reasons=[] if ok else ["99th percentile latency above the bound"],
-            throughput=samples_s, latency_ns={"p99": p99_ms * 1e6, "p50": p99_ms * 0.5e6},
-            timed_start_unix=1000.0, timed_end_unix=1010.0, result={"status": "ok"})
-            for name in ("4g", "2g", "1g")]
-        store.record_run(start, "ok", instances=instances, sync_skew_s=0.002)
-    return series_id
+    runs = [Repeat([InstanceResult(
+        name=name, status="ok", device_kind="cpu", validity="VALID" if ok else "INVALID",
+        validity_reasons=[] if ok else ["99th percentile latency above the bound"],
+        throughput=samples_s, latency_ns={"p99": p99_ms * 1e6, "p50": p99_ms * 0.5e6},
+        timed_start_unix=1000.0, timed_end_unix=1010.0, result={"status": "ok"})
+        for name in ("4g", "2g", "1g")], sync_skew_s=0.002) for ok in valid]
+    return record_series(
+        store, runs, scenario_id="6" if target_kind == "vm" else "bm6", scenario_name="s6",
+        workload="resnet50/tiny onnxruntime Server", target_kind=target_kind,
+        workload_detail={"loadgen_scenario": "Server", "target_qps": target_qps,
+                         "repeats": len(valid)}).series_id
 
 
 def _judge(store: ResultStore, vm: str, bare: str) -> dict[str, tuple[str, str]]:

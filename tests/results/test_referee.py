@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tests.results.conftest import QUIET
+from tests.results.series import QUIET
 from vgpu import catalog
 from vgpu.results.judge import judge_against_baseline, judge_stored, judged_as_one_family
 from vgpu.results.noise_store import class_key

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from matplotlib import image as mpimg
 
-from tests.results.conftest import QUIET
+from tests.results.series import QUIET
 from vgpu import catalog
 from vgpu.results.judge import judge_against_baseline
 from vgpu.results.noise_store import class_key

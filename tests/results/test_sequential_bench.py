@@ -4,14 +4,13 @@ stores the next synthetic throughput)."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.results.conftest import QUIET
+from tests.results.series import QUIET, Repeat, record_series
 from vgpu import catalog
 from vgpu.bench import pacing, session
 from vgpu.bench.devices import cpu_device
@@ -24,7 +23,7 @@ from vgpu.errors import InputError
 from vgpu.model.scenario import InferenceWorkload
 from vgpu.results import judge
 from vgpu.results.noise import NoiseLevels, uncalibrated
-from vgpu.results.records import InstanceResult, RunStart
+from vgpu.results.records import InstanceResult
 from vgpu.results.store import ResultStore
 
 WORKLOAD = "resnet50-offline"
@@ -32,13 +31,10 @@ REFERENCE = [1000.0, 1010.0, 990.0, 1005.0, 995.0, 1000.0, 1008.0, 992.0, 1003.0
 
 
 def _store_baseline(store: ResultStore, key: str) -> None:
-    series_id = uuid.uuid4().hex
-    for index, value in enumerate(REFERENCE):
-        start = RunStart(series_id=series_id, scenario_id="bm6", scenario_name="bm6",
-                         workload=key, target_kind="bare-metal", repeat_index=index,
-                         workload_detail={"loadgen_scenario": "Offline",
-                                          "repeats": len(REFERENCE)})
-        store.record_run(start, "ok", instances=[_instance(value)])
+    record_series(store, [Repeat([_instance(value)]) for value in REFERENCE],
+                  scenario_id="bm6", scenario_name="bm6", workload=key,
+                  target_kind="bare-metal",
+                  workload_detail={"loadgen_scenario": "Offline", "repeats": len(REFERENCE)})
 
 
 def _instance(throughput: float) -> InstanceResult:

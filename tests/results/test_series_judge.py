@@ -4,7 +4,7 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.results.conftest import QUIET
+from tests.results.series import QUIET
 from vgpu.errors import InputError
 from vgpu.results.compare import Reference
 from vgpu.results.disturbance import (

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from loadgen.contract import RunResult, parse_run_result
-from tests.results.conftest import QUIET
+from tests.results.series import QUIET
 from vgpu.results.judge import compare_series
 from vgpu.results.records import Metric
 from vgpu.results.series import load_series, series_of_run

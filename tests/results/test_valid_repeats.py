@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from tests.results.conftest import QUIET
+from tests.results.series import QUIET, Repeat, record_series
 from vgpu.results.compare import Reference
 from vgpu.results.judge import compare_series, compare_with_references
 from vgpu.results.records import InstanceResult, Metric, RunStart, TargetKind
@@ -31,18 +31,13 @@ def _series(store: ResultStore, repeats: Sequence[tuple[float, str]], *,
             min_valid: int | None = None, overlap: float = 0.97) -> str:
     """One run per repeat: (instance a's samples/s, validity of instance b); b runs at
     half of a's rate."""
-    series_id = uuid.uuid4().hex
     detail = {"loadgen_scenario": "SingleStream", "repeats": len(repeats),
               "min_valid": min_valid}
-    for index, (rate, validity) in enumerate(repeats):
-        start = RunStart(series_id=series_id, scenario_id="6", scenario_name="s6",
-                         workload="w", target_kind=target_kind, repeat_index=index,
-                         workload_detail=detail)
-        store.record_run(start, "ok",
-                         instances=[_instance("a", rate, "VALID"),
-                                    _instance("b", rate / 2, validity)],
-                         metrics=[Metric(TIMED_OVERLAP, overlap, "fraction")])
-    return series_id
+    runs = [Repeat([_instance("a", rate, "VALID"), _instance("b", rate / 2, validity)],
+                   metrics=[Metric(TIMED_OVERLAP, overlap, "fraction")])
+            for rate, validity in repeats]
+    return record_series(store, runs, workload="w", target_kind=target_kind,
+                         workload_detail=detail).series_id
 
 
 MIXED = [(100.0, "VALID"), (101.0, "INVALID"), (99.0, "VALID"), (100.5, "VALID")]

@@ -13,9 +13,10 @@ import pytest
 import yaml
 
 from tests.cli.invoke import run_cli
+from tests.results.series import Repeat, record_series
 from vgpu.container.images import HeldImage, driver_at_least, ngc_base_for_cuda
 from vgpu.errors import InputError
-from vgpu.results.records import InstanceResult, Platform, RunStart
+from vgpu.results.records import InstanceResult, Platform
 from vgpu.results.store import ResultStore
 from vgpu.revalidate.image import (
     BaselineImage,
@@ -35,11 +36,12 @@ BASELINE = Platform(host="DC0_C0_H0", runtime="container", container_image="vgpu
 
 
 def _record(store: ResultStore, series: str, platform: Platform) -> int:
-    start = RunStart(series_id=series, scenario_id="6", scenario_name="six",
-                     workload="resnet50-offline", target_kind="vm", platform=platform)
     instances = [InstanceResult(name=f"s6-{n}", status="ok", throughput=100.0,
                                 platform=platform) for n in ("4g", "2g")]
-    return store.record_run(start, "ok", instances=instances)
+    [run_id] = record_series(store, [Repeat(instances)], series_id=series,
+                             scenario_name="six", workload="resnet50-offline",
+                             platform=platform).run_ids
+    return run_id
 
 
 def test_the_baseline_image_is_read_from_its_stored_platform(tmp_path: Path) -> None:

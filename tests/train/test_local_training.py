@@ -27,7 +27,9 @@ TINY = Overrides(batch_per_gpu=4, image_size=16, model="resnet-tiny", steps=5, w
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> tuple[ResultStore, dict[int, TrainingRun]]:
+def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[ResultStore, dict[int, TrainingRun]]:
+    """The tiny training runs of the 1, 2 and 4 node scenarios, stored once for the module
+    (runs on this machine, not a lab)."""
     root = tmp_path_factory.mktemp("training")
     store = ResultStore.open(root / "results.db")
     runs: dict[int, TrainingRun] = {}
@@ -43,9 +45,9 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> tuple[ResultStore, dict[int
 
 @pytest.mark.parametrize("ranks", [2, 4])
 def test_all_ranks_end_with_identical_parameters(
-    lab: tuple[ResultStore, dict[int, TrainingRun]], ranks: int
+    trained: tuple[ResultStore, dict[int, TrainingRun]], ranks: int
 ) -> None:
-    record = lab[1][ranks].record
+    record = trained[1][ranks].record
     assert record["status"] == "ok", record.get("reason")
     assert record["world_size"] == ranks and record["backend"] == "gloo"
     digests = {rank["param_digest"] for rank in record["ranks"]}
@@ -55,9 +57,9 @@ def test_all_ranks_end_with_identical_parameters(
 
 @pytest.mark.parametrize("ranks", NODE_COUNTS)
 def test_total_throughput_is_the_sum_over_ranks(
-    lab: tuple[ResultStore, dict[int, TrainingRun]], ranks: int
+    trained: tuple[ResultStore, dict[int, TrainingRun]], ranks: int
 ) -> None:
-    record = lab[1][ranks].record
+    record = trained[1][ranks].record
     per_rank = [rank["images_per_s"] for rank in record["ranks"]]
     assert len(per_rank) == ranks and all(value > 0 for value in per_rank)
     assert record["totals"]["images_per_s"] == pytest.approx(sum(per_rank))
@@ -72,9 +74,9 @@ def test_total_throughput_is_the_sum_over_ranks(
 
 
 def test_stored_run_holds_rank_instances_and_metrics(
-    lab: tuple[ResultStore, dict[int, TrainingRun]],
+    trained: tuple[ResultStore, dict[int, TrainingRun]],
 ) -> None:
-    store, runs = lab
+    store, runs = trained
     run_id = runs[4].run_id
     assert run_id is not None
     stored = store.run(run_id)
@@ -90,9 +92,9 @@ def test_stored_run_holds_rank_instances_and_metrics(
 
 
 def test_scaling_report_is_computed_from_stored_runs_and_stored_back(
-    lab: tuple[ResultStore, dict[int, TrainingRun]],
+    trained: tuple[ResultStore, dict[int, TrainingRun]],
 ) -> None:
-    store, runs = lab
+    store, runs = trained
     report = build_scaling_report(store, [f"train_multinode_{n}" for n in NODE_COUNTS])
     totals = {n: runs[n].record["totals"]["images_per_s"] for n in NODE_COUNTS}
     assert [row.nodes for row in report.rows] == list(NODE_COUNTS)
@@ -110,9 +112,9 @@ def test_scaling_report_is_computed_from_stored_runs_and_stored_back(
 
 
 def test_torchrun_leaves_no_process_behind(
-    lab: tuple[ResultStore, dict[int, TrainingRun]],
+    trained: tuple[ResultStore, dict[int, TrainingRun]],
 ) -> None:
-    node_dir = lab[1][4].out_dir / "node"
+    node_dir = trained[1][4].out_dir / "node"
     assert not (node_dir / "launch.pid").exists()
     assert (node_dir / "out" / "result.json").exists()
     assert sys.executable  # the ranks ran under this interpreter's torch

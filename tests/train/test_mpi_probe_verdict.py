@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.results.series import Repeat, record_series
 from vgpu.model.load import load_scenario
-from vgpu.results.records import Metric, Platform, RunStart
+from vgpu.results.records import Metric, Platform
 from vgpu.results.report import build_report
 from vgpu.results.store import ResultStore
 from vgpu.train.mpi_probe import MPI_PROBE_WORKLOAD
@@ -22,17 +23,14 @@ SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 def _probe_series(store: ResultStore, scenario: str, target: str,
                   busbw_peaks: list[float]) -> str:
     """Repeats stored as `vgpu train mpi-probe` stores them (run-level busbw metrics)."""
-    series = uuid.uuid4().hex[:12]
-    for index, peak in enumerate(busbw_peaks):
-        start = RunStart(series_id=series, scenario_id=scenario, scenario_name=scenario,
-                         workload=MPI_PROBE_WORKLOAD, target_kind=target, kind="allreduce",
-                         repeat_index=index,
-                         workload_detail={"backend": "mpi", "world_size": 2, "nodes": 2},
-                         platform=Platform(link_speed_gbps=10.0, rdma="none"))
-        store.record_run(start, "ok", metrics=[
-            Metric("busbw_peak", peak, "GB/s"), Metric("busbw_avg", peak * 0.6, "GB/s"),
-            Metric("busbw_link_share", peak / 1.25, "ratio")])
-    return series
+    runs = [Repeat(metrics=[
+        Metric("busbw_peak", peak, "GB/s"), Metric("busbw_avg", peak * 0.6, "GB/s"),
+        Metric("busbw_link_share", peak / 1.25, "ratio")]) for peak in busbw_peaks]
+    return record_series(
+        store, runs, series_id=uuid.uuid4().hex[:12], scenario_id=scenario,
+        scenario_name=scenario, workload=MPI_PROBE_WORKLOAD, target_kind=target,
+        kind="allreduce", workload_detail={"backend": "mpi", "world_size": 2, "nodes": 2},
+        platform=Platform(link_speed_gbps=10.0, rdma="none")).series_id
 
 
 def test_vm_probe_below_its_bare_metal_twin_fails_and_the_report_says_so(

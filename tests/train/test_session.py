@@ -17,7 +17,7 @@ import vgpu.catalog
 import vgpu.cli.train_view
 import vgpu.train.session as session
 from tests.cli.invoke import run_cli
-from tests.results.conftest import QUIET
+from tests.results.series import QUIET, series_starts
 from vgpu.cli import _register, app
 from vgpu.model import load_scenario
 from vgpu.model.scenario import Baseline, Scenario
@@ -63,13 +63,11 @@ def _record(images_per_s: float, step_p99_s: float = 0.1, comm_share: float = 0.
 
 def _store_series(store: ResultStore, series_id: str, scenario_id: str, values: Sequence[float],
                   target_kind: TargetKind, **record: float) -> list[int]:
-    ids = []
-    for index, value in enumerate(values):
-        start = RunStart(series_id=series_id, scenario_id=scenario_id, scenario_name=scenario_id,
-                         workload=WORKLOAD, target_kind=target_kind, repeat_index=index,
-                         kind="training")
-        ids.append(store_training_record(store, start, _record(value, **record), None))
-    return ids
+    starts = series_starts(len(values), series_id=series_id, scenario_id=scenario_id,
+                           scenario_name=scenario_id, workload=WORKLOAD,
+                           target_kind=target_kind, kind="training")
+    return [store_training_record(store, start, _record(value, **record), None)
+            for start, value in zip(starts, values, strict=True)]
 
 
 BARE_METAL = [10818.0, 10820.0, 10815.0]

@@ -13,10 +13,9 @@ import yaml
 
 from tests.cli.invoke import run_cli
 from tests.labs.vcsim import VcsimLab, lab_available
-from tests.results.conftest import _instance
+from tests.results.series import Repeat, instance, record_series
 from vgpu.errors import InputError
 from vgpu.model.load import load_inventory
-from vgpu.results.records import RunStart
 from vgpu.results.store import ResultStore
 from vgpu.vsphere.from_inventory import target_from_inventory
 
@@ -64,10 +63,10 @@ def test_the_cli_exits_2_on_a_world_readable_password_file(tmp_path: Path) -> No
 def _store_a_series(db: Path) -> list[int]:
     """Two stored repeats, so that report and exports have results to write."""
     with ResultStore.open(db) as store:
-        return [store.record_run(RunStart(
-            series_id="s-scan", scenario_id="8", scenario_name="s8", workload="resnet50",
-            target_kind="vm", repeat_index=i, workload_detail={"loadgen_scenario": "Offline"}),
-            "ok", instances=[_instance("s8-1g-1", 100.0 + i, 5.0)]) for i in range(2)]
+        return record_series(
+            store, [Repeat([instance("s8-1g-1", 100.0 + i, 5.0)]) for i in range(2)],
+            series_id="s-scan", scenario_id="8", workload="resnet50",
+            workload_detail={"loadgen_scenario": "Offline"}).run_ids
 
 
 @pytest.mark.vcsim

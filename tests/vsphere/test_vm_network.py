@@ -11,6 +11,7 @@ import yaml
 from pyVmomi import vim
 
 from tests.cli.invoke import run_cli
+from tests.labs.fixtures import lab_fixture
 from tests.labs.vcsim import VcsimLab, lab_available
 from vgpu.sim.lab import DV_PORT_GROUP, NETWORK, PORT_GROUP, LabShape
 from vgpu.vsphere.connection import connect
@@ -26,10 +27,7 @@ SCENARIO_1 = str(REPO / "scenarios" / "mig_1x7g.yaml")
 SCENARIO_8 = str(REPO / "scenarios" / "mig_7x1g.yaml")
 
 
-@pytest.fixture
-def lab() -> object:
-    with VcsimLab(LabShape(hosts=1)) as running:
-        yield running
+lab = lab_fixture(lambda: VcsimLab(LabShape(hosts=1)))
 
 
 def inventory_on(lab: VcsimLab, network: str, path: Path) -> str:

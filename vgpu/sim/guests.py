@@ -273,10 +273,7 @@ def _make_user() -> None:
              "--shell", "/bin/bash", GUEST_USER)
     run_checked("usermod", "-p", "*", GUEST_USER)  # no password, but not locked for sshd
     GUEST_HOME.mkdir(mode=0o755, exist_ok=True)  # the mount point of each guest's home
-    secure_path = (f"{GUEST_HOME / SIM_BIN}:/usr/local/sbin:/usr/local/bin:/usr/sbin:"
-                   "/usr/bin:/sbin:/bin")
-    rules = (f'Defaults:{GUEST_USER} secure_path="{secure_path}"\n'
-             f"{GUEST_USER} ALL=(root) NOPASSWD: ALL\n")
+    rules = sudo_rules(GUEST_USER, GUEST_HOME)
     candidate = SUDOERS.with_name(".vgpu-sim.check")
     candidate.write_text(rules)
     try:
@@ -354,7 +351,7 @@ def start_guest(net: GuestNetwork, vm: str, address: str, hardware: GuestHardwar
     host_key = folder / "ssh_host_ed25519_key"
     run_checked("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", vm, "-f", str(host_key))
     config = folder / "sshd_config"
-    config.write_text(_sshd_config(address, host_key))
+    config.write_text(sshd_config(address, 22, host_key, GUEST_USER, GUEST_HOME))
     _add_namespace(net, namespace, address, octet)
     log = (folder / "sshd.log").open("ab")
     process = subprocess.Popen(
@@ -395,22 +392,34 @@ def _make_home(net: GuestNetwork, home: Path, vm: str, hardware: GuestHardware) 
     run_checked("chown", "-R", f"{GUEST_USER}:{GUEST_USER}", str(home))
 
 
-def _sshd_config(address: str, host_key: Path) -> str:
-    path = f"{GUEST_HOME / SIM_BIN}:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
-    return (f"ListenAddress {address}:22\n"
+def sshd_config(address: str, port: int, host_key: Path, user: str, home: Path) -> str:
+    """A guest's sshd: key logins of ``user`` only, on ``address:port``, the guest tools
+    (``home``'s tools folder) first on every session's PATH and ``home``'s sysroot as the
+    guest's ``/``. The SSH test lab's hosts use it too."""
+    path = f"{home / SIM_BIN}:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
+    return (f"ListenAddress {address}:{port}\n"
             f"HostKey {host_key}\n"
             "PidFile none\n"
             "UsePAM no\n"
             "PasswordAuthentication no\n"
             "KbdInteractiveAuthentication no\n"
             "PubkeyAuthentication yes\n"
-            f"AllowUsers {GUEST_USER}\n"
+            f"AllowUsers {user}\n"
             "PermitRootLogin no\n"
             "MaxStartups 200\n"
             "MaxSessions 50\n"
             "LogLevel ERROR\n"
-            f"SetEnv PATH={path} VGPU_SYSTEM_ROOT={GUEST_HOME / 'sysroot'}\n"
+            f"SetEnv PATH={path} VGPU_SYSTEM_ROOT={home / 'sysroot'}\n"
             "Subsystem sftp internal-sftp\n")
+
+
+def sudo_rules(user: str, home: Path, *, password: bool = False) -> str:
+    """sudo for ``user``: the guest tools first on sudo's PATH too, and any command as root
+    (asking ``user``'s password when ``password``)."""
+    secure_path = (f"{home / SIM_BIN}:/usr/local/sbin:/usr/local/bin:/usr/sbin:"
+                   "/usr/bin:/sbin:/bin")
+    tag = "" if password else "NOPASSWD: "
+    return f'Defaults:{user} secure_path="{secure_path}"\n{user} ALL=(root) {tag}ALL\n'
 
 
 def _add_namespace(net: GuestNetwork, namespace: str, address: str, octet: str) -> None:
