@@ -21,7 +21,8 @@ near the knee is VALID or not by chance). With several instances sharing their c
 (log shares with sd ``share_pct``: a third on this project's 2-core machine) and the
 system's capacity is judged. With ``disturbed_share``, that share of the VM's blocks is
 disturbed (its knee ``disturbed_pct`` lower), marked, set aside and run again, as
-vgpu.bench.setaside does; the set-aside blocks count in the allowance. Only the capacity
+vgpu.bench.setaside does; the set-aside blocks count in the allowance, with the slowdown
+their searches showed against the clean blocks. Only the capacity
 checks are judged (the capacity ratio and, per instance, the VALID gate at the line); the
 latency checks are not simulated.
 
@@ -38,7 +39,7 @@ import argparse
 import math
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from typing import Any
@@ -51,9 +52,9 @@ from vgpu import catalog
 from vgpu.bench.capacity_plan import CAPACITY_MAX_BLOCKS, PILOT_BLOCKS, warm_starts
 from vgpu.bench.pacing import pacing_for
 from vgpu.bench.workload import BenchOverrides
-from vgpu.results.allowance import check_shortfall
+from vgpu.results.allowance import check_shortfall, slowdown_seen
 from vgpu.results.capacity_checks import CAPACITY_CHECK, kept_at_look, position_checks
-from vgpu.results.capacity_system import Sharing
+from vgpu.results.capacity_system import SYSTEM_LABEL, Sharing, knee
 from vgpu.results.compare import Check, at_look
 from vgpu.results.sequential import Design, look, with_schedule
 
@@ -149,17 +150,36 @@ def design(cap: int = CAPACITY_MAX_BLOCKS) -> Design:
     return pacing.design
 
 
+def _block_capacities(blocks: Sequence[Sequence[Mapping[str, Any]]], names: Sequence[str],
+                      metric: str) -> list[float]:
+    """Per block, the capacity ``metric`` compares: its instance's knee, or the sum of the
+    knees for the system's (as vgpu.results.allowance reads the stored searches)."""
+    which = metric.removeprefix(CAPACITY_CHECK).strip()
+    if which and which != SYSTEM_LABEL:
+        return [knee(block[list(names).index(which)]) for block in blocks]
+    return [sum(knee(search) for search in block) for block in blocks]
+
+
 def judged(checks: Sequence[Check], n: int, index: int, plan: Design, setting: Setting,
-           disturbed: int) -> tuple[Sequence[Check], bool]:
+           vm: Sequence[Sequence[Mapping[str, Any]]],
+           aside: Sequence[Sequence[Mapping[str, Any]]],
+           names: Sequence[str]) -> tuple[Sequence[Check], bool]:
     """The checks as the comparison after ``n`` blocks judges them (the looks stored
     from the second look on: vgpu.results.judge.compare) and whether a shortfall blocks
-    their PASS: the allowance for the ``disturbed`` blocks set aside among the VM's
-    ``n + disturbed`` (vgpu.results.allowance; the capacity checks store no per-run
-    values, so the slowdown is the assumed one)."""
+    their PASS: the allowance for the VM's blocks set aside (``aside``) among its
+    ``n + len(aside)``, with the slowdown their searches showed against the clean ones
+    (vgpu.results.allowance)."""
     if index > 1 and plan.schedule:
         checks = [kept_at_look(c, at_look(c, plan.schedule, n)) for c in checks]
-    blocked = setting.allowance and any(
-        check_shortfall(c, disturbed, n + disturbed, None) is not None for c in checks)
+    blocked = False
+    if setting.allowance:
+        for c in checks:
+            slowdown = None
+            if aside and c.metric.startswith(CAPACITY_CHECK):
+                slowdown = slowdown_seen(_block_capacities(vm, names, c.metric),
+                                         _block_capacities(aside, names, c.metric), c.band)
+            if check_shortfall(c, len(aside), n + len(aside), slowdown) is not None:
+                blocked = True
     return checks, blocked
 
 
@@ -177,7 +197,8 @@ def draw(setting: Setting, rng: np.random.Generator, budget: Budget, start_qps: 
              for name, knee in zip(names, _knees(CAPACITY_QPS * ratio, setting, rng),
                                    strict=True)] for ratio in (1.0, setting.ratio)]
     starts = warm_starts(warm)
-    n, index, set_aside = PILOT_BLOCKS, 0, 0
+    n, index = PILOT_BLOCKS, 0
+    aside: list[list[dict[str, Any]]] = []
     while True:
         while len(vm) < n:
             drift = setting.drift_pct / 100 * float(rng.standard_normal())
@@ -191,7 +212,7 @@ def draw(setting: Setting, rng: np.random.Generator, budget: Budget, start_qps: 
                               for name, knee in zip(names, _knees(total, setting, rng),
                                                     strict=True)])
             if disturbed:  # marked on the VM's side: set aside, the block run again
-                set_aside += 1
+                aside.append(block[1])
                 continue
             bare.append(block[0])
             vm.append(block[1])
@@ -200,7 +221,8 @@ def draw(setting: Setting, rng: np.random.Generator, budget: Budget, start_qps: 
                                              vm, bare, margin, 5.0, shared)
                   if c.metric.startswith(JUDGED)]
         index += 1
-        checks, blocked = judged(checks, n, index, plan, setting, set_aside)
+        checks, blocked = judged(checks, n, index, plan, setting, vm, aside,
+                                 names if setting.instances > 1 else [""])
         step = look(checks, n, index, plan, blocked)
         plan = with_schedule(plan, step)
         if step.stop:
@@ -234,6 +256,10 @@ SETTINGS: Sequence[tuple[str, Setting]] = (
     ("-10%", Setting(0.90)),
     ("-5%, t(3) tails", Setting(0.95, tails="t3")),
     ("-5% as run: 6% of VM blocks 10% slower", Setting(0.95 / 0.994, disturbed_share=0.06)),
+    ("-5% as run: 6% of VM blocks 25% slower",
+     Setting(0.95 / (1 - 0.06 * 0.25), disturbed_share=0.06, disturbed_pct=25.0)),
+    ("-5% as run: 6% of VM blocks 40% slower",
+     Setting(0.95 / (1 - 0.06 * 0.40), disturbed_share=0.06, disturbed_pct=40.0)),
     ("A/A, block sd 1.5%", Setting(1.0, block_pct=1.5)),
     ("A/A, noisier (block 4%, run 2%)", Setting(1.0, block_pct=4.0, run_pct=2.0)),
     ("-5%, noisier (block 4%, run 2%)", Setting(0.95, block_pct=4.0, run_pct=2.0)),

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import math
 import random
+from pathlib import Path
 
 import pytest
 
+from tests.results.series import Repeat, instance, record_series
 from vgpu.results.allowance import (
     ALLOWANCE_CONFIDENCE,
     DEFAULT_SLOWDOWN_PCT,
     _binomial_cdf,
+    _values,
     allowance,
     check_shortfall,
     holds_with,
@@ -18,7 +21,10 @@ from vgpu.results.allowance import (
     share_upper_bound,
     slowdown_seen,
 )
+from vgpu.results.capacity_checks import instance_checks
 from vgpu.results.compare import Band, compare_paired
+from vgpu.results.series import load_series
+from vgpu.results.store import ResultStore
 
 
 def test_the_share_bound_of_none_seen_is_the_closed_form() -> None:
@@ -77,7 +83,6 @@ def test_a_pass_holds_only_inside_the_narrowed_band() -> None:
 
 
 def test_the_capacity_ratio_carries_the_allowance_and_its_valid_gate_does_not() -> None:
-    from vgpu.results.capacity_checks import instance_checks
 
     def search(low: float) -> dict[str, object]:
         high = low * 1.01
@@ -98,3 +103,37 @@ def test_the_capacity_ratio_carries_the_allowance_and_its_valid_gate_does_not() 
     assert check_shortfall(ratio, 0, 6, None, confidence=0.999) is not None
     # the gate's statistic is a z value: no allowance moves it
     assert check_shortfall(gate, 0, 6, None, confidence=0.999) is None
+
+
+def _capacity_search(capacity: float) -> dict[str, object]:
+    return {"capacity_qps": capacity, "confirmed_capacity_qps": capacity, "seed": 0,
+            "budget": {"resolution": 0.01},
+            "runs": [{"rate": capacity, "valid": True, "reasons": []},
+                     {"rate": capacity * 1.01, "valid": False, "reasons": ["TTFT p99 over"]}]}
+
+
+def test_a_capacity_checks_disturbed_slowdown_is_measured_from_its_searches(
+        tmp_path: Path) -> None:
+
+    # two instances a run; the last run's searches found 40% less (a disturbed block)
+    per_run = [(100.0, 50.0), (101.0, 49.0), (99.0, 51.0), (60.0, 30.0)]
+    with ResultStore.open(tmp_path / "r.db") as store:
+        stored = record_series(store, [Repeat([
+            instance(name, 1.0, result={"status": "ok", "capacity": _capacity_search(c)})
+            for name, c in zip(("s6-4g", "s6-1g"), capacities, strict=True)])
+            for capacities in per_run])
+        data = load_series(store, stored.series_id)
+    assert _values(data, "capacity_at_slo s6-4g") == [100.0, 101.0, 99.0, 60.0]
+    assert _values(data, "capacity_at_slo system") == [150.0, 150.0, 150.0, 90.0]
+    assert _values(data, "capacity_at_slo s6-2g") is None  # no such instance
+    system = _values(data, "capacity_at_slo system")
+    assert system is not None
+    seen = slowdown_seen(system[:3], system[3:], Band(lower_pct=-5.0))
+    assert seen == pytest.approx(-100 * math.log(0.6))
+    # a PASS that holds against the assumed 10% slowdown fails against the 51% seen
+    vm = [_capacity_search(100.0 * f) for f in (0.99, 1.01, 1.0, 0.995, 1.005, 1.0)] * 2
+    ratio = next(c for c in instance_checks("", vm, [_capacity_search(100.0)] * 12, 5.0, 5.0)
+                 if c.metric == "capacity_at_slo")
+    assert ratio.verdict == "PASS"
+    assert check_shortfall(ratio, 1, 13, None) is None
+    assert check_shortfall(ratio, 1, 13, seen) is not None

@@ -23,7 +23,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from functools import lru_cache
 
-from vgpu.results.capacity_checks import GATE_UNIT
+from vgpu.results.capacity_checks import CAPACITY_CHECK, GATE_UNIT, searches
+from vgpu.results.capacity_system import SYSTEM_LABEL, knee
 from vgpu.results.compare import Band, Check, log_band, pass_p_value, pct_of_log
 from vgpu.results.disturbance import ignored
 from vgpu.results.series import SeriesData
@@ -139,10 +140,36 @@ def check_shortfall(check: Check, disturbed: int, blocks: int, slowdown: float |
             f"{narrowed(check.band, allowed).describe()}")
 
 
+def _capacities(data: SeriesData, metric: str) -> list[float] | None:
+    """Per valid run of ``data``, the capacity a capacity check compares: its instance's
+    knee (``capacity_at_slo NAME``, or the only instance's), the sum of the instances'
+    knees for the system's; None where a run has no search or no capacity."""
+    which = metric.removeprefix(CAPACITY_CHECK).strip()
+    per_run = searches(data)
+    if len(per_run) != data.valid_count:
+        return None
+    values = []
+    for run_id, found in zip(data.valid_run_ids, per_run, strict=True):
+        names = [inst.result.name for inst in data.instances[run_id]]
+        if which and which != SYSTEM_LABEL:
+            if which not in names:
+                return None
+            found = [found[names.index(which)]]
+        capacity = sum(knee(search) for search in found)
+        if capacity <= 0:
+            return None
+        values.append(capacity)
+    return values
+
+
 def _values(data: SeriesData, metric: str) -> list[float] | None:
-    """A metric's values per valid run of ``data`` (in ``valid_run_ids`` order)."""
+    """A metric's values per valid run of ``data`` (in ``valid_run_ids`` order); for a
+    capacity check the capacity of each run's searches, so that a disturbed block's
+    slowdown is measured, not assumed."""
     if metric in data.samples:
         return data.samples[metric].values
+    if metric.split(" ")[0] == CAPACITY_CHECK:
+        return _capacities(data, metric)
     instance = metric.removeprefix("throughput ")
     values = data.per_instance_throughput.get(instance)
     return values if values is not None and len(values) == data.valid_count else None
