@@ -139,7 +139,7 @@ def test_a_slice_with_10_percent_slower_steps_fails_capacity(
         run_vgpu: RunVgpu, harness_cache: Path, bare_metal: Path, tmp_path: Path) -> None:
     # 5% slower steps FAIL on the virtual clock (tests/results/test_capacity_checks.py);
     # in real time on two shared cores their 10-14% loss sat inside four repeats' noise
-    # in 3 of 5 runs (INCONCLUSIVE), so the real path is shown with twice the slowdown
+    # in 2 of 6 runs (INCONCLUSIVE), so the real path is shown with twice the slowdown
     done, report = _bench(run_vgpu, harness_cache, bare_metal, tmp_path,
                           replace(PROFILE, slowdown=1.10))
     assert done.returncode == 3, done.stdout + done.stderr  # exit 3: the verdict FAILed
