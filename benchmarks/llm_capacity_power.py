@@ -52,9 +52,9 @@ from vgpu import catalog
 from vgpu.bench.capacity_plan import CAPACITY_MAX_BLOCKS, PILOT_BLOCKS, warm_starts
 from vgpu.bench.pacing import pacing_for
 from vgpu.bench.workload import BenchOverrides
-from vgpu.results.allowance import check_shortfall, slowdown_seen
+from vgpu.results.allowance import capacity_compared, check_shortfall, slowdown_seen
 from vgpu.results.capacity_checks import CAPACITY_CHECK, kept_at_look, position_checks
-from vgpu.results.capacity_system import SYSTEM_LABEL, Sharing, knee
+from vgpu.results.capacity_system import Sharing
 from vgpu.results.compare import Check, at_look
 from vgpu.results.sequential import Design, look, with_schedule
 
@@ -152,12 +152,9 @@ def design(cap: int = CAPACITY_MAX_BLOCKS) -> Design:
 
 def _block_capacities(blocks: Sequence[Sequence[Mapping[str, Any]]], names: Sequence[str],
                       metric: str) -> list[float]:
-    """Per block, the capacity ``metric`` compares: its instance's knee, or the sum of the
-    knees for the system's (as vgpu.results.allowance reads the stored searches)."""
-    which = metric.removeprefix(CAPACITY_CHECK).strip()
-    if which and which != SYSTEM_LABEL:
-        return [knee(block[list(names).index(which)]) for block in blocks]
-    return [sum(knee(search) for search in block) for block in blocks]
+    """Per block, the capacity ``metric`` compares, as vgpu.results.allowance reads it
+    from the stored searches."""
+    return [capacity_compared(block, names, metric) or 0.0 for block in blocks]
 
 
 def judged(checks: Sequence[Check], n: int, index: int, plan: Design, setting: Setting,

@@ -19,9 +19,10 @@ shrinks as 1/n: a few more blocks buy it back. Where disturbance is not judged
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from functools import lru_cache
+from typing import Any
 
 from vgpu.results.capacity_checks import CAPACITY_CHECK, GATE_UNIT, searches
 from vgpu.results.capacity_system import SYSTEM_LABEL, knee
@@ -140,23 +141,31 @@ def check_shortfall(check: Check, disturbed: int, blocks: int, slowdown: float |
             f"{narrowed(check.band, allowed).describe()}")
 
 
-def _capacities(data: SeriesData, metric: str) -> list[float] | None:
-    """Per valid run of ``data``, the capacity a capacity check compares: its instance's
-    knee (``capacity_at_slo NAME``, or the only instance's), the sum of the instances'
-    knees for the system's; None where a run has no search or no capacity."""
+def capacity_compared(found: Sequence[Mapping[str, Any]], names: Sequence[str],
+                      metric: str) -> float | None:
+    """The capacity the capacity check ``metric`` compares in one run whose instances
+    ``names`` searched ``found``: the named instance's knee (``capacity_at_slo NAME``, or
+    the only instance's), the sum of the instances' knees for the system's check; None
+    where that instance is not among them."""
     which = metric.removeprefix(CAPACITY_CHECK).strip()
+    if which and which != SYSTEM_LABEL:
+        if which not in names:
+            return None
+        found = [found[list(names).index(which)]]
+    return sum(knee(search) for search in found)
+
+
+def _capacities(data: SeriesData, metric: str) -> list[float] | None:
+    """Per valid run of ``data``, the capacity ``metric`` compares (capacity_compared);
+    None where a run has no search or no capacity."""
     per_run = searches(data)
     if len(per_run) != data.valid_count:
         return None
     values = []
     for run_id, found in zip(data.valid_run_ids, per_run, strict=True):
-        names = [inst.result.name for inst in data.instances[run_id]]
-        if which and which != SYSTEM_LABEL:
-            if which not in names:
-                return None
-            found = [found[names.index(which)]]
-        capacity = sum(knee(search) for search in found)
-        if capacity <= 0:
+        capacity = capacity_compared(
+            found, [inst.result.name for inst in data.instances[run_id]], metric)
+        if capacity is None or capacity <= 0:
             return None
         values.append(capacity)
     return values
