@@ -43,12 +43,12 @@ from tests.labs.sshlab import LabHost, SshLab  # noqa: E402
 from tests.train.labnodes import install_lab_harness  # noqa: E402
 from vgpu.bench.fanout import run_round  # noqa: E402
 from vgpu.bench.overlap import round_overlap  # noqa: E402
-from vgpu.bench.targets import Target  # noqa: E402
 from vgpu.remote.hostlog import HostLog  # noqa: E402
 from vgpu.remote.local import LocalTransport  # noqa: E402
 from vgpu.remote.redact import Redactor  # noqa: E402
 from vgpu.remote.ssh import SSHTransport  # noqa: E402
 from vgpu.remote.targets import ConnectOptions, HostTarget  # noqa: E402
+from vgpu.targets.target import Target  # noqa: E402
 
 INSTANCES: tuple[str, ...] = ("a", "b", "c")
 DURATION_MS = 2000

@@ -97,7 +97,7 @@ def test_baseline_set_and_list(db: Path) -> None:
 
 def test_a_simulated_gpu_is_refused_where_a_real_one_is(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from vgpu.bench import devices
+    from vgpu.targets import devices
 
     monkeypatch.chdir(tmp_path)
     gpu = devices.LocalDevice(kind="gpu", name="NVIDIA H200", index=0, uuid="GPU-1")

@@ -15,8 +15,6 @@ from tests.labs.connect import FAST
 from tests.labs.fixtures import ssh_lab
 from tests.labs.sshlab import LabHost, SshLab, lab_available
 from tests.train.labnodes import install_lab_harness
-from vgpu.bench.clock import CLOCK_METRIC, ClockOffset, check_offset, measure_offset
-from vgpu.bench.remote import NO_GPU, HarnessPlacement, build_targets
 from vgpu.bench.session import run_bench
 from vgpu.bench.workload import BenchOverrides
 from vgpu.errors import RemoteError
@@ -27,6 +25,9 @@ from vgpu.remote.ssh import SSHTransport
 from vgpu.remote.targets import HostTarget
 from vgpu.results.records import Platform
 from vgpu.results.store import ResultStore
+from vgpu.targets.clock import CLOCK_METRIC, ClockOffset, check_offset, measure_offset
+from vgpu.targets.connect import build_targets
+from vgpu.targets.placements import NO_GPU, HarnessPlacement
 
 pytestmark = [
     pytest.mark.sshd, pytest.mark.slow,

@@ -18,10 +18,6 @@ from tests.labs.connect import FAST
 from tests.labs.sshlab import LabHost, SshLab, lab_available
 from tests.provision.lab_jobs import target
 from vgpu import catalog
-from vgpu.bench.containers import ContainerLaunch
-from vgpu.bench.hostprobe import HostHarness
-from vgpu.bench.remote import HarnessPlacement, _target, per_whole_gpu
-from vgpu.bench.targets import Target
 from vgpu.bench.workload import BenchOverrides, effective_workload, harness_spec
 from vgpu.container.docker import DockerCli
 from vgpu.errors import RemoteError
@@ -35,6 +31,11 @@ from vgpu.remote.hostlog import HostLog
 from vgpu.remote.redact import Redactor
 from vgpu.remote.ssh import SSHTransport
 from vgpu.results.records import Platform
+from vgpu.targets.connect import _target
+from vgpu.targets.containers import ContainerLaunch
+from vgpu.targets.hostprobe import HostHarness
+from vgpu.targets.placements import HarnessPlacement, per_whole_gpu
+from vgpu.targets.target import Target
 
 ROOT = Path(__file__).resolve().parents[2]
 GPU_PROVIDERS = ["CUDAExecutionProvider", "CPUExecutionProvider"]

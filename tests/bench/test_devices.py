@@ -12,12 +12,12 @@ import pytest
 
 from tests.labs.pynvml_simulator import PynvmlSimulator
 from vgpu import catalog, mig
-from vgpu.bench.devices import LocalDevice, discover
 from vgpu.nvml.from_plan import layouts_from_plan
 from vgpu.nvml.layout import apply_layout
 from vgpu.nvml.simulator import SimulatedGpuBackend
 from vgpu.nvml.state import StateStore
 from vgpu.planner import build_plan
+from vgpu.targets.devices import LocalDevice, discover
 
 A100 = mig.GPU_MODELS["A100-80GB"].display_name
 CPU = [LocalDevice("cpu", "CPU")]

@@ -17,10 +17,10 @@ from vgpu.bench.disturbance import (
     other_cpu_share,
 )
 from vgpu.bench.fanout import InstanceOutcome
-from vgpu.bench.targets import Target
 from vgpu.remote.local import LocalTransport
 from vgpu.results.disturbance import GPU_OTHER_PROCESS, GPU_THROTTLED, disturbance
 from vgpu.results.records import Metric
+from vgpu.targets.target import Target
 
 
 def _load(busy: float, own: float, wall: float = 10.0, cpus: int = 2) -> dict[str, float]:

@@ -22,15 +22,15 @@ import pytest
 
 from tests.labs.cpuhog import other_process_hog, stop_hogs
 from vgpu import catalog
-from vgpu.bench.devices import cpu_device
 from vgpu.bench.interleave import Side, run_interleaved
-from vgpu.bench.local import local_targets
 from vgpu.bench.outcome import QuietListener
 from vgpu.bench.workload import BenchOverrides
 from vgpu.container.spec import CACHE_ENV
 from vgpu.results.disturbance import IGNORE_ENV, LIMITS, OTHER_CPU
 from vgpu.results.series import load_series
 from vgpu.results.store import ResultStore
+from vgpu.targets.devices import cpu_device
+from vgpu.targets.local import local_targets
 
 pytestmark = pytest.mark.slow
 WORKLOAD = "resnet50-offline"

@@ -14,14 +14,14 @@ import pytest
 from tests.bench.fake_repeats import fake_repeats, fake_warm_up
 from vgpu import catalog
 from vgpu.bench import interleave, session
-from vgpu.bench.devices import cpu_device
 from vgpu.bench.interleave import Side, run_interleaved
-from vgpu.bench.local import local_targets
 from vgpu.bench.setaside import MAX_REPLACED_BLOCKS
 from vgpu.bench.workload import BenchOverrides
 from vgpu.results.disturbance import IGNORE_ENV, OTHER_CPU
 from vgpu.results.records import InstanceResult, Metric
 from vgpu.results.store import ResultStore
+from vgpu.targets.devices import cpu_device
+from vgpu.targets.local import local_targets
 
 WORKLOAD = "resnet50-offline"
 

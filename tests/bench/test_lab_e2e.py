@@ -18,9 +18,6 @@ from tests.labs.sshlab import SshLab, lab_host_targets
 from tests.labs.sshlab import lab_available as ssh_lab_available
 from tests.labs.vcsim import VcsimLab
 from tests.labs.vcsim import lab_available as vcsim_available
-from vgpu.bench.devices import cpu_device
-from vgpu.bench.local import local_targets
-from vgpu.bench.remote import build_targets, vsphere_placements
 from vgpu.bench.session import run_bench
 from vgpu.bench.workload import BenchOverrides
 from vgpu.errors import RemoteError
@@ -31,6 +28,10 @@ from vgpu.provision.requirements import GuestRequirements
 from vgpu.remote.redact import Redactor
 from vgpu.results.report import build_report, write_report
 from vgpu.results.store import ResultStore
+from vgpu.targets.connect import build_targets
+from vgpu.targets.devices import cpu_device
+from vgpu.targets.local import local_targets
+from vgpu.targets.placements import vsphere_placements
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIO_6 = ROOT / "scenarios" / "mig_4g_2g_1g.yaml"

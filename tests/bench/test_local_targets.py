@@ -3,8 +3,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from vgpu import catalog
-from vgpu.bench.devices import LocalDevice, cpu_device
-from vgpu.bench.local import local_targets
+from vgpu.targets.devices import LocalDevice, cpu_device
+from vgpu.targets.local import local_targets
 
 A100 = "NVIDIA A100 80GB PCIe"
 
@@ -38,7 +38,7 @@ def test_one_instance_per_mig_device_when_there_are_some(tmp_path: Path) -> None
 
 
 def test_a_simulated_gpu_paces_each_instance_by_its_planned_slices(tmp_path: Path) -> None:
-    from vgpu.bench.local import SIM_DEVICE_SLICES
+    from vgpu.targets.local import SIM_DEVICE_SLICES
 
     targets, notes = local_targets(catalog.load("6"), [cpu_device()], tmp_path / "w",
                                    cores=2, simulated_gpu=True)
@@ -53,7 +53,7 @@ def test_a_simulated_gpu_paces_each_instance_by_its_planned_slices(tmp_path: Pat
 
 
 def test_simulated_slices_follow_the_profile() -> None:
-    from vgpu.bench.local import simulated_slices
+    from vgpu.targets.local import simulated_slices
 
     assert simulated_slices("3g.40gb") == 3
     assert simulated_slices("passthrough") == 7

@@ -114,8 +114,8 @@ def test_a_gpu_workload_without_a_duration_is_sized_by_stability() -> None:
 def test_the_probe_is_sized_for_a_gpu(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
     from vgpu.bench import calibrate
     from vgpu.bench.fanout import InstanceOutcome, RoundResult
-    from vgpu.bench.targets import Target
     from vgpu.remote.local import LocalTransport
+    from vgpu.targets.target import Target
 
     asked: list[int] = []
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from vgpu import catalog
-from vgpu.bench.devices import cpu_device
 from vgpu.bench.fanout import READY_LINE, RoundTimeouts, run_round
-from vgpu.bench.local import local_targets
 from vgpu.bench.session import run_bench
-from vgpu.bench.targets import Target
 from vgpu.bench.workload import BenchOverrides
 from vgpu.remote.local import LocalTransport
 from vgpu.results.store import ResultStore
+from vgpu.targets.devices import cpu_device
+from vgpu.targets.local import local_targets
+from vgpu.targets.target import Target
 
 
 def test_a_harness_that_cannot_start_fails_the_bench_without_storing_runs(

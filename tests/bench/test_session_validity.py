@@ -14,8 +14,6 @@ from loadgen.spec import parse_spec
 from tests.loadgen.harness_helpers import base_spec
 from tests.results.series import Repeat, record_series
 from vgpu import catalog
-from vgpu.bench.devices import cpu_device
-from vgpu.bench.local import local_targets
 from vgpu.bench.overlap import COMMON_WINDOW_THROUGHPUT
 from vgpu.bench.session import run_bench
 from vgpu.bench.workload import BenchOverrides
@@ -23,6 +21,8 @@ from vgpu.results.judge import compare_series
 from vgpu.results.records import InstanceResult, TargetKind
 from vgpu.results.series import SYSTEM_THROUGHPUT, TIMED_OVERLAP, load_series
 from vgpu.results.store import ResultStore
+from vgpu.targets.devices import cpu_device
+from vgpu.targets.local import local_targets
 
 IMPOSSIBLE_MS = 0.001
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from vgpu.bench.containers import ContainerLaunch
 from vgpu.bench.job import split_this_machine
-from vgpu.bench.targets import Target
 from vgpu.remote.local import LocalTransport
+from vgpu.targets.containers import ContainerLaunch
+from vgpu.targets.target import Target
 
 
 def target(name: str, kind: str, tmp_path: Path) -> Target:

@@ -15,8 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from vgpu.bench.containers import ContainerLaunch
-from vgpu.bench.targets import Target
 from vgpu.bench.triton import (
     NotReady,
     TritonSetup,
@@ -41,6 +39,8 @@ from vgpu.model.scenario import InferenceWorkload
 from vgpu.remote.hostlog import HostLog
 from vgpu.remote.redact import Redactor
 from vgpu.remote.transport import CommandResult, RemoteProcess, SudoSettings, Transport
+from vgpu.targets.containers import ContainerLaunch
+from vgpu.targets.target import Target
 
 LAB = DockerCli(host="unix:///tmp/lab.sock")
 

@@ -15,10 +15,10 @@ from vgpu.bench.collect import server_split_metrics
 from vgpu.bench.fanout import InstanceOutcome
 from vgpu.bench.outcome import WorkloadOutcome
 from vgpu.bench.summary import split_table
-from vgpu.bench.targets import Target
 from vgpu.bench.workload import BenchOverrides, effective_workload, harness_spec
 from vgpu.model.scenario import InferenceWorkload
 from vgpu.remote.local import LocalTransport
+from vgpu.targets.target import Target
 
 TRITON = InferenceWorkload(name="r", model="resnet50", variant="tiny", backend="triton",
                            batch=8)

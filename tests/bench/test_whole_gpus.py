@@ -7,15 +7,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from vgpu import catalog
-from vgpu.bench.containers import ContainerLaunch
-from vgpu.bench.hostprobe import HostHarness
-from vgpu.bench.local import planned_slices
-from vgpu.bench.remote import HarnessPlacement, _target, per_whole_gpu
 from vgpu.model.load import load_inventory
 from vgpu.planner import build_plan
 from vgpu.provision.facts import parse_gpu_list
 from vgpu.remote.local import LocalTransport
 from vgpu.results.records import Platform
+from vgpu.targets.connect import _target
+from vgpu.targets.containers import ContainerLaunch
+from vgpu.targets.hostprobe import HostHarness
+from vgpu.targets.local import planned_slices
+from vgpu.targets.placements import HarnessPlacement, per_whole_gpu
 
 ROOT = Path(__file__).resolve().parents[2]
 FOUR_GPUS = "".join(f"GPU {k}: NVIDIA A100 80GB PCIe (UUID: GPU-000{k})\n" for k in range(4))

@@ -21,8 +21,6 @@ from tests.labs.sshlab import SshLab, lab_host_targets
 from tests.labs.sshlab import lab_available as ssh_lab_available
 from tests.labs.vcsim import VcsimLab
 from tests.labs.vcsim import lab_available as vcsim_available
-from vgpu.bench.containers import ContainerLaunch
-from vgpu.bench.remote import build_targets, vsphere_placements
 from vgpu.bench.session import run_bench
 from vgpu.bench.workload import BenchOverrides
 from vgpu.container.docker import DockerCli
@@ -32,6 +30,9 @@ from vgpu.container.spec import INSTANCE_LABEL, RUN_LABEL
 from vgpu.errors import RemoteError
 from vgpu.model.load import load_inventory, load_scenario
 from vgpu.results.store import ResultStore
+from vgpu.targets.connect import build_targets
+from vgpu.targets.containers import ContainerLaunch
+from vgpu.targets.placements import vsphere_placements
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIO_6 = ROOT / "scenarios" / "mig_4g_2g_1g.yaml"

@@ -13,8 +13,6 @@ import pytest
 from tests.results.series import QUIET, Repeat, record_series
 from vgpu import catalog
 from vgpu.bench import pacing, session
-from vgpu.bench.devices import cpu_device
-from vgpu.bench.local import local_targets
 from vgpu.bench.outcome import BenchOutcome
 from vgpu.bench.session import run_bench
 from vgpu.bench.workload import BenchOverrides, effective_workload
@@ -25,6 +23,8 @@ from vgpu.results import judge
 from vgpu.results.noise import NoiseLevels, uncalibrated
 from vgpu.results.records import InstanceResult
 from vgpu.results.store import ResultStore
+from vgpu.targets.devices import cpu_device
+from vgpu.targets.local import local_targets
 
 WORKLOAD = "resnet50-offline"
 REFERENCE = [1000.0, 1010.0, 990.0, 1005.0, 995.0, 1000.0, 1008.0, 992.0, 1003.0, 997.0]

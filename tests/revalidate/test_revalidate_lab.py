@@ -27,8 +27,6 @@ from tests.labs.vcsim import VcsimLab
 from tests.labs.vcsim import lab_available as vcsim_available
 from tests.revalidate.exits import ran_as_judged
 from vgpu.bench.job import BenchRequest
-from vgpu.bench.remote import vsphere_placements
-from vgpu.bench.runtime import RuntimeOptions
 from vgpu.bench.workload import BenchOverrides
 from vgpu.container.images import HeldImage
 from vgpu.model.load import load_inventory, load_scenario
@@ -42,6 +40,8 @@ from vgpu.revalidate.capture import CapturePlan
 from vgpu.revalidate.flow import RevalidateOutcome, RevalidateRequest, revalidate
 from vgpu.sim.lab import LabShape
 from vgpu.site import open_site
+from vgpu.targets.placements import vsphere_placements
+from vgpu.targets.runtime import RuntimeOptions
 from vgpu.vsphere import commands
 
 ROOT = Path(__file__).resolve().parents[2]

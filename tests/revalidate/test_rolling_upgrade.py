@@ -30,8 +30,6 @@ from tests.labs.vcsim import lab_available as vcsim_available
 from tests.revalidate.exits import ran_as_judged
 from vgpu import catalog
 from vgpu.bench.job import BenchRequest
-from vgpu.bench.remote import vsphere_placements
-from vgpu.bench.runtime import RuntimeOptions
 from vgpu.bench.workload import BenchOverrides
 from vgpu.container.images import HeldImage
 from vgpu.model.load import load_inventory
@@ -46,6 +44,8 @@ from vgpu.revalidate.flow import RevalidateOutcome, RevalidateRequest, revalidat
 from vgpu.revalidate.hosts import choose_baseline
 from vgpu.sim import guests
 from vgpu.site import open_site
+from vgpu.targets.placements import vsphere_placements
+from vgpu.targets.runtime import RuntimeOptions
 
 H0, H1 = "DC0_C0_H0", "DC0_C0_H1"
 OLD_BUILD, NEW_BUILD = "22380479", "24022510"

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from vgpu.bench.targets import Target
 from vgpu.errors import InputError
 from vgpu.remote.local import LocalTransport
+from vgpu.targets.target import Target
 from vgpu.train.targets import nodes_from_targets
 
 

@@ -15,9 +15,9 @@ from pathlib import Path
 from loadgen.contract import RunResult
 from vgpu.bench.fanout import RoundListener, RoundTimeouts, run_round
 from vgpu.bench.runlength import MIN_WINDOW_POINTS, PROBE_WINDOWS
-from vgpu.bench.targets import Target
 from vgpu.bench.workload import EffectiveWorkload, harness_spec
 from vgpu.errors import RemoteError
+from vgpu.targets.target import Target
 
 PROBE_MIN_S = 1.0
 PROBE_TARGET_S = 2.0

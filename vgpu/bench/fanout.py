@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from loadgen.contract import EMPTY_RESULT, ResultRecordError, RunResult, parse_run_result
-from vgpu.bench.targets import Target
 from vgpu.errors import RemoteError
 from vgpu.remote.transport import RemoteProcess
+from vgpu.targets.target import Target
 
 READY_LINE = "VGPU-HARNESS READY"
 RESULT_FILE = "result.json"

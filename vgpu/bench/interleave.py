@@ -21,7 +21,6 @@ from vgpu.bench.outcome import BenchListener, BenchOutcome, QuietListener, Workl
 from vgpu.bench.pacing import Budget, Pacing, pacing_for
 from vgpu.bench.session import calibrate, inference_workloads, recalibrate, run_repeat
 from vgpu.bench.setaside import MAX_REPLACED_BLOCKS, DisturbedBlocks
-from vgpu.bench.targets import Target
 from vgpu.bench.timeplan import job_outline, plan_blocks
 from vgpu.bench.workload import (
     BenchOverrides,
@@ -35,6 +34,7 @@ from vgpu.results.sequential import schedule
 from vgpu.results.series import load_series
 from vgpu.results.server_split import series_split
 from vgpu.results.store import ResultStore
+from vgpu.targets.target import Target
 
 
 @dataclass(frozen=True)

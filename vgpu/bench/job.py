@@ -6,20 +6,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Protocol
 
-from rich.console import Console
-
-from vgpu.bench import devices
 from vgpu.bench.interleave import Side, run_interleaved
 from vgpu.bench.judging import judge_as_family
-from vgpu.bench.local import cores_each, local_targets
-from vgpu.bench.outcome import BenchOutcome
-from vgpu.bench.progress import RichListener
-from vgpu.bench.remote import HostTargetHook
-from vgpu.bench.runtime import RuntimeOptions, local_container, remote_container
+from vgpu.bench.outcome import BenchListener, BenchOutcome
 from vgpu.bench.session import inference_workloads, run_bench
-from vgpu.bench.summary import render
-from vgpu.bench.targets import Target
 from vgpu.bench.triton import TritonSetup
 from vgpu.bench.twin import plan_twin
 from vgpu.bench.workload import BenchOverrides, effective_workload
@@ -29,6 +21,11 @@ from vgpu.model.scenario import Scenario
 from vgpu.remote.targets import ConnectOptions
 from vgpu.results.store import ResultStore
 from vgpu.site import Site
+from vgpu.targets import devices
+from vgpu.targets.connect import HostTargetHook
+from vgpu.targets.local import cores_each, local_targets
+from vgpu.targets.runtime import RuntimeOptions, local_container, remote_container
+from vgpu.targets.target import Target
 
 
 @dataclass(frozen=True)
@@ -46,6 +43,15 @@ class BenchRequest:
     triton_image: str | None = None
     host_target_hook: HostTargetHook | None = None
     connect: ConnectOptions = field(default_factory=ConnectOptions)
+
+
+class JobListener(BenchListener, Protocol):
+    """What a job tells its caller beside each round's progress: which baseline runs first
+    and how (``note``), and the baseline's outcome once it ran (``baseline_ran``)."""
+
+    def note(self, text: str) -> None: ...
+
+    def baseline_ran(self, outcome: BenchOutcome, db: str) -> None: ...
 
 
 @dataclass
@@ -78,7 +84,8 @@ def prepare(sc: Scenario, request: BenchRequest, store: ResultStore) -> Prepared
 
 
 def _inventory_targets(sc: Scenario, request: BenchRequest, log_root: Path) -> Prepared:
-    from vgpu.bench.remote import build_targets, scenario_placements
+    from vgpu.targets.connect import build_targets
+    from vgpu.targets.placements import scenario_placements
 
     site = request.site
     assert site.inventory is not None
@@ -113,20 +120,21 @@ def split_this_machine(targets: list[Target], cores: int | None = None) -> str:
             f"{cores} cores, {threads} intra-op thread(s) each, as a CPU run here")
 
 
-def run_prepared(prepared: Prepared, request: BenchRequest,
-                 store: ResultStore) -> BenchOutcome:
+def run_prepared(prepared: Prepared, request: BenchRequest, store: ResultStore,
+                 listener: BenchListener) -> BenchOutcome:
     sc = prepared.scenario
     triton = TritonSetup(image=request.triton_image or sc.guest.triton_image,
                          cli=prepared.cli)
     return run_bench(sc, prepared.targets, prepared.notes, store, runs=request.runs,
                      overrides=request.overrides, workload_names=request.workloads,
-                     listener=RichListener(Console(stderr=True)), triton=triton)
+                     listener=listener, triton=triton)
 
 
-def run_scenario(sc: Scenario, request: BenchRequest, store: ResultStore) -> BenchOutcome:
+def run_scenario(sc: Scenario, request: BenchRequest, store: ResultStore,
+                 listener: BenchListener) -> BenchOutcome:
     prepared = prepare(sc, request, store)
     try:
-        return run_prepared(prepared, request, store)
+        return run_prepared(prepared, request, store, listener)
     finally:
         prepared.close()
 
@@ -148,33 +156,33 @@ class TwinChoice:
 
 
 def bench_with_twin(sc: Scenario, request: BenchRequest, store: ResultStore, *,
-                    twin: TwinChoice, out: Console, quiet: bool = False) -> BenchOutcome:
+                    twin: TwinChoice, listener: JobListener) -> BenchOutcome:
     """The scenario's bare-metal twin first when needed (on the same targets and
     settings), then the scenario, judged against it; its workloads' verdicts are one
     family (vgpu.results.judge.judged_as_one_family)."""
-    outcome = _twin_then_scenario(sc, request, store, twin=twin, out=out, quiet=quiet)
+    outcome = _twin_then_scenario(sc, request, store, twin=twin, listener=listener)
     judge_as_family(store, outcome)
     return outcome
 
 
 def _twin_then_scenario(sc: Scenario, request: BenchRequest, store: ResultStore, *,
-                        twin: TwinChoice, out: Console, quiet: bool) -> BenchOutcome:
+                        twin: TwinChoice, listener: JobListener) -> BenchOutcome:
     prepared = prepare(sc, request, store)
     try:
         plan = plan_twin(sc, stored_keys(prepared, request), store, force=twin.force,
                          skip=twin.skip, inventory=request.site.inventory)
         if plan.note:
-            out.print(plan.note)
+            listener.note(plan.note)
         if plan.scenario is None:
-            return run_prepared(prepared, request, store)
+            return run_prepared(prepared, request, store, listener)
         if _interleavable(prepared, request):
-            return _interleaved(plan.scenario, plan.workloads, prepared, request, store, out,
-                                quiet)
+            return _interleaved(plan.scenario, plan.workloads, prepared, request, store,
+                                listener)
         twin_request = replace(request, workloads=plan.workloads,
                                overrides=replace(request.overrides, slowdown=0.0),
                                runtime=_own_image(request.runtime))
-        _run_twin(plan.scenario, twin_request, store, out, quiet)
-        return run_prepared(prepared, request, store)
+        _run_twin(plan.scenario, twin_request, store, listener)
+        return run_prepared(prepared, request, store, listener)
     finally:
         prepared.close()
 
@@ -193,11 +201,11 @@ def _interleavable(prepared: Prepared, request: BenchRequest) -> bool:
 
 
 def _interleaved(twin: Scenario, workloads: list[str], prepared: Prepared,
-                 request: BenchRequest, store: ResultStore, out: Console,
-                 quiet: bool) -> BenchOutcome:
+                 request: BenchRequest, store: ResultStore,
+                 listener: JobListener) -> BenchOutcome:
     """The twin's missing workloads interleaved with the scenario's (ABBA blocks on the
     same targets), then the scenario's other workloads on their own."""
-    out.print(f"[bold]Interleaved with its baseline:[/] scenario {twin.id} ({twin.name}) and "
+    listener.note(f"[bold]Interleaved with its baseline:[/] scenario {twin.id} ({twin.name}) and "
               f"scenario {prepared.scenario.id} alternate block by block (ABBA)")
     twin_request = replace(request, workloads=workloads,
                            overrides=replace(request.overrides, slowdown=0.0),
@@ -208,24 +216,22 @@ def _interleaved(twin: Scenario, workloads: list[str], prepared: Prepared,
             Side(twin, twin_prepared.targets, twin_prepared.notes, twin_request.overrides),
             Side(prepared.scenario, prepared.targets, prepared.notes, request.overrides),
             store, runs=request.runs, workload_names=workloads,
-            listener=RichListener(Console(stderr=True)))
+            listener=listener)
     finally:
         twin_prepared.close()
-    if not quiet:
-        render(twin_outcome, out, str(store.path), None)
+    listener.baseline_ran(twin_outcome, str(store.path))
     chosen, _ = inference_workloads(prepared.scenario, request.workloads)
     rest = [w.label for w in chosen if w.label not in workloads]
     if rest and not outcome.failure:
-        more = run_prepared(prepared, replace(request, workloads=rest), store)
+        more = run_prepared(prepared, replace(request, workloads=rest), store, listener)
         outcome.workloads += more.workloads
     return outcome
 
 
-def _run_twin(base: Scenario, request: BenchRequest, store: ResultStore, out: Console,
-              quiet: bool) -> None:
-    out.print(f"[bold]Baseline first:[/] scenario {base.id} ({base.name})")
-    outcome = run_scenario(base, request, store)
-    if not quiet:
-        render(outcome, out, str(store.path), None)
+def _run_twin(base: Scenario, request: BenchRequest, store: ResultStore,
+              listener: JobListener) -> None:
+    listener.note(f"[bold]Baseline first:[/] scenario {base.id} ({base.name})")
+    outcome = run_scenario(base, request, store, listener)
+    listener.baseline_ran(outcome, str(store.path))
     if outcome.failure:
         raise RemoteError(f"baseline scenario {base.id}: {outcome.failure}")

@@ -8,13 +8,13 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from vgpu.bench.fanout import RoundListener
-from vgpu.bench.targets import Target
 from vgpu.bench.workload import EffectiveWorkload
 from vgpu.model.scenario import Scenario
 from vgpu.results.compare import Comparison
 from vgpu.results.records import SeriesReference
 from vgpu.results.series import SeriesData
 from vgpu.results.server_split import Split
+from vgpu.targets.target import Target
 
 
 class BenchListener(RoundListener, Protocol):

@@ -1,5 +1,6 @@
-"""Live progress of a bench on the terminal (rich): one line per instance with its state,
-elapsed and remaining time of the timed run."""
+"""A bench on the terminal (rich): live progress, one line per instance with its state,
+elapsed and remaining time of the timed run; and a command's listener, which also prints
+what the job says (which baseline runs first) and the baseline's results."""
 
 from __future__ import annotations
 
@@ -14,6 +15,9 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+
+from vgpu.bench.outcome import BenchOutcome
+from vgpu.bench.summary import render
 
 
 class RichListener:
@@ -64,3 +68,22 @@ class RichListener:
             self._progress.stop()
         self._progress = None
         self._tasks = {}
+
+
+class CommandListener(RichListener):
+    """A command's listener: progress on standard error, the job's own lines and the
+    baseline's results on ``out`` (``quiet``: the baseline's tables left out, as under
+    --json)."""
+
+    def __init__(self, out: Console, quiet: bool = False,
+                 progress: Console | None = None) -> None:
+        super().__init__(progress or Console(stderr=True))
+        self.out = out
+        self.quiet = quiet
+
+    def note(self, text: str) -> None:
+        self.out.print(text)
+
+    def baseline_ran(self, outcome: BenchOutcome, db: str) -> None:
+        if not self.quiet:
+            render(outcome, self.out, db, None)

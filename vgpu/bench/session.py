@@ -10,7 +10,6 @@ from functools import partial
 from pathlib import Path
 
 from vgpu.bench.calibrate import HEADROOM, probe_offline
-from vgpu.bench.clock import clock_metrics
 from vgpu.bench.collect import instance_result, server_split_metrics
 from vgpu.bench.disturbance import disturbance_metrics
 from vgpu.bench.fanout import InstanceOutcome, RoundTimeouts, run_round
@@ -20,7 +19,6 @@ from vgpu.bench.overlap import overlap_metrics, round_overlap, stability_metrics
 from vgpu.bench.pacing import Budget, Pacing, pacing_for
 from vgpu.bench.provenance import scenario_revision
 from vgpu.bench.runlength import gpu_run_seconds
-from vgpu.bench.targets import Target
 from vgpu.bench.triton import TritonSetup, deployed
 from vgpu.bench.workload import BenchOverrides, EffectiveWorkload, effective_workload, harness_spec
 from vgpu.errors import RemoteError
@@ -31,6 +29,8 @@ from vgpu.results.series import load_series
 from vgpu.results.server_split import series_split
 from vgpu.results.store import ResultStore
 from vgpu.results.tokens import outcome_results, token_metrics
+from vgpu.targets.clock import clock_metrics
+from vgpu.targets.target import Target
 
 
 def inference_workloads(

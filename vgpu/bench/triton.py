@@ -15,8 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vgpu.bench.hostprobe import transport_home
-from vgpu.bench.targets import Target
 from vgpu.bench.workload import EffectiveWorkload
 from vgpu.container import docker
 from vgpu.container import triton as server
@@ -25,6 +23,8 @@ from vgpu.container.spec import ContainerSpec, in_container
 from vgpu.container.triton import DEFAULT_TRITON_IMAGE, TritonPorts, TritonServerSpec
 from vgpu.errors import RemoteError
 from vgpu.remote.transport import Transport
+from vgpu.targets.hostprobe import transport_home
+from vgpu.targets.target import Target
 
 ONNXRUNTIME = "onnxruntime"
 PYTHON = "python"

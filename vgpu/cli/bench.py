@@ -41,7 +41,7 @@ from vgpu.errors import InputError, RemoteError
 
 if TYPE_CHECKING:
     from vgpu.model.scenario import Scenario
-    from vgpu.site import SimulatedLab, Site
+    from vgpu.site import Site
 
 BenchInventoryOpt = Annotated[Path | None, inventory_option(
     "run on the scenario's VMs / bare-metal hosts of this inventory; none found: this machine",
@@ -139,20 +139,23 @@ def bench(
     INCONCLUSIVE naming the undecided workload). Exit 0 PASS, 3 FAIL, 4 INCONCLUSIVE,
     5 nothing to judge against, 1 could not run, 2 bad input."""
     from vgpu.model.scenario import InferenceWorkload
+    from vgpu.targets.where import HarnessChoice, harness_choice, runs_on
 
     sc = scenario_from_args(file, scenario)
     site = common.site_of(inventory)  # the inventory's input errors before any run
-    runs_on = _where_it_runs(sc, site)
-    if runs_on.inventory is None and site.lab is not None and runtime is None:
-        runtime, image, base_image, docker_host = _simulator_lab_reference(
-            site.lab, image, base_image, docker_host)
+    where = runs_on(sc, site)
+    _say(where.said)
+    harness = harness_choice(site, where, HarnessChoice(runtime, image, base_image,
+                                                        docker_host, allow_cpu))
+    _say(harness.said)
+    runs_on_site = where.site
     check_counts(runs, duration)
     check_positive(max_clock_offset_ms, "--max-clock-offset-ms")
     if inject_slowdown is not None and not 0 < inject_slowdown < 90:
         raise InputError.single("command line", "--inject-slowdown",
                                 f"must be a percentage above 0 and below 90, got "
                                 f"{inject_slowdown:g}", fix="give e.g. --inject-slowdown 10")
-    if simulated_gpu and runs_on.inventory is not None:
+    if simulated_gpu and not where.here:
         raise InputError.single("command line", "--simulated-gpu",
                                 "runs on this machine only; the scenario runs on the "
                                 "inventory's hosts", fix="leave --simulated-gpu out (a "
@@ -164,16 +167,15 @@ def bench(
         raise InputError.single("command line", "--with-baseline/--no-baseline",
                                 "the two contradict each other", fix="give one of them")
     if not any(isinstance(w, InferenceWorkload) for w in sc.workloads):
-        _bench_training(sc, runs, runs_on, full_models, db,
+        _bench_training(sc, runs, runs_on_site, full_models, db,
                         with_baseline or bool(workload) or duration is not None
                         or mlperf_rules)
         return
     check_workloads(sc, workload)
     deploys = check_triton(sc, workload, triton_url, triton_image)
-    if runs_on.lab is not None and runtime is None:
-        runtime, allow_cpu = runs_on.lab.guest_runtime(), True
     # The inputs are checked: load what runs the benchmark.
     from vgpu.bench.job import BenchRequest, TwinChoice, bench_with_twin
+    from vgpu.bench.progress import CommandListener
     from vgpu.bench.summary import as_json, render
     from vgpu.bench.twin import baseline_scenario
     from vgpu.bench.verdict import scenario_verdict
@@ -181,7 +183,7 @@ def bench(
     from vgpu.results.report import build_report, write_report
     from vgpu.results.store import ResultStore
 
-    request = BenchRequest(runs_on, runs, workload,
+    request = BenchRequest(runs_on_site, runs, workload,
                            BenchOverrides(duration_s=duration, full_models=full_models,
                                           triton_url=triton_url, mlperf_rules=mlperf_rules,
                                           min_valid=min_valid,
@@ -191,9 +193,10 @@ def bench(
                                           budget_s=budget_s(budget),
                                           slowdown=(inject_slowdown or 0.0) / 100.0,
                                           simulated_gpu=simulated_gpu),
-                           allow_cpu, runtime_options(runtime, image, base_image, docker_host,
-                                                       runs_on.inventory is not None,
-                                                       deploys),
+                           harness.allow_cpu,
+                           runtime_options(harness.runtime, harness.image, harness.base_image,
+                                           harness.docker_host,
+                                           runs_on_site.inventory is not None, deploys),
                            triton_image)
     names_twin = sc.baseline is not None and sc.baseline.scenario is not None
     if with_baseline or (names_twin and not no_baseline):
@@ -201,8 +204,9 @@ def bench(
     out = Console(stderr=True) if as_json_flag else common.console
     report_path = None if no_report else report
     with ResultStore.open(db) as store:
-        outcome = bench_with_twin(sc, request, store, out=out, quiet=as_json_flag,
-                                  twin=TwinChoice(force=with_baseline, skip=no_baseline))
+        outcome = bench_with_twin(sc, request, store,
+                                  twin=TwinChoice(force=with_baseline, skip=no_baseline),
+                                  listener=CommandListener(out, quiet=as_json_flag))
         if report_path is not None:
             write_report(build_report(store, outcome.comparisons), report_path)
     if as_json_flag:
@@ -214,69 +218,21 @@ def bench(
     raise typer.Exit(scenario_verdict(outcome).exit_code)
 
 
-def _where_it_runs(sc: Scenario, site: Site) -> Site:
-    """The site the run uses (an empty one: this machine), said on the line after the
-    inventory's: a found (not named) inventory never sends a scenario to hosts it does not
-    describe. A simulator lab's scenario runs on its guests when `vgpu apply` made them,
-    else here; a bare-metal scenario runs here unless the inventory lists bare-metal
-    hosts."""
-    from vgpu.site import Site
-
-    say = err_console.print
-    if site.inventory is None or site.inventory_path is None:
-        return site
-    path = site.inventory_path
-    shown = str(path) if path.is_absolute() or str(path).startswith(".") else f"./{path}"
-    if sc.platform == "bare-metal":
-        if site.found_by_default and not site.inventory.bare_metal:
-            say(f"running on this machine: scenario {sc.id} is bare metal and {shown} lists "
-                "no bare-metal hosts (pass --inventory to run on other hosts)",
-                markup=False, highlight=False)
-            return Site()
-        return site
-    if site.lab is None:
-        return site
-    guests = site.lab.scenario_guests(site.plan(sc))
-    if guests:
-        how = ("in its own container" if site.lab.guest_runtime() == "container"
-               else "in its venv")
-        say(f"running on the simulator lab's VMs: {', '.join(g.vm for g in guests)} "
-            f"(simulated guests: each harness instance {how} on the CPU, a functional check)",
-            markup=False, highlight=False)
-        return site
-    if site.found_by_default:
-        say(f"running on this machine: the simulator lab in {shown} has no VMs of scenario "
-            f"{sc.id} (`vgpu apply --scenario {sc.id} --yes` makes them)",
-            markup=False, highlight=False)
-        return Site()
-    return site
+def _say(line: str | None) -> None:
+    """Where the run goes, said on the line after the inventory's."""
+    if line is not None:
+        err_console.print(line, markup=False, highlight=False)
 
 
 def _no_gpu_here() -> None:
     """--simulated-gpu on a machine with a real GPU would hide the GPU: refused."""
-    from vgpu.bench import devices
+    from vgpu.targets import devices
 
     real = [d for d in devices.discover() if d.kind != "cpu" and not d.simulated]
     if real:
         raise InputError.single("command line", "--simulated-gpu",
                                 f"this machine has a GPU ({real[0].name}): a simulated one "
                                 "would hide it", fix="leave --simulated-gpu out")
-
-
-def _simulator_lab_reference(lab: SimulatedLab, image: str | None, base_image: str,
-                             docker_host: str | None,
-                             ) -> tuple[str | None, str | None, str, str | None]:
-    """A run on this machine next to a simulator lab with a Docker daemon (its bare-metal
-    reference) uses the guests' harness image in that daemon, so both sides run the same
-    harness, ONNX Runtime and container runtime; else it runs as asked."""
-    from vgpu.container.images import default_tag
-
-    if lab.docker_host is None or docker_host is not None or image is not None:
-        return None, image, base_image, docker_host
-    err_console.print("on this machine in containers of the simulator lab's harness image "
-                      "(its Docker daemon), as on the lab's guests", markup=False,
-                      highlight=False)
-    return "container", default_tag(), lab.base_image, lab.docker_host
 
 
 def _bench_training(sc: Scenario, runs: int | None, site: Site,

@@ -60,11 +60,11 @@ def calibrate_noise(
     profiles x workload x runtime), the repeat and between-series CV: every later
     comparison of that class carries them (docs/results.md)."""
     from vgpu.bench.job import BenchRequest
-    from vgpu.bench.runtime import RuntimeOptions
     from vgpu.bench.workload import BenchOverrides
     from vgpu.results.noise_store import class_key
     from vgpu.results.series import load_series, series_of_run
     from vgpu.results.store import ResultStore
+    from vgpu.targets.runtime import RuntimeOptions
 
     if from_runs is not None:
         ids = _run_ids(from_runs)
@@ -127,15 +127,19 @@ def _chosen_workload(sc: Scenario, workload: str | None) -> str:
 
 def _run_series(sc: Scenario, request: BenchRequest, store: ResultStore, k: int,
                 gap: float) -> list[SeriesData]:
-    from vgpu.bench.job import run_scenario
+    from rich.console import Console
 
+    from vgpu.bench.job import run_scenario
+    from vgpu.bench.progress import RichListener
+
+    listener = RichListener(Console(stderr=True))
     members = []
     for index in range(k):
         if index and gap:
             time.sleep(gap)
         common.console.print(f"[bold]series {index + 1}/{k}[/bold] of scenario {sc.id} "
                              f"{', '.join(request.workloads or [])}")
-        outcome = run_scenario(sc, request, store)
+        outcome = run_scenario(sc, request, store, listener)
         if outcome.failure:
             raise RemoteError(f"series {index + 1}: {outcome.failure}")
         members += [w.series for w in outcome.workloads if w.series is not None]

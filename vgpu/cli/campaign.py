@@ -224,11 +224,11 @@ def _finish(state: CampaignState, report: Path | None) -> None:
 def _run(campaign: Campaign, file: Path, inventory: Path | None, db: str, state_dir: Path,
          state: CampaignState, report: Path | None) -> None:
     from vgpu.bench.job import BenchRequest
-    from vgpu.bench.runtime import RuntimeOptions
     from vgpu.bench.workload import BenchOverrides
     from vgpu.campaign.runner import CampaignContext, run_campaign
     from vgpu.cli.revalidate import converger
     from vgpu.revalidate.render import render_outcome
+    from vgpu.targets.runtime import RuntimeOptions
     from vgpu.vsphere import audit
     from vgpu.vsphere.connection import connect, resolve_placement
     from vgpu.vsphere.from_inventory import placement_from_inventory, target_from_inventory

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, cast
 from vgpu.errors import InputError
 
 if TYPE_CHECKING:
-    from vgpu.bench.runtime import RuntimeOptions
     from vgpu.model.scenario import Scenario
+    from vgpu.targets.runtime import RuntimeOptions
 
 _UNITS_S = {"s": 1.0, "m": 60.0, "h": 3600.0}
 
@@ -76,8 +76,8 @@ def check_triton(sc: Scenario, wanted: list[str] | None, url: str | None,
 def runtime_options(runtime: str | None, image: str | None, base_image: str,
                      docker_host: str | None, remote: bool,
                      triton_here: bool = False) -> RuntimeOptions:
-    from vgpu.bench.runtime import RUNTIMES, RuntimeOptions
     from vgpu.model.scenario import HarnessRuntime
+    from vgpu.targets.runtime import RUNTIMES, RuntimeOptions
 
     if runtime is not None and runtime not in RUNTIMES:
         raise InputError.single("command line", "--runtime", f"'{runtime}' is not a runtime",

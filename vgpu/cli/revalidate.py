@@ -107,7 +107,6 @@ def revalidate_command(
     baseline of the host: nothing is run), 1 a scenario could not run, 2 bad input (a
     baseline that would be overwritten, --resume of another host's run)."""
     from vgpu.bench.job import BenchRequest
-    from vgpu.bench.runtime import RuntimeOptions
     from vgpu.bench.workload import BenchOverrides
     from vgpu.model.yamlsource import load_yaml
     from vgpu.results.calibration import parse_references
@@ -119,6 +118,7 @@ def revalidate_command(
     from vgpu.revalidate.image import ImageCannotRun
     from vgpu.revalidate.render import as_json, render_outcome
     from vgpu.revalidate.state import RESUMED
+    from vgpu.targets.runtime import RuntimeOptions
 
     assert inventory is not None  # InventoryReq finds one or stops with exit 2
     site = common.site_of(inventory)

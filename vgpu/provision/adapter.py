@@ -11,29 +11,20 @@ from pathlib import Path
 
 from vgpu import stepnames
 from vgpu.container.images import HeldImage, UnknownDriverBranch, driver_branch
-from vgpu.errors import InputError
-from vgpu.model.inventory import (
-    BareMetalHost,
-    ExposedSecretFile,
-    Inventory,
-    SshDefaults,
-    check_private,
-)
+from vgpu.model.inventory import BareMetalHost, Inventory
 from vgpu.model.plan import Plan, PlannedVgpu, PlannedVM
 from vgpu.model.scenario import Scenario
 from vgpu.planner import harness_base_for
 from vgpu.provision.fanout import Job
+from vgpu.provision.reach import host_target, local_path
 from vgpu.provision.requirements import (
     COMPUTE_SERVER_FEATURE_TYPE,
     VGPU_FEATURE_TYPE,
     GuestRequirements,
     HarnessImageSpec,
     HarnessSpec,
-    is_url,
 )
 from vgpu.provision.steps.harness import harness_version
-from vgpu.remote.targets import HostTarget, JumpHost
-from vgpu.remote.transport import SudoSettings
 
 # The node harness's own dependencies (see pyproject), pinned to what this machine runs.
 HARNESS_DISTRIBUTIONS = ("mlcommons-loadgen", "numpy", "onnxruntime", "tritonclient")
@@ -120,48 +111,6 @@ def _guest_plans(plan: Plan, scenario: Scenario, options: HarnessOptions,
     ) for gpu in (False, True)}
 
 
-def _local_path(value: str | None, base_dir: Path) -> str | None:
-    if value is None or is_url(value):
-        return value
-    path = Path(value).expanduser()
-    return str(path if path.is_absolute() else base_dir / path)
-
-
-def _refuse_exposed(secret_file: str | None) -> None:
-    """A sudo password file group or others may read is refused before any host is
-    reached (a missing one is reported when the password is needed)."""
-    try:
-        if secret_file is not None:
-            check_private(Path(secret_file))
-    except ExposedSecretFile as exc:
-        raise InputError.single(str(exc.path), "ssh.sudo_password", str(exc),
-                                fix=exc.fix) from None
-    except OSError:
-        pass
-
-
-def _target(name: str, address: str, ssh: SshDefaults, base_dir: Path) -> HostTarget:
-    sudo = SudoSettings()
-    if ssh.sudo_password is not None:
-        secret_file = _local_path(ssh.sudo_password.file, base_dir)
-        _refuse_exposed(secret_file)
-        sudo = SudoSettings(password_env=ssh.sudo_password.env,
-                            password_file=Path(secret_file) if secret_file else None)
-    jump = None
-    if ssh.jump_host is not None:
-        jump = JumpHost(address=ssh.jump_host.host, port=ssh.jump_host.port,
-                        user=ssh.jump_host.user or ssh.user,
-                        key_file=Path(_local_path(ssh.key_file, base_dir) or "")
-                        if ssh.key_file else None)
-    key = _local_path(ssh.key_file, base_dir)
-    return HostTarget(
-        name=name, address=address, user=ssh.user, port=ssh.port,
-        key_file=Path(key) if key else None,
-        known_hosts=Path(_local_path(ssh.known_hosts, base_dir) or ssh.known_hosts),
-        jump=jump, sudo=sudo,
-    )
-
-
 def feature_type(scenario: Scenario, vgpus: list[PlannedVgpu]) -> int:
     """The scenario's guest.feature_type, else by what the VM has: a vGPU (MIG-backed or
     time-sliced) licenses as NVIDIA vGPU, passed-through GPUs as Virtual Compute Server."""
@@ -175,7 +124,7 @@ def feature_type(scenario: Scenario, vgpus: list[PlannedVgpu]) -> int:
 def _requirements(scenario: Scenario, inventory: Inventory, guest: _GuestPlan,
                   vgpus: list[PlannedVgpu], base_dir: Path) -> GuestRequirements:
     vgpu_types, mig_profiles = _expectations(vgpus)
-    token = _local_path(inventory.drivers.licence_token, base_dir)
+    token = local_path(inventory.drivers.licence_token, base_dir)
     datacenter = scenario.guest.driver == "datacenter"
     drivers = inventory.drivers
     return GuestRequirements(
@@ -183,7 +132,7 @@ def _requirements(scenario: Scenario, inventory: Inventory, guest: _GuestPlan,
         base_packages=tuple(scenario.guest.base_packages),
         container_runtime=scenario.guest.container_runtime,
         driver_kind="datacenter" if datacenter else "vgpu-guest",
-        driver_source=_local_path(drivers.datacenter_driver if datacenter
+        driver_source=local_path(drivers.datacenter_driver if datacenter
                                   else drivers.guest_driver, base_dir),
         driver_version=None if datacenter else drivers.guest_driver_version,
         host_driver_version=None if datacenter else drivers.host_driver_version,
@@ -216,7 +165,7 @@ def jobs_from_plan(
         for vm in plan.vms:
             if not vm.ip:
                 continue
-            jobs.append(Job(_target(vm.name, vm.ip, inventory.ssh, inventory_dir),
+            jobs.append(Job(host_target(vm.name, vm.ip, inventory.ssh, inventory_dir),
                             _requirements(scenario, inventory, guests[bool(vm.vgpus)],
                                           vm.vgpus, inventory_dir)))
         return jobs
@@ -228,7 +177,7 @@ def jobs_from_plan(
         host = hosts[host_name]
         # A bare-metal host's instances are MIG devices or whole GPUs, not vGPUs.
         devices = [v.model_copy(update={"vgpu_type": None}) for vm in vms for v in vm.vgpus]
-        jobs.append(Job(_target(host.name, host.address, host.ssh or inventory.ssh,
+        jobs.append(Job(host_target(host.name, host.address, host.ssh or inventory.ssh,
                                 inventory_dir),
                         _requirements(scenario, inventory,
                                       guests[any(vm.vgpus for vm in vms)], devices,

@@ -15,6 +15,7 @@ from rich.console import Console
 
 from vgpu.bench.job import BenchRequest, TwinChoice, bench_with_twin
 from vgpu.bench.outcome import BenchOutcome
+from vgpu.bench.progress import CommandListener
 from vgpu.bench.summary import render
 from vgpu.container.images import HeldImage
 from vgpu.defaults import DEFAULT_BASELINE
@@ -218,7 +219,8 @@ def _run_one(sc: Scenario, request: RevalidateRequest, store: ResultStore, conso
         for index in range(count):
             if index:
                 _pause_between_series(request.capture, index, count, started, console)
-            bench = bench_with_twin(sc, bench_request, store, twin=TwinChoice(), out=console)
+            bench = bench_with_twin(sc, bench_request, store, twin=TwinChoice(),
+                                    listener=CommandListener(console))
             render(bench, console, str(store.path), None)
             benches.append(bench)
             if bench.failure:

@@ -17,8 +17,8 @@ from vgpu.results.records import TargetKind
 from vgpu.train.launch import TrainNode, run_bash
 
 if TYPE_CHECKING:  # vgpu.bench may import vgpu.train: no import cycle at run time
-    from vgpu.bench.targets import Target
     from vgpu.site import Site
+    from vgpu.targets.target import Target
 
 LOOPBACK = "127.0.0.1"
 PROBE = (
@@ -102,7 +102,8 @@ def inventory_nodes(
     """The scenario's VMs (as vCenter reports them) or bare-metal hosts of the site's
     inventory, reached over SSH with the harness `vgpu provision` installed, as training
     nodes."""
-    from vgpu.bench.remote import build_targets, scenario_placements
+    from vgpu.targets.connect import build_targets
+    from vgpu.targets.placements import scenario_placements
 
     placements = scenario_placements(scenario, site)
     # Training checks its devices through torch on every node (probe_node), not through

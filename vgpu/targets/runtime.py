@@ -10,13 +10,13 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from vgpu.bench.containers import ContainerLaunch
-from vgpu.bench.hostprobe import HOST_CACHE
 from vgpu.container.docker import DockerCli
 from vgpu.container.images import DEFAULT_BASE_IMAGE, HeldImage, ImageBuild, default_tag
 from vgpu.container.local import ensure_image, memlock_unlimited_allowed
 from vgpu.model.inventory import Inventory
 from vgpu.model.scenario import HarnessRuntime, Scenario
+from vgpu.targets.containers import ContainerLaunch
+from vgpu.targets.hostprobe import HOST_CACHE
 
 RUNTIMES: tuple[HarnessRuntime, ...] = ("host", "container")
 

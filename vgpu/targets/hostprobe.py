@@ -10,12 +10,12 @@ import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from vgpu.bench.containers import ContainerLaunch
 from vgpu.container import docker
 from vgpu.container.spec import ContainerSpec
 from vgpu.errors import RemoteError
 from vgpu.provision.facts import GPU_LIST, GpuListing
 from vgpu.remote.transport import Transport
+from vgpu.targets.containers import ContainerLaunch
 
 HOST_CACHE = ".cache/vgpu-harness/models"  # below the login home: the built model files
 

@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vgpu.bench.clock import ClockOffset
-from vgpu.bench.containers import ContainerLaunch
 from vgpu.remote.transport import Transport
 from vgpu.results.records import Platform, TargetKind
+from vgpu.targets.clock import ClockOffset
+from vgpu.targets.containers import ContainerLaunch
 
 
 @dataclass

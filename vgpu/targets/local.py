@@ -12,13 +12,13 @@ from pathlib import Path
 
 import psutil
 
-from vgpu.bench.containers import ContainerLaunch
-from vgpu.bench.devices import LocalDevice, cpu_count
-from vgpu.bench.targets import Target
 from vgpu.model.load import vgpu_requests
 from vgpu.model.scenario import Scenario
 from vgpu.remote.local import LocalTransport
 from vgpu.results.records import CPU_DEVICE_NOTE, Platform, TargetKind
+from vgpu.targets.containers import ContainerLaunch
+from vgpu.targets.devices import LocalDevice, cpu_count
+from vgpu.targets.target import Target
 
 
 def _platform(device: LocalDevice, vcpus: int) -> Platform:
