@@ -120,7 +120,7 @@ def _in(name: str, package: str) -> bool:
 
 
 def package_of(module: str, root: str) -> str:
-    """``vgpu.bench.remote`` -> ``vgpu.bench``; ``vgpu.site`` -> itself; ``vgpu`` -> itself."""
+    """``vgpu.targets.connect`` -> ``vgpu.targets``; ``vgpu.site`` -> itself; ``vgpu`` -> itself."""
     parts = module.split(".")
     return ".".join(parts[:len(root.split(".")) + 1])
 
@@ -209,3 +209,17 @@ def test_a_circle_of_packages_is_seen_though_its_modules_form_none() -> None:
     assert packages == {"vgpu.a": {"vgpu.b"}, "vgpu.b": {"vgpu.a"}, "vgpu.c": {"vgpu.a"}}
     assert find_cycle(packages) == ["vgpu.a", "vgpu.b", "vgpu.a"]
     assert because["vgpu.b", "vgpu.a"] == ["vgpu.b.three -> vgpu.a.four"]
+
+
+def test_bench_and_train_meet_only_in_the_targets_layer() -> None:
+    """Benchmarks and training both run on targets (vgpu.targets: where a scenario runs,
+    its hosts, their devices and clocks); neither imports the other."""
+    graph = import_graph()
+    crossing = {name: sorted(t for t in targets if _in(t, other))
+                for one, other in (("vgpu.bench", "vgpu.train"), ("vgpu.train", "vgpu.bench"))
+                for name, targets in graph.items() if _in(name, one)}
+    assert {k: v for k, v in crossing.items() if v} == {}
+    assert "vgpu.targets.connect" in graph["vgpu.train.targets"]
+    assert not any(_in(t, "vgpu.bench") or _in(t, "vgpu.train")
+                   for name, targets in graph.items() if _in(name, "vgpu.targets")
+                   for t in targets)

@@ -31,7 +31,7 @@ def _platform(device: LocalDevice, vcpus: int) -> Platform:
 
 def planned_slices(scenario: Scenario) -> list[tuple[str, str]]:
     """(instance, its vGPU label) for every planned VM of the scenario; a VM with several
-    whole GPUs passed through is one instance per GPU, as on the lab (bench.remote)."""
+    whole GPUs passed through is one instance per GPU, as on the lab (vgpu.targets.placements)."""
     out: list[tuple[str, str]] = []
     for name, requests in vgpu_requests(scenario).items():
         labels = [r.label for r in requests]

@@ -1,6 +1,7 @@
-"""Training nodes from `vgpu bench` targets: one node per host (the targets that share a
-transport). What a node has (GPUs, their memory, host memory) is asked of torch on the node
-itself, since the bench targets describe inference devices (one per VM or MIG slice)."""
+"""Training nodes from a scenario's targets (vgpu.targets): one node per host (the targets
+that share a transport). What a node has (GPUs, their memory, host memory) is asked of
+torch on the node itself, since the targets describe inference devices (one per VM or MIG
+slice)."""
 
 from __future__ import annotations
 
@@ -14,11 +15,11 @@ from typing import TYPE_CHECKING
 from vgpu.errors import InputError
 from vgpu.model.scenario import Scenario
 from vgpu.results.records import TargetKind
+from vgpu.targets.target import Target
 from vgpu.train.launch import TrainNode, run_bash
 
-if TYPE_CHECKING:  # vgpu.bench may import vgpu.train: no import cycle at run time
+if TYPE_CHECKING:
     from vgpu.site import Site
-    from vgpu.targets.target import Target
 
 LOOPBACK = "127.0.0.1"
 PROBE = (
