@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
 _PACKAGE = Path(__file__).resolve().parent.parent
 # Modules the JSON program needs; the planner side (from_plan, pydantic) stays behind.
-_BUNDLED = ["__init__.py", "defaults.py", "errors.py", "mig.py", "runpaths.py"]
+_BUNDLED = ["__init__.py", "defaults.py", "errors.py", "runpaths.py", "mig/__init__.py",
+            "mig/catalogue.py", "mig/diagram.py", "mig/solver.py"]
 _LEFT_OUT = {"from_plan.py", "remote.py"}
 REMOTE_DIR = ".vgpu/nvml"
 
