@@ -134,7 +134,7 @@ def apply(
     """Create a bare-metal scenario's MIG layout on this machine and verify it."""
     sc = scenario_from_args(file, scenario)
 
-    from vgpu.baremetal import apply_layouts_here, result_lines
+    from vgpu.nvml.baremetal import apply_layouts_here, result_lines
     from vgpu.nvml.from_plan import layouts_from_plan
 
     source = sc.source or f"scenario {sc.id}"
