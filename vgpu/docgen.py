@@ -90,7 +90,7 @@ def model_reference(root: type[BaseModel], extra: list[type[BaseModel]] = ()) ->
 
 def mig_reference() -> str:
     out = ["# MIG catalogue", "",
-           "Generated from `vgpu/mig.py` (`python -m vgpu.docgen`), the single source of "
+           "Generated from `vgpu/mig/catalogue.py` (`python -m vgpu.docgen`), the single source of "
            "truth for profile names, vGPU type names and NVML ids.", ""]
     for model in mig.GPU_MODELS.values():
         out.append(f"## {model.key} ({model.display_name})\n")

@@ -134,7 +134,7 @@ def apply(
     """Create a bare-metal scenario's MIG layout on this machine and verify it."""
     sc = scenario_from_args(file, scenario)
 
-    from vgpu.baremetal import apply_layouts_here, result_lines
+    from vgpu.nvml.baremetal import apply_layouts_here, result_lines
     from vgpu.nvml.from_plan import layouts_from_plan
 
     source = sc.source or f"scenario {sc.id}"
@@ -251,7 +251,8 @@ def export(
 ) -> None:
     """Write a bare-metal scenario's MIG layout, or the layout on this machine's GPUs now
     (`current`, read through NVML), as an NVIDIA mig-parted config on stdout."""
-    from vgpu import migparted
+    from vgpu.mig import migparted
+    from vgpu.nvml.from_plan import gpu_layouts_by_host
     from vgpu.planner import build_plan
 
     if fmt not in EXPORT_FORMATS:
@@ -266,7 +267,7 @@ def export(
                                 f"scenario {sc.id} runs on vSphere VMs; a mig-parted config "
                                 "describes a bare-metal host's GPUs",
                                 fix="export its bare-metal twin (e.g. bm8 for 8)")
-    by_host = migparted.layouts_from_plan(build_plan(sc, None))
+    by_host = gpu_layouts_by_host(build_plan(sc, None))
     name = config or f"vgpu-{sc.id}"
     configs = {name if len(by_host) == 1 else f"{name}-{host}": layouts
                for host, layouts in by_host.items()}
@@ -285,8 +286,9 @@ def _wants_current(file: Path | None, scenario: str | None) -> bool:
 
 
 def _current_config(name: str, simulator: str | None) -> str:
-    from vgpu import mig, migparted
-    from vgpu.model.migparted import GpuLayout
+    from vgpu import mig
+    from vgpu.mig import migparted
+    from vgpu.mig.migparted import GpuLayout
     from vgpu.nvml.status import snapshots
 
     backend = _backend(simulator)

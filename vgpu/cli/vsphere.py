@@ -170,8 +170,8 @@ def _check_provision_inputs(sc: Scenario, site: Site, dry_run: bool) -> None:
 
 def _apply_bare_metal(sc: Scenario, site: Site, enable_mig: bool, dry_run: bool,
                       accept_new_host_keys: bool) -> None:
-    from vgpu.baremetal import apply_bare_metal
     from vgpu.cli.mig import mig_flag_names
+    from vgpu.nvml.baremetal import apply_bare_metal
 
     with mig_flag_names():
         lines = apply_bare_metal(sc, site, enable_mig=enable_mig, dry_run=dry_run,

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from vgpu import mig
 from vgpu.errors import InputError, Problem
-from vgpu.model import migparted
+from vgpu.mig import migparted
+from vgpu.mig.migparted import GpuLayout
 from vgpu.model.base import validate_doc
 from vgpu.model.inventory import Inventory
 from vgpu.model.names import NAME_FIX, name_problem
@@ -116,7 +118,7 @@ def _workload_problems(scenario: Scenario, doc: SourceDoc, vm_count: int) -> lis
 
 def load_scenario(path: str | Path) -> Scenario:
     doc = load_yaml(path)
-    migparted.expand_scenario(doc)
+    expand_mig_parted(doc)
     scenario = validate_doc(Scenario, doc)
     problems = check_scenario(scenario, doc)
     if problems:
@@ -137,3 +139,75 @@ def vgpu_requests(scenario: Scenario) -> dict[str, list[VgpuRequest]]:
     gpu = scenario.gpu_model
     return {name: [parse_vgpu(t, gpu) for t in spec.vgpus]
             for spec in scenario.vms for name in spec.names()}
+
+
+# --- NVIDIA mig-parted configs as a scenario's input -------------------------------------
+
+PASSTHROUGH = "passthrough"  # the vGPU label of a whole GPU on bare metal
+
+
+def read_config(path: Path, config: str, gpu: mig.GpuModel, *,
+                gpus_for_all: int = 1) -> list[GpuLayout]:
+    """The per-GPU layouts of config ``config`` in mig-parted file ``path`` (``devices:
+    all`` stands for GPUs 0..gpus_for_all-1). InputError naming file, line, field and fix."""
+    doc = load_yaml(path)
+    layouts, problems = migparted.read_layouts(doc.data, config, gpu,
+                                               gpus_for_all=gpus_for_all)
+    if problems:
+        raise InputError([_problem(doc, p.where, p.message, fix=p.fix) for p in problems])
+    return layouts
+
+
+def _instance_name(scenario_id: str, label: str) -> str:
+    return f"{scenario_id}-{label.replace('+', '-')}-{{n}}"
+
+
+def vm_groups(scenario_id: str, layouts: list[GpuLayout]) -> list[dict[str, Any]]:
+    """Scenario ``vms`` entries for the layouts: one harness instance per MIG device or
+    whole GPU, grouped by profile, largest first."""
+    counts: Counter[str] = Counter()
+    for layout in layouts:
+        counts.update(layout.profiles if layout.mig_enabled else (PASSTHROUGH,))
+    return [{"name": _instance_name(scenario_id, label), "count": n, "vgpus": [label]}
+            for label, n in counts.items()]
+
+
+def expand_mig_parted(doc: SourceDoc) -> None:
+    """A bare-metal scenario naming ``mig_parted: {file, config}`` gets its ``vms`` from
+    that config (one instance per MIG device or whole GPU) before it is validated. A
+    malformed ``mig_parted`` itself is left to the scenario model to report."""
+    data = doc.data
+    ref = data.get("mig_parted") if isinstance(data, dict) else None
+    if not isinstance(ref, dict) or not isinstance(ref.get("file"), str) \
+            or not isinstance(ref.get("config"), str):
+        return
+    problem = _mig_parted_problem(doc, data)
+    if problem is not None:
+        raise InputError([problem])
+    try:
+        gpu = mig.gpu_model(str(data.get("gpu")))
+    except KeyError:
+        return  # the model names the valid GPUs
+    path = Path(ref["file"]).expanduser()
+    path = path if path.is_absolute() else Path(doc.path).parent / path
+    if not path.is_file():
+        raise InputError([Problem(doc.path, "mig_parted.file", f"{ref['file']} does not exist",
+                                  line=doc.line_of(("mig_parted", "file")),
+                                  fix="give the mig-parted file's path relative to the "
+                                      "scenario file")])
+    gpus = ref.get("gpus", 1)
+    layouts = read_config(path, ref["config"], gpu,
+                          gpus_for_all=gpus if isinstance(gpus, int) and gpus > 0 else 1)
+    data["vms"] = vm_groups(str(data.get("id", "mig")), layouts)
+
+
+def _mig_parted_problem(doc: SourceDoc, data: dict[str, Any]) -> Problem | None:
+    if "vms" in data:
+        return Problem(doc.path, "mig_parted", "both 'vms' and 'mig_parted' are given",
+                       line=doc.line_of(("mig_parted",)),
+                       fix="keep one: mig_parted names the instances through its config")
+    if data.get("platform") != "bare-metal":
+        return Problem(doc.path, "mig_parted", "mig_parted describes a bare-metal host's "
+                       "GPUs", line=doc.line_of(("mig_parted",)),
+                       fix="set platform: bare-metal, or list vms with their vGPUs")
+    return None

@@ -1,5 +1,6 @@
 """Bare-metal MIG layouts through NVML: one GpuBackend interface, the real GPU (NvmlBackend)
-or a simulated one (SimulatedGpuBackend), and the layout operations on top."""
+or a simulated one (SimulatedGpuBackend), the layout operations on top, and a bare-metal
+scenario applied on its hosts (``baremetal``, not re-exported: it plans through the site)."""
 
 from vgpu.nvml.backend import GpuBackend
 from vgpu.nvml.errors import LayoutError, MigError, NvmlUnavailable

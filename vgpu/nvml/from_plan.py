@@ -1,10 +1,12 @@
 """Bare-metal scenario -> the MIG layout of each local GPU, through the planner, so bare
-metal gets exactly the slices (profiles and starts) the VMs of the vSphere scenario had."""
+metal gets exactly the slices (profiles and starts) the VMs of the vSphere scenario had;
+and a plan's GPUs as the layouts of a mig-parted config."""
 
 from __future__ import annotations
 
 from vgpu.errors import InputError, ParameterError
-from vgpu.model.plan import Plan
+from vgpu.mig.migparted import GpuLayout
+from vgpu.model.plan import Plan, PlannedGpu
 from vgpu.nvml.errors import GPU_INDEX, PLAN_HOST, TOO_FEW_GPUS
 from vgpu.nvml.spec import LayoutSpec, SliceSpec
 
@@ -44,3 +46,22 @@ def layouts_from_plan(plan: Plan, gpus: list[int] | None = None,
         out.append(LayoutSpec(gpu=gpus[k] if gpus is not None else g.index, model=g.model,
                               slices=slices, scenario=plan.scenario_id))
     return out
+
+
+def gpu_layouts_by_host(plan: Plan) -> dict[str, list[GpuLayout]]:
+    """Host -> the layouts of its GPUs that the plan uses (MIG or whole), as a mig-parted
+    config names them."""
+    out: dict[str, list[GpuLayout]] = {}
+    for g in plan.gpus:
+        layout = _gpu_layout(g)
+        if layout is not None:
+            out.setdefault(g.host, []).append(layout)
+    return out
+
+
+def _gpu_layout(g: PlannedGpu) -> GpuLayout | None:
+    if g.mode == "mig":
+        return GpuLayout(g.index, True, tuple(s.profile for s in g.slices if not s.foreign))
+    if g.mode == "passthrough":
+        return GpuLayout(g.index, False)
+    return None

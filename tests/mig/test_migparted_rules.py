@@ -14,8 +14,8 @@ import yaml
 from tests.cli.invoke import run_cli
 from vgpu import mig
 from vgpu.errors import InputError, Problem
-from vgpu.migparted import render
-from vgpu.model.migparted import GpuLayout, read_config
+from vgpu.mig.migparted import ConfigProblem, GpuLayout, read_layouts, render
+from vgpu.model.load import read_config
 
 GPU = mig.gpu_model("A100-80GB")
 A100_80GB_PCIE = "0x20B510DE"  # PCI device 0x20B5, vendor NVIDIA 0x10DE
@@ -35,6 +35,22 @@ def _problems(tmp_path: Path, text: str, config: str = "c") -> list[Problem]:
 
 def _file(body: str) -> str:
     return f"version: v1\nmig-configs:\n  c:\n{body}"
+
+
+def test_the_rules_read_a_parsed_document_and_name_each_problem_by_its_place() -> None:
+    data = {"version": "v1", "mig-configs": {"c": [
+        {"devices": [0], "mig-enabled": True, "mig-devices": {"4g.40gb": 2}},
+        {"devices": [1], "mig-enabled": True, "mig-devices": {"1g.10gb": 7}}]}}
+    layouts, problems = read_layouts(data, "c", GPU)
+    assert layouts == [GpuLayout(0, True, ("4g.40gb", "4g.40gb")),
+                       GpuLayout(1, True, ("1g.10gb",) * 7)]
+    [problem] = problems  # a second 4g.40gb finds no free start
+    assert problem.where == ("mig-configs", "c", 0, "mig-devices")
+    assert "does not fit one A100-80GB" in problem.message
+    data["mig-configs"]["c"][0]["mig-devices"] = {"4g.40gb": 1}
+    assert read_layouts(data, "c", GPU)[1] == []
+    assert read_layouts({"version": "v2"}, "c", GPU)[1][0] == ConfigProblem(
+        ("version",), "version is 'v2'; vgpu reads mig-parted version v1", "set version: v1")
 
 
 # --- the file (mig-parted's Spec rules) -------------------------------------------------

@@ -1,7 +1,6 @@
-"""NVIDIA mig-parted configs (``version: v1``) as a scenario's input: read one named config
-into per-GPU MIG layouts checked by vgpu's solver, and expand a bare-metal scenario's
-``mig_parted: {file, config}`` into its ``vms`` before the scenario is validated. The
-writer (a plan's or NVML's layouts as a config) is ``vgpu.migparted``.
+"""NVIDIA mig-parted configs (``version: v1``): their rules, read into per-GPU MIG layouts
+checked by vgpu's solver, and layouts (a planned scenario's, or what NVML shows now)
+written as a config mig-parted applies unchanged.
 
     version: v1
     mig-configs:
@@ -11,6 +10,8 @@ writer (a plan's or NVML's layouts as a config) is ``vgpu.migparted``.
           mig-devices: {"1g.10gb": 7}
 
 A GPU with ``mig-enabled: false`` is used whole (a passthrough instance on bare metal).
+Reading works on the parsed document and reports each problem at its place in it (a path
+of keys); the loader that knows the file's lines is ``vgpu.model.load.read_config``.
 """
 
 from __future__ import annotations
@@ -18,21 +19,32 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from vgpu import mig
-from vgpu.errors import InputError, Problem
-from vgpu.model.yamlsource import Loc, SourceDoc, format_loc, load_yaml
+import yaml
+
+from vgpu.mig.catalogue import GpuModel
+from vgpu.mig.solver import solve
 
 VERSION = "v1"
 CONFIGS_KEY = "mig-configs"
 TOP_KEYS = ("version", CONFIGS_KEY)
 ENTRY_KEYS = ("devices", "mig-enabled", "mig-devices", "device-filter")
-PASSTHROUGH = "passthrough"
 NVIDIA_VENDOR_ID = 0x10DE
 # mig-parted's spelling of a MIG device: [<C>c.]<G>g.<M>gb with optional +attributes.
 _PARTED_PROFILE = re.compile(r"^(?:\d+c\.)?\d+g\.\d+gb(?:\+[a-z.]+)*$")
+
+
+Where = tuple[str | int, ...]  # a place in the document: its keys and list indexes
+
+
+@dataclass(frozen=True)
+class ConfigProblem:
+    """One broken rule, at its place in the document, with how to mend it."""
+
+    where: Where
+    message: str
+    fix: str
 
 
 @dataclass(frozen=True)
@@ -57,17 +69,16 @@ def _is_index(value: object) -> bool:
 class _Reader:
     """Collects every problem of one config before giving up, each at its file line."""
 
-    def __init__(self, doc: SourceDoc, config: str, gpu: mig.GpuModel) -> None:
-        self.doc, self.config, self.gpu = doc, config, gpu
-        self.problems: list[Problem] = []
+    def __init__(self, data: object, config: str, gpu: GpuModel) -> None:
+        self.data, self.config, self.gpu = data, config, gpu
+        self.problems: list[ConfigProblem] = []
 
-    def problem(self, loc: Loc, message: str, fix: str) -> None:
-        self.problems.append(Problem(self.doc.path, format_loc(loc), message,
-                                     line=self.doc.line_of(loc), fix=fix))
+    def problem(self, loc: Where, message: str, fix: str) -> None:
+        self.problems.append(ConfigProblem(loc, message, fix))
 
     def configs(self) -> dict[Any, Any]:
         """The file's configs after mig-parted's top-level rules."""
-        data = self.doc.data
+        data = self.data
         if not isinstance(data, dict):
             self.problem((), "a mig-parted config file is a mapping",
                          fix=f"start it with 'version: {VERSION}' and '{CONFIGS_KEY}:'")
@@ -102,7 +113,7 @@ class _Reader:
         entries = configs.get(self.config)
         return entries if isinstance(entries, list) else []
 
-    def entry_format(self, loc: Loc, entry: object) -> None:
+    def entry_format(self, loc: Where, entry: object) -> None:
         """mig-parted's rules for one entry."""
         if not isinstance(entry, dict):
             self.problem(loc, "an entry is a mapping", fix="give devices, mig-enabled, "
@@ -127,7 +138,7 @@ class _Reader:
                              "a PCI device id nor a list of them",
                              fix="write device-filter: \"0x20B510DE\" (device, vendor)")
 
-    def _devices_format(self, loc: Loc, entry: dict[Any, Any]) -> None:
+    def _devices_format(self, loc: Where, entry: dict[Any, Any]) -> None:
         if "devices" not in entry:
             self.problem(loc, "devices is missing", fix="add devices: all, or devices: [0]")
             return
@@ -138,7 +149,7 @@ class _Reader:
         self.problem((*loc, "devices"), f"devices {value!r} is neither 'all' nor a list of "
                      "GPU indexes", fix="write devices: all, or devices: [0, 1]")
 
-    def _mig_devices_format(self, loc: Loc, entry: dict[Any, Any], enabled: object) -> None:
+    def _mig_devices_format(self, loc: Where, entry: dict[Any, Any], enabled: object) -> None:
         if "mig-devices" not in entry:
             if enabled is True:
                 self.problem(loc, "mig-devices is missing on a GPU with mig-enabled: true",
@@ -165,7 +176,7 @@ class _Reader:
             return list(range(gpus_for_all))
         return list(value) if isinstance(value, list) else []
 
-    def profiles(self, loc: Loc, value: object) -> list[str]:
+    def profiles(self, loc: Where, value: object) -> list[str]:
         """vgpu's rule: every profile exists on this GPU."""
         names: list[str] = []
         for key, count in (value.items() if isinstance(value, dict) else ()):
@@ -181,7 +192,7 @@ class _Reader:
             names += [name] * count
         return names
 
-    def device_filter(self, loc: Loc, value: object) -> None:
+    def device_filter(self, loc: Where, value: object) -> None:
         """vgpu's rule: a device filter matches the GPU, else mig-parted skips the entry
         on every GPU of this host and the config applies nothing."""
         filters = [value] if isinstance(value, str) else value
@@ -201,7 +212,7 @@ class _Reader:
         return raw & 0xFFFF == NVIDIA_VENDOR_ID and raw >> 16 in self.gpu.pci_device_ids
 
     def entry(self, k: int, entry: object, gpus_for_all: int) -> list[GpuLayout]:
-        loc: Loc = (CONFIGS_KEY, self.config, k)
+        loc: Where = (CONFIGS_KEY, self.config, k)
         if not isinstance(entry, dict) or not isinstance(entry.get("mig-enabled"), bool):
             return []  # mig-parted's format problem, already reported
         enabled = entry["mig-enabled"]
@@ -213,8 +224,8 @@ class _Reader:
         return [GpuLayout(i, enabled, tuple(names))
                 for i in self.indexes(entry.get("devices"), gpus_for_all)]
 
-    def _check_fit(self, loc: Loc, names: list[str]) -> None:
-        result = mig.solve(self.gpu, [self.gpu.profile(n) for n in names])
+    def _check_fit(self, loc: Where, names: list[str]) -> None:
+        result = solve(self.gpu, [self.gpu.profile(n) for n in names])
         if result.ok:
             return
         nearest = "; ".join(f"{' + '.join(s.profiles)} ({s.description})"
@@ -223,11 +234,11 @@ class _Reader:
                      f"{self.gpu.key}: {result.reason}", fix=f"nearest valid layouts: {nearest}")
 
 
-def read_config(path: Path, config: str, gpu: mig.GpuModel, *,
-                gpus_for_all: int = 1) -> list[GpuLayout]:
-    """The per-GPU layouts of config ``config`` in mig-parted file ``path`` (``devices:
-    all`` stands for GPUs 0..gpus_for_all-1). InputError naming file, line, field and fix."""
-    reader = _Reader(load_yaml(path), config, gpu)
+def read_layouts(data: object, config: str, gpu: GpuModel, *,
+                 gpus_for_all: int = 1) -> tuple[list[GpuLayout], list[ConfigProblem]]:
+    """The per-GPU layouts of config ``config`` in a parsed mig-parted document (``devices:
+    all`` stands for GPUs 0..gpus_for_all-1), and every rule it breaks (none: usable)."""
+    reader = _Reader(data, config, gpu)
     layouts: list[GpuLayout] = []
     for k, entry in enumerate(reader.entries()):
         layouts += reader.entry(k, entry, gpus_for_all)
@@ -238,61 +249,38 @@ def read_config(path: Path, config: str, gpu: mig.GpuModel, *,
     if not reader.problems and not layouts:
         reader.problem((CONFIGS_KEY, config), f"config '{config}' names no GPU",
                        fix="give devices: all, or the GPU indexes")
-    if reader.problems:
-        raise InputError(reader.problems)
-    return sorted(layouts, key=lambda g: g.index)
+    return sorted(layouts, key=lambda g: g.index), reader.problems
 
 
-def _instance_name(scenario_id: str, label: str) -> str:
-    return f"{scenario_id}-{label.replace('+', '-')}-{{n}}"
+# --- writing ------------------------------------------------------------------------------
 
 
-def vm_groups(scenario_id: str, layouts: list[GpuLayout]) -> list[dict[str, Any]]:
-    """Scenario ``vms`` entries for the layouts: one harness instance per MIG device or
-    whole GPU, grouped by profile, largest first."""
-    counts: Counter[str] = Counter()
-    for layout in layouts:
-        counts.update(layout.profiles if layout.mig_enabled else (PASSTHROUGH,))
-    return [{"name": _instance_name(scenario_id, label), "count": n, "vgpus": [label]}
-            for label, n in counts.items()]
+def _entries(layouts: list[GpuLayout], gpu: GpuModel | None) -> list[dict[str, Any]]:
+    """One entry per distinct layout, naming the GPUs that carry it."""
+    grouped: dict[tuple[bool, tuple[str, ...]], list[int]] = {}
+    for layout in sorted(layouts, key=lambda g: g.index):
+        key = (layout.mig_enabled, _sorted_profiles(layout.profiles, gpu))
+        grouped.setdefault(key, []).append(layout.index)
+    entries: list[dict[str, Any]] = []
+    for (enabled, profiles), indexes in grouped.items():
+        entry: dict[str, Any] = {"devices": indexes, "mig-enabled": enabled}
+        if enabled:
+            entry["mig-devices"] = dict(Counter(profiles))
+        entries.append(entry)
+    return entries
 
 
-def expand_scenario(doc: SourceDoc) -> None:
-    """A bare-metal scenario naming ``mig_parted: {file, config}`` gets its ``vms`` from
-    that config (one instance per MIG device or whole GPU) before it is validated. A
-    malformed ``mig_parted`` itself is left to the scenario model to report."""
-    data = doc.data
-    ref = data.get("mig_parted") if isinstance(data, dict) else None
-    if not isinstance(ref, dict) or not isinstance(ref.get("file"), str) \
-            or not isinstance(ref.get("config"), str):
-        return
-    problem = _scenario_problem(doc, data)
-    if problem is not None:
-        raise InputError([problem])
-    try:
-        gpu = mig.gpu_model(str(data.get("gpu")))
-    except KeyError:
-        return  # the model names the valid GPUs
-    path = Path(ref["file"]).expanduser()
-    path = path if path.is_absolute() else Path(doc.path).parent / path
-    if not path.is_file():
-        raise InputError([Problem(doc.path, "mig_parted.file", f"{ref['file']} does not exist",
-                                  line=doc.line_of(("mig_parted", "file")),
-                                  fix="give the mig-parted file's path relative to the "
-                                      "scenario file")])
-    gpus = ref.get("gpus", 1)
-    layouts = read_config(path, ref["config"], gpu,
-                          gpus_for_all=gpus if isinstance(gpus, int) and gpus > 0 else 1)
-    data["vms"] = vm_groups(str(data.get("id", "mig")), layouts)
+def _sorted_profiles(profiles: tuple[str, ...], gpu: GpuModel | None) -> tuple[str, ...]:
+    if gpu is None:
+        return tuple(sorted(profiles))
+    order = {name: k for k, name in enumerate(reversed(gpu.profile_names()))}
+    return tuple(sorted(profiles, key=lambda p: (order.get(p, len(order)), p)))
 
 
-def _scenario_problem(doc: SourceDoc, data: dict[str, Any]) -> Problem | None:
-    if "vms" in data:
-        return Problem(doc.path, "mig_parted", "both 'vms' and 'mig_parted' are given",
-                       line=doc.line_of(("mig_parted",)),
-                       fix="keep one: mig_parted names the instances through its config")
-    if data.get("platform") != "bare-metal":
-        return Problem(doc.path, "mig_parted", "mig_parted describes a bare-metal host's "
-                       "GPUs", line=doc.line_of(("mig_parted",)),
-                       fix="set platform: bare-metal, or list vms with their vGPUs")
-    return None
+def render(configs: dict[str, list[GpuLayout]], gpu: GpuModel | None,
+           header: list[str]) -> str:
+    """A mig-parted file with one config per name, ``header`` as comment lines."""
+    body = {"version": VERSION,
+            CONFIGS_KEY: {name: _entries(layouts, gpu) for name, layouts in configs.items()}}
+    comments = "".join(f"# {line}\n" for line in header)
+    return comments + yaml.safe_dump(body, sort_keys=False, default_flow_style=None)
