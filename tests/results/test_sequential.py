@@ -366,3 +366,58 @@ def test_the_stored_verdict_is_the_designs_repeated_interval() -> None:
     step = look([check], 40, 7, Design(max_repeats=40, step=2, schedule=plan))
     assert step.verdict == judged.verdict  # the look and the stored verdict agree
     assert at_look(check, plan, 10).level() < judged.level()  # an interim look
+
+
+def _one_sample_t_crossing(plan: tuple[int, ...], levels: list[float], paths: int,
+                           seed: int) -> float:
+    """The share of null paths (i.i.d. normal repeats) whose one-sample t statistic
+    crosses a look's level, each look's t on its repeats - 1 df."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    values = rng.standard_normal((paths, plan[-1]))
+    crossed = np.zeros(paths, dtype=bool)
+    for n, level in zip(plan, levels, strict=True):
+        seen = values[:, :n]
+        t = seen.mean(axis=1) * math.sqrt(n) / seen.std(axis=1, ddof=1)
+        crossed |= t > t_quantile(1 - level, n - 1)
+    return float(crossed.mean())
+
+
+def test_one_sample_t_looks_cross_at_alpha_where_the_normal_levels_cross_more() -> None:
+    """A capacity design's looks (4 to 12 repeats, a one-sample t on 3 to 11 df): the
+    normal boundaries' nominal levels let 2.87% of null paths cross for a one-sided 2.5%,
+    the t process's own boundaries 2.5% (an independent simulation, 3 standard errors)."""
+    plan, paths = (4, 6, 8, 10, 12), 100_000
+    normal = [look_level(plan, k, k == 4, ONE_SIDED_ALPHA, "hsd") for k in range(5)]
+    own = [look_level(plan, k, k == 4, ONE_SIDED_ALPHA, "hsd", True) for k in range(5)]
+    se = math.sqrt(ONE_SIDED_ALPHA * (1 - ONE_SIDED_ALPHA) / paths)
+    assert _one_sample_t_crossing(plan, normal, paths, 5) > ONE_SIDED_ALPHA + 5 * se
+    assert _one_sample_t_crossing(plan, own, paths, 5) == pytest.approx(ONE_SIDED_ALPHA,
+                                                                         abs=3 * se)
+    assert own[0] == pytest.approx(normal[0], rel=0.02)  # the first look: one marginal
+    assert all(o < z for o, z in zip(own[1:], normal[1:], strict=True))
+
+
+def test_a_one_sample_t_check_is_judged_at_the_t_boundary_in_look_and_stored() -> None:
+    """A FAIL p between the t process's last-look level and the normal one's: a check
+    marked one_sample_t (a capacity ratio) is not FAIL, at the look and in its stored
+    verdict alike; unmarked, the same statistic FAILs."""
+    plan = (4, 6, 8, 10, 12)
+    normal = look_level(plan, 4, True, ONE_SIDED_ALPHA, "hsd")
+    own = look_level(plan, 4, True, ONE_SIDED_ALPHA, "hsd", True)
+    p = math.sqrt(normal * own)  # between the two
+    base = compare_paired("c", [1000.0 + i for i in range(12)],
+                          [1000.0 + 2 * i for i in range(12)], Band(lower_pct=-5.0))
+    assert base.se_pct is not None
+    df = 11.0
+    edge = 100 * math.log(0.95)
+    check = replace(base, df=df, units=12, log_difference=edge + t_quantile(p, df)
+                    * base.se_pct)
+    design = Design(max_repeats=12, step=2, schedule=plan)
+    assert look([check], 12, 5, design).verdict == "FAIL"
+    assert at_look(check, plan, 12).verdict == "FAIL"
+    marked = replace(check, one_sample_t=True)
+    assert look([marked], 12, 5, design).verdict == "INCONCLUSIVE"
+    stored = at_look(marked, plan, 12)
+    assert stored.verdict == "INCONCLUSIVE" and stored.level() == pytest.approx(own)

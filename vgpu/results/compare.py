@@ -158,6 +158,10 @@ class Check:
     looks: tuple[int, ...] = ()
     look: int = -1
     spending: Spending = "hsd"
+    # its statistic is a one-sample t of its units on units - 1 df (a capacity ratio's
+    # repeats): a look judges it at the t process's boundary
+    # (vgpu.results.spending.t_process_levels), not at the normal one's nominal level
+    one_sample_t: bool = False
 
     def level(self, alpha: float = ALPHA / 2) -> float:
         """The one-sided level this check is judged at for a family share ``alpha``: the
@@ -165,7 +169,7 @@ class Check:
         if not self.looks:
             return alpha
         return look_level(self.looks, self.look, self.look == len(self.looks) - 1, alpha,
-                          self.spending)
+                          self.spending, self.one_sample_t)
 
     @property
     def ratio(self) -> float:
@@ -509,16 +513,19 @@ def pass_p_value(check: Check) -> float | None:
 
 
 def holm_kept(p_values: Sequence[float], alpha: float,
-              level_at: Callable[[float], float] | None = None) -> set[int]:
+              level_at: Callable[[float], float] | None = None,
+              levels_at: Sequence[Callable[[float], float]] | None = None) -> set[int]:
     """Indices Holm's step-down keeps at family level ``alpha`` (one-sided). The j-th
     step tests at level ``alpha / (m - j + 1)``, or, for a look of a group-sequential
     design, at ``level_at(alpha / (m - j + 1))``: the look's boundary recomputed for
-    that share of the alpha."""
+    that share of the alpha; ``levels_at``: each p-value's own boundary (a one-sample
+    t's differs from the normal one's)."""
     kept: set[int] = set()
     m = len(p_values)
     for rank, index in enumerate(sorted(range(m), key=p_values.__getitem__)):
         share = alpha / (m - rank)
-        if p_values[index] > (share if level_at is None else level_at(share)):
+        own = levels_at[index] if levels_at is not None else level_at
+        if p_values[index] > (share if own is None else own(share)):
             break
         kept.add(index)
     return kept

@@ -15,6 +15,10 @@ intersection-union test over the checks, TOST with spending).
 - Look k spends ``alpha(t_k)`` of the one-sided alpha (Hwang-Shih-DeCani, gamma -2),
   t_k its share of the planned total; its z boundary is applied to the t statistic (its
   own degrees of freedom: n - 2 for a crossover) as a nominal one-sided level ``p_k``.
+  A check whose statistic is a one-sample t of its repeats (``one_sample_t``: a capacity
+  ratio, 3 to 11 df) takes the boundary of the t process itself
+  (vgpu.results.spending.t_process_levels): at so few df the nominal levels let 2.9%
+  cross for a 2.5% alpha.
 - At every look, a FAIL needs Holm's step-down over the checks' one-sided FAIL p-values,
   the j-th step at the boundary recomputed for alpha / (m - j + 1) (not ``p_k`` divided);
   a PASS needs every check's PASS p-value at or below ``p_k`` and no shortfall (too few
@@ -32,7 +36,7 @@ confidence interval of that level (compare.at_look), so it says what the design 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
@@ -233,18 +237,22 @@ def look(checks: Sequence[Check], n: int, index: int, design: Design,
     position = next((k for k, total in enumerate(plan) if total >= n), len(plan) - 1)
     final = n >= plan[-1] or n >= design.max_repeats or position == len(plan) - 1
 
-    def level_at(alpha: float) -> float:
-        return look_level(plan, position, final, alpha, design.spending)
+    def level_at(alpha: float, one_sample_t: bool = False) -> float:
+        return look_level(plan, position, final, alpha, design.spending, one_sample_t)
+
+    def own_level(check: Check) -> Callable[[float], float]:
+        return lambda alpha: level_at(alpha, check.one_sample_t)
 
     level = level_at(design.alpha)
     fail_ps = [fail_p_value(c) for c in stats]
     kept = holm_kept([1.0 if p is None else p for p in fail_ps], design.alpha,
-                     level_at) if stats else set()
+                     levels_at=[own_level(c) for c in stats]) if stats else set()
     pass_ps = [pass_p_value(c) for c in stats]
+    passes = all(p is not None and p <= level_at(design.alpha, c.one_sample_t)
+                 for p, c in zip(pass_ps, stats, strict=True))
     gates_pass = all(c.verdict == "PASS" for c in checks if c not in stats)
     decides = bool(kept) or any(c.verdict == "FAIL" and c.se_pct is None for c in checks) \
-        or (bool(stats) and gates_pass and not blocked_pass
-            and all(p is not None and p <= level for p in pass_ps))
+        or (bool(stats) and gates_pass and not blocked_pass and passes)
     if decides and confounded:
         return Look(n, index, True, "INCONCLUSIVE", True, n, mdd, why=confounded[0],
                     schedule=plan, level=level, expected=expected)
@@ -253,8 +261,7 @@ def look(checks: Sequence[Check], n: int, index: int, design: Design,
                     expected=expected)
     # A check without statistics (the accuracy gate) is decided as it stands: its PASS
     # holds at every look and must not keep the throughput's PASS from stopping the series.
-    if stats and gates_pass and not blocked_pass and \
-            all(p is not None and p <= level for p in pass_ps):
+    if stats and gates_pass and not blocked_pass and passes:
         return Look(n, index, final, "PASS", True, n, mdd, schedule=plan, level=level,
                     expected=expected)
     if final or not checks:
