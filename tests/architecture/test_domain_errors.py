@@ -13,7 +13,6 @@ STILL_LABELLED_WITH_FLAGS = {
     "vgpu/results/allreduce_view.py", "vgpu/results/mlperf_export.py",
     "vgpu/results/runview.py", "vgpu/results/store.py", "vgpu/revalidate/hosts.py",
     "vgpu/revalidate/preflight.py", "vgpu/site.py", "vgpu/train/report.py",
-    "vgpu/vsphere/commands.py",  # terminal_confirm: the --yes prompt
 }
 
 

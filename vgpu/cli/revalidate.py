@@ -236,7 +236,7 @@ def converger(site: Site, yes: bool, console: Console) -> Converge:
         inventory, inventory_path = site.require("converging needs an inventory",
                                                  fix="pass --inventory")
         commands.apply(sc, inventory, inventory_path, dry_run=False,
-                       confirm=commands.terminal_confirm(yes),
+                       confirm=common.terminal_confirm(yes),
                        concurrency=DEFAULT_CONCURRENCY, ip_timeout_s=DEFAULT_IP_TIMEOUT_S,
                        console=console, host=host)
         if site.lab is not None:

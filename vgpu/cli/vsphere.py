@@ -124,7 +124,7 @@ def apply(
     print_warnings(site.plan(sc, pin_host=host), common.console)
     if provision:
         _check_provision_inputs(sc, site, dry_run)
-    commands.apply(sc, inv, inv_path, dry_run=dry_run, confirm=commands.terminal_confirm(yes),
+    commands.apply(sc, inv, inv_path, dry_run=dry_run, confirm=common.terminal_confirm(yes),
                    concurrency=concurrency, ip_timeout_s=ip_timeout, console=common.console,
                    host=host, break_lease=break_lease)
     if not dry_run:
@@ -200,7 +200,7 @@ def destroy(
     from vgpu.vsphere import commands
 
     inv, inv_path = _inventory(inventory)
-    commands.destroy(sc, inv, inv_path, confirm=commands.terminal_confirm(yes),
+    commands.destroy(sc, inv, inv_path, confirm=common.terminal_confirm(yes),
                      concurrency=concurrency, console=common.console,
                      break_lease=break_lease)
     site = common.site_of(inventory)

@@ -1,18 +1,17 @@
 """The bodies of `vgpu preflight`, `vgpu apply` and `vgpu destroy`: read, show, confirm,
-execute with progress, and report. The typer layer (vgpu.cli.vsphere) only parses."""
+execute with progress, and report. The CLI (vgpu.cli.vsphere) parses, asks for confirmation
+(``Confirm``) and turns what these raise into exit codes."""
 
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
-import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from vgpu.errors import InputError, RemoteError
+from vgpu.errors import RemoteError
 from vgpu.model.inventory import Inventory
 from vgpu.model.load import vgpu_requests
 from vgpu.model.scenario import Scenario
@@ -40,19 +39,6 @@ from vgpu.vsphere.preflight.saved import find_saved, load_saved, save_report
 from vgpu.vsphere.render import render_changes, render_drift, render_outcomes, render_preflight
 
 Confirm = Callable[[str], bool]
-
-
-def terminal_confirm(yes: bool) -> Confirm:
-    """--yes answers yes; otherwise ask on a terminal, and refuse to guess without one."""
-    def confirm(question: str) -> bool:
-        if yes:
-            return True
-        if not sys.stdin.isatty():
-            raise InputError.single("command line", "--yes",
-                                    "no terminal to ask for confirmation",
-                                    fix="pass --yes to go ahead, or --dry-run to only look")
-        return typer.confirm(question, default=False)
-    return confirm
 
 
 def _execute(state: ClusterState, changes: ChangeSet, concurrency: int, ip_timeout_s: float,
@@ -103,7 +89,7 @@ def preflight(inventory: Inventory, inventory_path: Path, scenario: Scenario | N
     saved = save_report(report, results_dir)
     drift_file = _save_drift(drift, report.id, results_dir) if drift else None
     if as_json:
-        typer.echo(json.dumps(report.to_json(), indent=2))
+        print(json.dumps(report.to_json(), indent=2))
     else:
         render_preflight(report, console)
         if drift is not None:
