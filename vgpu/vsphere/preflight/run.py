@@ -1,9 +1,9 @@
 """Preflight: can this vCenter run vGPU scenarios, and this scenario in particular?
 
 Reads the cluster (hosts, their drivers and advanced options, the VMs holding vGPUs) and
-judges it with the pure checks of ``preflight_checks``. With a scenario: does its plan fit
+judges it with the pure checks of ``checks``. With a scenario: does its plan fit
 (on hosts not in maintenance mode), and does every planned VM's host offer its vGPU types.
-``preflight_saved`` keeps each run's report for drift checks."""
+``saved`` keeps each run's report for drift checks."""
 
 from __future__ import annotations
 
