@@ -37,11 +37,11 @@ import yaml
 from vgpu import catalog
 from vgpu.model.load import load_inventory
 from vgpu.sim.lab import LabShape, RunningLab, inventory_data, start_lab
-from vgpu.vsphere.connection import connect
-from vgpu.vsphere.execute import Executor
-from vgpu.vsphere.from_inventory import target_from_inventory
-from vgpu.vsphere.limits import DEFAULT_CONCURRENCY
-from vgpu.vsphere.workflow import prepare_apply, prepare_destroy
+from vgpu.vsphere.apply.execute import Executor
+from vgpu.vsphere.connect.connection import connect
+from vgpu.vsphere.connect.from_inventory import target_from_inventory
+from vgpu.vsphere.desired.limits import DEFAULT_CONCURRENCY
+from vgpu.vsphere.plan.workflow import prepare_apply, prepare_destroy
 
 PROFILES: dict[str, dict[str, int]] = {
     "none": {},

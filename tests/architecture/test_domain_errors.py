@@ -13,7 +13,6 @@ STILL_LABELLED_WITH_FLAGS = {
     "vgpu/results/allreduce_view.py", "vgpu/results/mlperf_export.py",
     "vgpu/results/runview.py", "vgpu/results/store.py", "vgpu/revalidate/hosts.py",
     "vgpu/revalidate/preflight.py", "vgpu/site.py", "vgpu/train/report.py",
-    "vgpu/vsphere/commands.py",  # terminal_confirm: the --yes prompt
 }
 
 
@@ -34,8 +33,8 @@ def test_no_domain_module_labels_an_input_error_with_a_flag() -> None:
                 if p.relative_to(ROOT).parts[1] != "cli" and (found := _flag_labelled(p))}
     assert set(labelled) <= STILL_LABELLED_WITH_FLAGS, {
         k: v for k, v in labelled.items() if k not in STILL_LABELLED_WITH_FLAGS}
-    assert {"vgpu/vsphere/preflight_saved.py", "vgpu/nvml/preconditions.py",
-            "vgpu/vsphere/window.py", "vgpu/sim/hostupgrade.py"}.isdisjoint(labelled)
+    assert {"vgpu/vsphere/preflight/saved.py", "vgpu/nvml/preconditions.py",
+            "vgpu/vsphere/apply/window.py", "vgpu/sim/hostupgrade.py"}.isdisjoint(labelled)
 
 
 def test_the_scan_finds_a_flag_label() -> None:

@@ -28,7 +28,11 @@ CLI_ENTRY_POINTS = {"vgpu.__main__"}  # `python -m vgpu` runs the CLI
 SIMULATOR_SEAM = {"vgpu.site", "vgpu.cli.sim"}
 # Packages whose sub-packages import each other in one direction only (no circle of
 # packages, even where the modules themselves form none).
-LAYERED = ("vgpu",)
+LAYERED = ("vgpu", "vgpu.vsphere")
+# vgpu.vsphere's layers, from the ground up: a module imports only its own sub-package and
+# those on lower floors; the two on the ground floor know nothing of each other.
+VSPHERE_FLOORS = (("connect", "desired"), ("read",), ("plan",), ("preflight",), ("apply",),
+                  ("render",), ("commands",))
 
 Graph = dict[str, set[str]]
 
@@ -146,7 +150,7 @@ def package_graph(graph: Graph, root: str) -> tuple[Graph, dict[tuple[str, str],
 @pytest.mark.parametrize("root", LAYERED)
 def test_packages_import_each_other_in_one_direction(root: str) -> None:
     packages, because = package_graph(import_graph(), root)
-    assert len(packages) > 10, f"too few packages found under {root}/"
+    assert len(packages) > 6, f"too few packages found under {root}/"
     cycle = find_cycle(packages)
     steps = [] if cycle is None else [
         f"{a} -> {b} ({'; '.join(because[a, b][:3])})" for a, b in pairwise(cycle)]
@@ -223,3 +227,44 @@ def test_bench_and_train_meet_only_in_the_targets_layer() -> None:
     assert not any(_in(t, "vgpu.bench") or _in(t, "vgpu.train")
                    for name, targets in graph.items() if _in(name, "vgpu.targets")
                    for t in targets)
+
+
+def _raw_imports(path: Path) -> set[str]:
+    """Every module a file names in an import (top-level package of outside code too)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module)
+    return names
+
+
+def test_vsphere_layers_import_only_downward() -> None:
+    floor = {f"vgpu.vsphere.{name}": level
+             for level, names in enumerate(VSPHERE_FLOORS) for name in names}
+    graph = import_graph()
+    modules = [name for name in graph if _in(name, "vgpu.vsphere") and name != "vgpu.vsphere"]
+    assert {package_of(name, "vgpu.vsphere") for name in modules} == set(floor)
+    climbs = {}
+    for name in modules:
+        source = package_of(name, "vgpu.vsphere")
+        for target in graph[name]:
+            imported = package_of(target, "vgpu.vsphere")
+            if _in(target, "vgpu.vsphere") and imported != source \
+                    and floor.get(imported, -1) >= floor[source]:
+                climbs.setdefault(name, []).append(target)
+    assert climbs == {}
+
+
+def test_desired_state_knows_no_vcenter_and_vsphere_no_command_line() -> None:
+    """vgpu.vsphere.desired is pure: no pyVmomi, no login; nothing under vgpu.vsphere
+    imports typer (the CLI turns what the commands raise into exits)."""
+    pyvmomi = {str(path.relative_to(ROOT)): sorted(found)
+               for path in sorted((ROOT / "vgpu/vsphere/desired").rglob("*.py"))
+               if (found := {n for n in _raw_imports(path) if n.split(".")[0] in
+                             {"pyVmomi", "pyVim"}})}
+    typer = [str(path.relative_to(ROOT)) for path in sorted((ROOT / "vgpu/vsphere").rglob("*.py"))
+             if any(n.split(".")[0] == "typer" for n in _raw_imports(path))]
+    assert pyvmomi == {}
+    assert typer == []

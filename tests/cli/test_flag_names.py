@@ -9,7 +9,7 @@ import pytest
 
 from vgpu.cli.common import flag_names
 from vgpu.errors import InputError, ParameterError
-from vgpu.vsphere.preflight_saved import NONE_SAVED, SAVED_RUN, find_saved
+from vgpu.vsphere.preflight.saved import NONE_SAVED, SAVED_RUN, find_saved
 
 
 def test_the_command_names_its_flag_and_words_the_fix_with_the_errors_details() -> None:

@@ -33,8 +33,13 @@ from pyVmomi import vim
 from vgpu.sim import lab as simlab
 from vgpu.sim.build import GOVMOMI_SRC
 from vgpu.sim.lab import LabShape, RunningLab, start_lab
-from vgpu.vsphere.connection import VCenterTarget, VmPlacementNames, connect, resolve_placement
-from vgpu.vsphere.tasks import wait_for_task
+from vgpu.vsphere.connect.connection import (
+    VCenterTarget,
+    VmPlacementNames,
+    connect,
+    resolve_placement,
+)
+from vgpu.vsphere.connect.tasks import wait_for_task
 
 
 def lab_available() -> str | None:

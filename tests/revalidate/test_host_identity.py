@@ -17,7 +17,7 @@ from vgpu.results.records import BaselineSet
 from vgpu.results.store import ResultStore
 from vgpu.revalidate.hosts import choose_baseline
 from vgpu.sim.lab import LabShape
-from vgpu.vsphere.hostid import host_uuid
+from vgpu.vsphere.connect.hostid import host_uuid
 
 pytestmark = [pytest.mark.vcsim,
               pytest.mark.skipif(lab_available() is not None, reason=str(lab_available()))]

@@ -18,11 +18,11 @@ from vgpu.results.store import ResultStore
 from vgpu.revalidate.flow import baseline_key
 from vgpu.revalidate.hosts import choose_baseline, scenarios_in_set, set_name, tie_drain_facts
 from vgpu.revalidate.preflight import HostPin, check_pinned_host
-from vgpu.vsphere.drainrecord import DrainRecord
-from vgpu.vsphere.drift import Drift, DriftRow, only_host
-from vgpu.vsphere.facts import HostDriver, HostFacts
-from vgpu.vsphere.preflight_checks import HostReport, PreflightReport
-from vgpu.vsphere.window import upgrade_refusals
+from vgpu.vsphere.apply.window import upgrade_refusals
+from vgpu.vsphere.desired.drainrecord import DrainRecord
+from vgpu.vsphere.preflight.checks import HostReport, PreflightReport
+from vgpu.vsphere.preflight.drift import Drift, DriftRow, only_host
+from vgpu.vsphere.read.facts import HostDriver, HostFacts
 
 ONE_1G = [{"name": "a", "vgpus": ["nvidia-1-10c"]}]
 

@@ -110,9 +110,12 @@ class RollingLab:
 
     def vms(self) -> dict[str, tuple[str, bool]]:
         """Every VM of vgpu's in the lab: its host and whether it is powered on."""
-        from vgpu.vsphere.connection import connect
-        from vgpu.vsphere.from_inventory import placement_from_inventory, target_from_inventory
-        from vgpu.vsphere.reconcile import read_state
+        from vgpu.vsphere.connect.connection import connect
+        from vgpu.vsphere.connect.from_inventory import (
+            placement_from_inventory,
+            target_from_inventory,
+        )
+        from vgpu.vsphere.plan.reconcile import read_state
 
         inventory = load_inventory(self.inventory)
         with connect(target_from_inventory(inventory, self.inventory)) as session:

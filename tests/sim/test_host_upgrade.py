@@ -14,11 +14,11 @@ from tests.labs.vcsim import VcsimLab, lab_available
 from vgpu.errors import InputError, ParameterError
 from vgpu.sim.hostupgrade import NOT_DRAINED, HostUpgrade, upgrade_host
 from vgpu.sim.lab import ESXI_BUILD, VIB_VERSION, LabShape
-from vgpu.vsphere.connection import connect
-from vgpu.vsphere.facts import HostFacts, read_host_drivers
-from vgpu.vsphere.preflight_checks import reboot_note
-from vgpu.vsphere.reconcile import read_state
-from vgpu.vsphere.tasks import call
+from vgpu.vsphere.connect.connection import connect
+from vgpu.vsphere.connect.tasks import call
+from vgpu.vsphere.plan.reconcile import read_state
+from vgpu.vsphere.preflight.checks import reboot_note
+from vgpu.vsphere.read.facts import HostFacts, read_host_drivers
 
 pytestmark = [pytest.mark.vcsim,
               pytest.mark.skipif(lab_available() is not None, reason=str(lab_available()))]

@@ -4,11 +4,11 @@ lab, and the lab's state read back: what the reconcile tests start from."""
 from __future__ import annotations
 
 from tests.labs.vcsim import VcsimLab
-from vgpu.vsphere.connection import connect
-from vgpu.vsphere.desired import GuestNetwork, OwnerMarks, VmDesired
-from vgpu.vsphere.diff import ChangeSet
-from vgpu.vsphere.execute import ExecutionReport, Executor
-from vgpu.vsphere.reconcile import ClusterState, plan_apply, read_state
+from vgpu.vsphere.apply.execute import ExecutionReport, Executor
+from vgpu.vsphere.connect.connection import connect
+from vgpu.vsphere.desired.vm import GuestNetwork, OwnerMarks, VmDesired
+from vgpu.vsphere.plan.diff import ChangeSet
+from vgpu.vsphere.plan.reconcile import ClusterState, plan_apply, read_state
 
 MIG_KEYS = {"pciPassthru.use64bitMMIO": "TRUE", "pciPassthru.64bitMMIOSizeGB": "64",
             "pciPassthru.allowP2P": "TRUE", "pciPassthru.RelaxACSforP2P": "TRUE"}

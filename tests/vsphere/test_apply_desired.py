@@ -9,11 +9,11 @@ from tests.labs.vcsim import VcsimLab, lab_available
 from tests.vsphere.applying import MIG_KEYS, apply, desired_vms, state_of
 from vgpu.errors import InputError
 from vgpu.sim.lab import LabShape
-from vgpu.vsphere.connection import connect
-from vgpu.vsphere.desired import OwnerMarks, VmDesired
-from vgpu.vsphere.diff import Action, Step
-from vgpu.vsphere.execute import Executor
-from vgpu.vsphere.reconcile import plan_teardown, read_state
+from vgpu.vsphere.apply.execute import Executor
+from vgpu.vsphere.connect.connection import connect
+from vgpu.vsphere.desired.vm import OwnerMarks, VmDesired
+from vgpu.vsphere.plan.diff import Action, Step
+from vgpu.vsphere.plan.reconcile import plan_teardown, read_state
 
 pytestmark = [pytest.mark.vcsim,
               pytest.mark.skipif(lab_available() is not None, reason=str(lab_available()))]

@@ -19,9 +19,9 @@ from tests.cli.invoke import run_cli
 from tests.labs.vcsim import VcsimLab, lab_available
 from vgpu.results.store import ResultStore
 from vgpu.sim.lab import LabShape
-from vgpu.vsphere import audit
-from vgpu.vsphere.connection import connect, resolve_placement
-from vgpu.vsphere.lease import LabLease
+from vgpu.vsphere.apply.lease import LabLease
+from vgpu.vsphere.connect import audit
+from vgpu.vsphere.connect.connection import connect, resolve_placement
 
 pytestmark = [pytest.mark.vcsim,
               pytest.mark.skipif(lab_available() is not None, reason=str(lab_available()))]

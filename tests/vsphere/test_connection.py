@@ -10,7 +10,7 @@ import pytest
 from tests.labs.vcsim import VcsimLab, lab_available
 from vgpu.errors import InputError, RemoteError
 from vgpu.sim.lab import LabShape
-from vgpu.vsphere.connection import VCenterTarget, connect, resolve_placement
+from vgpu.vsphere.connect.connection import VCenterTarget, connect, resolve_placement
 
 pytestmark = [pytest.mark.vcsim,
               pytest.mark.skipif(lab_available() is not None, reason=str(lab_available()))]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from vgpu.vsphere.desired import GuestNetwork, OwnerMarks, VmDesired
-from vgpu.vsphere.diff import Action, Step, plan_changes, plan_destroy, plan_vm
-from vgpu.vsphere.facts import VmActual
+from vgpu.vsphere.desired.vm import GuestNetwork, OwnerMarks, VmDesired
+from vgpu.vsphere.plan.diff import Action, Step, plan_changes, plan_destroy, plan_vm
+from vgpu.vsphere.read.facts import VmActual
 
 MARKS = OwnerMarks("8", "hash-1")
 

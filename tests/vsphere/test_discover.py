@@ -13,8 +13,8 @@ from tests.cli.invoke import run_cli
 from tests.labs.vcsim import VcsimLab, lab_available
 from vgpu.model.load import load_inventory
 from vgpu.sim.lab import gpu_pci_ids
-from vgpu.vsphere.connection import connect
-from vgpu.vsphere.reconcile import read_state
+from vgpu.vsphere.connect.connection import connect
+from vgpu.vsphere.plan.reconcile import read_state
 
 pytestmark = [pytest.mark.vcsim,
               pytest.mark.skipif(lab_available() is not None, reason=str(lab_available()))]

@@ -13,11 +13,11 @@ from pyVmomi import vim
 from tests.cli.invoke import run_cli
 from tests.labs.vcsim import VcsimLab, lab_available
 from vgpu.sim.lab import VIB_NAME, VIB_VERSION, LabShape
-from vgpu.vsphere.connection import connect
-from vgpu.vsphere.drift import compute_drift
-from vgpu.vsphere.facts import read_host_drivers
-from vgpu.vsphere.preflight_checks import Check, GpuUsage, HostReport, PreflightReport
-from vgpu.vsphere.reconcile import read_state
+from vgpu.vsphere.connect.connection import connect
+from vgpu.vsphere.plan.reconcile import read_state
+from vgpu.vsphere.preflight.checks import Check, GpuUsage, HostReport, PreflightReport
+from vgpu.vsphere.preflight.drift import compute_drift
+from vgpu.vsphere.read.facts import read_host_drivers
 
 pytestmark = [pytest.mark.vcsim,
               pytest.mark.skipif(lab_available() is not None, reason=str(lab_available()))]

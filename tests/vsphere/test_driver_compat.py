@@ -1,4 +1,4 @@
-"""The vGPU Manager / guest driver table (vgpu.vsphere.driver_compat), as NVIDIA's release
+"""The vGPU Manager / guest driver table (vgpu.vsphere.desired.driver_compat), as NVIDIA's release
 notes state it: the same branch, the previous branch, the previous long-term branch under
 a long-term manager; never a guest newer than the manager."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from vgpu.vsphere.driver_compat import compatible, guest_branches
+from vgpu.vsphere.desired.driver_compat import compatible, guest_branches
 
 
 @pytest.mark.parametrize(("host", "guest", "ok"), [

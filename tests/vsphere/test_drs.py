@@ -13,10 +13,10 @@ from tests.cli.invoke import run_cli
 from tests.labs.vcsim import VcsimLab, lab_available
 from vgpu.model.load import load_inventory, load_scenario
 from vgpu.sim.lab import LabShape
-from vgpu.vsphere.connection import connect, resolve_placement
-from vgpu.vsphere.execute import Executor
-from vgpu.vsphere.reconcile import read_state
-from vgpu.vsphere.workflow import prepare_apply
+from vgpu.vsphere.apply.execute import Executor
+from vgpu.vsphere.connect.connection import connect, resolve_placement
+from vgpu.vsphere.plan.reconcile import read_state
+from vgpu.vsphere.plan.workflow import prepare_apply
 
 pytestmark = [pytest.mark.vcsim,
               pytest.mark.skipif(lab_available() is not None, reason=str(lab_available()))]

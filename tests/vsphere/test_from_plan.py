@@ -11,9 +11,9 @@ from vgpu import catalog, mig
 from vgpu.errors import InputError
 from vgpu.model.inventory import Inventory
 from vgpu.planner import build_plan
-from vgpu.vsphere.desired import OwnerMarks
-from vgpu.vsphere.facts import GpuDevice, HostFacts, VmActual
-from vgpu.vsphere.from_plan import desired_from_plan, held_from_facts
+from vgpu.vsphere.desired.vm import OwnerMarks
+from vgpu.vsphere.plan.from_plan import desired_from_plan, held_from_facts
+from vgpu.vsphere.read.facts import GpuDevice, HostFacts, VmActual
 
 A100 = mig.gpu_model("A100-80GB")
 PCI = ["0000:17:00.0", "0000:37:00.0"]

@@ -18,12 +18,12 @@ from tests.labs.vcsim import VcsimLab, lab_available
 from vgpu.model.load import load_inventory, load_scenario
 from vgpu.planner import build_plan
 from vgpu.sim.lab import LabShape, gpu_pci_ids
-from vgpu.vsphere.connection import connect
-from vgpu.vsphere.execute import Executor
-from vgpu.vsphere.facts import GpuDevice, HostFacts, VmActual
-from vgpu.vsphere.gpu_placement import placement_mismatches
-from vgpu.vsphere.reconcile import read_state
-from vgpu.vsphere.workflow import prepare_apply
+from vgpu.vsphere.apply.execute import Executor
+from vgpu.vsphere.connect.connection import connect
+from vgpu.vsphere.plan.gpu_placement import placement_mismatches
+from vgpu.vsphere.plan.reconcile import read_state
+from vgpu.vsphere.plan.workflow import prepare_apply
+from vgpu.vsphere.read.facts import GpuDevice, HostFacts, VmActual
 
 pytestmark = [pytest.mark.vcsim,
               pytest.mark.skipif(lab_available() is not None, reason=str(lab_available()))]

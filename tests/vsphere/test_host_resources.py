@@ -17,11 +17,11 @@ from vgpu.mig import gpu_model
 from vgpu.model.plan import PlannedVM
 from vgpu.planner import HeldVgpu
 from vgpu.sim.lab import LabShape, gpu_pci_ids
-from vgpu.vsphere.connection import connect
-from vgpu.vsphere.facts import GpuDevice, HostFacts, VmActual, _vm_from_props
-from vgpu.vsphere.from_plan import held_from_facts
-from vgpu.vsphere.host_resources import cpu_problem, memory_problem
-from vgpu.vsphere.reconcile import ClusterState, read_state
+from vgpu.vsphere.connect.connection import connect
+from vgpu.vsphere.plan.from_plan import held_from_facts
+from vgpu.vsphere.plan.host_resources import cpu_problem, memory_problem
+from vgpu.vsphere.plan.reconcile import ClusterState, read_state
+from vgpu.vsphere.read.facts import GpuDevice, HostFacts, VmActual, _vm_from_props
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIO_8 = str(REPO / "scenarios" / "mig_7x1g.yaml")

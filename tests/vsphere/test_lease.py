@@ -25,10 +25,10 @@ from vgpu.model.load import load_inventory
 from vgpu.model.scenario import Scenario
 from vgpu.sim.lab import LabShape
 from vgpu.vsphere import commands
-from vgpu.vsphere.connection import Session, connect, resolve_placement
-from vgpu.vsphere.lease import LabLease, LeaseHeld, lease_folder_name
-from vgpu.vsphere.reconcile import read_state
-from vgpu.vsphere.tasks import wait_for_task
+from vgpu.vsphere.apply.lease import LabLease, LeaseHeld, lease_folder_name
+from vgpu.vsphere.connect.connection import Session, connect, resolve_placement
+from vgpu.vsphere.connect.tasks import wait_for_task
+from vgpu.vsphere.plan.reconcile import read_state
 
 pytestmark = [pytest.mark.vcsim,
               pytest.mark.skipif(lab_available() is not None, reason=str(lab_available()))]

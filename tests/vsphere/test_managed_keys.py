@@ -11,10 +11,10 @@ from pyVmomi import vim
 
 from tests.labs.vcsim import VcsimLab, lab_available
 from tests.vsphere.applying import MIG_KEYS, apply, desired_vms, state_of
-from vgpu.vsphere.desired import OwnerMarks, RdmaNicDevice, VmDesired
-from vgpu.vsphere.diff import Step, plan_vm
-from vgpu.vsphere.facts import VmActual
-from vgpu.vsphere.specs import reconfigure_spec
+from vgpu.vsphere.desired.vm import OwnerMarks, RdmaNicDevice, VmDesired
+from vgpu.vsphere.plan.diff import Step, plan_vm
+from vgpu.vsphere.plan.specs import reconfigure_spec
+from vgpu.vsphere.read.facts import VmActual
 
 MARKS = OwnerMarks("8", "h")
 P2P = {"pciPassthru.allowP2P": "TRUE", "pciPassthru.RelaxACSforP2P": "TRUE"}

@@ -13,13 +13,13 @@ from tests.cli.invoke import run_cli
 from tests.labs.vcsim import VcsimLab, lab_available
 from tests.vsphere.applying import apply, desired_vms
 from vgpu.model.load import load_inventory
-from vgpu.vsphere.connection import Session, connect, resolve_placement
-from vgpu.vsphere.desired import INSTANCE_KEY
-from vgpu.vsphere.execute import Executor
-from vgpu.vsphere.facts import VmActual, extra_config_dict, read_vm_list
-from vgpu.vsphere.instances import InstanceRecord, record_path
-from vgpu.vsphere.reconcile import plan_teardown, read_state
-from vgpu.vsphere.tasks import wait_for_task
+from vgpu.vsphere.apply.execute import Executor
+from vgpu.vsphere.connect.connection import Session, connect, resolve_placement
+from vgpu.vsphere.connect.tasks import wait_for_task
+from vgpu.vsphere.desired.instances import InstanceRecord, record_path
+from vgpu.vsphere.desired.vm import INSTANCE_KEY
+from vgpu.vsphere.plan.reconcile import plan_teardown, read_state
+from vgpu.vsphere.read.facts import VmActual, extra_config_dict, read_vm_list
 
 pytestmark = [pytest.mark.vcsim,
               pytest.mark.skipif(lab_available() is not None, reason=str(lab_available()))]

@@ -12,11 +12,11 @@ from rich.console import Console
 
 from tests.labs.vcsim import VcsimLab, lab_available
 from tests.vsphere.applying import apply, desired_vms
-from vgpu.vsphere.connection import connect
-from vgpu.vsphere.diff import Step
-from vgpu.vsphere.execute import Executor
-from vgpu.vsphere.power import wait_powered_off
-from vgpu.vsphere.reconcile import plan_teardown, read_state
+from vgpu.vsphere.apply.execute import Executor
+from vgpu.vsphere.apply.power import wait_powered_off
+from vgpu.vsphere.connect.connection import connect
+from vgpu.vsphere.plan.diff import Step
+from vgpu.vsphere.plan.reconcile import plan_teardown, read_state
 from vgpu.vsphere.render import render_changes
 
 pytestmark = [pytest.mark.vcsim,

@@ -12,8 +12,8 @@ from pyVmomi import vim
 
 from tests.cli.invoke import run_cli
 from tests.labs.vcsim import VcsimLab, lab_available
-from vgpu.vsphere.connection import connect, resolve_placement
-from vgpu.vsphere.privileges import HOST_WINDOW, ROLE_PRIVILEGES, Need, missing_privileges
+from vgpu.vsphere.connect.connection import connect, resolve_placement
+from vgpu.vsphere.connect.privileges import HOST_WINDOW, ROLE_PRIVILEGES, Need, missing_privileges
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -17,8 +17,8 @@ from vgpu.errors import InputError
 from vgpu.model import load_inventory
 from vgpu.model.scenario import AtsSetting
 from vgpu.sim.lab import RDMA_NIC_PORTS, LabShape
-from vgpu.vsphere.connection import connect
-from vgpu.vsphere.reconcile import read_state
+from vgpu.vsphere.connect.connection import connect
+from vgpu.vsphere.plan.reconcile import read_state
 
 pytestmark = [pytest.mark.vcsim,
               pytest.mark.skipif(lab_available() is not None, reason=str(lab_available()))]

@@ -17,7 +17,7 @@ from tests.results.series import Repeat, instance, record_series
 from vgpu.errors import InputError
 from vgpu.model.load import load_inventory
 from vgpu.results.store import ResultStore
-from vgpu.vsphere.from_inventory import target_from_inventory
+from vgpu.vsphere.connect.from_inventory import target_from_inventory
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIO_8 = str(REPO / "scenarios" / "mig_7x1g.yaml")

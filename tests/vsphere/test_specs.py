@@ -7,9 +7,9 @@ from dataclasses import replace
 
 from pyVmomi import vim
 
-from vgpu.vsphere.desired import GuestNetwork, OwnerMarks, VmDesired
-from vgpu.vsphere.facts import VmActual
-from vgpu.vsphere.specs import customization_spec, guest_hostname, reconfigure_spec
+from vgpu.vsphere.desired.vm import GuestNetwork, OwnerMarks, VmDesired
+from vgpu.vsphere.plan.specs import customization_spec, guest_hostname, reconfigure_spec
+from vgpu.vsphere.read.facts import VmActual
 
 ADD = vim.vm.device.VirtualDeviceSpec.Operation.add
 REMOVE = vim.vm.device.VirtualDeviceSpec.Operation.remove

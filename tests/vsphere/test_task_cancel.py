@@ -9,7 +9,7 @@ import pytest
 from pyVmomi import vim
 
 from vgpu.errors import RemoteError
-from vgpu.vsphere.tasks import TaskCancelled, call
+from vgpu.vsphere.connect.tasks import TaskCancelled, call
 
 
 class StuckTask:

@@ -10,10 +10,10 @@ from pyVmomi import vim
 
 from tests.labs.vcsim import VcsimLab, lab_available
 from vgpu.errors import RemoteError
-from vgpu.vsphere.connection import connect
-from vgpu.vsphere.reconcile import read_state
-from vgpu.vsphere.tasks import wait_for_task
-from vgpu.vsphere.taskwatch import TaskWatcher
+from vgpu.vsphere.connect.connection import connect
+from vgpu.vsphere.connect.tasks import wait_for_task
+from vgpu.vsphere.connect.taskwatch import TaskWatcher
+from vgpu.vsphere.plan.reconcile import read_state
 
 pytestmark = [pytest.mark.vcsim,
               pytest.mark.skipif(lab_available() is not None, reason=str(lab_available()))]

@@ -13,10 +13,10 @@ from pyVmomi import vim
 from tests.cli.invoke import run_cli
 from tests.labs.vcsim import VcsimLab, lab_available
 from vgpu.sim.lab import LabShape
-from vgpu.vsphere.connection import connect
-from vgpu.vsphere.facts import VmActual
-from vgpu.vsphere.reconcile import read_state
-from vgpu.vsphere.tasks import wait_for_task
+from vgpu.vsphere.connect.connection import connect
+from vgpu.vsphere.connect.tasks import wait_for_task
+from vgpu.vsphere.plan.reconcile import read_state
+from vgpu.vsphere.read.facts import VmActual
 
 pytestmark = [pytest.mark.vcsim,
               pytest.mark.skipif(lab_available() is not None, reason=str(lab_available()))]

@@ -16,8 +16,8 @@ from vgpu.cli.inventory import with_pin
 from vgpu.errors import InputError, RemoteError
 from vgpu.model.inventory import VCenter
 from vgpu.model.load import load_inventory
-from vgpu.vsphere.connection import VCenterTarget, connect, insecurity_warnings
-from vgpu.vsphere.from_inventory import target_from_inventory
+from vgpu.vsphere.connect.connection import VCenterTarget, connect, insecurity_warnings
+from vgpu.vsphere.connect.from_inventory import target_from_inventory
 
 PIN = "sha256:" + "ab" * 32
 

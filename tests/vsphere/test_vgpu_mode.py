@@ -13,8 +13,8 @@ from pyVmomi import vim
 from vgpu import catalog, mig
 from vgpu.model.load import load_inventory
 from vgpu.planner import build_plan
-from vgpu.vsphere.facts import GpuDevice, HostFacts, vgpu_modes
-from vgpu.vsphere.preflight_checks import mig_capable, vgpu_mode_checks
+from vgpu.vsphere.preflight.checks import mig_capable, vgpu_mode_checks
+from vgpu.vsphere.read.facts import GpuDevice, HostFacts, vgpu_modes
 
 ROOT = Path(__file__).resolve().parents[2]
 PCI = ["0000:17:00.0", "0000:37:00.0", "0000:57:00.0", "0000:77:00.0"]

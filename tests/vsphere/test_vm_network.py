@@ -14,10 +14,10 @@ from tests.cli.invoke import run_cli
 from tests.labs.fixtures import lab_fixture
 from tests.labs.vcsim import VcsimLab, lab_available
 from vgpu.sim.lab import DV_PORT_GROUP, NETWORK, PORT_GROUP, LabShape
-from vgpu.vsphere.connection import connect
-from vgpu.vsphere.facts import VmActual
-from vgpu.vsphere.reconcile import read_state
-from vgpu.vsphere.tasks import wait_for_task
+from vgpu.vsphere.connect.connection import connect
+from vgpu.vsphere.connect.tasks import wait_for_task
+from vgpu.vsphere.plan.reconcile import read_state
+from vgpu.vsphere.read.facts import VmActual
 
 pytestmark = [pytest.mark.vcsim,
               pytest.mark.skipif(lab_available() is not None, reason=str(lab_available()))]

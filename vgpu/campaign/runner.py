@@ -43,8 +43,8 @@ from vgpu.results.store import ResultStore, store_exists
 from vgpu.revalidate.capture import CapturePlan
 from vgpu.revalidate.flow import Converge, RevalidateOutcome, RevalidateRequest, revalidate
 from vgpu.revalidate.hosts import choose_baseline, scenarios_in_set, set_name, tie_drain_facts
-from vgpu.vsphere import drainrecord
-from vgpu.vsphere.window import WindowPaths, drain, undrain
+from vgpu.vsphere.apply.window import WindowPaths, drain, undrain
+from vgpu.vsphere.desired import drainrecord
 
 Say = Callable[[str], None]
 Marker = Callable[[str, str], None]  # (host, text): the campaign's mark on the host
@@ -227,10 +227,10 @@ def _upgrade(ctx: CampaignContext, state: CampaignState, host: HostProgress) -> 
 def _upgraded_since(ctx: CampaignContext, record: drainrecord.DrainRecord) -> str | None:
     """Said when the host booted into another build or driver since its drain (an upgrade
     done before an interruption is never done twice)."""
-    from vgpu.vsphere.connection import connect
-    from vgpu.vsphere.facts import read_host_driver
-    from vgpu.vsphere.from_inventory import placement_from_inventory, target_from_inventory
-    from vgpu.vsphere.reconcile import read_state
+    from vgpu.vsphere.connect.connection import connect
+    from vgpu.vsphere.connect.from_inventory import placement_from_inventory, target_from_inventory
+    from vgpu.vsphere.plan.reconcile import read_state
+    from vgpu.vsphere.read.facts import read_host_driver
 
     with connect(target_from_inventory(ctx.inventory, ctx.inventory_path)) as session:
         facts = read_state(session, placement_from_inventory(

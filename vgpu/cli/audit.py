@@ -1,5 +1,5 @@
 """`vgpu audit`: the changes vgpu made to vCenter and its hosts, from the results store's
-audit trail (vgpu.vsphere.audit)."""
+audit trail (vgpu.vsphere.connect.audit)."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def audit_command(
     from dataclasses import asdict
 
     from vgpu.results.store import ResultStore
-    from vgpu.vsphere.audit import store_location
+    from vgpu.vsphere.connect.audit import store_location
 
     start, end = _time(since, "--since"), _time(until, "--until")
     with ResultStore.open_existing(db or store_location(), first="vgpu apply") as store:

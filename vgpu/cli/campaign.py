@@ -229,11 +229,11 @@ def _run(campaign: Campaign, file: Path, inventory: Path | None, db: str, state_
     from vgpu.cli.revalidate import converger
     from vgpu.revalidate.render import render_outcome
     from vgpu.targets.runtime import RuntimeOptions
-    from vgpu.vsphere import audit
-    from vgpu.vsphere.connection import connect, resolve_placement
-    from vgpu.vsphere.from_inventory import placement_from_inventory, target_from_inventory
-    from vgpu.vsphere.lease import LabLease
-    from vgpu.vsphere.marks import host_marker
+    from vgpu.vsphere.apply.lease import LabLease
+    from vgpu.vsphere.connect import audit
+    from vgpu.vsphere.connect.connection import connect, resolve_placement
+    from vgpu.vsphere.connect.from_inventory import placement_from_inventory, target_from_inventory
+    from vgpu.vsphere.connect.marks import host_marker
 
     site = common.site_of(campaign.inventory_path() or inventory)
     loaded, path = site.require("a campaign needs an inventory",

@@ -4,11 +4,13 @@ output."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import typer
 from rich.console import Console
 
 from vgpu import catalog
@@ -68,3 +70,16 @@ def flag_names(flags: dict[str, str], fixes: dict[str, str] | None = None) -> It
         yield
     except ParameterError as exc:
         raise exc.named(flags, fixes or {}) from None
+
+
+def terminal_confirm(yes: bool) -> Callable[[str], bool]:
+    """--yes answers yes; otherwise ask on a terminal, and refuse to guess without one."""
+    def confirm(question: str) -> bool:
+        if yes:
+            return True
+        if not sys.stdin.isatty():
+            raise InputError.single("command line", "--yes",
+                                    "no terminal to ask for confirmation",
+                                    fix="pass --yes to go ahead, or --dry-run to only look")
+        return typer.confirm(question, default=False)
+    return confirm

@@ -112,7 +112,7 @@ def baseline_remap(
     from dataclasses import replace
 
     from vgpu.results.store import ResultStore
-    from vgpu.vsphere.hostid import host_uuid
+    from vgpu.vsphere.connect.hostid import host_uuid
 
     assert inventory is not None  # InventoryReq finds one or stops with exit 2
     loaded, path = common.site_of(inventory).require("remap needs an inventory",

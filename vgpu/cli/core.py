@@ -57,7 +57,7 @@ def plan(
     sc = scenario_from_args(file, scenario)
 
     from vgpu.cli.plan_view import render_plan
-    from vgpu.vsphere.ats import nic_firmware_todos
+    from vgpu.vsphere.desired.ats import nic_firmware_todos
 
     site = site_of(inventory)
     inv, result = site.inventory, site.plan(sc)

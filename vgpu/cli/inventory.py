@@ -17,7 +17,7 @@ from vgpu.cli.root import app
 from vgpu.errors import InputError
 
 if TYPE_CHECKING:
-    from vgpu.vsphere.discover import Login
+    from vgpu.vsphere.read.discover import Login
 
 inventory_app = typer.Typer(help="The lab's inventory: which one is used, and a first one "
                             "read from vCenter.", no_args_is_help=True)
@@ -78,8 +78,8 @@ def discover(
     """Read a vCenter and write an annotated inventory to stdout: datacenter, cluster, hosts
     with their NVIDIA GPUs and vGPU types, datastores, networks, template candidates; TODO
     comments for what vCenter cannot know (IP pool, SSH user and key, driver files)."""
-    from vgpu.vsphere import discover as found
-    from vgpu.vsphere.connection import connect
+    from vgpu.vsphere.connect.connection import connect
+    from vgpu.vsphere.read import discover as found
 
     login = _login(vcenter, user, password_env, ca_file, insecure)
     with connect(login.target) as session, common.flag_names(
@@ -90,8 +90,8 @@ def discover(
 
 def _login(vcenter: str, user: str, password_env: str, ca_file: Path | None,
            insecure: bool) -> Login:
-    from vgpu.vsphere.connection import VCenterTarget
-    from vgpu.vsphere.discover import Login
+    from vgpu.vsphere.connect.connection import VCenterTarget
+    from vgpu.vsphere.read.discover import Login
 
     if ca_file is not None and insecure:
         raise InputError.single("command line", "--ca-file / --insecure", "both were given",
@@ -136,7 +136,7 @@ def trust(
     password is sent. Compare the thumbprint with the one vCenter's administrator reads
     from the appliance (VAMI, or `openssl x509 -fingerprint -sha256` on the machine)."""
     from vgpu.model.load import load_inventory
-    from vgpu.vsphere.connection import read_peer_certificate
+    from vgpu.vsphere.connect.connection import read_peer_certificate
 
     assert inventory is not None, "InventoryReq resolves or refuses"
     loaded = load_inventory(inventory)

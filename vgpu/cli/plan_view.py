@@ -7,7 +7,7 @@ from rich.table import Table
 
 from vgpu import mig
 from vgpu.model.plan import Plan, PlannedGpu
-from vgpu.vsphere.assignment import policy_lines
+from vgpu.vsphere.desired.assignment import policy_lines
 
 
 def gpu_diagram(gpu: PlannedGpu) -> list[str]:

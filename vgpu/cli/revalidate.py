@@ -169,7 +169,7 @@ def revalidate_command(
 
 
 def _host_uuid(inventory: Inventory, path: Path, host: str | None) -> str | None:
-    from vgpu.vsphere.hostid import host_uuid
+    from vgpu.vsphere.connect.hostid import host_uuid
 
     return host_uuid(inventory, path, host) if host else None
 
@@ -229,14 +229,14 @@ def converger(site: Site, yes: bool, console: Console) -> Converge:
     def converge(sc: Scenario, host: str | None, image: HeldImage | None) -> None:
         from vgpu.cli.provision import provision_scenario
         from vgpu.vsphere import commands
-        from vgpu.vsphere.limits import DEFAULT_CONCURRENCY, DEFAULT_IP_TIMEOUT_S
+        from vgpu.vsphere.desired.limits import DEFAULT_CONCURRENCY, DEFAULT_IP_TIMEOUT_S
 
         if sc.platform != "vsphere":
             return
         inventory, inventory_path = site.require("converging needs an inventory",
                                                  fix="pass --inventory")
         commands.apply(sc, inventory, inventory_path, dry_run=False,
-                       confirm=commands.terminal_confirm(yes),
+                       confirm=common.terminal_confirm(yes),
                        concurrency=DEFAULT_CONCURRENCY, ip_timeout_s=DEFAULT_IP_TIMEOUT_S,
                        console=console, host=host)
         if site.lab is not None:

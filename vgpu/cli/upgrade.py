@@ -1,6 +1,6 @@
 """The upgrade window of one ESXi host: `vgpu drain --host H` before the upgrade, `vgpu
 undrain --host H` after it, then `vgpu revalidate --host H`. Parsing only: the work is in
-vgpu.vsphere.window, imported when a command runs (it loads pyVmomi)."""
+vgpu.vsphere.apply.window, imported when a command runs (it loads pyVmomi)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from vgpu.cli import common
 from vgpu.cli.options import DbOpt, InventoryReq
 from vgpu.cli.root import app
 from vgpu.defaults import DEFAULT_DB
-from vgpu.vsphere.drainrecord import DEFAULT_DIR, HOST, NOT_DRAINED
+from vgpu.vsphere.desired.drainrecord import DEFAULT_DIR, HOST, NOT_DRAINED
 
 HostReq = Annotated[str, typer.Option("--host", help="the ESXi host, as vCenter names it",
                                       show_default=False)]
@@ -52,7 +52,7 @@ def drain_command(
     to maintenance mode. Exit 1 when vCenter refuses, 2 on bad input."""
     from vgpu.results.store import store_exists
     from vgpu.revalidate.hosts import tie_drain_facts
-    from vgpu.vsphere.window import WindowPaths, drain
+    from vgpu.vsphere.apply.window import WindowPaths, drain
 
     assert inventory is not None  # InventoryReq finds one or stops with exit 2
     loaded, path = common.site_of(inventory).require("drain needs an inventory",
@@ -88,8 +88,8 @@ def undrain_command(
     boot puts them in effect), then take it out of maintenance mode. Where the upgrade did
     not take, the host stays in maintenance mode and this exits 1 with the reason and the
     fix; 2 when it was never drained."""
-    from vgpu.vsphere.drainrecord import load
-    from vgpu.vsphere.window import WindowPaths, undrain
+    from vgpu.vsphere.apply.window import WindowPaths, undrain
+    from vgpu.vsphere.desired.drainrecord import load
 
     assert inventory is not None
     loaded, path = common.site_of(inventory).require("undrain needs an inventory",

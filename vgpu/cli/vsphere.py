@@ -14,7 +14,7 @@ from vgpu.cli.common import scenario_from_args
 from vgpu.cli.options import HostOpt, InventoryReq, ScenarioFile, ScenarioRef, inventory_option
 from vgpu.cli.root import app
 from vgpu.errors import InputError, Problem
-from vgpu.vsphere.limits import DEFAULT_CONCURRENCY, DEFAULT_IP_TIMEOUT_S
+from vgpu.vsphere.desired.limits import DEFAULT_CONCURRENCY, DEFAULT_IP_TIMEOUT_S
 
 if TYPE_CHECKING:
     from vgpu.model.inventory import Inventory
@@ -67,7 +67,7 @@ def preflight(
     sc = scenario_from_args(file, scenario) if (file or scenario) else None
 
     from vgpu.vsphere import commands
-    from vgpu.vsphere.preflight_saved import NONE_SAVED, SAVED_RUN
+    from vgpu.vsphere.preflight.saved import NONE_SAVED, SAVED_RUN
 
     with common.flag_names({SAVED_RUN: "--against"},
                            {NONE_SAVED: "run `vgpu preflight` once without --against first"}):
@@ -107,7 +107,7 @@ def apply(
     from vgpu.cli.plan_view import print_warnings
     from vgpu.cli.provision import provision_scenario
     from vgpu.vsphere import commands
-    from vgpu.vsphere.from_inventory import require_vcenter
+    from vgpu.vsphere.connect.from_inventory import require_vcenter
 
     site = common.site_of(inventory)
     if sc.platform == "bare-metal":
@@ -124,7 +124,7 @@ def apply(
     print_warnings(site.plan(sc, pin_host=host), common.console)
     if provision:
         _check_provision_inputs(sc, site, dry_run)
-    commands.apply(sc, inv, inv_path, dry_run=dry_run, confirm=commands.terminal_confirm(yes),
+    commands.apply(sc, inv, inv_path, dry_run=dry_run, confirm=common.terminal_confirm(yes),
                    concurrency=concurrency, ip_timeout_s=ip_timeout, console=common.console,
                    host=host, break_lease=break_lease)
     if not dry_run:
@@ -200,7 +200,7 @@ def destroy(
     from vgpu.vsphere import commands
 
     inv, inv_path = _inventory(inventory)
-    commands.destroy(sc, inv, inv_path, confirm=commands.terminal_confirm(yes),
+    commands.destroy(sc, inv, inv_path, confirm=common.terminal_confirm(yes),
                      concurrency=concurrency, console=common.console,
                      break_lease=break_lease)
     site = common.site_of(inventory)

@@ -1,5 +1,5 @@
 """Which host driver VIB each vGPU guest's running driver is judged against: the one vCenter
-reports for the host the guest's VM runs on now (vgpu.vsphere.guest_hosts), so that during
+reports for the host the guest's VM runs on now (vgpu.vsphere.plan.guest_hosts), so that during
 a rolling upgrade a guest on the upgraded host is judged against the new VIB and one on
 another host against the old. The inventory's drivers.host_driver_version stays only where
 vCenter cannot be asked or does not know the VM's host or VIB, and the notes say so."""
@@ -13,7 +13,7 @@ from vgpu import stepnames
 from vgpu.errors import VgpuError
 from vgpu.model.inventory import Inventory
 from vgpu.provision.fanout import Job
-from vgpu.vsphere.guest_hosts import GuestHost, ask_guest_hosts
+from vgpu.vsphere.plan.guest_hosts import GuestHost, ask_guest_hosts
 
 
 def _judged(job: Job) -> bool:

@@ -1,16 +1,17 @@
 """Pure: whether the NVIDIA driver a guest runs (what its nvidia-smi reports) runs under its
 host's vGPU Manager (the host driver VIB), by NVIDIA's compatibility table
-(vgpu.vsphere.driver_compat). The inventory's intended guest driver is judged the same way by
-the vSphere preflight; this judges what a guest really runs, which can differ after a host
-upgrade until the guest's driver is changed. The VIB is the one vCenter reports for the host
-the guest's VM runs on (vgpu.provision.host_drivers), else the inventory's."""
+(vgpu.vsphere.desired.driver_compat). The inventory's intended guest driver is judged the
+same way by the vSphere preflight; this judges what a guest really runs, which can differ
+after a host upgrade until the guest's driver is changed. The VIB is the one vCenter
+reports for the host the guest's VM runs on (vgpu.provision.host_drivers), else the
+inventory's."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vgpu.vsphere.driver_compat import compatible, guest_branches
-from vgpu.vsphere.facts import driver_branch
+from vgpu.vsphere.desired.driver_compat import compatible, guest_branches
+from vgpu.vsphere.read.facts import driver_branch
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from vgpu.model.load import vgpu_requests
 from vgpu.model.scenario import Scenario
 
 if TYPE_CHECKING:
-    from vgpu.vsphere.preflight_checks import PreflightReport
+    from vgpu.vsphere.preflight.checks import PreflightReport
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class PreflightPhase:
 
 
 def _before(pin: HostPin, facts_dir: Path, inventory_path: Path) -> dict[str, Any] | None:
-    from vgpu.vsphere.preflight_saved import find_saved, load_saved
+    from vgpu.vsphere.preflight.saved import find_saved, load_saved
 
     if pin.facts_id is not None:  # the baseline's facts must be there: no silent fallback
         return load_saved(find_saved(pin.facts_id, facts_dir, inventory_path))
@@ -86,11 +86,11 @@ def check_pinned_host(pin: HostPin, report: PreflightReport) -> str | None:
 def run_preflight_phase(inventory: Inventory, inventory_path: Path,
                         scenarios: Sequence[Scenario], facts_dir: Path,
                         console: Console, pin: HostPin = HostPin()) -> PreflightPhase:
-    from vgpu.vsphere.connection import connect
-    from vgpu.vsphere.drift import compute_drift, only_host, scenario_vgpu_types
-    from vgpu.vsphere.from_inventory import target_from_inventory
-    from vgpu.vsphere.preflight import run_preflight
-    from vgpu.vsphere.preflight_saved import save_report
+    from vgpu.vsphere.connect.connection import connect
+    from vgpu.vsphere.connect.from_inventory import target_from_inventory
+    from vgpu.vsphere.preflight.drift import compute_drift, only_host, scenario_vgpu_types
+    from vgpu.vsphere.preflight.run import run_preflight
+    from vgpu.vsphere.preflight.saved import save_report
     from vgpu.vsphere.render import render_drift
 
     if inventory.vcenter is None:

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vgpu.model.load import load_inventory
-from vgpu.vsphere.connection import connect
-from vgpu.vsphere.facts import read_host_drivers
-from vgpu.vsphere.from_inventory import placement_from_inventory, target_from_inventory
-from vgpu.vsphere.reconcile import read_state
+from vgpu.vsphere.connect.connection import connect
+from vgpu.vsphere.connect.from_inventory import placement_from_inventory, target_from_inventory
+from vgpu.vsphere.plan.reconcile import read_state
+from vgpu.vsphere.read.facts import read_host_drivers
 
 
 @dataclass(frozen=True)

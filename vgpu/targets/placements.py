@@ -19,7 +19,7 @@ from vgpu.results.records import Platform, TargetKind
 
 if TYPE_CHECKING:
     from vgpu.site import Site
-    from vgpu.vsphere.facts import HostFacts
+    from vgpu.vsphere.read.facts import HostFacts
 
 NO_GPU = "no GPU"
 
@@ -61,10 +61,10 @@ def vsphere_placements(scenario: Scenario, inventory: Inventory, inventory_path:
                        simulated: str | None = None) -> list[HarnessPlacement]:
     """The scenario's VMs as vCenter reports them; ``simulated`` says what of their platform
     is a simulator (recorded with each result)."""
-    from vgpu.vsphere.connection import connect
-    from vgpu.vsphere.facts import read_host_drivers
-    from vgpu.vsphere.from_inventory import target_from_inventory
-    from vgpu.vsphere.workflow import read_scenario_state
+    from vgpu.vsphere.connect.connection import connect
+    from vgpu.vsphere.connect.from_inventory import target_from_inventory
+    from vgpu.vsphere.plan.workflow import read_scenario_state
+    from vgpu.vsphere.read.facts import read_host_drivers
 
     with connect(target_from_inventory(inventory, inventory_path)) as session:
         state = read_scenario_state(session, scenario, inventory, inventory_path)

@@ -1,15 +1,11 @@
-"""vSphere with pyvmomi: log in, read hosts and VMs, plan and apply VM changes, preflight.
+"""vSphere with pyvmomi, in layers; each imports only those below it:
 
-Modules, each with one job:
-
-- ``connection``: login (TLS verified by default), object lookup by inventory names
-- ``facts``: read hosts and VMs, one property-collector call per kind
-- ``desired``: what a VM should be (the layer's own input); ``diff``: what to change (pure)
-- ``specs``: the pyvmomi clone / reconfigure / customization specs
-- ``execute``: run a change set, VMs in parallel, one VM's failure isolated; ``tasks``:
-  wait for tasks and describe faults
-- ``reconcile``: read + check + plan; ``workflow``: joins the planner (vgpu.planner) with facts
-- ``from_inventory`` / ``from_plan``: adapters from the inventory and the Plan
-- ``preflight``: host and scenario checks; ``render``: rich output; ``commands``: the
-  bodies of ``vgpu preflight / apply / destroy``
+- ``connect``: login, object lookup, property reads, tasks, privileges, audit trail
+- ``desired``: what vgpu wants and what it recorded (pure: no vCenter, no pyVmomi)
+- ``read``: what vCenter has now (facts, discovery, ownership)
+- ``plan``: desired against actual -> a checked change set; host settings a scenario needs
+- ``preflight``: cluster and scenario checks, saved reports, drift
+- ``apply``: execute a change set, power, the lab lease, a host's upgrade window
+- ``commands`` (the bodies of ``vgpu preflight / apply / destroy``) and ``render`` (rich
+  output) sit on top; the CLI (vgpu.cli.vsphere) turns their results into exits.
 """

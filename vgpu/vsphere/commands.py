@@ -1,58 +1,44 @@
 """The bodies of `vgpu preflight`, `vgpu apply` and `vgpu destroy`: read, show, confirm,
-execute with progress, and report. The typer layer (vgpu.cli.vsphere) only parses."""
+execute with progress, and report. The CLI (vgpu.cli.vsphere) parses, asks for confirmation
+(``Confirm``) and turns what these raise into exit codes."""
 
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
-import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from vgpu.errors import InputError, RemoteError
+from vgpu.errors import RemoteError
 from vgpu.model.inventory import Inventory
 from vgpu.model.load import vgpu_requests
 from vgpu.model.scenario import Scenario
-from vgpu.vsphere.assignment import ESXCLI_CONSOLIDATION
-from vgpu.vsphere.connection import Session, connect, resolve_placement
-from vgpu.vsphere.diff import ChangeSet, Step
-from vgpu.vsphere.drift import CHECK_PREFIX, Drift, compute_drift, scenario_vgpu_types
-from vgpu.vsphere.execute import Executor, VmOutcome
-from vgpu.vsphere.from_inventory import placement_from_inventory, target_from_inventory
-from vgpu.vsphere.gpu_placement import apply_policy_changes, placement_mismatches
-from vgpu.vsphere.host_options import HostOptionChange, apply_host_options
-from vgpu.vsphere.lease import LabLease
-from vgpu.vsphere.limits import DEFAULT_IP_TIMEOUT_S
-from vgpu.vsphere.preflight import run_preflight
-from vgpu.vsphere.preflight_saved import find_saved, load_saved, save_report
-from vgpu.vsphere.privileges import apply_needs, require
-from vgpu.vsphere.reconcile import ClusterState, read_state
-from vgpu.vsphere.render import render_changes, render_drift, render_outcomes, render_preflight
-from vgpu.vsphere.workflow import ApplyPreparation, prepare_apply, prepare_destroy
-from vgpu.vsphere.xorg import (
+from vgpu.vsphere.apply.execute import Executor, VmOutcome
+from vgpu.vsphere.apply.lease import LabLease
+from vgpu.vsphere.connect.connection import Session, connect, resolve_placement
+from vgpu.vsphere.connect.from_inventory import placement_from_inventory, target_from_inventory
+from vgpu.vsphere.connect.privileges import apply_needs, require
+from vgpu.vsphere.desired.assignment import ESXCLI_CONSOLIDATION
+from vgpu.vsphere.desired.limits import DEFAULT_IP_TIMEOUT_S
+from vgpu.vsphere.plan.diff import ChangeSet, Step
+from vgpu.vsphere.plan.gpu_placement import apply_policy_changes, placement_mismatches
+from vgpu.vsphere.plan.host_options import HostOptionChange, apply_host_options
+from vgpu.vsphere.plan.reconcile import ClusterState, read_state
+from vgpu.vsphere.plan.workflow import ApplyPreparation, prepare_apply, prepare_destroy
+from vgpu.vsphere.plan.xorg import (
     XorgBlocked,
     needs_restart,
     put_in_effect,
     refuse_if_vgpu_vms_run,
 )
+from vgpu.vsphere.preflight.drift import CHECK_PREFIX, Drift, compute_drift, scenario_vgpu_types
+from vgpu.vsphere.preflight.run import run_preflight
+from vgpu.vsphere.preflight.saved import find_saved, load_saved, save_report
+from vgpu.vsphere.render import render_changes, render_drift, render_outcomes, render_preflight
 
 Confirm = Callable[[str], bool]
-
-
-def terminal_confirm(yes: bool) -> Confirm:
-    """--yes answers yes; otherwise ask on a terminal, and refuse to guess without one."""
-    def confirm(question: str) -> bool:
-        if yes:
-            return True
-        if not sys.stdin.isatty():
-            raise InputError.single("command line", "--yes",
-                                    "no terminal to ask for confirmation",
-                                    fix="pass --yes to go ahead, or --dry-run to only look")
-        return typer.confirm(question, default=False)
-    return confirm
 
 
 def _execute(state: ClusterState, changes: ChangeSet, concurrency: int, ip_timeout_s: float,
@@ -103,7 +89,7 @@ def preflight(inventory: Inventory, inventory_path: Path, scenario: Scenario | N
     saved = save_report(report, results_dir)
     drift_file = _save_drift(drift, report.id, results_dir) if drift else None
     if as_json:
-        typer.echo(json.dumps(report.to_json(), indent=2))
+        print(json.dumps(report.to_json(), indent=2))
     else:
         render_preflight(report, console)
         if drift is not None:
@@ -138,7 +124,7 @@ def _show_host_options(changes: list[HostOptionChange], console: Console) -> Non
 
 def _lab_lease(session: Session, inventory: Inventory, inventory_path: Path, command: str,
                break_lease: bool, console: Console) -> LabLease:
-    """The lease on the inventory's lab, taken in its VM folder (vgpu.vsphere.lease)."""
+    """The lease on the inventory's lab, taken in its VM folder (vgpu.vsphere.apply.lease)."""
     names = placement_from_inventory(inventory, inventory_path)
     folder = resolve_placement(session, names).folder
     return LabLease(session, folder, names.lab, command, break_lease=break_lease,

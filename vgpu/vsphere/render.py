@@ -5,12 +5,12 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from vgpu.vsphere.diff import Action, ChangeSet, Step, VmChange
-from vgpu.vsphere.drift import Drift
-from vgpu.vsphere.execute import ExecutionReport
-from vgpu.vsphere.limits import DEFAULT_SHUTDOWN_TIMEOUT_S
-from vgpu.vsphere.power import shutdown_label
-from vgpu.vsphere.preflight_checks import PreflightReport
+from vgpu.vsphere.apply.execute import ExecutionReport
+from vgpu.vsphere.apply.power import shutdown_label
+from vgpu.vsphere.desired.limits import DEFAULT_SHUTDOWN_TIMEOUT_S
+from vgpu.vsphere.plan.diff import Action, ChangeSet, Step, VmChange
+from vgpu.vsphere.preflight.checks import PreflightReport
+from vgpu.vsphere.preflight.drift import Drift
 
 ACTION_STYLE = {Action.CREATE: "green", Action.CHANGE: "yellow", Action.KEEP: "dim",
                 Action.DELETE: "red"}
