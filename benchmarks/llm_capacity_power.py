@@ -3,13 +3,13 @@ real code: each side's capacity search is loadgen.llm.capacity.find_capacity wit
 main job's budget (scenario 6: 10 runs to a 1% bracket), each block's searches start where
 the last block's found the capacity (vgpu.bench.capacity_plan.warm_starts; the first
 block's from a warm-up search from start_qps), the searches are judged by
-vgpu.results.capacity_checks.position_checks (per instance, or as a system when the
+vgpu.results.verdict.capacity_checks.position_checks (per instance, or as a system when the
 instances share their compute) and the blocks are sequential as `vgpu bench` runs them
-(vgpu.results.sequential.look with the design vgpu.bench.pacing.pacing_for builds for a
+(vgpu.results.verdict.sequential.look with the design vgpu.bench.pacing.pacing_for builds for a
 capacity workload: a pilot of 4 blocks, looks fixed to the cap, Holm at each look), each
-look judging the checks as vgpu.results.judge.compare does (at the stored looks) and
+look judging the checks as vgpu.results.verdict.judge.compare does (at the stored looks) and
 refusing a PASS that does not hold with the allowance for the VM's disturbed runs
-(vgpu.results.allowance.check_shortfall), as `vgpu bench` does where disturbance is
+(vgpu.results.verdict.allowance.check_shortfall), as `vgpu bench` does where disturbance is
 judged (its default).
 
 The searches' noise is modelled directly (the slice simulator's virtual clock has none):
@@ -52,11 +52,11 @@ from vgpu import catalog
 from vgpu.bench.capacity_plan import CAPACITY_MAX_BLOCKS, PILOT_BLOCKS, warm_starts
 from vgpu.bench.pacing import pacing_for
 from vgpu.bench.workload import BenchOverrides
-from vgpu.results.allowance import capacity_compared, check_shortfall, slowdown_seen
-from vgpu.results.capacity_checks import CAPACITY_CHECK, kept_at_look, position_checks
-from vgpu.results.capacity_system import Sharing
-from vgpu.results.compare import Check, at_look
-from vgpu.results.sequential import Design, look, with_schedule
+from vgpu.results.verdict.allowance import capacity_compared, check_shortfall, slowdown_seen
+from vgpu.results.verdict.capacity_checks import CAPACITY_CHECK, kept_at_look, position_checks
+from vgpu.results.verdict.capacity_system import Sharing
+from vgpu.results.verdict.compare import Check, at_look
+from vgpu.results.verdict.sequential import Design, look, with_schedule
 
 JUDGED = (CAPACITY_CHECK, "valid_at_bare_metal_capacity")
 
@@ -64,7 +64,8 @@ JUDGED = (CAPACITY_CHECK, "valid_at_bare_metal_capacity")
 def _cache_t_quantiles() -> None:
     """The same t quantiles, computed once per (p, df): thousands of draws ask the same
     few, and each is a bisection over the incomplete beta function."""
-    from vgpu.results import capacity, capacity_checks, compare, sequential, stats
+    from vgpu.results.stats import intervals as stats
+    from vgpu.results.verdict import capacity, capacity_checks, compare, sequential
 
     original = stats.t_quantile
     cached = lru_cache(maxsize=None)(original)
@@ -152,7 +153,7 @@ def design(cap: int = CAPACITY_MAX_BLOCKS) -> Design:
 
 def _block_capacities(blocks: Sequence[Sequence[Mapping[str, Any]]], names: Sequence[str],
                       metric: str) -> list[float]:
-    """Per block, the capacity ``metric`` compares, as vgpu.results.allowance reads it
+    """Per block, the capacity ``metric`` compares, as vgpu.results.verdict.allowance reads it
     from the stored searches."""
     return [capacity_compared(block, names, metric) or 0.0 for block in blocks]
 
@@ -162,10 +163,10 @@ def judged(checks: Sequence[Check], n: int, index: int, plan: Design, setting: S
            aside: Sequence[Sequence[Mapping[str, Any]]],
            names: Sequence[str]) -> tuple[Sequence[Check], bool]:
     """The checks as the comparison after ``n`` blocks judges them (the looks stored
-    from the second look on: vgpu.results.judge.compare) and whether a shortfall blocks
+    from the second look on: vgpu.results.verdict.judge.compare) and whether a shortfall blocks
     their PASS: the allowance for the VM's blocks set aside (``aside``) among its
     ``n + len(aside)``, with the slowdown their searches showed against the clean ones
-    (vgpu.results.allowance)."""
+    (vgpu.results.verdict.allowance)."""
     if index > 1 and plan.schedule:
         checks = [kept_at_look(c, at_look(c, plan.schedule, n)) for c in checks]
     blocked = False

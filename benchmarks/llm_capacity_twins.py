@@ -2,7 +2,7 @@
 wall clock, this machine's shared cores) searched as `vgpu bench` searches them
 (loadgen.llm.capacity.find_capacity over endpoint_run, the budget of
 tests/bench/test_llm_capacity_bench.py), repeat by repeat bare metal then VM, judged by
-vgpu.results.capacity_checks with the Holm family. Per trial: each check's verdict; at the
+vgpu.results.verdict.capacity_checks with the Holm family. Per trial: each check's verdict; at the
 end, how often each candidate came out PASS / INCONCLUSIVE / FAIL, and every search's
 capacity against the profile's known one (the virtual clock's, bisected to 0.5%).
 
@@ -22,8 +22,8 @@ from loadgen.llm.open_loop import EndpointClient, endpoint_run
 from loadgen.llm.runs import Budget, LoadShape, Slo
 from loadgen.llm.slice_engine import SliceProfile, simulated_run
 from loadgen.llm.slice_sim import SliceSimulator
-from vgpu.results.capacity_checks import instance_checks
-from vgpu.results.compare import holm, overall_verdict
+from vgpu.results.verdict.capacity_checks import instance_checks
+from vgpu.results.verdict.compare import holm, overall_verdict
 
 PROFILE = SliceProfile(step_ms=10.0, context_us=12.0)
 SLO = Slo(300.0, 20.0)

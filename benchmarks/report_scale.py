@@ -17,9 +17,9 @@ import time
 import uuid
 from pathlib import Path
 
-from vgpu.results.records import InstanceResult, RunStart
-from vgpu.results.report import build_report
-from vgpu.results.store import ResultStore
+from vgpu.results.store.records import InstanceResult, RunStart
+from vgpu.results.store.result_store import ResultStore
+from vgpu.results.views.report import build_report
 
 WORKLOADS = ("resnet50/tiny onnxruntime Offline", "bert/tiny onnxruntime Offline")
 SLICES = {"4g": 500.0, "2g": 300.0, "1g": 150.0}

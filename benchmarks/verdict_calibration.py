@@ -59,7 +59,7 @@ VGPU = [sys.executable, "-m", "vgpu"]
 WORKLOAD = "resnet50-offline"
 PARTS = ("aa", "ab", "hog", "separate")
 HOG_BLOCKS = (2, 3)  # block indexes (0-based) whose scenario-6 run gets the hog
-IGNORE_ENV = "VGPU_IGNORE_DISTURBANCE"  # vgpu.results.disturbance.IGNORE_ENV
+IGNORE_ENV = "VGPU_IGNORE_DISTURBANCE"  # vgpu.results.store.disturbance.IGNORE_ENV
 
 
 @dataclass

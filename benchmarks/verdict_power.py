@@ -2,7 +2,7 @@
 with the effects a real session has (repeat noise, a cold first run, a period effect
 inside each block, drift over the session, a level of its own per series), judged with
 several checks (the system throughput and each instance's) by compare.py and the
-group-sequential looks of vgpu/results/sequential.py, Holm within each look.
+group-sequential looks of vgpu/results/verdict/sequential.py, Holm within each look.
 
 Two paths, as `vgpu bench` runs them:
 
@@ -45,11 +45,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-import vgpu.results.compare as compare_module
-import vgpu.results.stats as stats_module
+import vgpu.results.stats.intervals as stats_module
+import vgpu.results.verdict.compare as compare_module
 from vgpu.bench.setaside import MAX_REPLACED_BLOCKS
-from vgpu.results.allowance import allowance, holds_with, slowdown_seen
-from vgpu.results.compare import (
+from vgpu.results.stats.noise import uncalibrated
+from vgpu.results.stats.spending import look_level
+from vgpu.results.verdict.allowance import allowance, holds_with, slowdown_seen
+from vgpu.results.verdict.compare import (
     Band,
     Check,
     Verdict,
@@ -58,8 +60,7 @@ from vgpu.results.compare import (
     compare_samples,
     holm,
 )
-from vgpu.results.noise import uncalibrated
-from vgpu.results.sequential import (
+from vgpu.results.verdict.sequential import (
     DEFAULT_LOOKS,
     DEFAULT_MAX_BLOCKS,
     DEFAULT_MAX_REPEATS,
@@ -68,7 +69,6 @@ from vgpu.results.sequential import (
     schedule,
     with_schedule,
 )
-from vgpu.results.spending import look_level
 
 TOLERANCE_PCT = 2.0
 REAL_RUN_CV = 0.0416  # 5.9% block sd / sqrt(2): real 3 s runs of scenario 6 here
@@ -188,7 +188,7 @@ def _hold_with_allowance(checks: Sequence[Check], cand: Sequence[Run],
                          aside: Sequence[tuple[Run, Run, int]], server: bool,
                          level: float) -> bool:
     """Whether every check's PASS holds at ``level`` with the allowance for the
-    candidate's disturbed runs (vgpu.results.allowance), as judge.py makes it."""
+    candidate's disturbed runs (vgpu.results.verdict.allowance), as judge.py makes it."""
     clean = _columns(cand, cand, server)
     seen = _columns([c for c, _, _ in aside], [c for c, _, _ in aside], server) \
         if aside else [(name, band, [], []) for name, band, _, _ in clean]
@@ -204,7 +204,7 @@ def interleaved_series(setting: Setting, difference_pct: float,
     """One `vgpu bench` with its twin, as it runs: warm-up runs, ABBA blocks, the pilot
     and the planned looks at even counts; a block whose candidate run was disturbed set
     aside and run again (at most MAX_REPLACED_BLOCKS times, then INCONCLUSIVE), and a
-    PASS held to the allowance for the candidate's disturbed runs (vgpu.results.allowance,
+    PASS held to the allowance for the candidate's disturbed runs (vgpu.results.verdict.allowance,
     as judge.py makes it: their share's upper bound over every block run, set-aside ones
     included, times their slowdown, the default when none was seen); the carry-over check
     at a look that would decide. ``difference_pct``: the true loss of the candidate's

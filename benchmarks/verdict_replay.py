@@ -6,9 +6,9 @@ would take hours on a small machine. Instead one long session of fixed blocks is
 (`vgpu bench --scenario 6 -w resnet50-offline --with-baseline --runs N`, stored, no
 verdict needed) and windows of it are judged exactly as the main job judges a session:
 the first block of a window is its unjudged warm-up, the next four its pilot, then the
-looks of vgpu/results/sequential.py with the check bench makes (system throughput,
+looks of vgpu/results/verdict/sequential.py with the check bench makes (system throughput,
 interleaved crossover analysis on the log scale, band >= -tolerance). A block with a run
-beyond the disturbance limits (vgpu/results/disturbance.py) is set aside and the next
+beyond the disturbance limits (vgpu/results/store/disturbance.py) is set aside and the next
 one takes its place, as the bench replaces it. Windows that do not overlap are
 independent sessions; ``--stride 2`` also starts a session at every other block (more
 sessions from the same runs, not independent: their rates are shown apart).
@@ -31,9 +31,9 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from vgpu.results.compare import band_for, compare_paired, holm
-from vgpu.results.disturbance import LIMITS, OTHER_CPU
-from vgpu.results.sequential import DEFAULT_MAX_BLOCKS, Design, look, with_schedule
+from vgpu.results.store.disturbance import LIMITS, OTHER_CPU
+from vgpu.results.verdict.compare import band_for, compare_paired, holm
+from vgpu.results.verdict.sequential import DEFAULT_MAX_BLOCKS, Design, look, with_schedule
 
 PILOT_BLOCKS = 4  # scenario 6's 3 repeats completed to ABBA pairs
 TOLERANCE = 0.02

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from vgpu.results.disturbance import IGNORE_ENV
+from vgpu.results.store.disturbance import IGNORE_ENV
 
 # The suite shares its machine with itself (and, on a developer's box, with others): real
 # runs there are disturbed by design, and the tests of real runs are not about that. Set

@@ -5,7 +5,7 @@ shell completion stay light; tests/cli/test_light_imports.py)."""
 
 from pathlib import Path
 
-DEFAULT_DB = Path("vgpu-results.db")  # the results store, vgpu.results.store
+DEFAULT_DB = Path("vgpu-results.db")  # the results store, vgpu.results.store.result_store
 DB_ENV = "VGPU_DB"
 DEFAULT_BASE_IMAGE = "nvcr.io/nvidia/pytorch:24.10-py3"  # the harness image's base
 DEFAULT_MAX_CLOCK_OFFSET_MS = 50.0  # refuse a synchronised start past this clock offset

@@ -10,8 +10,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 STILL_LABELLED_WITH_FLAGS = {
-    "vgpu/results/allreduce_view.py", "vgpu/results/mlperf_export.py",
-    "vgpu/results/runview.py", "vgpu/results/store.py", "vgpu/revalidate/hosts.py",
+    "vgpu/results/views/allreduce_view.py", "vgpu/results/export/mlperf_export.py",
+    "vgpu/results/views/runview.py", "vgpu/results/store/result_store.py",
+    "vgpu/revalidate/hosts.py",
     "vgpu/revalidate/preflight.py", "vgpu/site.py", "vgpu/train/report.py",
 }
 

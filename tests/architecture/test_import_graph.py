@@ -3,8 +3,8 @@ inside functions): vgpu, the harness (loadgen/) and the benchmarks have no impor
 vgpu's packages (``vgpu.bench``, ``vgpu.results``, ``vgpu.site``...: each folder or
 top-level module under vgpu/) import each other in one direction only, the harness never
 imports vgpu, vgpu reaches the harness only through its contract, only
-the CLI layer imports the CLI, and the simulator lab (vgpu.sim) is reached only through
-the Site's seam."""
+the CLI layer imports the CLI, the simulator lab (vgpu.sim) is reached only through
+the Site's seam, and the layers of vgpu.results import only downward."""
 
 from __future__ import annotations
 
@@ -268,3 +268,44 @@ def test_desired_state_knows_no_vcenter_and_vsphere_no_command_line() -> None:
              if any(n.split(".")[0] == "typer" for n in _raw_imports(path))]
     assert pyvmomi == {}
     assert typer == []
+
+
+# The layers of vgpu.results, lowest first: each imports only those before it.
+RESULTS_LAYERS = ("stats", "store", "verdict", "views", "export")
+
+
+def climbs(graph: Graph, root: str, layers: tuple[str, ...]) -> dict[str, list[str]]:
+    """Per module under ``root``, its imports of a higher layer of ``root`` than its own
+    (or of a module of ``root`` in no layer). A module of ``root`` outside every layer is
+    listed against itself: each must have its place."""
+    rank = {f"{root}.{layer}": i for i, layer in enumerate(layers)}
+    found: dict[str, list[str]] = {}
+    for name, targets in graph.items():
+        if not _in(name, root) or name == root:
+            continue
+        own = rank.get(package_of(name, root))
+        if own is None:
+            found[name] = [name]
+            continue
+        up = sorted(t for t in targets if _in(t, root)
+                    and rank.get(package_of(t, root), len(layers)) > own)
+        if up:
+            found[name] = up
+    return found
+
+
+def test_results_layers_import_only_downward() -> None:
+    """stats < store < verdict < views < export: the store never judges, the verdict
+    engine never formats, nothing below exports."""
+    graph = import_graph()
+    assert climbs(graph, "vgpu.results", RESULTS_LAYERS) == {}
+    assert graph["vgpu.results"] == set()  # the package's face hands on no names
+    assert "vgpu.results.stats.noise" in graph["vgpu.results.store.result_store"]
+    assert "vgpu.results.views.telemetry_view" in graph["vgpu.results.export.runs"]
+
+
+def test_a_climb_between_layers_is_seen() -> None:
+    modules = {"r.low.a": {"r.high.b"}, "r.high.b": {"r.low.a"}, "r.stray": set(),
+               "r.high.c": {"r.low.a", "elsewhere"}}
+    assert climbs(modules, "r", ("low", "high")) == {"r.low.a": ["r.high.b"],
+                                                     "r.stray": ["r.stray"]}

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from vgpu.bench import session
-from vgpu.results.records import InstanceResult
-from vgpu.results.store import ResultStore
+from vgpu.results.store.records import InstanceResult
+from vgpu.results.store.result_store import ResultStore
 
 
 def fake_repeats(order: list[tuple[str, int]], values: dict[str, Iterator[float]]) -> Any:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.bench.conftest import VGPU, exit_of_json
-from vgpu.results.store import ResultStore
+from vgpu.results.store.result_store import ResultStore
 
 # Half-second runs: the tests read what was stored and printed, not how fast or how steady
 RECORDED = ["--workload", "resnet50-offline", "--runs", "2", "--duration", "0.5", "--json"]

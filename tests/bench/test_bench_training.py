@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.bench.conftest import RunVgpu
-from vgpu.results.store import ResultStore
+from vgpu.results.store.result_store import ResultStore
 
 pytestmark = [pytest.mark.slow, pytest.mark.train]
 

@@ -24,7 +24,7 @@ from vgpu.bench.capacity_plan import (
 )
 from vgpu.bench.pacing import pacing_for
 from vgpu.bench.workload import BenchOverrides, EffectiveWorkload, effective_workload
-from vgpu.results.sequential import schedule
+from vgpu.results.verdict.sequential import schedule
 
 
 def _at(rate: float, knee: float) -> RunResult:

@@ -10,8 +10,8 @@ import pytest
 
 from tests.cli.invoke import run_cli
 from tests.results.series import Repeat, record_series
-from vgpu.results.records import InstanceResult
-from vgpu.results.store import ResultStore
+from vgpu.results.store.records import InstanceResult
+from vgpu.results.store.result_store import ResultStore
 
 
 @pytest.fixture

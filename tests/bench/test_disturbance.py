@@ -18,8 +18,8 @@ from vgpu.bench.disturbance import (
 )
 from vgpu.bench.fanout import InstanceOutcome
 from vgpu.remote.local import LocalTransport
-from vgpu.results.disturbance import GPU_OTHER_PROCESS, GPU_THROTTLED, disturbance
-from vgpu.results.records import Metric
+from vgpu.results.store.disturbance import GPU_OTHER_PROCESS, GPU_THROTTLED, disturbance
+from vgpu.results.store.records import Metric
 from vgpu.targets.target import Target
 
 

@@ -26,9 +26,9 @@ from vgpu.bench.interleave import Side, run_interleaved
 from vgpu.bench.outcome import QuietListener
 from vgpu.bench.workload import BenchOverrides
 from vgpu.container.spec import CACHE_ENV
-from vgpu.results.disturbance import IGNORE_ENV, LIMITS, OTHER_CPU
-from vgpu.results.series import load_series
-from vgpu.results.store import ResultStore
+from vgpu.results.store.disturbance import IGNORE_ENV, LIMITS, OTHER_CPU
+from vgpu.results.store.result_store import ResultStore
+from vgpu.results.store.series import load_series
 from vgpu.targets.devices import cpu_device
 from vgpu.targets.local import local_targets
 

@@ -17,9 +17,9 @@ from vgpu.bench import interleave, session
 from vgpu.bench.interleave import Side, run_interleaved
 from vgpu.bench.setaside import MAX_REPLACED_BLOCKS
 from vgpu.bench.workload import BenchOverrides
-from vgpu.results.disturbance import IGNORE_ENV, OTHER_CPU
-from vgpu.results.records import InstanceResult, Metric
-from vgpu.results.store import ResultStore
+from vgpu.results.store.disturbance import IGNORE_ENV, OTHER_CPU
+from vgpu.results.store.records import InstanceResult, Metric
+from vgpu.results.store.result_store import ResultStore
 from vgpu.targets.devices import cpu_device
 from vgpu.targets.local import local_targets
 

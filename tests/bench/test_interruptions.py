@@ -14,7 +14,7 @@ import psutil
 import pytest
 
 from tests.bench.conftest import VGPU, vgpu_env
-from vgpu.results.store import ResultStore
+from vgpu.results.store.result_store import ResultStore
 
 pytestmark = pytest.mark.slow
 

@@ -15,8 +15,8 @@ from tests.bench.fake_repeats import fake_repeats, fake_warm_up
 from tests.cli.invoke import run_cli
 from vgpu.bench import interleave, judging, pacing, session
 from vgpu.exitcodes import EXIT_INCONCLUSIVE, EXIT_PASS
-from vgpu.results import judge
-from vgpu.results.store import ResultStore
+from vgpu.results.store.result_store import ResultStore
+from vgpu.results.verdict import judge
 
 ARGS = ["bench", "--scenario", "6", "--workload", "resnet50-offline", "--no-report"]
 

@@ -26,8 +26,8 @@ from vgpu.provision.adapter import HarnessOptions, harness_spec
 from vgpu.provision.fanout import Job, provision_all
 from vgpu.provision.requirements import GuestRequirements
 from vgpu.remote.redact import Redactor
-from vgpu.results.report import build_report, write_report
-from vgpu.results.store import ResultStore
+from vgpu.results.store.result_store import ResultStore
+from vgpu.results.views.report import build_report, write_report
 from vgpu.targets.connect import build_targets
 from vgpu.targets.devices import cpu_device
 from vgpu.targets.local import local_targets

@@ -20,8 +20,8 @@ import pytest
 from loadgen.llm.slice_engine import SliceProfile
 from loadgen.llm.slice_sim import SliceSimulator
 from tests.bench.conftest import VGPU, RunVgpu, exit_of_json, vgpu_env
-from vgpu.results.report import Table, build_report
-from vgpu.results.store import ResultStore
+from vgpu.results.store.result_store import ResultStore
+from vgpu.results.views.report import Table, build_report
 
 # 10 ms steps that grow with the batch's context (12 us a token) against a TPOT target of
 # 20 ms (TTFT 100 ms: a tenth of the 1 s runs): capacity 53-58/s for the two repeats'

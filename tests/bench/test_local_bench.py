@@ -16,7 +16,7 @@ from tests.cli.counting import count_loads_and_plans
 from tests.cli.invoke import run_cli
 from vgpu.catalog import INVENTORY_ENV
 from vgpu.exitcodes import EXIT_NO_REFERENCE, exit_for
-from vgpu.results.store import ResultStore
+from vgpu.results.store.result_store import ResultStore
 
 pytestmark = pytest.mark.slow
 JUNIT_XSD = Path(__file__).parent.parent / "results" / "junit.xsd"

@@ -6,8 +6,8 @@ import pytest
 
 from loadgen.contract import RunResult, parse_run_result
 from vgpu.bench.overlap import COMMON_WINDOW_THROUGHPUT, overlap_metrics, round_overlap
-from vgpu.results.records import Metric
-from vgpu.results.series import TIMED_OVERLAP
+from vgpu.results.store.records import Metric
+from vgpu.results.store.series import TIMED_OVERLAP
 
 
 def _record(start: float, end: float, rate: float) -> RunResult:

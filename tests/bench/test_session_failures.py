@@ -10,7 +10,7 @@ from vgpu.bench.fanout import READY_LINE, RoundTimeouts, run_round
 from vgpu.bench.session import run_bench
 from vgpu.bench.workload import BenchOverrides
 from vgpu.remote.local import LocalTransport
-from vgpu.results.store import ResultStore
+from vgpu.results.store.result_store import ResultStore
 from vgpu.targets.devices import cpu_device
 from vgpu.targets.local import local_targets
 from vgpu.targets.target import Target

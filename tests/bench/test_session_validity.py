@@ -17,10 +17,10 @@ from vgpu import catalog
 from vgpu.bench.overlap import COMMON_WINDOW_THROUGHPUT
 from vgpu.bench.session import run_bench
 from vgpu.bench.workload import BenchOverrides
-from vgpu.results.judge import compare_series
-from vgpu.results.records import InstanceResult, TargetKind
-from vgpu.results.series import SYSTEM_THROUGHPUT, TIMED_OVERLAP, load_series
-from vgpu.results.store import ResultStore
+from vgpu.results.store.records import InstanceResult, TargetKind
+from vgpu.results.store.result_store import ResultStore
+from vgpu.results.store.series import SYSTEM_THROUGHPUT, TIMED_OVERLAP, load_series
+from vgpu.results.verdict.judge import compare_series
 from vgpu.targets.devices import cpu_device
 from vgpu.targets.local import local_targets
 

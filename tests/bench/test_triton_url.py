@@ -14,8 +14,8 @@ from loadgen.models import build_model
 from loadgen.triton_repo import write_repository
 from tests.bench.conftest import RAN_AND_STORED, RunVgpu
 from tests.labs.triton import TritonServer, triton_unavailable
-from vgpu.results.server_split import SPLIT_METRICS
-from vgpu.results.store import ResultStore
+from vgpu.results.store.result_store import ResultStore
+from vgpu.results.views.server_split import SPLIT_METRICS
 
 pytestmark = [pytest.mark.triton, pytest.mark.slow,
               pytest.mark.skipif(triton_unavailable() is not None,

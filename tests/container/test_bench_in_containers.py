@@ -18,7 +18,7 @@ from tests.labs.dockerlab import HarnessLab
 from vgpu.container import docker
 from vgpu.container.spec import INSTANCE_LABEL, RUN_LABEL
 from vgpu.exitcodes import EXIT_NO_REFERENCE, exit_for
-from vgpu.results.store import ResultStore
+from vgpu.results.store.result_store import ResultStore
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.timeout(2400)]
 ROOT = Path(__file__).resolve().parents[2]

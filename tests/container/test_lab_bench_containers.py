@@ -29,7 +29,7 @@ from vgpu.container.local import memlock_unlimited_allowed
 from vgpu.container.spec import INSTANCE_LABEL, RUN_LABEL
 from vgpu.errors import RemoteError
 from vgpu.model.load import load_inventory, load_scenario
-from vgpu.results.store import ResultStore
+from vgpu.results.store.result_store import ResultStore
 from vgpu.targets.connect import build_targets
 from vgpu.targets.containers import ContainerLaunch
 from vgpu.targets.placements import vsphere_placements

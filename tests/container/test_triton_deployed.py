@@ -20,8 +20,8 @@ from tests.labs.tritonimage import triton_image  # noqa: F401 (fixture)
 from vgpu.container import docker
 from vgpu.container.triton import SERVER_LABEL
 from vgpu.exitcodes import EXIT_NO_REFERENCE
-from vgpu.results.server_split import SPLIT_METRICS
-from vgpu.results.store import ResultStore
+from vgpu.results.store.result_store import ResultStore
+from vgpu.results.views.server_split import SPLIT_METRICS
 
 pytestmark = [pytest.mark.docker, pytest.mark.triton, pytest.mark.slow,
               pytest.mark.timeout(2400)]

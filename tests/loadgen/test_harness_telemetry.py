@@ -24,7 +24,7 @@ from tests.labs.cpuhog import other_process_hog
 from tests.labs.pynvml_simulator import DRIVER_VERSION, PynvmlSimulator, SimulatedReadings
 from tests.loadgen.harness_helpers import base_spec
 from vgpu.nvml.simulator import SimulatedGpuBackend
-from vgpu.results.disturbance import LIMITS, OTHER_CPU
+from vgpu.results.store.disturbance import LIMITS, OTHER_CPU
 
 GPU_NAME = "NVIDIA H100 80GB"
 

@@ -10,8 +10,8 @@ import pytest
 
 from tests.labs.postgres import postgres_lab, postgres_url  # noqa: F401 (fixtures)
 from tests.results.series import WORKLOAD, AddSeries, Repeat, instance, record_series
-from vgpu.results.records import Metric
-from vgpu.results.store import ResultStore
+from vgpu.results.store.records import Metric
+from vgpu.results.store.result_store import ResultStore
 
 
 @pytest.fixture

@@ -15,9 +15,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from vgpu.results.noise import NoiseLevels
-from vgpu.results.records import InstanceResult, Metric, Platform, RunStart, TargetKind
-from vgpu.results.store import ResultStore
+from vgpu.results.stats.noise import NoiseLevels
+from vgpu.results.store.records import InstanceResult, Metric, Platform, RunStart, TargetKind
+from vgpu.results.store.result_store import ResultStore
 
 WORKLOAD = "resnet50/tiny onnxruntime Offline"
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import sys
 
-from vgpu.results.records import InstanceResult, Metric, Platform, RunStart
-from vgpu.results.store import ResultStore
+from vgpu.results.store.records import InstanceResult, Metric, Platform, RunStart
+from vgpu.results.store.result_store import ResultStore
 
 
 def main(location: str, series: str, count: int) -> None:

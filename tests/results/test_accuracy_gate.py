@@ -23,11 +23,11 @@ from vgpu.bench.workload import (
 )
 from vgpu.model import load_scenario
 from vgpu.model.scenario import InferenceWorkload, Scenario
-from vgpu.results.accuracy import ACCURACY_CHECK, ACCURACY_REFERENCE, accuracy_check
-from vgpu.results.judge import judge_against_baseline
-from vgpu.results.records import InstanceResult
-from vgpu.results.series import SeriesData, load_series
-from vgpu.results.store import ResultStore
+from vgpu.results.store.records import InstanceResult
+from vgpu.results.store.result_store import ResultStore
+from vgpu.results.store.series import SeriesData, load_series
+from vgpu.results.verdict.accuracy import ACCURACY_CHECK, ACCURACY_REFERENCE, accuracy_check
+from vgpu.results.verdict.judge import judge_against_baseline
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKLOAD = "resnet50-offline (resnet50/tiny fp32 Offline b4 onnxruntime)"

@@ -1,4 +1,4 @@
-"""The allowance for the candidate's disturbed runs (vgpu.results.allowance)."""
+"""The allowance for the candidate's disturbed runs (vgpu.results.verdict.allowance)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from tests.results.series import Repeat, instance, record_series
-from vgpu.results.allowance import (
+from vgpu.results.store.result_store import ResultStore
+from vgpu.results.store.series import load_series
+from vgpu.results.verdict.allowance import (
     ALLOWANCE_CONFIDENCE,
     DEFAULT_SLOWDOWN_PCT,
     _binomial_cdf,
@@ -21,10 +23,8 @@ from vgpu.results.allowance import (
     share_upper_bound,
     slowdown_seen,
 )
-from vgpu.results.capacity_checks import instance_checks
-from vgpu.results.compare import Band, compare_paired
-from vgpu.results.series import load_series
-from vgpu.results.store import ResultStore
+from vgpu.results.verdict.capacity_checks import instance_checks
+from vgpu.results.verdict.compare import Band, compare_paired
 
 
 def test_the_share_bound_of_none_seen_is_the_closed_form() -> None:

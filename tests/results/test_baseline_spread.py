@@ -8,8 +8,7 @@ from __future__ import annotations
 import math
 
 from tests.results.series import AddSeries
-from vgpu.results.judge import compare_series
-from vgpu.results.noise import (
+from vgpu.results.stats.noise import (
     BASELINE_SERIES_FLOOR,
     DEFAULT_SERIES_CV,
     FROM_BASELINE,
@@ -17,9 +16,10 @@ from vgpu.results.noise import (
     bound_of_mean_squares,
     estimate_levels,
 )
-from vgpu.results.noise_store import levels_against, store_baseline_spread
-from vgpu.results.series import SYSTEM_THROUGHPUT, SeriesData, load_series, series_of_run
-from vgpu.results.store import ResultStore
+from vgpu.results.store.result_store import ResultStore
+from vgpu.results.store.series import SYSTEM_THROUGHPUT, SeriesData, load_series, series_of_run
+from vgpu.results.verdict.judge import compare_series
+from vgpu.results.verdict.noise_store import levels_against, store_baseline_spread
 
 
 def _series(store: ResultStore, add_series: AddSeries, level: float,

@@ -8,9 +8,9 @@ import json
 from tests.cli.invoke import run_cli
 from tests.results.series import AddSeries
 from vgpu.exitcodes import exit_for
-from vgpu.results.noise_store import class_key
-from vgpu.results.series import SYSTEM_THROUGHPUT, load_series, series_of_run
-from vgpu.results.store import ResultStore
+from vgpu.results.store.result_store import ResultStore
+from vgpu.results.store.series import SYSTEM_THROUGHPUT, load_series, series_of_run
+from vgpu.results.verdict.noise_store import class_key
 
 
 def _aa_series(add_series: AddSeries, levels: list[float]) -> list[int]:

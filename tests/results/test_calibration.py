@@ -10,11 +10,11 @@ import yaml
 
 from tests.cli.invoke import run_cli
 from tests.results.series import AddSeries, Repeat, record_series
-from vgpu.results.calibration import calibrate, host_class
-from vgpu.results.noise_store import calibrate_series
-from vgpu.results.records import InstanceResult, Platform
-from vgpu.results.series import SeriesData, load_series, series_of_run
-from vgpu.results.store import ResultStore
+from vgpu.results.store.records import InstanceResult, Platform
+from vgpu.results.store.result_store import ResultStore
+from vgpu.results.store.series import SeriesData, load_series, series_of_run
+from vgpu.results.verdict.calibration import calibrate, host_class
+from vgpu.results.verdict.noise_store import calibrate_series
 
 GOLDEN = [{"a": 500.0, "b": 500.0}, {"a": 505.0, "b": 498.0}, {"a": 497.0, "b": 503.0}]
 SLOWER = [{"a": 450.0, "b": 452.0}, {"a": 448.0, "b": 449.0}, {"a": 451.0, "b": 447.0}]

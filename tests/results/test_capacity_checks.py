@@ -1,4 +1,4 @@
-"""The capacity checks of a stored comparison (vgpu.results.capacity_checks): searches
+"""The capacity checks of a stored comparison (vgpu.results.verdict.capacity_checks): searches
 on the slice simulator's virtual clock (the known answer of a profile), judged by
 judge_capacity and turned into the comparison's checks."""
 
@@ -13,7 +13,7 @@ import pytest
 from loadgen.llm.capacity import find_capacity
 from loadgen.llm.runs import Budget, LoadShape, Slo, tail
 from loadgen.llm.slice_engine import SliceProfile, simulated_run
-from vgpu.results.capacity_checks import (
+from vgpu.results.verdict.capacity_checks import (
     LATENCY_LOAD_SHARE,
     gate_p_value,
     instance_checks,
@@ -22,9 +22,9 @@ from vgpu.results.capacity_checks import (
     more_runs,
     shared_load,
 )
-from vgpu.results.compare import Comparison, at_look, holm
-from vgpu.results.decided import advice as decided_advice
-from vgpu.results.decided import decided_by
+from vgpu.results.verdict.compare import Comparison, at_look, holm
+from vgpu.results.verdict.decided import advice as decided_advice
+from vgpu.results.verdict.decided import decided_by
 
 SHAPE = LoadShape(16, 48, 16)
 # tests/bench/test_llm_capacity_bench.py's slice: a TPOT target on 10 ms steps that grow

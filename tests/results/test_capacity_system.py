@@ -1,5 +1,5 @@
 """The LLM capacity judged as a system where the instances share their compute
-(vgpu.results.capacity_system): the virtual-clock proofs of the per-instance verdict
+(vgpu.results.verdict.capacity_system): the virtual-clock proofs of the per-instance verdict
 (identical PASS, 5% slower FAIL, stalls FAIL on ITL) hold for the sum of three instances'
 searches, and the choice between per instance and system follows the devices and plan."""
 
@@ -12,9 +12,9 @@ from typing import Any
 from loadgen.llm.capacity import find_capacity
 from loadgen.llm.slice_engine import SliceProfile, simulated_run
 from tests.results.test_capacity_checks import BUDGET, MARGIN_PCT, PROFILE, SHAPE, SLO, START_QPS
-from vgpu.results.capacity_checks import position_checks
-from vgpu.results.capacity_system import Sharing, sharing
-from vgpu.results.compare import holm
+from vgpu.results.verdict.capacity_checks import position_checks
+from vgpu.results.verdict.capacity_system import Sharing, sharing
+from vgpu.results.verdict.compare import holm
 
 NAMES = ["s-4g", "s-2g", "s-1g"]
 SHARED = Sharing(True, "the 3 instances share this machine's CPU cores")

@@ -19,8 +19,8 @@ from loadgen.llm.runs import Budget, LoadShape, Slo
 from loadgen.llm.slice_engine import SliceProfile, simulated_run
 from loadgen.llm.slice_sim import SliceSimulator
 from tests.cli.invoke import run_cli
-from vgpu.results.capacity import Bracket, bracket_interval, judge_capacity, ratio_interval
-from vgpu.results.stats import t_quantile
+from vgpu.results.stats.intervals import t_quantile
+from vgpu.results.verdict.capacity import Bracket, bracket_interval, judge_capacity, ratio_interval
 
 SLICE = SliceProfile(step_ms=4.0, context_us=16.0)  # capacity ~60-70 q/s at the SLO
 START_QPS = 40.0

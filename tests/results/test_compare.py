@@ -9,7 +9,8 @@ import xmlschema
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vgpu.results.compare import (
+from vgpu.results.export.junit import to_junit_xml, write_junit
+from vgpu.results.verdict.compare import (
     Band,
     Comparison,
     Reference,
@@ -20,7 +21,6 @@ from vgpu.results.compare import (
     crossover,
     overall_verdict,
 )
-from vgpu.results.junit import to_junit_xml, write_junit
 
 SCHEMA = xmlschema.XMLSchema(Path(__file__).with_name("junit.xsd"))
 THROUGHPUT_BAND = band_for(higher_is_better=True, tolerance=0.02)

@@ -1,11 +1,11 @@
-"""One sentence per judged workload (vgpu.results.decided): the check that decided it with
+"""One sentence per judged workload (vgpu.results.verdict.decided): the check that decided it with
 its numbers, or what would decide it; the checks' long reasons stay in their detail."""
 
 from __future__ import annotations
 
-from vgpu.results.compare import Band, Check, Comparison
-from vgpu.results.decided import DEFAULT_ADVICE, decided_by
-from vgpu.results.stats import summarize
+from vgpu.results.stats.intervals import summarize
+from vgpu.results.verdict.compare import Band, Check, Comparison
+from vgpu.results.verdict.decided import DEFAULT_ADVICE, decided_by
 
 # the shape of the LLM capacity check's reason: brackets, rates, then what would decide
 LONG = ("VM/bare metal 0.937 [0.759, 1.157] over 3 repeats (95% t interval of 3 "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from vgpu.results import format as fmt
+from vgpu.results.views import format as fmt
 
 
 @pytest.mark.parametrize(("value", "shown"), [

@@ -20,8 +20,8 @@ import pytest
 
 from tests.bench.conftest import RAN_AND_STORED
 from tests.results.mlperf_benches import SUBMITTER, bench_resnet_with_accuracy, run_vgpu
-from vgpu.results.mlperf_system import REQUIRED_KEYS, UNKNOWN_PREFIX
-from vgpu.results.store import ResultStore
+from vgpu.results.export.mlperf_system import REQUIRED_KEYS, UNKNOWN_PREFIX
+from vgpu.results.store.result_store import ResultStore
 
 pytestmark = pytest.mark.slow
 QUICK = ["--runs", "1", "--duration", "1", "--no-baseline", "--no-report"]

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from vgpu.results.mlperf_export import accuracy_text, truncated_accuracy_log
-from vgpu.results.mlperf_rules import OFFICIAL_SEEDS, not_submittable, read_mllog
-from vgpu.results.mlperf_system import mlperf_benchmark, system_type
+from vgpu.results.export.mlperf_export import accuracy_text, truncated_accuracy_log
+from vgpu.results.export.mlperf_rules import OFFICIAL_SEEDS, not_submittable, read_mllog
+from vgpu.results.export.mlperf_system import mlperf_benchmark, system_type
 
 COMPLIANT = {"result_validity": "VALID", "effective_min_duration_ms": 600000,
              "effective_performance_sample_count": 1024, "effective_min_query_count": 1,

@@ -8,8 +8,7 @@ import random
 
 import pytest
 
-from vgpu.results.compare import Band, compare_paired, compare_samples, holm
-from vgpu.results.noise import (
+from vgpu.results.stats.noise import (
     DEFAULT_SERIES_CV,
     DEFAULT_TAIL_SERIES_CV,
     MEASURED_AA,
@@ -19,6 +18,7 @@ from vgpu.results.noise import (
     uncalibrated,
     with_metrics,
 )
+from vgpu.results.verdict.compare import Band, compare_paired, compare_samples, holm
 
 THROUGHPUT = Band(lower_pct=-2.0)
 

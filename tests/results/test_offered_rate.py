@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tests.results.series import QUIET, Repeat, record_series
-from vgpu.results.judge import compare_series
-from vgpu.results.offered_rate import OFFERED_RATE_CHECK
-from vgpu.results.records import InstanceResult
-from vgpu.results.series import SYSTEM_THROUGHPUT, WORST_P99, load_series
-from vgpu.results.store import ResultStore
+from vgpu.results.store.records import InstanceResult
+from vgpu.results.store.result_store import ResultStore
+from vgpu.results.store.series import SYSTEM_THROUGHPUT, WORST_P99, load_series
+from vgpu.results.verdict.judge import compare_series
+from vgpu.results.verdict.offered_rate import OFFERED_RATE_CHECK
 
 
 def _series(store: ResultStore, valid: Sequence[bool], *, target_kind: str = "vm",

@@ -23,10 +23,10 @@ import pytest
 from matplotlib import image as mpimg
 
 from tests.bench.conftest import RAN_AND_STORED
-from vgpu.results import format as fmt
-from vgpu.results.report import automatic_judgements, build_report, write_report
-from vgpu.results.series import all_series
-from vgpu.results.store import ResultStore
+from vgpu.results.store.result_store import ResultStore
+from vgpu.results.store.series import all_series
+from vgpu.results.views import format as fmt
+from vgpu.results.views.report import automatic_judgements, build_report, write_report
 
 pytestmark = pytest.mark.slow
 VGPU = [sys.executable, "-m", "vgpu"]

@@ -1,4 +1,4 @@
-"""Which series judges which (vgpu.results.referee): chosen when a series runs, stored
+"""Which series judges which (vgpu.results.verdict.referee): chosen when a series runs, stored
 with it, and read back by every later verdict; the kind follows the twin relation."""
 
 from __future__ import annotations
@@ -7,13 +7,13 @@ from collections.abc import Callable
 
 from tests.results.series import QUIET
 from vgpu import catalog
-from vgpu.results.judge import judge_against_baseline, judge_stored, judged_as_one_family
-from vgpu.results.noise_store import class_key
-from vgpu.results.referee import against_named_baseline, gain_reference, kind_between
-from vgpu.results.report import Table, build_report, scenario_gain_table
-from vgpu.results.series import SYSTEM_THROUGHPUT, WORST_P99, SeriesData, load_series
-from vgpu.results.series import series_of_run as series_of
-from vgpu.results.store import ResultStore
+from vgpu.results.store.result_store import ResultStore
+from vgpu.results.store.series import SYSTEM_THROUGHPUT, WORST_P99, SeriesData, load_series
+from vgpu.results.store.series import series_of_run as series_of
+from vgpu.results.verdict.judge import judge_against_baseline, judge_stored, judged_as_one_family
+from vgpu.results.verdict.noise_store import class_key
+from vgpu.results.verdict.referee import against_named_baseline, gain_reference, kind_between
+from vgpu.results.views.report import Table, build_report, scenario_gain_table
 from vgpu.revalidate.flow import against_bare_metal_as_one_family
 from vgpu.revalidate.verdicts import WorkloadVerdict, exit_code
 

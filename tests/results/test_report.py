@@ -13,12 +13,12 @@ from matplotlib import image as mpimg
 
 from tests.results.series import QUIET
 from vgpu import catalog
-from vgpu.results.judge import judge_against_baseline
-from vgpu.results.noise_store import class_key
-from vgpu.results.records import Metric
-from vgpu.results.report import Note, Table, build_report, write_report
-from vgpu.results.series import SYSTEM_THROUGHPUT, WORST_P99, load_series, series_of_run
-from vgpu.results.store import ResultStore
+from vgpu.results.store.records import Metric
+from vgpu.results.store.result_store import ResultStore
+from vgpu.results.store.series import SYSTEM_THROUGHPUT, WORST_P99, load_series, series_of_run
+from vgpu.results.verdict.judge import judge_against_baseline
+from vgpu.results.verdict.noise_store import class_key
+from vgpu.results.views.report import Note, Table, build_report, write_report
 
 AddSeries = Callable[..., list[int]]
 
@@ -163,7 +163,7 @@ def test_an_empty_store_reports_no_verdict_in_words(store: ResultStore) -> None:
 
 def test_the_report_shows_the_latest_series_and_their_references_not_the_history(
         store: ResultStore, add_series: AddSeries, monkeypatch: pytest.MonkeyPatch) -> None:
-    from vgpu.results import series as series_module
+    from vgpu.results.store import series as series_module
 
     loaded: list[str] = []
     real_load = series_module.load_series

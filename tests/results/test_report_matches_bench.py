@@ -18,9 +18,9 @@ import yaml
 
 from tests.bench.conftest import RAN_AND_STORED
 from tests.bench.recording import Scenario6Recording
-from vgpu.results.report import Table, automatic_judgements, build_report
-from vgpu.results.series import all_series
-from vgpu.results.store import ResultStore
+from vgpu.results.store.result_store import ResultStore
+from vgpu.results.store.series import all_series
+from vgpu.results.views.report import Table, automatic_judgements, build_report
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]

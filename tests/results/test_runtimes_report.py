@@ -10,11 +10,11 @@ import pytest
 from typer.testing import CliRunner
 
 from vgpu.cli import _register, app
-from vgpu.results.allreduce_view import latest_per_runtime, load_probe
-from vgpu.results.format import number
-from vgpu.results.records import Metric, Platform, RunStart
-from vgpu.results.report import Chart, Table, build_report
-from vgpu.results.store import ResultStore
+from vgpu.results.store.records import Metric, Platform, RunStart
+from vgpu.results.store.result_store import ResultStore
+from vgpu.results.views.allreduce_view import latest_per_runtime, load_probe
+from vgpu.results.views.format import number
+from vgpu.results.views.report import Chart, Table, build_report
 
 MIB = 1 << 20
 

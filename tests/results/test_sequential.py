@@ -1,4 +1,4 @@
-"""Sequential repeats (vgpu/results/sequential.py): the O'Brien-Fleming-type spending and
+"""Sequential repeats (vgpu/results/verdict/sequential.py): the O'Brien-Fleming-type spending and
 its boundaries, a schedule planned from the variance alone, Holm within a look, the
 budget; and a small run of benchmarks/verdict_power.py's simulation through the real
 decision code."""
@@ -14,7 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vgpu.results.compare import (
+from vgpu.results.stats.intervals import t_quantile
+from vgpu.results.stats.spending import look_level
+from vgpu.results.verdict.compare import (
     Band,
     at_look,
     carry_over,
@@ -23,7 +25,7 @@ from vgpu.results.compare import (
     holm,
     holm_kept,
 )
-from vgpu.results.sequential import (
+from vgpu.results.verdict.sequential import (
     ONE_SIDED_ALPHA,
     Design,
     Pilot,
@@ -39,8 +41,6 @@ from vgpu.results.sequential import (
     spent,
     with_schedule,
 )
-from vgpu.results.spending import look_level
-from vgpu.results.stats import t_quantile
 
 THROUGHPUT_BAND = Band(lower_pct=-2.0)
 REFERENCE = [1000.0, 1010.0, 990.0, 1005.0, 995.0, 1000.0, 1008.0, 992.0, 1003.0, 997.0]

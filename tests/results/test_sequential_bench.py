@@ -19,10 +19,10 @@ from vgpu.bench.workload import BenchOverrides, effective_workload
 from vgpu.cli.checks import budget_s
 from vgpu.errors import InputError
 from vgpu.model.scenario import InferenceWorkload
-from vgpu.results import judge
-from vgpu.results.noise import NoiseLevels, uncalibrated
-from vgpu.results.records import InstanceResult
-from vgpu.results.store import ResultStore
+from vgpu.results.stats.noise import NoiseLevels, uncalibrated
+from vgpu.results.store.records import InstanceResult
+from vgpu.results.store.result_store import ResultStore
+from vgpu.results.verdict import judge
 from vgpu.targets.devices import cpu_device
 from vgpu.targets.local import local_targets
 

@@ -6,8 +6,7 @@ import pytest
 
 from tests.results.series import QUIET
 from vgpu.errors import InputError
-from vgpu.results.compare import Reference
-from vgpu.results.disturbance import (
+from vgpu.results.store.disturbance import (
     CPU_STEAL,
     GPU_OTHERS,
     IGNORE_ENV,
@@ -15,11 +14,12 @@ from vgpu.results.disturbance import (
     OTHER_CPU,
     disturbance,
 )
-from vgpu.results.judge import compare_series, compare_with_references
-from vgpu.results.records import Metric, RunStart
-from vgpu.results.referee import default_kind
-from vgpu.results.series import SYSTEM_THROUGHPUT, WORST_P99, load_series, series_of_run
-from vgpu.results.store import ResultStore
+from vgpu.results.store.records import Metric, RunStart
+from vgpu.results.store.result_store import ResultStore
+from vgpu.results.store.series import SYSTEM_THROUGHPUT, WORST_P99, load_series, series_of_run
+from vgpu.results.verdict.compare import Reference
+from vgpu.results.verdict.judge import compare_series, compare_with_references
+from vgpu.results.verdict.referee import default_kind
 
 AddSeries = Callable[..., list[int]]
 

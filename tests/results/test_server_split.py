@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from vgpu.results.records import Metric
-from vgpu.results.report import build_report, split_sections
-from vgpu.results.series import all_series
-from vgpu.results.server_split import SPLIT_METRICS, series_split, split_rows
-from vgpu.results.store import ResultStore
+from vgpu.results.store.records import Metric
+from vgpu.results.store.result_store import ResultStore
+from vgpu.results.store.series import all_series
+from vgpu.results.views.report import build_report, split_sections
+from vgpu.results.views.server_split import SPLIT_METRICS, series_split, split_rows
 
 AddSeries = Callable[..., list[int]]
 

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from vgpu.results.stats import (
+from vgpu.results.stats.intervals import (
     difference_interval,
     minimum_detectable_difference,
     summarize,

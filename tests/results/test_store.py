@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from vgpu.errors import InputError
-from vgpu.results.export import export_csv, export_json
-from vgpu.results.migrations import SCHEMA_VERSION
-from vgpu.results.records import InstanceResult, Metric, Platform, RunStart
-from vgpu.results.store import ResultStore
+from vgpu.results.export.runs import export_csv, export_json
+from vgpu.results.store.migrations import SCHEMA_VERSION
+from vgpu.results.store.records import InstanceResult, Metric, Platform, RunStart
+from vgpu.results.store.result_store import ResultStore
 
 AddSeries = Callable[..., list[int]]
 
@@ -91,8 +91,8 @@ def test_a_run_whose_process_died_is_marked_aborted_and_earlier_runs_survive(
     earlier = add_series([{"a": 10.0}, {"a": 11.0}])
     script = (
         "import os, sys\n"
-        "from vgpu.results.store import ResultStore\n"
-        "from vgpu.results.records import RunStart\n"
+        "from vgpu.results.store.result_store import ResultStore\n"
+        "from vgpu.results.store.records import RunStart\n"
         "store = ResultStore.open(sys.argv[1])\n"
         "store.begin_run(RunStart(series_id='x', scenario_id='6', scenario_name='m', "
         "workload='w', target_kind='local'))\n"

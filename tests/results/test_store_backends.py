@@ -17,11 +17,11 @@ import pytest
 
 from tests.labs.postgres import SUPERUSER, PostgresLab
 from vgpu.errors import InputError
-from vgpu.results.dialect import redacted, translate_ddl
-from vgpu.results.migrations import MIGRATIONS, SCHEMA_VERSION
-from vgpu.results.noise import BASELINE_SERIES_FLOOR, FROM_BASELINE, NoiseLevels
-from vgpu.results.records import InstanceResult, Metric, Platform, RunStart, SeriesReference
-from vgpu.results.store import ResultStore
+from vgpu.results.stats.noise import BASELINE_SERIES_FLOOR, FROM_BASELINE, NoiseLevels
+from vgpu.results.store.dialect import redacted, translate_ddl
+from vgpu.results.store.migrations import MIGRATIONS, SCHEMA_VERSION
+from vgpu.results.store.records import InstanceResult, Metric, Platform, RunStart, SeriesReference
+from vgpu.results.store.result_store import ResultStore
 
 START = RunStart(series_id="s1", scenario_id="6", scenario_name="mixed",
                  workload="resnet50/tiny onnxruntime Offline", target_kind="vm")
@@ -181,12 +181,13 @@ def test_an_interrupted_run_is_marked_aborted_and_other_hosts_runs_are_left(
 ) -> None:
     kept = store.record_run(START, "ok")
     with monkeypatch.context() as patch:
-        patch.setattr("vgpu.results.store.socket.gethostname", lambda: "another-lab-host")
+        patch.setattr("vgpu.results.store.result_store.socket.gethostname",
+                      lambda: "another-lab-host")
         elsewhere = store.begin_run(START)
     script = (
         "import os, sys\n"
-        "from vgpu.results.store import ResultStore\n"
-        "from vgpu.results.records import RunStart\n"
+        "from vgpu.results.store.result_store import ResultStore\n"
+        "from vgpu.results.store.records import RunStart\n"
         "store = ResultStore.open(sys.argv[1])\n"
         "store.begin_run(RunStart(series_id='x', scenario_id='6', scenario_name='m', "
         "workload='w', target_kind='local'))\n"

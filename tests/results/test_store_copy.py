@@ -1,4 +1,4 @@
-"""Copying runs between stores (vgpu/results/copy.py, `vgpu results --copy-to`): SQLite
+"""Copying runs between stores (vgpu/results/store/copy.py, `vgpu results --copy-to`): SQLite
 to a real PostgreSQL server and back, idempotently, with baselines."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from vgpu.cli import _register, app
-from vgpu.results.copy import copy_runs, copy_stores
-from vgpu.results.records import (
+from vgpu.results.store.copy import copy_runs, copy_stores
+from vgpu.results.store.records import (
     BaselineSet,
     InstanceResult,
     Metric,
@@ -18,7 +18,7 @@ from vgpu.results.records import (
     RunStart,
     SeriesReference,
 )
-from vgpu.results.store import ResultStore
+from vgpu.results.store.result_store import ResultStore
 
 pytestmark = pytest.mark.postgres
 

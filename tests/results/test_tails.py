@@ -1,4 +1,4 @@
-"""Tail latencies pooled over repeats (vgpu.results.tails): the pooled p99 is the one
+"""Tail latencies pooled over repeats (vgpu.results.stats.tails): the pooled p99 is the one
 numpy's ``higher`` method gives on every value, from the runs' stored tails alone; its
 order-statistic interval covers the true p99 about as often as it says; the tail-sample
 count is stated, and called few below 50."""
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from loadgen.llm.runs import tail
-from vgpu.results.tails import pooled_quantile, tail_ratio
+from vgpu.results.stats.tails import pooled_quantile, tail_ratio
 
 
 def _runs(seed: int, sizes: list[int], scale: float = 1.0) -> tuple[list[dict], np.ndarray]:

@@ -19,13 +19,13 @@ from loadgen.spec import DeviceSpec
 from loadgen.telemetry import Telemetry
 from tests.labs.pynvml_simulator import PynvmlSimulator, SimulatedReadings
 from vgpu.nvml.simulator import SimulatedGpuBackend
-from vgpu.results import telemetry_view
-from vgpu.results.export import export_csv, export_json
-from vgpu.results.records import InstanceResult, RunStart
-from vgpu.results.report import build_report, telemetry_table
-from vgpu.results.runview import render_run
-from vgpu.results.series import all_series
-from vgpu.results.store import ResultStore
+from vgpu.results.export.runs import export_csv, export_json
+from vgpu.results.store.records import InstanceResult, RunStart
+from vgpu.results.store.result_store import ResultStore
+from vgpu.results.store.series import all_series
+from vgpu.results.views import telemetry_view
+from vgpu.results.views.report import build_report, telemetry_table
+from vgpu.results.views.runview import render_run
 
 GIB = 2**30
 

@@ -8,11 +8,11 @@ from typing import Any
 
 from loadgen.contract import RunResult, parse_run_result
 from tests.results.series import QUIET
-from vgpu.results.judge import compare_series
-from vgpu.results.records import Metric
-from vgpu.results.series import load_series, series_of_run
-from vgpu.results.store import ResultStore
-from vgpu.results.tokens import ITL_P99, OUTPUT_TOKEN_THROUGHPUT, TTFT_P99, token_metrics
+from vgpu.results.store.records import Metric
+from vgpu.results.store.result_store import ResultStore
+from vgpu.results.store.series import load_series, series_of_run
+from vgpu.results.store.tokens import ITL_P99, OUTPUT_TOKEN_THROUGHPUT, TTFT_P99, token_metrics
+from vgpu.results.verdict.judge import compare_series
 
 AddSeries = Callable[..., list[int]]
 RATES = [{"a": 100.0, "b": 100.0}] * 3
@@ -82,8 +82,8 @@ def test_scenario_vs_scenario_judges_the_tokens(store: ResultStore,
 
 def test_the_scenarios_token_bands() -> None:
     from vgpu.model.scenario import Tolerances
-    from vgpu.results.referee import metric_tolerances
-    from vgpu.results.series import WORST_P99
+    from vgpu.results.store.series import WORST_P99
+    from vgpu.results.verdict.referee import metric_tolerances
 
     bands = metric_tolerances(Tolerances(latency_pct=5, ttft_pct=12, tpot_pct=7))
     assert bands == {WORST_P99: 0.05, TTFT_P99: 0.12, ITL_P99: 0.07}

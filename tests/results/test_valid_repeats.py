@@ -9,11 +9,11 @@ from collections.abc import Sequence
 import pytest
 
 from tests.results.series import QUIET, Repeat, record_series
-from vgpu.results.compare import Reference
-from vgpu.results.judge import compare_series, compare_with_references
-from vgpu.results.records import InstanceResult, Metric, RunStart, TargetKind
-from vgpu.results.series import SYSTEM_THROUGHPUT, TIMED_OVERLAP, load_series
-from vgpu.results.store import ResultStore
+from vgpu.results.store.records import InstanceResult, Metric, RunStart, TargetKind
+from vgpu.results.store.result_store import ResultStore
+from vgpu.results.store.series import SYSTEM_THROUGHPUT, TIMED_OVERLAP, load_series
+from vgpu.results.verdict.compare import Reference
+from vgpu.results.verdict.judge import compare_series, compare_with_references
 
 REASON = "Reduce target QPS to improve latency."
 

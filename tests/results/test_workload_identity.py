@@ -8,8 +8,8 @@ from pathlib import Path
 
 from vgpu.bench.workload import BenchOverrides, effective_workload
 from vgpu.model.scenario import InferenceWorkload
-from vgpu.results.records import RunStart, WorkloadIdentity
-from vgpu.results.store import ResultStore
+from vgpu.results.store.records import RunStart, WorkloadIdentity
+from vgpu.results.store.result_store import ResultStore
 
 
 def test_an_inference_run_reads_back_its_identity(tmp_path: Path) -> None:

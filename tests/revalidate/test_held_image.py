@@ -16,8 +16,8 @@ from tests.cli.invoke import run_cli
 from tests.results.series import Repeat, record_series
 from vgpu.container.images import HeldImage, driver_at_least, ngc_base_for_cuda
 from vgpu.errors import InputError
-from vgpu.results.records import InstanceResult, Platform
-from vgpu.results.store import ResultStore
+from vgpu.results.store.records import InstanceResult, Platform
+from vgpu.results.store.result_store import ResultStore
 from vgpu.revalidate.image import (
     BaselineImage,
     baseline_image,

@@ -13,8 +13,8 @@ from tests.cli.invoke import run_cli
 from tests.labs.vcsim import VcsimLab, lab_available
 from vgpu.model.inventory import Inventory
 from vgpu.model.load import load_inventory
-from vgpu.results.records import BaselineSet
-from vgpu.results.store import ResultStore
+from vgpu.results.store.records import BaselineSet
+from vgpu.results.store.result_store import ResultStore
 from vgpu.revalidate.hosts import choose_baseline
 from vgpu.sim.lab import LabShape
 from vgpu.vsphere.connect.hostid import host_uuid
@@ -56,7 +56,7 @@ def lab_inventory(path: Path) -> Inventory:
 
 
 def _a_run(store: ResultStore) -> int:
-    from vgpu.results.records import RunStart
+    from vgpu.results.store.records import RunStart
 
     run_id = store.begin_run(RunStart("series-x", "5", "s", "w", "vm"))
     store.finish_run(run_id, "ok")

@@ -13,8 +13,8 @@ import pytest
 from tests.placement.lab_model import inventory, scenario
 from vgpu.errors import InputError, NoReference, PlanError
 from vgpu.planner import HeldVgpu, build_plan
-from vgpu.results.records import BaselineSet, RunStart
-from vgpu.results.store import ResultStore
+from vgpu.results.store.records import BaselineSet, RunStart
+from vgpu.results.store.result_store import ResultStore
 from vgpu.revalidate.flow import baseline_key
 from vgpu.revalidate.hosts import choose_baseline, scenarios_in_set, set_name, tie_drain_facts
 from vgpu.revalidate.preflight import HostPin, check_pinned_host

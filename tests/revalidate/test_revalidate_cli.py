@@ -21,9 +21,9 @@ import pytest
 from tests.bench.conftest import VGPU, vgpu_env
 from tests.labs.cpuquota import cpu_quota, quota_available
 from vgpu.exitcodes import exit_for
-from vgpu.results.noise import estimate_levels
-from vgpu.results.series import SYSTEM_THROUGHPUT, load_series
-from vgpu.results.store import ResultStore
+from vgpu.results.stats.noise import estimate_levels
+from vgpu.results.store.result_store import ResultStore
+from vgpu.results.store.series import SYSTEM_THROUGHPUT, load_series
 
 pytestmark = pytest.mark.slow
 SHORT = ("-w", "resnet50-offline", "--runs", "2", "--duration", "1", "--no-report")

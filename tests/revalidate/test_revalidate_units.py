@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from vgpu.errors import InputError
-from vgpu.results.compare import Band, Check, Comparison
-from vgpu.results.stats import summarize
+from vgpu.results.stats.intervals import summarize
+from vgpu.results.verdict.compare import Band, Check, Comparison
 from vgpu.revalidate import state
 from vgpu.revalidate.verdicts import WorkloadVerdict, exit_code
 

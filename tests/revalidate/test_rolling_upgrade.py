@@ -38,7 +38,7 @@ from vgpu.provision.adapter import HarnessOptions, harness_spec
 from vgpu.provision.fanout import Job, provision_all
 from vgpu.provision.requirements import GuestRequirements
 from vgpu.remote.redact import Redactor
-from vgpu.results.store import ResultStore
+from vgpu.results.store.result_store import ResultStore
 from vgpu.revalidate.capture import CapturePlan
 from vgpu.revalidate.flow import RevalidateOutcome, RevalidateRequest, revalidate
 from vgpu.revalidate.hosts import choose_baseline

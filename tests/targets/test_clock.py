@@ -23,8 +23,8 @@ from vgpu.remote.hostlog import HostLog
 from vgpu.remote.redact import Redactor
 from vgpu.remote.ssh import SSHTransport
 from vgpu.remote.targets import HostTarget
-from vgpu.results.records import Platform
-from vgpu.results.store import ResultStore
+from vgpu.results.store.records import Platform
+from vgpu.results.store.result_store import ResultStore
 from vgpu.targets.clock import CLOCK_METRIC, ClockOffset, check_offset, measure_offset
 from vgpu.targets.connect import build_targets
 from vgpu.targets.placements import NO_GPU, HarnessPlacement

@@ -30,7 +30,7 @@ from vgpu.provision.steps.gpuprobe import planned_devices, probe_argv
 from vgpu.remote.hostlog import HostLog
 from vgpu.remote.redact import Redactor
 from vgpu.remote.ssh import SSHTransport
-from vgpu.results.records import Platform
+from vgpu.results.store.records import Platform
 from vgpu.targets.connect import _target
 from vgpu.targets.containers import ContainerLaunch
 from vgpu.targets.hostprobe import HostHarness

@@ -11,7 +11,7 @@ from vgpu.model.load import load_inventory
 from vgpu.planner import build_plan
 from vgpu.provision.facts import parse_gpu_list
 from vgpu.remote.local import LocalTransport
-from vgpu.results.records import Platform
+from vgpu.results.store.records import Platform
 from vgpu.targets.connect import _target
 from vgpu.targets.containers import ContainerLaunch
 from vgpu.targets.hostprobe import HostHarness

@@ -20,7 +20,7 @@ from tests.train.labnodes import lab_train_nodes, link_scenario
 from vgpu.cli import _register, app
 from vgpu.exitcodes import EXIT_FAIL
 from vgpu.model.scenario import Scenario
-from vgpu.results.store import ResultStore
+from vgpu.results.store.result_store import ResultStore
 from vgpu.train.launch import TrainNode
 from vgpu.train.probe import MIB, ProbeRun, ProbeSettings, run_probe
 from vgpu.train.scenario_runner import run_training_scenario

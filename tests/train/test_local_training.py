@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("torch", reason="the train extra (torch) is not installed")
 
 from vgpu.model import load_scenario
-from vgpu.results.store import ResultStore
+from vgpu.results.store.result_store import ResultStore
 from vgpu.train.report import (
     build_scaling_report,
     render_scaling_report,

@@ -18,7 +18,7 @@ from tests.train.labnodes import link_scenario
 from tests.train.mpi_lab import lab_cidr, netns_mpi_nodes, netns_rsh_agent
 from vgpu.model import load_scenario
 from vgpu.model.scenario import TrainingWorkload
-from vgpu.results.store import ResultStore
+from vgpu.results.store.result_store import ResultStore
 from vgpu.train.mpi_plan import mpi_training_job
 from vgpu.train.mpi_probe import MpiProbeSettings, run_mpi_probe
 from vgpu.train.mpirun import run_mpi_job

@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 
 from vgpu.cli import _register, app
 from vgpu.errors import InputError
-from vgpu.results.allreduce_view import latest_per_runtime, load_probe, render_runtimes
-from vgpu.results.records import Metric, Platform, RunStart
-from vgpu.results.store import ResultStore
+from vgpu.results.store.records import Metric, Platform, RunStart
+from vgpu.results.store.result_store import ResultStore
+from vgpu.results.views.allreduce_view import latest_per_runtime, load_probe, render_runtimes
 from vgpu.train.mpi_probe import mpi_probe_metrics, sizes_up_to
 
 MIB = 1 << 20

@@ -11,9 +11,9 @@ import pytest
 
 from tests.results.series import Repeat, record_series
 from vgpu.model.load import load_scenario
-from vgpu.results.records import Metric, Platform
-from vgpu.results.report import build_report
-from vgpu.results.store import ResultStore
+from vgpu.results.store.records import Metric, Platform
+from vgpu.results.store.result_store import ResultStore
+from vgpu.results.views.report import build_report
 from vgpu.train.mpi_probe import MPI_PROBE_WORKLOAD
 from vgpu.train.mpi_probe_session import judge_probe_series
 

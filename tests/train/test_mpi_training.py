@@ -15,7 +15,7 @@ pytest.importorskip("mpi4py", reason="the mpi extra (mpi4py) is not installed")
 
 from vgpu.errors import InputError
 from vgpu.model import load_scenario
-from vgpu.results.store import ResultStore
+from vgpu.results.store.result_store import ResultStore
 from vgpu.train.mpi_plan import oversubscription, threads_per_rank
 from vgpu.train.scenario_runner import Overrides, run_training_scenario
 

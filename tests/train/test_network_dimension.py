@@ -15,9 +15,9 @@ from vgpu.errors import InputError
 from vgpu.model import load_scenario
 from vgpu.model.scenario import TrainingNetwork
 from vgpu.remote.local import LocalTransport
-from vgpu.results.allreduce_view import size_label
-from vgpu.results.records import Metric, Platform, RunStart
-from vgpu.results.store import ResultStore
+from vgpu.results.store.records import Metric, Platform, RunStart
+from vgpu.results.store.result_store import ResultStore
+from vgpu.results.views.allreduce_view import size_label
 from vgpu.train.launch import TrainNode
 from vgpu.train.network import network_options, training_platform
 from vgpu.train.probe import probe_metrics

@@ -10,9 +10,9 @@ from typer.testing import CliRunner
 
 from vgpu.cli import _register, app
 from vgpu.errors import InputError
-from vgpu.results.records import Metric, RunStart
-from vgpu.results.series import TRAINING_THROUGHPUT, load_series
-from vgpu.results.store import ResultStore
+from vgpu.results.store.records import Metric, RunStart
+from vgpu.results.store.result_store import ResultStore
+from vgpu.results.store.series import TRAINING_THROUGHPUT, load_series
 from vgpu.train.report import build_scaling_report, store_scaling_report
 
 STUDY_VM = {1: 2757.21, 2: 5391.75, 4: 10675.09}

@@ -1,5 +1,5 @@
 """Series of training repeats judged against the scenario's baseline through the judge that
-inference uses (`vgpu.results.judge`), `vgpu compare` of training runs, the training
+inference uses (`vgpu.results.verdict.judge`), `vgpu compare` of training runs, the training
 session both `vgpu train run` and `vgpu bench` call, and `vgpu train run` end to end on
 this machine."""
 
@@ -21,9 +21,9 @@ from tests.results.series import QUIET, series_starts
 from vgpu.cli import _register, app
 from vgpu.model import load_scenario
 from vgpu.model.scenario import Baseline, Scenario
-from vgpu.results import noise_store
-from vgpu.results.records import RunStart, TargetKind
-from vgpu.results.store import ResultStore
+from vgpu.results.store.records import RunStart, TargetKind
+from vgpu.results.store.result_store import ResultStore
+from vgpu.results.verdict import noise_store
 from vgpu.site import Site
 from vgpu.train.launch import TrainNode
 from vgpu.train.records import store_training_record

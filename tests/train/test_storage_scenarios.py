@@ -14,7 +14,7 @@ from vgpu import catalog
 from vgpu.cli.train_view import input_summary
 from vgpu.errors import InputError
 from vgpu.model.scenario import TrainingWorkload
-from vgpu.results.store import ResultStore
+from vgpu.results.store.result_store import ResultStore
 from vgpu.train.scenario_runner import _data_spec
 from vgpu.train.storage import storage_of
 

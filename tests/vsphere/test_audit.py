@@ -17,7 +17,7 @@ from pyVmomi import vim
 
 from tests.cli.invoke import run_cli
 from tests.labs.vcsim import VcsimLab, lab_available
-from vgpu.results.store import ResultStore
+from vgpu.results.store.result_store import ResultStore
 from vgpu.sim.lab import LabShape
 from vgpu.vsphere.apply.lease import LabLease
 from vgpu.vsphere.connect import audit

@@ -16,7 +16,7 @@ from tests.labs.vcsim import VcsimLab, lab_available
 from tests.results.series import Repeat, instance, record_series
 from vgpu.errors import InputError
 from vgpu.model.load import load_inventory
-from vgpu.results.store import ResultStore
+from vgpu.results.store.result_store import ResultStore
 from vgpu.vsphere.connect.from_inventory import target_from_inventory
 
 REPO = Path(__file__).resolve().parents[2]

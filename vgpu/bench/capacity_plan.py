@@ -1,7 +1,7 @@
 """What a capacity-at-the-SLO workload will spend, said before it starts, and where each
 block's searches start. A search per instance in every run, at most ``runs`` runs of
 ``max(min_queries, rate x duration_s)`` queries each. Its blocks are sequential like the
-Offline workloads' (vgpu.results.sequential): a pilot of ``PILOT_BLOCKS`` (at least 3
+Offline workloads' (vgpu.results.verdict.sequential): a pilot of ``PILOT_BLOCKS`` (at least 3
 repeats, complete ABBA pairs), looks fixed from the pilot to ``CAPACITY_MAX_BLOCKS``
 before the first run, stopping as soon as the verdict is decided.
 
@@ -11,7 +11,7 @@ there, so their first two runs bracket the capacity within a factor of 2 (a
 VALID start, then twice it; or an INVALID one, then half) whenever it moved less than that,
 and the rest of the budget bisects: ``runs_to_resolution`` runs reach the stated
 resolution. The start stays below both knees, so the latency checks find a load both
-searches ran there (vgpu.results.capacity_checks.shared_load)."""
+searches ran there (vgpu.results.verdict.capacity_checks.shared_load)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from vgpu.bench.workload import EffectiveWorkload
-from vgpu.results.capacity_system import knee
+from vgpu.results.verdict.capacity_system import knee
 
 # per run beyond its arrivals: the last answers and the next run's connections (measured
 # on this project's 2-core machine: 2 s runs took 2.5-3.5 s)
@@ -64,7 +64,7 @@ def search_seconds(workload: EffectiveWorkload) -> float:
 
 def found_capacity(search: Mapping[str, Any] | None) -> float:
     """Where a harness record's search (its capacity section) put the capacity
-    (queries/s; 0 when it found none): vgpu.results.capacity_system.knee."""
+    (queries/s; 0 when it found none): vgpu.results.verdict.capacity_system.knee."""
     if not search or not isinstance(search.get("capacity_qps"), int | float):
         return 0.0
     return max(0.0, knee(search))

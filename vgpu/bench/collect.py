@@ -6,8 +6,8 @@ from dataclasses import replace
 
 from loadgen.contract import metric_unit, metrics_of
 from vgpu.bench.fanout import InstanceOutcome
-from vgpu.results.records import CPU_DEVICE_NOTE, InstanceResult, Metric
-from vgpu.results.server_split import SPLIT_METRICS
+from vgpu.results.store.records import CPU_DEVICE_NOTE, InstanceResult, Metric
+from vgpu.results.views.server_split import SPLIT_METRICS
 
 
 def instance_result(outcome: InstanceOutcome) -> InstanceResult:

@@ -9,14 +9,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from vgpu.bench.fanout import InstanceOutcome
-from vgpu.results.disturbance import (
+from vgpu.results.store.disturbance import (
     CPU_STEAL,
     GPU_OTHER_PROCESS,
     GPU_OTHERS,
     GPU_THROTTLED,
     OTHER_CPU,
 )
-from vgpu.results.records import Metric
+from vgpu.results.store.records import Metric
 
 # NVML clock-throttle reasons that say the hardware held the clocks down: HW slowdown
 # (0x8), HW thermal slowdown (0x40), HW power brake (0x80). Not idle (0x1), application

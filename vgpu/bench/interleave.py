@@ -30,10 +30,10 @@ from vgpu.bench.workload import (
 )
 from vgpu.errors import RemoteError
 from vgpu.model.scenario import InferenceWorkload, Scenario
-from vgpu.results.sequential import schedule
-from vgpu.results.series import load_series
-from vgpu.results.server_split import series_split
-from vgpu.results.store import ResultStore
+from vgpu.results.store.result_store import ResultStore
+from vgpu.results.store.series import load_series
+from vgpu.results.verdict.sequential import schedule
+from vgpu.results.views.server_split import series_split
 from vgpu.targets.target import Target
 
 
@@ -63,7 +63,7 @@ def run_interleaved(
     and drift between minutes cancels. Without a fixed ``runs`` (or with --until-decided,
     --budget), blocks are added at looks fixed from the pilot to the cap until the verdict
     decides or the stated cap (--max-repeats, --budget) is reached
-    (vgpu.results.sequential); a capacity search's workload too, from a pilot of at least
+    (vgpu.results.verdict.sequential); a capacity search's workload too, from a pilot of at least
     3 repeats to its own cap (vgpu.bench.capacity_plan), each block's searches starting
     where the last ones found the capacity. The block count is even (complete ABBA pairs), and
     each side first runs one warm-up run that is not judged (the session's first runs are

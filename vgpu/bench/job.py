@@ -19,7 +19,7 @@ from vgpu.container.docker import DockerCli
 from vgpu.errors import RemoteError
 from vgpu.model.scenario import Scenario
 from vgpu.remote.targets import ConnectOptions
-from vgpu.results.store import ResultStore
+from vgpu.results.store.result_store import ResultStore
 from vgpu.site import Site
 from vgpu.targets import devices
 from vgpu.targets.connect import HostTargetHook
@@ -159,7 +159,7 @@ def bench_with_twin(sc: Scenario, request: BenchRequest, store: ResultStore, *,
                     twin: TwinChoice, listener: JobListener) -> BenchOutcome:
     """The scenario's bare-metal twin first when needed (on the same targets and
     settings), then the scenario, judged against it; its workloads' verdicts are one
-    family (vgpu.results.judge.judged_as_one_family)."""
+    family (vgpu.results.verdict.judge.judged_as_one_family)."""
     outcome = _twin_then_scenario(sc, request, store, twin=twin, listener=listener)
     judge_as_family(store, outcome)
     return outcome

@@ -1,4 +1,4 @@
-"""How `vgpu bench` judges: each series' reference chosen once (vgpu.results.referee),
+"""How `vgpu bench` judges: each series' reference chosen once (vgpu.results.verdict.referee),
 kept on its outcome while the series runs (its looks read it, they store nothing), stored
 with its one verdict once the command's series have run; then the command's verdicts as
 one family."""
@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from vgpu.bench.outcome import BenchOutcome, WorkloadOutcome
 from vgpu.model.scenario import Scenario
-from vgpu.results.judge import judge_stored, judged_as_one_family
-from vgpu.results.records import SeriesReference
-from vgpu.results.referee import choose_reference
-from vgpu.results.series import SeriesData
-from vgpu.results.store import ResultStore
+from vgpu.results.store.records import SeriesReference
+from vgpu.results.store.result_store import ResultStore
+from vgpu.results.store.series import SeriesData
+from vgpu.results.verdict.judge import judge_stored, judged_as_one_family
+from vgpu.results.verdict.referee import choose_reference
 
 
 def reference_for(store: ResultStore, scenario: Scenario, result: WorkloadOutcome,
@@ -38,7 +38,7 @@ def judge_workloads(store: ResultStore, outcome: BenchOutcome) -> None:
 
 def judge_as_family(store: ResultStore, outcome: BenchOutcome) -> None:
     """The verdicts of ``outcome``'s workloads as one family, stored with them
-    (vgpu.results.judge.judged_as_one_family)."""
+    (vgpu.results.verdict.judge.judged_as_one_family)."""
     judged = [(w, w.comparison) for w in outcome.workloads if w.comparison is not None]
     family = judged_as_one_family(store, [(w.series_id, c) for w, c in judged])
     for (workload, _), comparison in zip(judged, family, strict=True):

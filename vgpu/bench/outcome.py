@@ -10,10 +10,10 @@ from typing import Protocol
 from vgpu.bench.fanout import RoundListener
 from vgpu.bench.workload import EffectiveWorkload
 from vgpu.model.scenario import Scenario
-from vgpu.results.compare import Comparison
-from vgpu.results.records import SeriesReference
-from vgpu.results.series import SeriesData
-from vgpu.results.server_split import Split
+from vgpu.results.store.records import SeriesReference
+from vgpu.results.store.series import SeriesData
+from vgpu.results.verdict.compare import Comparison
+from vgpu.results.views.server_split import Split
 from vgpu.targets.target import Target
 
 

@@ -18,8 +18,8 @@ from loadgen.contract import (
     metric_unit,
     metrics_of,
 )
-from vgpu.results.records import Metric
-from vgpu.results.series import TIMED_OVERLAP
+from vgpu.results.store.records import Metric
+from vgpu.results.store.series import TIMED_OVERLAP
 
 COMMON_WINDOW_THROUGHPUT = "throughput_common_window"
 

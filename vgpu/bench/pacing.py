@@ -1,5 +1,5 @@
 """How many repeats a series runs: --until-decided looks at the series after each
-round of repeats (vgpu.results.sequential), and --budget shares the wall time left among
+round of repeats (vgpu.results.verdict.sequential), and --budget shares the wall time left among
 the workloads still to run."""
 
 from __future__ import annotations
@@ -11,9 +11,11 @@ from vgpu.bench.judging import reference_for
 from vgpu.bench.outcome import BenchListener, WorkloadOutcome
 from vgpu.bench.workload import BenchOverrides
 from vgpu.model.scenario import Scenario
-from vgpu.results.compare import Check
-from vgpu.results.judge import comparison_at_look
-from vgpu.results.sequential import (
+from vgpu.results.store.result_store import ResultStore
+from vgpu.results.store.series import SeriesData, load_series
+from vgpu.results.verdict.compare import Check
+from vgpu.results.verdict.judge import comparison_at_look
+from vgpu.results.verdict.sequential import (
     DEFAULT_MAX_BLOCKS,
     DEFAULT_MAX_REPEATS,
     Design,
@@ -23,8 +25,6 @@ from vgpu.results.sequential import (
     look,
     with_schedule,
 )
-from vgpu.results.series import SeriesData, load_series
-from vgpu.results.store import ResultStore
 
 
 @dataclass
@@ -43,7 +43,8 @@ class Budget:
 
 @dataclass
 class Pacing:
-    """--until-decided / --budget for one series: its looks so far (vgpu.results.sequential)."""
+    """--until-decided / --budget for one series: its looks so far
+    (vgpu.results.verdict.sequential)."""
 
     design: Design
     budget: Budget | None

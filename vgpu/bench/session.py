@@ -23,12 +23,12 @@ from vgpu.bench.triton import TritonSetup, deployed
 from vgpu.bench.workload import BenchOverrides, EffectiveWorkload, effective_workload, harness_spec
 from vgpu.errors import RemoteError
 from vgpu.model.scenario import InferenceWorkload, Scenario
-from vgpu.results.format import number
-from vgpu.results.records import Metric, RunStart
-from vgpu.results.series import load_series
-from vgpu.results.server_split import series_split
-from vgpu.results.store import ResultStore
-from vgpu.results.tokens import outcome_results, token_metrics
+from vgpu.results.store.records import Metric, RunStart
+from vgpu.results.store.result_store import ResultStore
+from vgpu.results.store.series import load_series
+from vgpu.results.store.tokens import outcome_results, token_metrics
+from vgpu.results.views.format import number
+from vgpu.results.views.server_split import series_split
 from vgpu.targets.clock import clock_metrics
 from vgpu.targets.target import Target
 

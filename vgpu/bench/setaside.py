@@ -1,5 +1,5 @@
 """A disturbed block is replaced, not fatal: in an interleaved session, a block in which
-another process disturbed a run (vgpu.results.disturbance, when disturbance is judged) is
+another process disturbed a run (vgpu.results.store.disturbance, when disturbance is judged) is
 set aside, both its runs kept in the store for their logs but out of the series, and the
 block run again; after MAX_REPLACED_BLOCKS replacements a disturbed block stays, and the
 verdict is INCONCLUSIVE naming it, so a transient busy period neither stops the session
@@ -12,7 +12,7 @@ throttles its clocks as part of its normal work, so the runs marked are the slow
 one side. Such a block is run again too, but its runs are stored as set aside for one
 side (``ONE_SIDED_SET_ASIDE``): the verdict counts them per side, and a PASS must also
 hold with an allowance for the candidate's disturbed share times their slowdown
-(vgpu.results.allowance). Every metric the project records is measured inside each
+(vgpu.results.verdict.allowance). Every metric the project records is measured inside each
 side's own machine; none comes from outside the VM."""
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from vgpu.results.disturbance import Disturbance, disturbance
-from vgpu.results.series import BOTH_SIDES_SET_ASIDE, ONE_SIDED_SET_ASIDE
-from vgpu.results.store import ResultStore
+from vgpu.results.store.disturbance import Disturbance, disturbance
+from vgpu.results.store.result_store import ResultStore
+from vgpu.results.store.series import BOTH_SIDES_SET_ASIDE, ONE_SIDED_SET_ASIDE
 
 # per workload of a session: a busier machine is a finding. 8 of a 40-block budget: a
 # machine disturbed in 6% of its runs reaches it in under 1% of sessions; what the
-# disturbed runs cost a PASS is the allowance's (vgpu.results.allowance)
+# disturbed runs cost a PASS is the allowance's (vgpu.results.verdict.allowance)
 MAX_REPLACED_BLOCKS = 8
 
 

@@ -10,16 +10,16 @@ from rich.table import Table
 
 from vgpu.bench.outcome import BenchOutcome, WorkloadOutcome
 from vgpu.bench.verdict import scenario_verdict
-from vgpu.results import capacity_view, telemetry_view, token_view
-from vgpu.results.accuracy import ACCURACY_REFERENCE, InstanceAccuracy, instance_accuracies
-from vgpu.results.capacity_view import capacity_rows
-from vgpu.results.compare import Comparison, check_as_dict
-from vgpu.results.format import number
-from vgpu.results.platforms import describe_changes
-from vgpu.results.series import SYSTEM_THROUGHPUT, TIMED_OVERLAP
-from vgpu.results.server_split import split_rows
-from vgpu.results.stats import Summary, summarize
-from vgpu.results.token_view import token_rows
+from vgpu.results.stats.intervals import Summary, summarize
+from vgpu.results.store.series import SYSTEM_THROUGHPUT, TIMED_OVERLAP
+from vgpu.results.verdict.accuracy import ACCURACY_REFERENCE, InstanceAccuracy, instance_accuracies
+from vgpu.results.verdict.compare import Comparison, check_as_dict
+from vgpu.results.verdict.platforms import describe_changes
+from vgpu.results.views import capacity_view, telemetry_view, token_view
+from vgpu.results.views.capacity_view import capacity_rows
+from vgpu.results.views.format import number
+from vgpu.results.views.server_split import split_rows
+from vgpu.results.views.token_view import token_rows
 
 _VERDICT_STYLE = {"PASS": "bold green", "FAIL": "bold red", "INCONCLUSIVE": "bold yellow"}
 

@@ -1,6 +1,6 @@
 """What an interleaved workload will spend, said before its first judged block and checked
 at its end (pure). A block is one run of each side; the series is looked at after fixed
-block counts (vgpu.results.sequential) and stops at the first look that decides, so the
+block counts (vgpu.results.verdict.sequential) and stops at the first look that decides, so the
 plan gives the time to each look and the worst case: every look undecided, the cap of
 blocks run and each set-aside block run again."""
 

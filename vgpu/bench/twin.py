@@ -11,7 +11,7 @@ from vgpu import catalog
 from vgpu.errors import InputError
 from vgpu.model.inventory import Inventory
 from vgpu.model.scenario import Scenario
-from vgpu.results.store import ResultStore
+from vgpu.results.store.result_store import ResultStore
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from typing import Any
 
 from vgpu.bench.outcome import BenchOutcome, WorkloadOutcome
 from vgpu.exitcodes import EXIT_COULD_NOT_RUN, exit_for, overall_verdict
-from vgpu.results.decided import decided_by
+from vgpu.results.verdict.decided import decided_by
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from vgpu.campaign.state import PHASES, CampaignState, HostProgress
-from vgpu.results.report import Note, Report, Table
+from vgpu.results.views.report import Note, Report, Table
 
 
 def as_json(state: CampaignState) -> dict[str, Any]:

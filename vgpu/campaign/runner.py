@@ -39,7 +39,7 @@ from vgpu.exitcodes import (
 )
 from vgpu.model.inventory import Inventory
 from vgpu.model.scenario import Scenario
-from vgpu.results.store import ResultStore, store_exists
+from vgpu.results.store.result_store import ResultStore, store_exists
 from vgpu.revalidate.capture import CapturePlan
 from vgpu.revalidate.flow import Converge, RevalidateOutcome, RevalidateRequest, revalidate
 from vgpu.revalidate.hosts import choose_baseline, scenarios_in_set, set_name, tie_drain_facts

@@ -48,7 +48,7 @@ def audit_command(
     A change whose command was killed stays `started`."""
     from dataclasses import asdict
 
-    from vgpu.results.store import ResultStore
+    from vgpu.results.store.result_store import ResultStore
     from vgpu.vsphere.connect.audit import store_location
 
     start, end = _time(since, "--since"), _time(until, "--until")

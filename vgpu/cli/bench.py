@@ -180,8 +180,8 @@ def bench(
     from vgpu.bench.twin import baseline_scenario
     from vgpu.bench.verdict import scenario_verdict
     from vgpu.bench.workload import BenchOverrides
-    from vgpu.results.report import build_report, write_report
-    from vgpu.results.store import ResultStore
+    from vgpu.results.store.result_store import ResultStore
+    from vgpu.results.views.report import build_report, write_report
 
     request = BenchRequest(runs_on_site, runs, workload,
                            BenchOverrides(duration_s=duration, full_models=full_models,

@@ -19,9 +19,9 @@ from vgpu.errors import InputError, RemoteError
 if TYPE_CHECKING:
     from vgpu.bench.job import BenchRequest
     from vgpu.model.scenario import Scenario
-    from vgpu.results.noise import NoiseLevels
-    from vgpu.results.series import SeriesData
-    from vgpu.results.store import ResultStore
+    from vgpu.results.stats.noise import NoiseLevels
+    from vgpu.results.store.result_store import ResultStore
+    from vgpu.results.store.series import SeriesData
 
 calibrate_app = typer.Typer(help="Measure the noise verdicts must carry.",
                             no_args_is_help=True)
@@ -61,9 +61,9 @@ def calibrate_noise(
     comparison of that class carries them (docs/results.md)."""
     from vgpu.bench.job import BenchRequest
     from vgpu.bench.workload import BenchOverrides
-    from vgpu.results.noise_store import class_key
-    from vgpu.results.series import load_series, series_of_run
-    from vgpu.results.store import ResultStore
+    from vgpu.results.store.result_store import ResultStore
+    from vgpu.results.store.series import load_series, series_of_run
+    from vgpu.results.verdict.noise_store import class_key
     from vgpu.targets.runtime import RuntimeOptions
 
     if from_runs is not None:
@@ -103,7 +103,7 @@ def _run_ids(text: str) -> list[int]:
 
 
 def _calibrate(store: ResultStore, members: list[SeriesData], flag: str) -> NoiseLevels:
-    from vgpu.results.noise_store import calibrate_series
+    from vgpu.results.verdict.noise_store import calibrate_series
 
     try:
         return calibrate_series(store, members)

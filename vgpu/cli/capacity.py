@@ -33,7 +33,7 @@ def compare_capacity(
 ) -> None:
     """Judge a VM's LLM serving against bare metal: capacity at the SLO (ratio with a CI
     over paired repeats), VALID at bare metal's capacity, ITL p99 and mean TPOT there."""
-    from vgpu.results.capacity import CapacityFileError, judge_capacity, load_capacity_file
+    from vgpu.results.verdict.capacity import CapacityFileError, judge_capacity, load_capacity_file
 
     try:
         verdict = judge_capacity(load_capacity_file(bare, matched=False),

@@ -19,10 +19,10 @@ from vgpu.errors import InputError
 from vgpu.exitcodes import exit_for
 
 if TYPE_CHECKING:
-    from vgpu.results.compare import Comparison, Reference
-    from vgpu.results.noise import NoiseLevels
-    from vgpu.results.series import SeriesData
-    from vgpu.results.store import ResultStore
+    from vgpu.results.stats.noise import NoiseLevels
+    from vgpu.results.store.result_store import ResultStore
+    from vgpu.results.store.series import SeriesData
+    from vgpu.results.verdict.compare import Comparison, Reference
 
 _STYLE = {"PASS": "bold green", "FAIL": "bold red", "INCONCLUSIVE": "bold yellow"}
 
@@ -42,7 +42,7 @@ def baseline_set(
     db: DbOpt = DEFAULT_DB,
 ) -> None:
     """Name the series of RUN_ID (all its ok repeats) as a baseline."""
-    from vgpu.results.store import ResultStore
+    from vgpu.results.store.result_store import ResultStore
     from vgpu.revalidate.flow import baseline_key
 
     if name is not None and in_set is not None:
@@ -69,9 +69,9 @@ def baseline_calibrate(
     """Turn stored golden runs into references per host class (target kind, GPU model,
     profile, workload, runtime): mean, spread and n, shareable between labs and used by
     `vgpu compare RUN --references FILE`."""
-    from vgpu.results.calibration import calibrate, write_references
-    from vgpu.results.format import number
-    from vgpu.results.store import ResultStore
+    from vgpu.results.store.result_store import ResultStore
+    from vgpu.results.verdict.calibration import calibrate, write_references
+    from vgpu.results.views.format import number
 
     with ResultStore.open_existing(db) as store:
         references = calibrate(store, scenario)
@@ -89,7 +89,7 @@ def baseline_calibrate(
 @baseline_app.command("list")
 def baseline_list(db: DbOpt = DEFAULT_DB) -> None:
     """List named baselines."""
-    from vgpu.results.store import ResultStore
+    from vgpu.results.store.result_store import ResultStore
 
     with ResultStore.open_existing(db) as store:
         for item in store.baselines():
@@ -111,7 +111,7 @@ def baseline_remap(
     another machine. Says the UUIDs before and after."""
     from dataclasses import replace
 
-    from vgpu.results.store import ResultStore
+    from vgpu.results.store.result_store import ResultStore
     from vgpu.vsphere.connect.hostid import host_uuid
 
     assert inventory is not None  # InventoryReq finds one or stops with exit 2
@@ -140,7 +140,7 @@ def baseline_remap(
 
 def _references(path: Path) -> dict[str, Reference]:
     from vgpu.model.yamlsource import load_yaml
-    from vgpu.results.compare import Reference
+    from vgpu.results.verdict.compare import Reference
 
     data = load_yaml(path).data
     if not isinstance(data, dict):
@@ -163,8 +163,8 @@ def _references(path: Path) -> dict[str, Reference]:
 def _print_comparison(comparison: Comparison) -> None:
     from rich.table import Table
 
-    from vgpu.results.format import number
-    from vgpu.results.platforms import describe_changes
+    from vgpu.results.verdict.platforms import describe_changes
+    from vgpu.results.views.format import number
 
     table = Table(title=escape(comparison.title), title_justify="left")
     for column in ("metric", "candidate mean", "reference mean", "ratio", "difference",
@@ -213,11 +213,11 @@ def compare(
 ) -> None:
     """Judge a run's series against another series, a named baseline or reference values.
     Exit 0 PASS, 3 FAIL, 4 INCONCLUSIVE, 1 could not run, 2 bad input."""
-    from vgpu.results.judge import compare_series
-    from vgpu.results.noise_store import levels_against, levels_for
-    from vgpu.results.referee import kind_between
-    from vgpu.results.series import load_series, series_of_run
-    from vgpu.results.store import ResultStore
+    from vgpu.results.store.result_store import ResultStore
+    from vgpu.results.store.series import load_series, series_of_run
+    from vgpu.results.verdict.judge import compare_series
+    from vgpu.results.verdict.noise_store import levels_against, levels_for
+    from vgpu.results.verdict.referee import kind_between
 
     check_compare_inputs(reference, baseline, references, kind)
     with ResultStore.open_existing(db) as store:
@@ -240,8 +240,8 @@ def compare(
 def _against_references(cand: SeriesData, references: Path,
                         tolerance: float, levels: NoiseLevels) -> Comparison:
     from vgpu.model.yamlsource import load_yaml
-    from vgpu.results.calibration import compare_calibrated, is_calibrated, parse_references
-    from vgpu.results.judge import compare_with_references
+    from vgpu.results.verdict.calibration import compare_calibrated, is_calibrated, parse_references
+    from vgpu.results.verdict.judge import compare_with_references
 
     data = load_yaml(references).data
     if is_calibrated(data):  # `vgpu baseline calibrate`: the same two-sample statistics
@@ -257,7 +257,7 @@ def _against_references(cand: SeriesData, references: Path,
 
 def _reference_series(store: ResultStore, db: Path, reference: int | None,
                       baseline: str | None) -> SeriesData:
-    from vgpu.results.series import load_series, series_of_run
+    from vgpu.results.store.series import load_series, series_of_run
 
     if baseline is None:
         assert reference is not None
@@ -270,7 +270,7 @@ def _reference_series(store: ResultStore, db: Path, reference: int | None,
 
 
 def _emit_comparison(comparison: Comparison, junit: Path | None, as_json_flag: bool) -> None:
-    from vgpu.results.junit import write_junit
+    from vgpu.results.export.junit import write_junit
 
     if junit is not None:
         write_junit([comparison], junit)

@@ -16,7 +16,7 @@ from vgpu.cli.root import app
 from vgpu.defaults import DEFAULT_DB
 
 if TYPE_CHECKING:
-    from vgpu.results.mlperf_export import MlperfExport
+    from vgpu.results.export.mlperf_export import MlperfExport
 
 
 @app.command()
@@ -49,12 +49,12 @@ def results(
     (--run N)."""
     from rich.table import Table
 
-    from vgpu.results.copy import copy_stores
-    from vgpu.results.export import export_csv, export_json
-    from vgpu.results.format import number
-    from vgpu.results.mlperf_export import export_mlperf
-    from vgpu.results.runview import render_run
-    from vgpu.results.store import ResultStore
+    from vgpu.results.export.mlperf_export import export_mlperf
+    from vgpu.results.export.runs import export_csv, export_json
+    from vgpu.results.store.copy import copy_stores
+    from vgpu.results.store.result_store import ResultStore
+    from vgpu.results.views.format import number
+    from vgpu.results.views.runview import render_run
 
     if copy_to is not None:
         typer.echo(copy_stores(db, copy_to, scenario_id=scenario).describe())
@@ -132,8 +132,8 @@ def report(
                                           "and target and their references")] = False,
 ) -> None:
     """Write the results report: self-contained HTML, optional Markdown and PNGs."""
-    from vgpu.results.report import build_report, write_report
-    from vgpu.results.store import ResultStore
+    from vgpu.results.store.result_store import ResultStore
+    from vgpu.results.views.report import build_report, write_report
 
     with ResultStore.open_existing(db) as store:
         built = build_report(store, tolerance=tolerance / 100.0, history=history)

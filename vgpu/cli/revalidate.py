@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from vgpu.container.images import HeldImage
     from vgpu.model.inventory import Inventory
     from vgpu.model.scenario import Scenario
-    from vgpu.results.store import ResultStore
+    from vgpu.results.store.result_store import ResultStore
     from vgpu.revalidate.capture import CapturePlan
     from vgpu.revalidate.flow import Converge
     from vgpu.revalidate.hosts import BaselineChoice
@@ -109,10 +109,10 @@ def revalidate_command(
     from vgpu.bench.job import BenchRequest
     from vgpu.bench.workload import BenchOverrides
     from vgpu.model.yamlsource import load_yaml
-    from vgpu.results.calibration import parse_references
-    from vgpu.results.junit import write_junit
-    from vgpu.results.report import build_report, write_report
-    from vgpu.results.store import ResultStore
+    from vgpu.results.export.junit import write_junit
+    from vgpu.results.store.result_store import ResultStore
+    from vgpu.results.verdict.calibration import parse_references
+    from vgpu.results.views.report import build_report, write_report
     from vgpu.revalidate.capture import CapturePlan
     from vgpu.revalidate.flow import RevalidateRequest, revalidate
     from vgpu.revalidate.image import ImageCannotRun
@@ -179,7 +179,7 @@ def _baseline_and_scenarios(db: str, baseline: str, host: str | None,
                             ids: list[str] | None, uuid_of: Callable[[], str | None],
                             ) -> tuple[BaselineChoice, list[Scenario]]:
     """The baseline sets and the scenarios (default: the judged set's)."""
-    from vgpu.results.store import ResultStore, store_exists
+    from vgpu.results.store.result_store import ResultStore, store_exists
     from vgpu.revalidate.hosts import choose_baseline, scenarios_in_set, set_name
 
     if not store_exists(db):

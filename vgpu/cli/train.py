@@ -67,7 +67,7 @@ def scaling_command(
 ) -> None:
     """Speedup and scaling efficiency from stored runs (and VM vs bare metal per node
     count); the values are stored back on the runs as metrics."""
-    from vgpu.results.store import ResultStore
+    from vgpu.results.store.result_store import ResultStore
     from vgpu.train.report import build_scaling_report, render_scaling_report, store_scaling_report
 
     with ResultStore.open_existing(db, first="vgpu train run") as store:
@@ -143,7 +143,7 @@ def _local_probe(settings: ProbeSettings) -> ProbeRun:
 
 
 def probe_table(record: dict[str, Any], link: str, run_id: int | None) -> Table:
-    from vgpu.results.allreduce_view import size_label
+    from vgpu.results.views.allreduce_view import size_label
 
     stored = "" if run_id is None else f", stored as run {run_id}"
     return bandwidth_table(

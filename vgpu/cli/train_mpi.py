@@ -78,8 +78,8 @@ def runtimes_command(
 ) -> None:
     """Allreduce busbw and time by message size, the stored probes of MPI, Gloo and NCCL
     side by side, with the link each crossed and the peak busbw's share of it."""
-    from vgpu.results.allreduce_view import latest_per_runtime, load_probe, render_runtimes
-    from vgpu.results.store import ResultStore
+    from vgpu.results.store.result_store import ResultStore
+    from vgpu.results.views.allreduce_view import latest_per_runtime, load_probe, render_runtimes
 
     if not run_ids and scenario is None:
         raise InputError.single("command line", "RUN_ID", "give probe run ids or --scenario",
@@ -90,7 +90,7 @@ def runtimes_command(
 
 
 def mpi_probe_table(record: dict[str, Any], link: str, run_id: int | None) -> Table:
-    from vgpu.results.allreduce_view import size_label
+    from vgpu.results.views.allreduce_view import size_label
 
     stored = "" if run_id is None else f", stored as run {run_id}"
     return bandwidth_table(

@@ -12,7 +12,7 @@ from rich.table import Table
 from vgpu.cli.common import console
 from vgpu.errors import RemoteError, VerdictFailed
 from vgpu.model.scenario import Scenario
-from vgpu.results.store import ResultStore
+from vgpu.results.store.result_store import ResultStore
 from vgpu.train.scenario_runner import TrainingRun
 from vgpu.train.session import TrainingOutcome, WorkloadSeries, run_training_bench
 

@@ -50,7 +50,7 @@ def drain_command(
     put it in maintenance mode, holding the lab's lease. VMs vgpu does not own are never
     touched: one running there refuses the drain; vSphere's own (vCLS, agent VMs) are left
     to maintenance mode. Exit 1 when vCenter refuses, 2 on bad input."""
-    from vgpu.results.store import store_exists
+    from vgpu.results.store.result_store import store_exists
     from vgpu.revalidate.hosts import tie_drain_facts
     from vgpu.vsphere.apply.window import WindowPaths, drain
 

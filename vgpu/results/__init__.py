@@ -1,32 +1,11 @@
-"""Results: statistics, the SQLite store, comparisons with verdicts, reports.
+"""Results: what runs measured, kept, judged and shown, in five layers that import only
+downward (each sub-package may use those listed before it):
 
-Producers (bench, training) write through ``ResultStore``: ``begin_run`` then
-``finish_run`` (or ``record_run`` in one call) with ``InstanceResult`` and ``Metric``
-records; readers use ``load_series`` and the compare/report functions."""
-
-from __future__ import annotations
-
-from vgpu.results.compare import Band, Check, Comparison, Reference, Verdict
-from vgpu.results.records import InstanceResult, Metric, Platform, Run, RunStart
-from vgpu.results.series import SeriesData, load_series
-from vgpu.results.stats import Summary, summarize
-from vgpu.results.store import DEFAULT_DB, ResultStore
-
-__all__ = [
-    "DEFAULT_DB",
-    "Band",
-    "Check",
-    "Comparison",
-    "InstanceResult",
-    "Metric",
-    "Platform",
-    "Reference",
-    "ResultStore",
-    "Run",
-    "RunStart",
-    "SeriesData",
-    "Summary",
-    "Verdict",
-    "load_series",
-    "summarize",
-]
+- ``stats``: statistics of repeats (pure numbers: intervals, noise levels, alpha spending, tails)
+- ``store``: the records a run writes, the SQLite/PostgreSQL store, and stored runs read back
+  as series (producers write through ``store.result_store.ResultStore``)
+- ``verdict``: comparisons and their verdicts (PASS / FAIL / INCONCLUSIVE): which series
+  judges which, sequential repeats, calibration
+- ``views``: numbers for people: the HTML/Markdown report, charts, panels, one run read back
+- ``export``: runs for other tools: CSV/JSON, the MLPerf submission tree, JUnit XML
+"""

@@ -1,7 +1,7 @@
 """Capturing a baseline as several short series spaced in time: the last series becomes
 the baseline, and the spread between all of them (between-series CV per metric, with its
 degrees of freedom) is stored with it, so a later single series on that host is judged
-with the noise of that configuration on that host (vgpu.results.noise_store
+with the noise of that configuration on that host (vgpu.results.verdict.noise_store
 .levels_against) rather than a class's or the uncalibrated default."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from rich.console import Console
 
 from vgpu.bench.outcome import BenchOutcome
 from vgpu.defaults import DEFAULT_CAPTURE_PAUSE_S, DEFAULT_CAPTURE_SERIES
-from vgpu.results.noise_store import store_baseline_spread
-from vgpu.results.series import load_series
-from vgpu.results.store import ResultStore
+from vgpu.results.store.result_store import ResultStore
+from vgpu.results.store.series import load_series
+from vgpu.results.verdict.noise_store import store_baseline_spread
 
 
 @dataclass(frozen=True)

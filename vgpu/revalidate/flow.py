@@ -24,16 +24,16 @@ from vgpu.exitcodes import EXIT_PASS
 from vgpu.model.inventory import Inventory
 from vgpu.model.scenario import Scenario
 from vgpu.model.yamlsource import load_yaml
-from vgpu.results.accuracy import ACCURACY_REFERENCE, accuracy_check
-from vgpu.results.calibration import compare_calibrated, parse_references
-from vgpu.results.compare import Comparison, ComparisonKind
-from vgpu.results.judge import compare_series, judge_against_baseline, judged_as_one_family
-from vgpu.results.noise import FROM_BASELINE, NoiseLevels
-from vgpu.results.noise_store import levels_against, levels_for
-from vgpu.results.records import BaselineSet
-from vgpu.results.referee import against_named_baseline, throughput_tolerance
-from vgpu.results.series import SeriesData, load_series
-from vgpu.results.store import ResultStore
+from vgpu.results.stats.noise import FROM_BASELINE, NoiseLevels
+from vgpu.results.store.records import BaselineSet
+from vgpu.results.store.result_store import ResultStore
+from vgpu.results.store.series import SeriesData, load_series
+from vgpu.results.verdict.accuracy import ACCURACY_REFERENCE, accuracy_check
+from vgpu.results.verdict.calibration import compare_calibrated, parse_references
+from vgpu.results.verdict.compare import Comparison, ComparisonKind
+from vgpu.results.verdict.judge import compare_series, judge_against_baseline, judged_as_one_family
+from vgpu.results.verdict.noise_store import levels_against, levels_for
+from vgpu.results.verdict.referee import against_named_baseline, throughput_tolerance
 from vgpu.revalidate import state as saved
 from vgpu.revalidate.capture import CapturePlan, record_spread
 from vgpu.revalidate.hosts import BaselineChoice
@@ -295,7 +295,7 @@ def _judge(store: ResultStore, sc: Scenario, series: dict[str, str],
 def against_bare_metal_as_one_family(store: ResultStore, verdicts: list[WorkloadVerdict]
                                      ) -> list[WorkloadVerdict]:
     """The verdicts against bare metal of every scenario and workload the revalidation
-    judged, as one family (vgpu.results.judge.judged_as_one_family, stored, so a later
+    judged, as one family (vgpu.results.verdict.judge.judged_as_one_family, stored, so a later
     `vgpu report` judges them alike); those against the pre-upgrade baseline stay each
     its own."""
     judged = [v for v in verdicts if v.series_id and v.vs_bare_metal is not None]

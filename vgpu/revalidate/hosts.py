@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from vgpu.errors import InputError, NoReference
-from vgpu.results.store import ResultStore
+from vgpu.results.store.result_store import ResultStore
 
 HOST_MARK = "@"
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from vgpu.container.images import HeldImage, driver_at_least, ngc_base_for_cuda
 from vgpu.errors import InputError
-from vgpu.results.records import Platform
-from vgpu.results.store import ResultStore
+from vgpu.results.store.records import Platform
+from vgpu.results.store.result_store import ResultStore
 
 # What a rebuilt image can change, in reading order, with the name a reader knows.
 IMAGE_COMPONENTS = (

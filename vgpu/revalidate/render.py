@@ -10,9 +10,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from vgpu.results.accuracy import ACCURACY_CHECK
-from vgpu.results.compare import Check, Comparison, check_as_dict
-from vgpu.results.platforms import describe_changes
+from vgpu.results.verdict.accuracy import ACCURACY_CHECK
+from vgpu.results.verdict.compare import Check, Comparison, check_as_dict
+from vgpu.results.verdict.platforms import describe_changes
 from vgpu.revalidate.flow import RevalidateOutcome
 
 _STYLE = {"PASS": "bold green", "FAIL": "bold red", "INCONCLUSIVE": "bold yellow"}

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import cast
 
 from vgpu.exitcodes import EXIT_COULD_NOT_RUN, EXIT_FAIL, exit_for, overall_verdict
-from vgpu.results.compare import Check, Comparison, Verdict
+from vgpu.results.verdict.compare import Check, Comparison, Verdict
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from vgpu.errors import RemoteError
 from vgpu.remote.transport import RemoteProcess, Transport
-from vgpu.results.records import Metric
+from vgpu.results.store.records import Metric
 
 SAMPLES = 7
 READ_TIMEOUT_S = 10.0

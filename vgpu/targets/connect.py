@@ -20,7 +20,7 @@ from vgpu.remote.redact import Redactor
 from vgpu.remote.ssh import SSHTransport
 from vgpu.remote.targets import ConnectOptions, HostTarget
 from vgpu.remote.transport import Transport
-from vgpu.results.records import CPU_DEVICE_NOTE
+from vgpu.results.store.records import CPU_DEVICE_NOTE
 from vgpu.targets.clock import ClockOffset, check_offset, measure_offset
 from vgpu.targets.containers import ContainerLaunch
 from vgpu.targets.hostprobe import HostHarness, probe_host

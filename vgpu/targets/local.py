@@ -15,7 +15,7 @@ import psutil
 from vgpu.model.load import vgpu_requests
 from vgpu.model.scenario import Scenario
 from vgpu.remote.local import LocalTransport
-from vgpu.results.records import CPU_DEVICE_NOTE, Platform, TargetKind
+from vgpu.results.store.records import CPU_DEVICE_NOTE, Platform, TargetKind
 from vgpu.targets.containers import ContainerLaunch
 from vgpu.targets.devices import LocalDevice, cpu_count
 from vgpu.targets.target import Target

@@ -15,7 +15,7 @@ from vgpu.model.plan import Plan, PlannedVM
 from vgpu.model.scenario import Scenario
 from vgpu.provision.reach import host_target
 from vgpu.remote.targets import HostTarget
-from vgpu.results.records import Platform, TargetKind
+from vgpu.results.store.records import Platform, TargetKind
 
 if TYPE_CHECKING:
     from vgpu.site import Site

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from vgpu.remote.transport import Transport
-from vgpu.results.records import Platform, TargetKind
+from vgpu.results.store.records import Platform, TargetKind
 from vgpu.targets.clock import ClockOffset
 from vgpu.targets.containers import ContainerLaunch
 

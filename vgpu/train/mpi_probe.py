@@ -17,9 +17,9 @@ from typing import Any
 from loadgen.contract import OSU_SIZES, MpiProbeRunSpec
 from vgpu.errors import RemoteError
 from vgpu.model.scenario import Scenario, TrainingWorkload
-from vgpu.results.allreduce_view import PROBE_KIND, link_gb_s, size_label
-from vgpu.results.records import Metric, RunStart, TargetKind
-from vgpu.results.store import ResultStore
+from vgpu.results.store.records import Metric, RunStart, TargetKind
+from vgpu.results.store.result_store import ResultStore
+from vgpu.results.views.allreduce_view import PROBE_KIND, link_gb_s, size_label
 from vgpu.train import preflight
 from vgpu.train.launch import TrainNode
 from vgpu.train.mpirun import MpiJob, run_mpi_job

@@ -10,11 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vgpu.model.scenario import Scenario
-from vgpu.results.compare import Comparison
-from vgpu.results.judge import judge_against_baseline
-from vgpu.results.records import TargetKind
-from vgpu.results.series import load_series
-from vgpu.results.store import ResultStore
+from vgpu.results.store.records import TargetKind
+from vgpu.results.store.result_store import ResultStore
+from vgpu.results.store.series import load_series
+from vgpu.results.verdict.compare import Comparison
+from vgpu.results.verdict.judge import judge_against_baseline
 from vgpu.site import Site
 from vgpu.train.launch import TrainNode
 from vgpu.train.mpi_probe import MpiProbeSettings, run_mpi_probe

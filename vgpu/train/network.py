@@ -9,8 +9,8 @@ from collections.abc import Sequence
 
 from loadgen.contract import HARNESS_VERSION
 from vgpu.model.scenario import Scenario, ScenarioNetwork, TrainingNetwork
-from vgpu.results.allreduce_view import link_label
-from vgpu.results.records import Platform
+from vgpu.results.store.records import Platform
+from vgpu.results.views.allreduce_view import link_label
 from vgpu.train.launch import TrainNode
 from vgpu.train.netenv import NetworkOptions
 from vgpu.train.storage import Storage

@@ -16,9 +16,9 @@ from typing import Any
 from loadgen.contract import AllreduceRunSpec
 from vgpu.errors import RemoteError
 from vgpu.model.scenario import Scenario, TrainingWorkload
-from vgpu.results.allreduce_view import MIB, PROBE_KIND, size_label
-from vgpu.results.records import Metric, RunStart, TargetKind
-from vgpu.results.store import ResultStore
+from vgpu.results.store.records import Metric, RunStart, TargetKind
+from vgpu.results.store.result_store import ResultStore
+from vgpu.results.views.allreduce_view import MIB, PROBE_KIND, size_label
 from vgpu.train import preflight
 from vgpu.train.launch import Launch, TrainNode, run_launch
 from vgpu.train.netenv import comm_environment

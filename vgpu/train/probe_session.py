@@ -8,8 +8,8 @@ import uuid
 from pathlib import Path
 
 from vgpu.model.scenario import Scenario
-from vgpu.results.records import TargetKind
-from vgpu.results.store import ResultStore
+from vgpu.results.store.records import TargetKind
+from vgpu.results.store.result_store import ResultStore
 from vgpu.site import Site
 from vgpu.train.launch import TrainNode
 from vgpu.train.probe import ProbeRun, ProbeSettings, run_probe

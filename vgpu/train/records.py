@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from vgpu.errors import InputError
-from vgpu.results.records import InstanceResult, Metric, RunStart
-from vgpu.results.store import ResultStore
+from vgpu.results.store.records import InstanceResult, Metric, RunStart
+from vgpu.results.store.result_store import ResultStore
 
 THROUGHPUT = "throughput"
 IMAGES_PER_S = "images/s"

@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from vgpu.errors import InputError
-from vgpu.results.allreduce_view import link_label
-from vgpu.results.compare import DEFAULT_TOLERANCE
-from vgpu.results.records import Metric
-from vgpu.results.store import ResultStore
+from vgpu.results.store.records import Metric
+from vgpu.results.store.result_store import ResultStore
+from vgpu.results.verdict.compare import DEFAULT_TOLERANCE
+from vgpu.results.views.allreduce_view import link_label
 from vgpu.train.records import throughputs_by_nodes
 from vgpu.train.scaling import PlatformRow, ScalingRow, scaling_table, vm_vs_bare_metal
 

@@ -3,15 +3,15 @@
 Weak scaling (fixed per-GPU batch): speedup(N) = throughput(N) / throughput(1) and
 efficiency(N) = throughput(N) / (N x throughput(1)); 1.0 is ideal. Throughputs are the
 means over repeats; the VM-vs-bare-metal checks use the same statistics and verdicts as
-inference (vgpu.results.compare)."""
+inference (vgpu.results.verdict.compare)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from vgpu.results.compare import DEFAULT_TOLERANCE, Check, band_for, compare_samples
-from vgpu.results.stats import Summary, summarize
+from vgpu.results.stats.intervals import Summary, summarize
+from vgpu.results.verdict.compare import DEFAULT_TOLERANCE, Check, band_for, compare_samples
 
 
 @dataclass(frozen=True)

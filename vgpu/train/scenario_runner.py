@@ -21,8 +21,8 @@ from vgpu.errors import InputError, RemoteError
 from vgpu.model.load import vgpu_requests
 from vgpu.model.scenario import Scenario, TrainingWorkload
 from vgpu.remote.local import LocalTransport
-from vgpu.results.records import RunStart, TargetKind
-from vgpu.results.store import ResultStore
+from vgpu.results.store.records import RunStart, TargetKind
+from vgpu.results.store.result_store import ResultStore
 from vgpu.train import preflight
 from vgpu.train.launch import Launch, TrainNode, run_launch
 from vgpu.train.mpi_plan import mpi_training_job, ranks_per_node

@@ -1,6 +1,6 @@
 """Repeats of a scenario's training workloads, stored as one series per workload and
 judged against the scenario's baseline (its bare-metal counterpart or a named baseline)
-the way inference series are (`vgpu.results.judge`). :func:`run_training_bench` is what
+the way inference series are (`vgpu.results.verdict.judge`). :func:`run_training_bench` is what
 `vgpu train run` and `vgpu bench` of a training scenario call."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vgpu.model.scenario import Scenario, TrainingWorkload
-from vgpu.results.compare import Comparison
-from vgpu.results.judge import judge_against_baseline
-from vgpu.results.records import TargetKind
-from vgpu.results.series import load_series
-from vgpu.results.store import ResultStore
+from vgpu.results.store.records import TargetKind
+from vgpu.results.store.result_store import ResultStore
+from vgpu.results.store.series import load_series
+from vgpu.results.verdict.compare import Comparison
+from vgpu.results.verdict.judge import judge_against_baseline
 from vgpu.site import Site
 from vgpu.train.launch import TrainNode
 from vgpu.train.scenario_runner import (

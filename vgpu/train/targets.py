@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from vgpu.errors import InputError
 from vgpu.model.scenario import Scenario
-from vgpu.results.records import TargetKind
+from vgpu.results.store.records import TargetKind
 from vgpu.targets.target import Target
 from vgpu.train.launch import TrainNode, run_bash
 

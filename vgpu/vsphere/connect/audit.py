@@ -115,7 +115,7 @@ def _name(obj: Any) -> str:
 
 
 def _open_store() -> Any:
-    from vgpu.results.store import ResultStore
+    from vgpu.results.store.result_store import ResultStore
 
     return ResultStore.open(store_location())
 
