@@ -7,7 +7,9 @@
 #              scripts/setup.sh --test made once; nothing is installed, no lab is started
 #              (no vSphere simulator, sshd, Docker, Triton, PostgreSQL, browser) and no
 #              slow or torch run is made
-# Other arguments go to pytest.
+# Other arguments go to pytest. The tests run on $VGPU_TEST_WORKERS pytest-xdist workers
+# (default 2; 0 runs them in one process); the ones that share a single resource of the
+# machine (a private Docker daemon, a recording) stay on one worker (tests/conftest.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=.venv
@@ -40,11 +42,20 @@ else
     export VGPU_REQUIRE_LABS=${VGPU_REQUIRE_LABS:-1}
 fi
 "$venv/bin/ruff" check .
+workers=${VGPU_TEST_WORKERS:-2}
+parallel=()
+if [[ $workers != 0 ]]; then
+    if "$venv/bin/python" -c 'import xdist' 2>/dev/null; then
+        parallel=(-n "$workers" --dist loadgroup)
+    else
+        echo "pytest-xdist is not in $venv (run scripts/setup.sh --test): one process" >&2
+    fi
+fi
 set +e
 if [[ $quick -eq 1 ]]; then
-    "$venv/bin/python" -m pytest -m "$QUICK_MARKERS" "$@"
+    "$venv/bin/python" -m pytest "${parallel[@]}" -m "$QUICK_MARKERS" "$@"
 else
-    "$venv/bin/python" -m pytest "$@"
+    "$venv/bin/python" -m pytest "${parallel[@]}" "$@"
 fi
 rc=$?
 set -e

@@ -7,6 +7,7 @@ import os
 
 import pytest
 
+from tests.labs.workers import shared_resource_group
 from vgpu.results.store.disturbance import IGNORE_ENV
 
 # The suite shares its machine with itself (and, on a developer's box, with others): real
@@ -53,3 +54,14 @@ def _own_state_dir(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Tem
 def judged_disturbance(monkeypatch: pytest.MonkeyPatch) -> None:
     """Disturbed runs judged as on a real lab (the suite ignores them otherwise)."""
     monkeypatch.delenv(IGNORE_ENV, raising=False)
+
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (`-n 2 --dist loadgroup`), the tests that share a single resource
+    of the machine stay on one worker (tests/labs/workers.py)."""
+    for item in items:
+        group = shared_resource_group({mark.name for mark in item.iter_markers()},
+                                      item.fixturenames)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
