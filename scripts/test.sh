@@ -7,9 +7,11 @@
 #              scripts/setup.sh --test made once; nothing is installed, no lab is started
 #              (no vSphere simulator, sshd, Docker, Triton, PostgreSQL, browser) and no
 #              slow or torch run is made
-# Other arguments go to pytest. The tests run on $VGPU_TEST_WORKERS pytest-xdist workers
-# (default 2; 0 runs them in one process); the ones that share a single resource of the
-# machine (a private Docker daemon, a recording) stay on one worker (tests/conftest.py).
+# Other arguments go to pytest. The quick tier runs on $VGPU_TEST_WORKERS pytest-xdist
+# workers (default 2; 0: one process). The whole suite runs in one process: its Docker labs
+# each hold a lock on their cached data root for a whole session, so a second worker's lab
+# would wait out the first's, and pytest-xdist 3.8's `--dist loadgroup` cannot keep them on
+# one worker under pytest 9 (it renames `item._nodeid`, which pytest 9 no longer reads).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=.venv
@@ -44,9 +46,9 @@ fi
 "$venv/bin/ruff" check .
 workers=${VGPU_TEST_WORKERS:-2}
 parallel=()
-if [[ $workers != 0 ]]; then
+if [[ $quick -eq 1 && $workers != 0 ]]; then
     if "$venv/bin/python" -c 'import xdist' 2>/dev/null; then
-        parallel=(-n "$workers" --dist loadgroup)
+        parallel=(-n "$workers")
     else
         echo "pytest-xdist is not in $venv (run scripts/setup.sh --test): one process" >&2
     fi
@@ -55,7 +57,7 @@ set +e
 if [[ $quick -eq 1 ]]; then
     "$venv/bin/python" -m pytest "${parallel[@]}" -m "$QUICK_MARKERS" "$@"
 else
-    "$venv/bin/python" -m pytest "${parallel[@]}" "$@"
+    "$venv/bin/python" -m pytest "$@"
 fi
 rc=$?
 set -e

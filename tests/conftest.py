@@ -7,7 +7,6 @@ import os
 
 import pytest
 
-from tests.labs.workers import shared_resource_group
 from vgpu.results.store.disturbance import IGNORE_ENV
 
 # The suite shares its machine with itself (and, on a developer's box, with others): real
@@ -56,12 +55,3 @@ def judged_disturbance(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(IGNORE_ENV, raising=False)
 
 
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (`-n 2 --dist loadgroup`), the tests that share a single resource
-    of the machine stay on one worker (tests/labs/workers.py)."""
-    for item in items:
-        group = shared_resource_group({mark.name for mark in item.iter_markers()},
-                                      item.fixturenames)
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))

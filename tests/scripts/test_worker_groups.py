@@ -1,45 +1,36 @@
-"""The suite on two pytest-xdist workers keeps each shared resource's tests on one worker."""
+"""The quick tier runs on two pytest-xdist workers; the whole suite in one process."""
 
 from __future__ import annotations
 
+import os
 import subprocess
-import sys
 from pathlib import Path
-
-from tests.labs.workers import DOCKER_DAEMON, SCENARIO6_RECORDING, shared_resource_group
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_docker_and_triton_tests_share_the_daemon_worker() -> None:
-    assert shared_resource_group({"docker", "slow"}, []) == DOCKER_DAEMON
-    assert shared_resource_group({"triton"}, ["tmp_path"]) == DOCKER_DAEMON
-    # the daemon wins over the recording: one group a test
-    assert shared_resource_group({"docker"}, ["scenario6_recording"]) == DOCKER_DAEMON
-
-
-def test_readers_of_the_recording_share_its_worker_and_others_are_free() -> None:
-    assert shared_resource_group({"slow"}, ["scenario6_recording"]) == SCENARIO6_RECORDING
-    assert shared_resource_group({"vcsim", "sshd", "postgres"}, ["tmp_path"]) is None
-
-
-def test_the_suite_runs_on_two_workers_by_default() -> None:
+def _pytest_line(quick: bool, workers: str | None) -> str:
+    """The pytest command scripts/test.sh would run, read off a stand-in venv that prints it."""
     script = (ROOT / "scripts" / "test.sh").read_text()
-    assert "workers=${VGPU_TEST_WORKERS:-2}" in script
-    assert '(-n "$workers" --dist loadgroup)' in script
+    start = script.index("workers=${VGPU_TEST_WORKERS:-2}")
+    end = script.index("rc=$?")
+    body = script[start:end].replace('"$venv/bin/python" -m pytest', "echo pytest")
+    body = body.replace('"$venv/bin/python" -c \'import xdist\'', "true")
+    env = {**os.environ, "quick": "1" if quick else "0"}
+    env.pop("VGPU_TEST_WORKERS", None)
+    if workers is not None:
+        env["VGPU_TEST_WORKERS"] = workers
+    done = subprocess.run(["bash", "-c", f"quick=$quick; QUICK_MARKERS=q; set -- -q\n{body}"],
+                          env=env, capture_output=True, text=True, check=True)
+    return done.stdout.strip()
 
 
-def test_collected_docker_tests_carry_the_daemon_group() -> None:
-    """What the hook in tests/conftest.py marks, read back from a real collection."""
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-         "-m", "docker", "tests/container/test_bench_in_containers.py"],
-        cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
-    assert done.returncode == 0, done.stdout + done.stderr
-    collected = [line for line in done.stdout.splitlines() if "::" in line]
-    assert collected, done.stdout
-    grouped = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-         "-m", "xdist_group", "tests/container/test_bench_in_containers.py"],
-        cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
-    assert [line for line in grouped.stdout.splitlines() if "::" in line] == collected
+def test_the_quick_tier_runs_on_two_workers_unless_told() -> None:
+    assert _pytest_line(quick=True, workers=None) == "pytest -n 2 -m q -q"
+    assert _pytest_line(quick=True, workers="3") == "pytest -n 3 -m q -q"
+    assert _pytest_line(quick=True, workers="0") == "pytest -m q -q"
+
+
+def test_the_whole_suite_runs_in_one_process() -> None:
+    assert _pytest_line(quick=False, workers=None) == "pytest -q"
+    assert _pytest_line(quick=False, workers="2") == "pytest -q"
