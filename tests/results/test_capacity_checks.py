@@ -22,9 +22,10 @@ from vgpu.results.verdict.capacity_checks import (
     more_runs,
     shared_load,
 )
-from vgpu.results.verdict.compare import Comparison, at_look, holm
+from vgpu.results.verdict.compare import Comparison, at_look, fail_p_value, holm
 from vgpu.results.verdict.decided import advice as decided_advice
 from vgpu.results.verdict.decided import decided_by
+from vgpu.results.verdict.sequential import Design, look
 
 SHAPE = LoadShape(16, 48, 16)
 # tests/bench/test_llm_capacity_bench.py's slice: a TPOT target on 10 ms steps that grow
@@ -240,6 +241,13 @@ def test_one_repeats_stall_of_the_machine_is_no_itl_fail() -> None:
     assert itl.ci_pct is not None and itl.ci_pct[0] > 5.0  # the pooled interval alone
     assert itl.verdict == "INCONCLUSIVE", itl.reason
     assert "the repeats disagree" in itl.reason and "tail samples" in itl.reason
+    # the look and the stored verdict follow the check's own rule, not its p alone
+    assert fail_p_value(itl) == 1.0
+    plan = (2, 4)
+    step = look([itl], 2, 1, Design(min_repeats=2, max_repeats=4, schedule=plan))
+    assert step.verdict != "FAIL" and not step.stop
+    judged = at_look(itl, plan, 2)
+    assert judged.verdict == "INCONCLUSIVE" and "not a FAIL" in judged.reason
     stalled = [[*s[:1440], *([26.0] * 60)] for s in steady]  # both repeats, +30%
     checks = {c.metric: c for c in instance_checks(
         "", [_with_gaps(100, stalled[0]), _with_gaps(100, stalled[1])], bare, 2.0, 5.0)}

@@ -153,6 +153,9 @@ def _run_blocks(store: ResultStore, sides: tuple[Side, Side],
         listen.phase(f"{pair[1].workload.label}: {stated}")
     looks = (schedule(repeats, pacing.design.max_repeats, pacing.design)
              if pacing is not None else (repeats,))
+    if pacing is not None:  # fixed before the first run: a stop at the pilot's look is
+        # judged at that look's level, as the look judged it
+        pair[1].design = {**(pair[1].design or {}), "looks": ",".join(map(str, looks))}
     run = ("one capacity search per instance" if searched
            else f"one {pair[1].workload.duration_s:g} s run")
     plan = plan_blocks(pair[1].workload.label, looks, warm_s, run, MAX_REPLACED_BLOCKS)

@@ -132,6 +132,8 @@ def _as_check(check: CapacityCheck, unit: str, values: tuple[list[float], list[f
     ci = ((interval.low - 1) * 100, (interval.high - 1) * 100)
     outcome = interval.verdict(1 - tolerance_pct / 100)
     reason = check.detail
+    too_few = (f"{n} repeat{'s' if n > 1 else ''}: a capacity verdict needs at least "
+               f"{MIN_REPEATS}") if n < MIN_REPEATS else None
     if n < MIN_REPEATS and outcome != "FAIL":
         outcome = "INCONCLUSIVE"
         reason += (f"; {n} repeat{'s' if n > 1 else ''}: a capacity verdict needs at least "
@@ -150,7 +152,8 @@ def _as_check(check: CapacityCheck, unit: str, values: tuple[list[float], list[f
                  verdict=outcome, reason=reason,
                  design="interleaved", se_pct=se, df=df,
                  log_difference=100 * math.log(interval.ratio), units=n,
-                 shrinking_var=(se or 0.0) ** 2, one_sample_t=n >= MIN_REPEATS)
+                 shrinking_var=(se or 0.0) ** 2, one_sample_t=n >= MIN_REPEATS,
+                 pass_blocked=too_few)
 
 
 def more_runs(width: float, resolution: float) -> int:
@@ -429,6 +432,9 @@ def _tail_check(name: str,
     repeats = ", ".join(f"{(r - 1) * 100:+.1f}%" for r in own)
     disagree = "" if agree or itl.low <= line else \
         "; the repeats disagree (a stall of the shared machine in one run?): not a FAIL"
+    blocked = None if agree else (
+        f"not every repeat's own p99 is above +{allowed_pct:g}% ({repeats}): one "
+        "repeat's stall is not a finding")
     reason = (f"pooled over {len(pairs)} repeats at the load both searches ran, at most "
               f"{LATENCY_LOAD_SHARE:.0%} of the lower capacity ({rates}): "
               f"rise {(itl.ratio - 1) * 100:+.1f}% [{(itl.low - 1) * 100:+.1f}%, "
@@ -444,7 +450,7 @@ def _tail_check(name: str,
                  band=Band(upper_pct=allowed_pct), verdict=verdict, reason=reason,
                  design="interleaved", se_pct=se, df=math.inf,
                  log_difference=100 * math.log(itl.ratio), units=len(pairs),
-                 shrinking_var=se ** 2)
+                 shrinking_var=se ** 2, fail_blocked=blocked)
 
 
 def _at_capacity(search: Mapping[str, Any]) -> Mapping[str, Any]:

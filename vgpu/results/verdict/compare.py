@@ -162,6 +162,11 @@ class Check:
     # repeats): a look judges it at the t process's boundary
     # (vgpu.results.stats.spending.t_process_levels), not at the normal one's nominal level
     one_sample_t: bool = False
+    # why the check's own rule keeps it from a FAIL (or a PASS) whatever its statistic
+    # says (a pooled tail whose repeats disagree, a capacity ratio of too few repeats):
+    # its p-value for that side is 1, so the looks, Holm and the stored verdict agree
+    fail_blocked: str | None = None
+    pass_blocked: str | None = None
 
     def level(self, alpha: float = ALPHA / 2) -> float:
         """The one-sided level this check is judged at for a family share ``alpha``: the
@@ -292,6 +297,10 @@ def at_look(check: Check, looks: Sequence[int], total: int,
     confidence = (f"{100 * (1 - 2 * level):.2f}% repeated (look {position + 1} of "
                   f"{len(looks)} at {looks[position]})")
     verdict, reason = _judge(ci, check.band, confidence)
+    blocked = check.fail_blocked if verdict == "FAIL" else \
+        check.pass_blocked if verdict == "PASS" else None
+    if blocked is not None:
+        verdict, reason = "INCONCLUSIVE", f"{reason}; not a {verdict}: {blocked}"
     judged = replace(judged, ci_pct=ci, verdict=verdict, reason=reason)
     if verdict == "INCONCLUSIVE":
         judged = replace(judged, reason=f"{reason}; {advice(judged)}")
@@ -483,6 +492,8 @@ def fail_p_value(check: Check) -> float | None:
     """One-sided p-value of 'the true difference is inside the band' against a FAIL."""
     if check.se_pct is None or check.df is None:
         return None
+    if check.fail_blocked is not None:
+        return 1.0
     if check.se_pct == 0:
         return 0.0 if check.verdict == "FAIL" else 1.0
     band = log_band(check.band)
@@ -500,6 +511,8 @@ def pass_p_value(check: Check) -> float | None:
     the larger of the two edges' (an intersection-union test)."""
     if check.se_pct is None or check.df is None:
         return None
+    if check.pass_blocked is not None:
+        return 1.0
     if check.se_pct == 0:
         return 0.0 if check.verdict == "PASS" else 1.0
     band = log_band(check.band)
