@@ -7,18 +7,12 @@
 #              scripts/setup.sh --test made once; nothing is installed, no lab is started
 #              (no vSphere simulator, sshd, Docker, Triton, PostgreSQL, browser) and no
 #              slow or torch run is made
-# Other arguments go to pytest. The quick tier runs on $VGPU_TEST_WORKERS pytest-xdist
-# workers (default 2; 0: one process). The whole suite runs in one process: its Docker labs
-# each hold a lock on their cached data root for a whole session, so a second worker's lab
-# would wait out the first's, and pytest-xdist 3.8's `--dist loadgroup` cannot keep them on
-# one worker under pytest 9 (it renames `item._nodeid`, which pytest 9 no longer reads).
+# Other arguments go to pytest; scripts/run-pytest.sh says how each tier runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=.venv
 setup=(--test)
 quick=0
-# The tests that need a lab, torch runs or a GPU, and those marked slow (pyproject.toml).
-QUICK_MARKERS="not (vcsim or sshd or triton or train or browser or postgres or docker or mpi or slow or gpu)"
 case "${1:-}" in
     --latest)
         shift
@@ -44,25 +38,8 @@ else
     export VGPU_REQUIRE_LABS=${VGPU_REQUIRE_LABS:-1}
 fi
 "$venv/bin/ruff" check .
-workers=${VGPU_TEST_WORKERS:-2}
-parallel=()
-if [[ $quick -eq 1 && $workers != 0 ]]; then
-    if "$venv/bin/python" -c 'import xdist' 2>/dev/null; then
-        parallel=(-n "$workers")
-    else
-        echo "pytest-xdist is not in $venv (run scripts/setup.sh --test): one process" >&2
-    fi
-fi
-set +e
+tier=--whole
 if [[ $quick -eq 1 ]]; then
-    "$venv/bin/python" -m pytest "${parallel[@]}" -m "$QUICK_MARKERS" "$@"
-else
-    "$venv/bin/python" -m pytest "$@"
+    tier=--quick
 fi
-rc=$?
-set -e
-if [[ $rc -eq 5 ]]; then
-    echo "pytest collected no tests: that is a failure here" >&2
-    exit 1
-fi
-exit $rc
+exec bash scripts/run-pytest.sh "$venv" "$tier" "$@"

@@ -16,8 +16,8 @@ def _declared_markers() -> set[str]:
 
 
 def _quick_expression() -> str:
-    found = re.search(r'^QUICK_MARKERS="(.+)"$', (ROOT / "scripts/test.sh").read_text(), re.M)
-    assert found, "scripts/test.sh has no QUICK_MARKERS line"
+    found = re.search(r'^QUICK_MARKERS="(.+)"$', (ROOT / "scripts/run-pytest.sh").read_text(), re.M)
+    assert found, "scripts/run-pytest.sh has no QUICK_MARKERS line"
     return found.group(1)
 
 
