@@ -14,7 +14,8 @@ from loadgen.llm.slice_engine import SliceProfile, simulated_run
 from tests.results.test_capacity_checks import BUDGET, MARGIN_PCT, PROFILE, SHAPE, SLO, START_QPS
 from vgpu.results.verdict.capacity_checks import position_checks
 from vgpu.results.verdict.capacity_system import Sharing, sharing
-from vgpu.results.verdict.compare import holm
+from vgpu.results.verdict.compare import at_look, fail_p_value, holm
+from vgpu.results.verdict.sequential import Design, look
 
 NAMES = ["s-4g", "s-2g", "s-1g"]
 SHARED = Sharing(True, "the 3 instances share this machine's CPU cores")
@@ -43,6 +44,31 @@ def test_identical_systems_pass_with_the_instances_shown_not_judged() -> None:
     assert not any(m.startswith(("capacity_at_slo s-", "valid_at_bare_metal_capacity"))
                    for m in checks)
     assert all(c.verdict == "PASS" for c in checks.values())
+    # the latencies too are the system's: the instances' own shown in the guard's reason
+    guard = checks["inter_token_latency_p99_at_matched_load system"]
+    assert guard.guard and "per instance, shown and not judged: " in guard.reason
+    assert set(checks) == {"capacity_at_slo system",
+                           "inter_token_latency_p99_at_matched_load system"}
+
+
+def test_a_latency_guard_neither_holds_back_a_pass_nor_fails_on_one_repeat() -> None:
+    """An A/A whose shared instances' latencies scatter (what two shared cores do): the
+    guard's wide interval keeps no PASS from the capacity; a rise in one repeat alone is
+    no FAIL at the look or in the stored verdict; in every repeat it is."""
+    checks = _checks(PROFILE)
+    system, guard = checks["capacity_at_slo system"], \
+        checks["inter_token_latency_p99_at_matched_load system"]
+    wide = replace(guard, log_difference=20.0, se_pct=15.0, difference_pct=22.1)
+    plan = (3, 6)
+    design = Design(min_repeats=3, max_repeats=6, schedule=plan)
+    assert look([system, wide], 3, 1, design).verdict == look([system], 3, 1, design).verdict
+    one = replace(wide, log_difference=60.0, se_pct=5.0,
+                  fail_blocked="not every repeat's own pooled p99 is above +5%")
+    assert fail_p_value(one) == 1.0 and look([system, one], 3, 1, design).verdict != "FAIL"
+    assert at_look(one, plan, 3).verdict == "PASS"
+    every = replace(one, fail_blocked=None)
+    assert look([system, every], 3, 1, design).verdict == "FAIL"
+    assert at_look(every, plan, 3).verdict == "FAIL"
 
 
 def test_a_5_percent_slower_system_fails_its_capacity() -> None:

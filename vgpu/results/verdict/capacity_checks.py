@@ -31,7 +31,7 @@ from vgpu.results.store.series import SeriesData, interleaved_pairs
 from vgpu.results.verdict import capacity_system as system
 from vgpu.results.verdict.capacity import CapacityCheck, LlmVerdict, judge_capacity, search_bracket
 from vgpu.results.verdict.capacity_system import Sharing, sharing
-from vgpu.results.verdict.compare import Band, Check
+from vgpu.results.verdict.compare import Band, Check, Verdict
 
 CAPACITY_CHECK = "capacity_at_slo"
 FAIL_P = 0.025  # a FAIL alone, one-sided, as every check here
@@ -488,6 +488,7 @@ def position_checks(names: Sequence[str], vm: Sequence[Sequence[Mapping[str, Any
     capacity checks then shown in its reason and not judged."""
     checks: list[Check] = []
     shown: list[str] = []
+    latencies: list[str] = []
     as_system = shared is not None and shared.shared
     for position, name in enumerate(names):
         label = name if len(names) > 1 else ""
@@ -498,15 +499,72 @@ def position_checks(names: Sequence[str], vm: Sequence[Sequence[Mapping[str, Any
                 (CAPACITY_CHECK, "valid_at_bare_metal_capacity"))]
             shown.append(f"{label} {system.ratio_text(vm_k, bare_k)}" + "".join(
                 f", {c.metric.split(' ')[0]} would be {c.verdict}" for c in own))
-            found = [c for c in found if c not in own]
+            latencies += [f"{c.metric} {c.difference_pct:+.1f}%" for c in found
+                          if c not in own]
+            found = []
         checks += found
     if as_system:
         assert shared is not None
         checks.insert(0, _system_check(vm, bare, allowed, shown, shared.why))
+        guard = _system_itl_guard(vm, bare, itl, latencies, shared.why)
+        if guard is not None:
+            checks.insert(1, guard)
     elif shared is not None:
         checks = [replace(c, reason=f"{c.reason}; judged per instance: {shared.why}")
                   if c.metric.startswith(CAPACITY_CHECK) else c for c in checks]
     return checks
+
+
+def _system_itl_guard(vm: Sequence[Sequence[Mapping[str, Any]]],
+                      bare: Sequence[Sequence[Mapping[str, Any]]], allowed_pct: float,
+                      latencies: Sequence[str], why: str) -> Check | None:
+    """The inter-token latency p99 of instances that share their compute, as a guard
+    (Check.guard): every instance's gaps at the load both of its searches ran
+    (``shared_load``) pooled per repeat and over the repeats. An instance's latency at a
+    rate is set by what its neighbours ran at the same moment, which the searches do not
+    hold equal (run to run, one instance's p99 ratio moved 0.3x to 4x between identical
+    sides on two shared cores), so no equivalence can be shown at a few percent; a stall
+    of the VM's machine raises every instance's gaps at once, so the guard FAILs when the
+    pooled interval and every repeat's own pooled p99 are above the line; otherwise it
+    shows what it found and decides nothing. None when a run stored no tails."""
+    per_repeat = [[shared_load(v, b) for v, b in zip(vm_r, bare_r, strict=True)]
+                  for vm_r, bare_r in zip(vm, bare, strict=True)]
+    pooled = tail_ratio([v for rep in per_repeat for _, v, _ in rep],
+                        [b for rep in per_repeat for _, _, b in rep], "itl")
+    own = [tail_ratio([v for _, v, _ in rep], [b for _, _, b in rep], "itl")
+           for rep in per_repeat]
+    if pooled is None or any(o is None for o in own):
+        return None
+    line = 1 + allowed_pct / 100
+    ratios = [o.ratio for o in own if o is not None]
+    repeats = ", ".join(f"{(r - 1) * 100:+.1f}%" for r in ratios)
+    agree = min(ratios) > line
+    verdict: Verdict = "FAIL" if pooled.low > line and agree else "PASS"
+    said = ("above the line in the pooled interval and in every repeat: a stall of the "
+            "VM's machine" if verdict == "FAIL" else
+            "no regression found (a guard: it FAILs on a stall every repeat shows; it "
+            "cannot show equivalence, so its PASS decides nothing)")
+    reason = (f"{why}: judged as a system, the instances' gaps pooled at the load both "
+              f"searches ran: rise {(pooled.ratio - 1) * 100:+.1f}% "
+              f"[{(pooled.low - 1) * 100:+.1f}%, {(pooled.high - 1) * 100:+.1f}%], each "
+              f"repeat's own {repeats}, allowed +{allowed_pct:g}%: {said}; ITL p99 VM "
+              f"{pooled.vm.describe()} vs bare metal {pooled.bare.describe()}"
+              + (f"; per instance, shown and not judged: {', '.join(latencies)}"
+                 if latencies else ""))
+    se = 100 * math.log(pooled.high / pooled.low) / (2 * t_quantile(0.975, math.inf))
+    vm_p99 = [o.vm.value for o in own if o is not None]
+    bare_p99 = [o.bare.value for o in own if o is not None]
+    return Check(metric=f"inter_token_latency_p99_at_matched_load {system.SYSTEM_LABEL}",
+                 unit="ms", candidate=summarize(vm_p99), reference_mean=pooled.bare.value,
+                 reference=summarize(bare_p99), difference_pct=(pooled.ratio - 1) * 100,
+                 ci_pct=((pooled.low - 1) * 100, (pooled.high - 1) * 100), mdd_pct=None,
+                 band=Band(upper_pct=allowed_pct), verdict=verdict, reason=reason,
+                 design="interleaved", se_pct=se, df=math.inf,
+                 log_difference=100 * math.log(pooled.ratio), units=len(per_repeat),
+                 shrinking_var=se ** 2, guard=True,
+                 fail_blocked=None if agree else (
+                     f"not every repeat's own pooled p99 is above +{allowed_pct:g}% "
+                     f"({repeats}): one repeat's stall is not a finding"))
 
 
 def _system_check(vm: Sequence[Sequence[Mapping[str, Any]]],

@@ -167,6 +167,10 @@ class Check:
     # its p-value for that side is 1, so the looks, Holm and the stored verdict agree
     fail_blocked: str | None = None
     pass_blocked: str | None = None
+    # a guard can FAIL a comparison but its PASS is no finding: it shows that no
+    # regression was found where equivalence cannot be shown (the latency of instances
+    # that share their compute: their neighbours' load sets it), so a PASS needs none
+    guard: bool = False
 
     def level(self, alpha: float = ALPHA / 2) -> float:
         """The one-sided level this check is judged at for a family share ``alpha``: the
@@ -297,6 +301,10 @@ def at_look(check: Check, looks: Sequence[int], total: int,
     confidence = (f"{100 * (1 - 2 * level):.2f}% repeated (look {position + 1} of "
                   f"{len(looks)} at {looks[position]})")
     verdict, reason = _judge(ci, check.band, confidence)
+    if check.guard and (verdict != "FAIL" or check.fail_blocked is not None):
+        said = check.reason if check.verdict == "PASS" else \
+            f"{reason}; a guard, not a FAIL at this look: it decides nothing"
+        return replace(judged, ci_pct=ci, verdict="PASS", reason=said)
     blocked = check.fail_blocked if verdict == "FAIL" else \
         check.pass_blocked if verdict == "PASS" else None
     if blocked is not None:

@@ -225,14 +225,16 @@ def look(checks: Sequence[Check], n: int, index: int, design: Design,
         return Look(n, index, True, "INCONCLUSIVE", True, n, mdd, why=disturbed[0],
                     schedule=design.schedule)
     stats = [c for c in checks if c.se_pct is not None and c.df is not None]
+    judged = [c for c in stats if not c.guard]  # a guard's PASS is no finding
     plan = design.schedule
     needed = expected = None
     if not plan:
-        if any(repeats_cannot_decide(c, design) for c in stats):
+        if any(repeats_cannot_decide(c, design) for c in judged):
             plan = (n,)  # more repeats cannot help: this look is the only one
         else:
             plan = schedule(n, design.max_repeats, design)
-            expected = max((plan_total(c, design, NEED_LIMIT) for c in stats), default=None)
+            expected = max((plan_total(c, design, NEED_LIMIT) for c in judged),
+                           default=None)
             needed = expected if expected is not None and expected > plan[-1] else None
     position = next((k for k, total in enumerate(plan) if total >= n), len(plan) - 1)
     final = n >= plan[-1] or n >= design.max_repeats or position == len(plan) - 1
@@ -247,9 +249,9 @@ def look(checks: Sequence[Check], n: int, index: int, design: Design,
     fail_ps = [fail_p_value(c) for c in stats]
     kept = holm_kept([1.0 if p is None else p for p in fail_ps], design.alpha,
                      levels_at=[own_level(c) for c in stats]) if stats else set()
-    pass_ps = [pass_p_value(c) for c in stats]
-    passes = all(p is not None and p <= level_at(design.alpha, c.one_sample_t)
-                 for p, c in zip(pass_ps, stats, strict=True))
+    passes = bool(judged) and all(
+        p is not None and p <= level_at(design.alpha, c.one_sample_t)
+        for p, c in zip([pass_p_value(c) for c in judged], judged, strict=True))
     gates_pass = all(c.verdict == "PASS" for c in checks if c not in stats)
     decides = bool(kept) or any(c.verdict == "FAIL" and c.se_pct is None for c in checks) \
         or (bool(stats) and gates_pass and not blocked_pass and passes)
@@ -265,8 +267,8 @@ def look(checks: Sequence[Check], n: int, index: int, design: Design,
         return Look(n, index, final, "PASS", True, n, mdd, schedule=plan, level=level,
                     expected=expected)
     if final or not checks:
-        stuck = [c for c in stats if repeats_cannot_decide(c, design)]
-        undecided = next((c for c in stats if c.verdict != "PASS"), None)
+        stuck = [c for c in judged if repeats_cannot_decide(c, design)]
+        undecided = next((c for c in judged if c.verdict != "PASS"), None)
         why = series_advice(stuck[0], design) if stuck else \
             None if undecided is None else advice(undecided)
         return Look(n, index, True, "INCONCLUSIVE", True, n, mdd, why=why, schedule=plan,
