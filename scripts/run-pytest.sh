@@ -3,12 +3,14 @@
 #   --quick  the pure and unit tests (no lab, no torch, nothing slow) on $VGPU_TEST_WORKERS
 #            pytest-xdist workers (default 2; 0: one process)
 #   --whole  every test; given no pytest arguments, as two pytest processes side by side:
-#            the private Docker daemon lab's tests (markers docker, triton) in one, the
-#            rest in the other (VGPU_TEST_WORKERS=0: one process). Not pytest-xdist: the
-#            Docker lab holds a lock on its cached data root for a whole session, so its
-#            tests must share one process, and pytest-xdist 3.8's `--dist loadgroup` cannot
-#            keep them on one worker under pytest 9 (it renames `item._nodeid`, which
-#            pytest 9 no longer reads).
+#            the private Docker daemon lab's tests (markers docker, triton) with the torch,
+#            MPI, PostgreSQL and browser ones in one, the rest in the other
+#            (VGPU_TEST_WORKERS=0: one process). Not pytest-xdist: the Docker lab holds a
+#            lock on its cached data root for a whole session, so its tests must share one
+#            process, and pytest-xdist 3.8's `--dist loadgroup` cannot keep them on one
+#            worker under pytest 9 (it renames `item._nodeid`, which pytest 9 no longer
+#            reads). The Docker lab's tests alone took 6 min of the rest's 24: the others
+#            join them to even the two out.
 # pytest's "collected no tests" (exit 5) is a failure here: a tier that runs nothing proves
 # nothing. The exit code is the first failing process's.
 set -uo pipefail
@@ -20,7 +22,7 @@ python=$venv/bin/python
 workers=${VGPU_TEST_WORKERS:-2}
 # The tests that need a lab, torch runs or a GPU, and those marked slow (pyproject.toml).
 QUICK_MARKERS="not (vcsim or sshd or triton or train or browser or postgres or docker or mpi or slow or gpu)"
-DOCKER_LAB_MARKERS="docker or triton"
+SIDE_MARKERS="docker or triton or train or mpi or postgres or browser"
 
 checked() {  # checked EXIT_CODE [WHAT]: 5 (no tests) becomes 1
     if [[ $1 -eq 5 ]]; then
@@ -48,22 +50,22 @@ if [[ $# -gt 0 || $workers == 0 ]]; then
     checked $?
     exit $?
 fi
-side_log=$(mktemp "${TMPDIR:-/tmp}/vgpu-docker-lab-tests.XXXXXX")
-echo "the Docker lab's tests ($DOCKER_LAB_MARKERS) run beside the rest; their output: $side_log"
-"$python" -m pytest -p no:cacheprovider -m "$DOCKER_LAB_MARKERS" >"$side_log" 2>&1 &
+side_log=$(mktemp "${TMPDIR:-/tmp}/vgpu-side-tests.XXXXXX")
+echo "the side tests ($SIDE_MARKERS) run beside the rest; their output: $side_log"
+"$python" -m pytest -p no:cacheprovider -m "$SIDE_MARKERS" >"$side_log" 2>&1 &
 side=$!
 trap 'kill "$side" 2>/dev/null' EXIT
-"$python" -m pytest -m "not ($DOCKER_LAB_MARKERS)"
-checked $? "not ($DOCKER_LAB_MARKERS)"
+"$python" -m pytest -m "not ($SIDE_MARKERS)"
+checked $? "not ($SIDE_MARKERS)"
 rest=$?
 wait "$side"
-checked $? "$DOCKER_LAB_MARKERS"
+checked $? "$SIDE_MARKERS"
 lab=$?
 trap - EXIT
 echo
-echo "==== the Docker lab's tests ($DOCKER_LAB_MARKERS), run beside the rest ===="
+echo "==== the side tests ($SIDE_MARKERS), run beside the rest ===="
 cat "$side_log"
-echo "the rest: exit $rest; the Docker lab's tests: exit $lab"
+echo "the rest: exit $rest; the side tests: exit $lab"
 if [[ $rest -ne 0 ]]; then
     exit "$rest"
 fi

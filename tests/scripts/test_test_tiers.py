@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCKER_LAB = "docker or triton"
+DOCKER_LAB = "docker or triton or train or mpi or postgres or browser"
 
 
 def _venv(tmp_path: Path, exits: dict[str, int]) -> Path:
@@ -52,7 +52,7 @@ def test_the_quick_tier_runs_on_two_workers_unless_told(tmp_path: Path) -> None:
     assert rc == 0 and calls[0].startswith("-m pytest -m not (")
 
 
-def test_the_whole_suite_runs_as_two_processes_the_docker_lab_in_one(tmp_path: Path) -> None:
+def test_the_whole_suite_runs_as_two_processes_the_docker_lab_whole_in_one(tmp_path: Path) -> None:
     rc, calls = _run(tmp_path, "--whole")
     assert rc == 0
     assert sorted(calls) == sorted([f"-m pytest -p no:cacheprovider -m {DOCKER_LAB}",
