@@ -206,6 +206,19 @@ def test_the_design_s_look_keeps_what_the_capacity_check_said() -> None:
     assert len(sentence) < 250 < len(judged.reason)
 
 
+def test_a_noise_bound_interval_asks_for_blocks_not_one_more_bisection() -> None:
+    """Brackets just over the resolution (1.2% for 1%) inside an interval the repeats'
+    scatter makes 20 times wider: one more bisection would not decide, more blocks
+    would, and the one-line advice says so."""
+    vm = [_bracketed(v, v * 1.012) for v in (100, 80, 120, 90)]
+    bare = [_bracketed(v, v * 1.012) for v in (110, 95, 85, 105)]
+    check = _capacity_check(vm, bare)
+    assert "raise capacity.runs" in check.reason and check.bracket_pct < 2.0
+    judged = kept_at_look(check, at_look(check, (4, 6), 4))
+    advice = decided_advice(judged.reason)
+    assert "raise capacity.runs" not in advice and "blocks" in advice, advice
+
+
 def test_identical_sides_whose_knee_flipped_in_one_repeat_still_pass() -> None:
     bare = [_bracketed(100, 101)] * 4
     vm = [_bracketed(100, 101), _bracketed(100, 101), _bracketed(100, 101),

@@ -153,7 +153,7 @@ def _as_check(check: CapacityCheck, unit: str, values: tuple[list[float], list[f
                  design="interleaved", se_pct=se, df=df,
                  log_difference=100 * math.log(interval.ratio), units=n,
                  shrinking_var=(se or 0.0) ** 2, one_sample_t=n >= MIN_REPEATS,
-                 pass_blocked=too_few)
+                 pass_blocked=too_few, bracket_pct=interval.resolution_pct)
 
 
 def more_runs(width: float, resolution: float) -> int:
@@ -542,8 +542,9 @@ def _system_itl_guard(vm: Sequence[Sequence[Mapping[str, Any]]],
     verdict: Verdict = "FAIL" if pooled.low > line and agree else "PASS"
     said = ("above the line in the pooled interval and in every repeat: a stall of the "
             "VM's machine" if verdict == "FAIL" else
-            "no regression found (a guard: it FAILs on a stall every repeat shows; it "
-            "cannot show equivalence, so its PASS decides nothing)")
+            "not a FAIL (a guard: it FAILs only on a rise the pooled interval and every "
+            "repeat show; on shared compute it cannot show equivalence, so its PASS "
+            "decides nothing)")
     reason = (f"{why}: judged as a system, the instances' gaps pooled at the load both "
               f"searches ran: rise {(pooled.ratio - 1) * 100:+.1f}% "
               f"[{(pooled.low - 1) * 100:+.1f}%, {(pooled.high - 1) * 100:+.1f}%], each "
@@ -594,10 +595,22 @@ def kept_at_look(check: Check, judged: Check) -> Check:
     """A capacity check as its design's look judged it (``judged``: compare.at_look), its
     own detail kept beside the look's interval: what the searches resolved and how the
     system was chosen. What would decide it comes last (vgpu.results.verdict.decided reads the
-    last advice): the brackets' capacity.runs when they did not reach the resolution,
-    else the look's blocks."""
+    last advice): the brackets' capacity.runs when they did not reach the resolution and
+    make a real share of the interval (``BRACKETS_DECIDE``), else the look's blocks (a
+    noise-bound interval is not narrowed by one more bisection)."""
     if not check.metric.startswith(CAPACITY_CHECK) or judged.reason == check.reason:
         return judged
-    if "raise capacity.runs" in check.reason:
+    if "raise capacity.runs" in check.reason and _brackets_decide(check, judged):
         return replace(judged, reason=f"{judged.reason}; {check.reason}")
     return replace(judged, reason=f"{check.reason}; {judged.reason}")
+
+
+BRACKETS_DECIDE = 0.25  # of the interval's half-width, for capacity.runs to be the advice
+
+
+def _brackets_decide(check: Check, judged: Check) -> bool:
+    interval = judged.ci_pct or check.ci_pct
+    if interval is None or min(interval) <= -100:
+        return True
+    half = 50 * (math.log1p(interval[1] / 100) - math.log1p(interval[0] / 100))
+    return check.bracket_pct >= BRACKETS_DECIDE * half

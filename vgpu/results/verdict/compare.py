@@ -171,6 +171,9 @@ class Check:
     # regression was found where equivalence cannot be shown (the latency of instances
     # that share their compute: their neighbours' load sets it), so a PASS needs none
     guard: bool = False
+    # the part of the interval's half-width (log percent) a capacity search's brackets
+    # make: more runs per search shrink it, more repeats do not
+    bracket_pct: float = 0.0
 
     def level(self, alpha: float = ALPHA / 2) -> float:
         """The one-sided level this check is judged at for a family share ``alpha``: the
