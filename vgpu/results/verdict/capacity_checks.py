@@ -26,7 +26,7 @@ from statistics import NormalDist
 from typing import Any
 
 from vgpu.results.stats.intervals import summarize, t_quantile
-from vgpu.results.stats.tails import tail_ratio
+from vgpu.results.stats.tails import TailRatio, tail_ratio
 from vgpu.results.store.series import SeriesData, interleaved_pairs
 from vgpu.results.verdict import capacity_system as system
 from vgpu.results.verdict.capacity import CapacityCheck, LlmVerdict, judge_capacity, search_bracket
@@ -440,7 +440,7 @@ def _tail_check(name: str,
               f"rise {(itl.ratio - 1) * 100:+.1f}% [{(itl.low - 1) * 100:+.1f}%, "
               f"{(itl.high - 1) * 100:+.1f}%], each repeat's own {repeats}, allowed "
               f"+{allowed_pct:g}%{disagree}; " + "; ".join(stated))
-    se = 100 * math.log(itl.high / itl.low) / (2 * t_quantile(0.975, math.inf))
+    se = _tail_se(itl)
     values = ([float(v["itl_p99_ms"] or 0) for v in vm_runs],
               [float(b["itl_p99_ms"] or 0) for b in bare_runs])
     return Check(metric=name, unit="ms", candidate=summarize(values[0]),
@@ -451,6 +451,12 @@ def _tail_check(name: str,
                  design="interleaved", se_pct=se, df=math.inf,
                  log_difference=100 * math.log(itl.ratio), units=len(pairs),
                  shrinking_var=se ** 2, fail_blocked=blocked)
+
+
+def _tail_se(ratio: TailRatio) -> float:
+    """A pooled tail ratio's standard error for Holm and the looks (log percent): its
+    order-statistic interval read as a normal 95% one."""
+    return 100 * math.log(ratio.high / ratio.low) / (2 * t_quantile(0.975, math.inf))
 
 
 def _at_capacity(search: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -552,7 +558,7 @@ def _system_itl_guard(vm: Sequence[Sequence[Mapping[str, Any]]],
               f"{pooled.vm.describe()} vs bare metal {pooled.bare.describe()}"
               + (f"; per instance, shown and not judged: {', '.join(latencies)}"
                  if latencies else ""))
-    se = 100 * math.log(pooled.high / pooled.low) / (2 * t_quantile(0.975, math.inf))
+    se = _tail_se(pooled)
     vm_p99 = [o.vm.value for o in own if o is not None]
     bare_p99 = [o.bare.value for o in own if o is not None]
     return Check(metric=f"inter_token_latency_p99_at_matched_load {system.SYSTEM_LABEL}",
