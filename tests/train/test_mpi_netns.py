@@ -38,7 +38,7 @@ def test_mpi_probe_across_a_shaped_link_follows_it(tmp_path: Path) -> None:
         net.shape_all(MBIT)
         launcher, nodes = netns_mpi_nodes(net, tmp_path / "work")
         settings = MpiProbeSettings(
-            sizes_bytes=(1024, MIB), iterations=5, large_iterations=3,
+            sizes_bytes=(1024, MIB), iterations=5, large_iterations=10,
             launcher=launcher, rsh_agent=str(netns_rsh_agent(net, tmp_path)),
             interface=lab_cidr(net))
         with ResultStore.open(tmp_path / "results.db") as store:
@@ -51,9 +51,11 @@ def test_mpi_probe_across_a_shaped_link_follows_it(tmp_path: Path) -> None:
     # a 1 MiB message: the link's rate within 25% (tbf's bucket lets a little burst through)
     assert metrics[("p2p_bw", "1MiB")] == pytest.approx(link_gb_s, rel=0.25)
     # Open MPI 4.1's allreduce of two ranks reduces, then broadcasts: each byte crosses
-    # the link twice in turn, so its busbw is about half the link (Gloo's ring: all of it)
+    # the link twice in turn, so its busbw is about half the link (Gloo's ring: all of it).
+    # A busy machine slows the ranks' TCP progress (0.34-0.40 of the link seen under load),
+    # so the floor only tells "follows the shaped link" from a starved or unshaped run.
     busbw = metrics[("busbw", "1MiB")]
-    assert 0.35 * link_gb_s < busbw < 1.25 * link_gb_s
+    assert 0.25 * link_gb_s < busbw < 1.25 * link_gb_s
     assert metrics[("busbw_link_share", None)] == pytest.approx(
         max(busbw, metrics[("busbw", "1KiB")]) / link_gb_s)
     assert metrics[("latency_us", "1KiB")] > 0
