@@ -10,7 +10,7 @@
 #            process, and pytest-xdist 3.8's `--dist loadgroup` cannot keep them on one
 #            worker under pytest 9 (it renames `item._nodeid`, which pytest 9 no longer
 #            reads). The Docker lab's tests alone took 6 min of the rest's 24: the others
-#            join them to even the two out.
+#            join them, and a few long ones marked `side`, to even the two out.
 # pytest's "collected no tests" (exit 5) is a failure here: a tier that runs nothing proves
 # nothing. The exit code is the first failing process's.
 set -uo pipefail
@@ -22,7 +22,7 @@ python=$venv/bin/python
 workers=${VGPU_TEST_WORKERS:-2}
 # The tests that need a lab, torch runs or a GPU, and those marked slow (pyproject.toml).
 QUICK_MARKERS="not (vcsim or sshd or triton or train or browser or postgres or docker or mpi or slow or gpu)"
-SIDE_MARKERS="docker or triton or train or mpi or postgres or browser"
+SIDE_MARKERS="docker or triton or train or mpi or postgres or browser or side"
 
 checked() {  # checked EXIT_CODE [WHAT]: 5 (no tests) becomes 1
     if [[ $1 -eq 5 ]]; then

@@ -135,6 +135,7 @@ def _report_checks(folder: Path) -> dict[str, str]:
 
 
 @pytest.mark.slow
+@pytest.mark.side
 def test_a_slice_with_10_percent_slower_steps_fails_capacity(
         run_vgpu: RunVgpu, harness_cache: Path, bare_metal: Path, tmp_path: Path) -> None:
     # 5% slower steps FAIL on the virtual clock (tests/results/test_capacity_checks.py);

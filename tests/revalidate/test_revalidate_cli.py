@@ -25,7 +25,7 @@ from vgpu.results.stats.noise import estimate_levels
 from vgpu.results.store.result_store import ResultStore
 from vgpu.results.store.series import SYSTEM_THROUGHPUT, load_series
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.side]
 SHORT = ("-w", "resnet50-offline", "--runs", "2", "--duration", "1", "--no-report")
 # Three repeats: one INVALID (a run that ended early) still leaves the two a verdict needs.
 STEADY = ("-w", "resnet50-offline", "--runs", "3", "--duration", "1", "--no-report")
