@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCKER_LAB = "docker or triton or train or mpi or postgres or browser"
+DOCKER_LAB = "docker or triton or train or mpi or postgres or browser or side"
 
 
 def _venv(tmp_path: Path, exits: dict[str, int]) -> Path:
