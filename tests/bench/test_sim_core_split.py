@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from vgpu.bench.job import split_this_machine
 from vgpu.remote.local import LocalTransport
 from vgpu.targets.containers import ContainerLaunch
+from vgpu.targets.prepared import split_this_machine
 from vgpu.targets.target import Target
 
 

@@ -5,7 +5,6 @@ first when the store has none to judge against, then the scenario itself."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Protocol
 
 from vgpu.bench.interleave import Side, run_interleaved
@@ -15,17 +14,14 @@ from vgpu.bench.session import inference_workloads, run_bench
 from vgpu.bench.triton import TritonSetup
 from vgpu.bench.twin import plan_twin
 from vgpu.bench.workload import BenchOverrides, effective_workload
-from vgpu.container.docker import DockerCli
 from vgpu.errors import RemoteError
 from vgpu.model.scenario import Scenario
 from vgpu.remote.targets import ConnectOptions
 from vgpu.results.store.result_store import ResultStore
 from vgpu.site import Site
-from vgpu.targets import devices
 from vgpu.targets.connect import HostTargetHook
-from vgpu.targets.local import cores_each, local_targets
-from vgpu.targets.runtime import RuntimeOptions, local_container, remote_container
-from vgpu.targets.target import Target
+from vgpu.targets.prepared import Prepared, TargetRequest, prepare_targets
+from vgpu.targets.runtime import RuntimeOptions
 
 
 @dataclass(frozen=True)
@@ -44,6 +40,12 @@ class BenchRequest:
     host_target_hook: HostTargetHook | None = None
     connect: ConnectOptions = field(default_factory=ConnectOptions)
 
+    @property
+    def targets(self) -> TargetRequest:
+        return TargetRequest(self.site, self.runtime, self.allow_cpu,
+                             self.overrides.simulated_gpu, self.overrides.max_clock_offset_ms,
+                             self.host_target_hook, self.connect)
+
 
 class JobListener(BenchListener, Protocol):
     """What a job tells its caller beside each round's progress: which baseline runs first
@@ -52,72 +54,6 @@ class JobListener(BenchListener, Protocol):
     def note(self, text: str) -> None: ...
 
     def baseline_ran(self, outcome: BenchOutcome, db: str) -> None: ...
-
-
-@dataclass
-class Prepared:
-    """A scenario's targets, connected, with the notes on them and the container CLI."""
-
-    scenario: Scenario
-    targets: list[Target]
-    notes: list[str]
-    cli: DockerCli
-
-    @property
-    def on_cpu(self) -> bool:
-        return all(t.device.get("kind") == "cpu" for t in self.targets)
-
-    def close(self) -> None:
-        for transport in {id(t.transport): t.transport for t in self.targets}.values():
-            transport.close()
-
-
-def prepare(sc: Scenario, request: BenchRequest, store: ResultStore) -> Prepared:
-    if request.site.inventory is not None:
-        return _inventory_targets(sc, request, store.logs_root / "ssh")
-    found = devices.discover()
-    gpu = any(d.kind != "cpu" and not d.simulated for d in found)
-    container, notes = local_container(request.runtime, gpu)
-    targets, more = local_targets(sc, found, store.logs_root / "work", container=container,
-                                  simulated_gpu=request.overrides.simulated_gpu)
-    return Prepared(sc, targets, notes + more, request.runtime.cli)
-
-
-def _inventory_targets(sc: Scenario, request: BenchRequest, log_root: Path) -> Prepared:
-    from vgpu.targets.connect import build_targets
-    from vgpu.targets.placements import scenario_placements
-
-    site = request.site
-    assert site.inventory is not None
-    loaded = site.inventory
-    if sc.platform == "bare-metal" and loaded.is_local:
-        # This machine only: its devices come from NVML (or the GPU simulator), as without
-        # an inventory, so MIG devices `vgpu apply` created are found by their owner.
-        targets, notes = local_targets(sc, devices.discover(), log_root)
-        return Prepared(sc, targets, notes, loaded.docker_cli())
-    placements = scenario_placements(sc, site)
-    targets, notes = build_targets(placements, log_root, request.connect,
-                                   request.host_target_hook, allow_cpu=request.allow_cpu,
-                                   container=remote_container(sc, loaded, request.runtime),
-                                   max_clock_offset_ms=request.overrides.max_clock_offset_ms)
-    if site.lab is not None:
-        notes.append(split_this_machine(targets))
-    return Prepared(sc, targets, notes, loaded.docker_cli())
-
-
-def split_this_machine(targets: list[Target], cores: int | None = None) -> str:
-    """The simulator lab's guests all run on this machine's cores: its CPU instances split
-    them as a bare-metal CPU run here does (threads and container --cpus), so neither side
-    of a verdict oversubscribes the cores the other gets to itself."""
-    cores = cores or devices.cpu_count()
-    on_cpu = [t for t in targets if t.device.get("kind") == "cpu"]
-    threads = cores_each(cores, len(on_cpu))
-    for target in on_cpu:
-        target.threads = threads
-        if target.container is not None:
-            target.container = replace(target.container, cpus=float(threads))
-    return (f"simulator lab: its {len(on_cpu)} guest instance(s) share this machine's "
-            f"{cores} cores, {threads} intra-op thread(s) each, as a CPU run here")
 
 
 def run_prepared(prepared: Prepared, request: BenchRequest, store: ResultStore,
@@ -132,7 +68,7 @@ def run_prepared(prepared: Prepared, request: BenchRequest, store: ResultStore,
 
 def run_scenario(sc: Scenario, request: BenchRequest, store: ResultStore,
                  listener: BenchListener) -> BenchOutcome:
-    prepared = prepare(sc, request, store)
+    prepared = prepare_targets(sc, request.targets, store.logs_root)
     try:
         return run_prepared(prepared, request, store, listener)
     finally:
@@ -167,7 +103,7 @@ def bench_with_twin(sc: Scenario, request: BenchRequest, store: ResultStore, *,
 
 def _twin_then_scenario(sc: Scenario, request: BenchRequest, store: ResultStore, *,
                         twin: TwinChoice, listener: JobListener) -> BenchOutcome:
-    prepared = prepare(sc, request, store)
+    prepared = prepare_targets(sc, request.targets, store.logs_root)
     try:
         plan = plan_twin(sc, stored_keys(prepared, request), store, force=twin.force,
                          skip=twin.skip, inventory=request.site.inventory)
@@ -210,7 +146,7 @@ def _interleaved(twin: Scenario, workloads: list[str], prepared: Prepared,
     twin_request = replace(request, workloads=workloads,
                            overrides=replace(request.overrides, slowdown=0.0),
                            runtime=_own_image(request.runtime))
-    twin_prepared = prepare(twin, twin_request, store)
+    twin_prepared = prepare_targets(twin, twin_request.targets, store.logs_root)
     try:
         twin_outcome, outcome = run_interleaved(
             Side(twin, twin_prepared.targets, twin_prepared.notes, twin_request.overrides),
