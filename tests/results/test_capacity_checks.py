@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from loadgen.llm.capacity import find_capacity
-from loadgen.llm.runs import Budget, LoadShape, Slo, tail
+from loadgen.llm.runs import tail
 from loadgen.llm.slice_engine import SliceProfile, simulated_run
+from tests.results.capacity_cases import BUDGET, MARGIN_PCT, PROFILE, SHAPE, SLO, START_QPS
 from vgpu.results.verdict.capacity_checks import (
     LATENCY_LOAD_SHARE,
     gate_p_value,
@@ -26,19 +27,6 @@ from vgpu.results.verdict.compare import Comparison, at_look, fail_p_value, holm
 from vgpu.results.verdict.decided import advice as decided_advice
 from vgpu.results.verdict.decided import decided_by
 from vgpu.results.verdict.sequential import Design, look
-
-SHAPE = LoadShape(16, 48, 16)
-# tests/bench/test_llm_capacity_bench.py's slice: a TPOT target on 10 ms steps that grow
-# with the batch's context; capacity 53-58/s
-PROFILE = SliceProfile(step_ms=10.0, context_us=12.0)
-SLO = Slo(300.0, 20.0)
-# the stated capacity margin, and a resolution well below it (the brackets widen the
-# interval, not the margin)
-MARGIN_PCT = 5.0
-BUDGET = Budget(runs=11, min_queries=100, duration_s=1.0, resolution=0.01)
-# from half the capacity: the search's doubling leaves a rate below both knees, where the
-# latency checks compare (at a knee, latency is the knee's queueing)
-START_QPS = 25.0
 
 
 def _search(profile: SliceProfile, repeat: int) -> dict[str, Any]:

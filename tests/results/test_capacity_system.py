@@ -11,7 +11,7 @@ from typing import Any
 
 from loadgen.llm.capacity import find_capacity
 from loadgen.llm.slice_engine import SliceProfile, simulated_run
-from tests.results.test_capacity_checks import BUDGET, MARGIN_PCT, PROFILE, SHAPE, SLO, START_QPS
+from tests.results.capacity_cases import BUDGET, MARGIN_PCT, PROFILE, SHAPE, SLO, START_QPS
 from vgpu.results.verdict.capacity_checks import position_checks
 from vgpu.results.verdict.capacity_system import Sharing, sharing
 from vgpu.results.verdict.compare import at_look, fail_p_value, holm
