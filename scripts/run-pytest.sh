@@ -21,7 +21,7 @@ shift 2
 python=$venv/bin/python
 workers=${VGPU_TEST_WORKERS:-2}
 # The tests that need a lab, torch runs or a GPU, and those marked slow (pyproject.toml).
-QUICK_MARKERS="not (vcsim or sshd or triton or train or browser or postgres or docker or mpi or slow or gpu)"
+QUICK_MARKERS="not (vcsim or sshd or triton or train or browser or postgres or docker or mpi or slow or side or gpu)"
 SIDE_MARKERS="docker or triton or train or mpi or postgres or browser or side"
 
 checked() {  # checked EXIT_CODE [WHAT]: 5 (no tests) becomes 1

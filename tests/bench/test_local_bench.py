@@ -40,10 +40,17 @@ def test_scenario_6_runs_three_instances_stored_with_summary_and_report(
     assert workload["workload"].startswith("resnet50-offline (resnet50/tiny fp16 Offline")
     assert set(workload["calibrated_qps"]) == {"s6-4g", "s6-2g", "s6-1g"}
     system = workload["statistics"]["system_throughput"]
-    assert system["n"] == 2 and system["mean"] > 0
-    assert system["ci95_low"] < system["mean"] < system["ci95_high"]
-    per_repeat = [sum(v["values"][i] for v in workload["instances"].values()) for i in (0, 1)]
-    assert system["values"] == pytest.approx(per_repeat)
+    # The statistics hold the VALID repeats. A half-second run on a busy machine can miss
+    # LoadGen's rules: it is left out, named with its reasons, never averaged in.
+    left_out = {r["run_id"] for r in workload["invalid_runs"]}
+    assert all(r["reasons"] for r in workload["invalid_runs"])
+    assert system["n"] == workload["valid_repeats"] == 2 - len(left_out) >= 1
+    assert system["mean"] > 0
+    if system["n"] == 2:
+        assert system["ci95_low"] < system["mean"] < system["ci95_high"]
+        per_repeat = [sum(v["values"][i] for v in workload["instances"].values())
+                      for i in (0, 1)]
+        assert system["values"] == pytest.approx(per_repeat)
     assert all(0 <= skew < 1.0 for skew in workload["sync_skew_s"])
 
     with ResultStore.open_existing(scenario6_recording.store) as store:
