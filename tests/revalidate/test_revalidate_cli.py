@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import subprocess
 from pathlib import Path
 
@@ -98,20 +99,22 @@ def test_a_baseline_captured_from_three_series_judges_with_their_spread(
 def test_cannot_run_exits_1_resume_keeps_what_finished_and_references_judge_a_new_lab(
     tmp_path: Path, harness_cache: Path,
 ) -> None:
-    first = _revalidate(tmp_path, harness_cache, "-s", "bm5", "-s", "6", *SHORT)
+    # three repeats: the references calibrate from two VALID ones, and a one-second run on
+    # a busy machine can end early (INVALID)
+    first = _revalidate(tmp_path, harness_cache, "-s", "bm5", "-s", "6", *STEADY)
     assert first.returncode == 1, first.stdout + first.stderr
     assert "scenario 6 could not run" in first.stdout
     assert "no baseline 'pre-upgrade' stored" in first.stdout
-    assert _runs(tmp_path) == ["bm5", "bm5"]
+    assert _runs(tmp_path) == ["bm5"] * 3
     [state] = (tmp_path / "vgpu-results" / "revalidate").glob("revalidate-*.json")
     saved = json.loads(state.read_text())
     assert saved["finished"] is False
     assert [(s["scenario_id"], s["status"]) for s in saved["scenarios"]] == [
         ("bm5", "done"), ("6", "could-not-run")]
 
-    again = _revalidate(tmp_path, harness_cache, "-s", "bm5", "-s", "6", "--resume", *SHORT)
+    again = _revalidate(tmp_path, harness_cache, "-s", "bm5", "-s", "6", "--resume", *STEADY)
     assert again.returncode == 1
-    assert _runs(tmp_path) == ["bm5", "bm5"]  # bm5 was not run again
+    assert _runs(tmp_path) == ["bm5"] * 3  # bm5 was not run again
     assert "bm5" in again.stdout  # its verdict row is still there
 
     # The finished bm5 series calibrates references; a lab with no baseline of its own
@@ -124,7 +127,8 @@ def test_cannot_run_exits_1_resume_keeps_what_finished_and_references_judge_a_ne
                          "--references", "refs.yaml", "--json", *SHORT)
     [verdict] = json.loads(judged.stdout)["verdicts"]
     assert judged.returncode == exit_for(verdict["verdict"]), judged.stderr
-    assert "calibrated reference (1 series, n=2)" in verdict["vs_baseline"]["title"]
+    assert re.search(r"calibrated reference \(1 series, n=[23]\)",
+                     verdict["vs_baseline"]["title"]), verdict["vs_baseline"]["title"]
     broken = _revalidate(tmp_path, harness_cache, "-s", "bm5", "--db", "x.db",
                          "--references", "new.db")
     assert broken.returncode == 2 and not (tmp_path / "x.db").exists()

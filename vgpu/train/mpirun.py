@@ -133,9 +133,12 @@ def is_root(node: TrainNode) -> bool:
     return run_bash(node, "id -u", timeout=60).stdout.strip() == "0"
 
 
-# Open MPI's words when its daemons on the other nodes did not start or call back
+# Open MPI's words when its daemons on the other nodes did not start or call back; the
+# last is the routing layer's "internal error" text (exit 213) when a daemon's start by the
+# rsh agent failed on a busy machine
 DAEMON_START_FAILED = ("unable to reliably start one or more daemons",
-                       "lost communication with a remote daemon")
+                       "lost communication with a remote daemon",
+                       "set the MCA param routed=direct")
 MPIRUN_CRASHED = 139  # mpirun's own segfault, seen on its error path after a daemon failed
 
 
@@ -159,8 +162,10 @@ def run_mpi_job(job: MpiJob, local_out: Path) -> LaunchOutcome:
                      or any(words in log for words in DAEMON_START_FAILED))):
             relaunched = f"mpirun exit {done.exit_code}: {tail[-500:]}"
             continue
-        raise RemoteError(f"mpirun {job.command} on {head.name} (exit {done.exit_code}) "
-                          f"produced no result.json: {failures[:2000] or tail}")
+        again = f", started again after {relaunched[:200]}" if relaunched else ""
+        raise RemoteError(f"mpirun {job.command} on {head.name} (exit {done.exit_code}, "
+                          f"attempt {attempt}{again}) produced no result.json: "
+                          f"{failures[:2000] or tail}")
     record: dict[str, Any] = json.loads(read.stdout)
     if done.exit_code != 0 and record.get("status") == "ok":
         record = {**record, "status": "failed", "reason": f"mpirun exit {done.exit_code}"}
