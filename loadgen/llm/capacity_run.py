@@ -21,6 +21,7 @@ from loadgen.errors import RunFailed
 from loadgen.gate import ACCURACY_LOG
 from loadgen.llm.capacity import CapacityResult, find_capacity
 from loadgen.llm.engine_info import cache_summary, describe_engine, scrape_metrics
+from loadgen.llm.engines import refuse_slowdown
 from loadgen.llm.gate import run_token_gate
 from loadgen.llm.open_loop import EndpointClient, endpoint_run
 from loadgen.llm.openai_client import LoopbackServer, OpenAIGenerator
@@ -43,9 +44,10 @@ def open_endpoint(spec: Spec) -> OpenAIGenerator:
     b = spec.backend
     variant = spec.model.variant or "tiny"
     if b.name == "openai":
+        refuse_slowdown(spec.slowdown, b.name)
         return OpenAIGenerator.connect(b.url, b.model_name, b.in_flight or 1, variant,
                                        spec.cache_dir)
-    server = LoopbackServer(variant, spec.cache_dir, b.threads or 1)
+    server = LoopbackServer(variant, spec.cache_dir, b.threads or 1, spec.slowdown)
     return OpenAIGenerator(server.url, MODEL_ID, 1, server)
 
 

@@ -5,11 +5,13 @@ each time some do (the SUT times every one: inter-token latency)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 import numpy as np
 
+from loadgen.backends.slowed import spin
 from loadgen.llm_sizes import VARIANTS
 
 FirstToken = Callable[[int], None]
@@ -29,14 +31,27 @@ class TokenGenerator(Protocol):
     def close(self) -> None: ...
 
 
+def refuse_slowdown(spec_slowdown: float, backend: str) -> None:
+    """Only vgpu's ONNX Runtime engine can be slowed on purpose: a run of another engine
+    labelled as slowed would measure nothing it says."""
+    if spec_slowdown:
+        from loadgen.errors import RunFailed
+
+        raise RunFailed(f"an injected slowdown slows the onnxruntime engine of the tiny "
+                        f"model, not backend {backend!r}: leave --inject-slowdown out")
+
+
 class OrtGenerator:
     """The tiny decoder's ONNX graph on ONNX Runtime: prefill, then one step per token
-    feeding the present key/values back as the past."""
+    feeding the present key/values back as the past. ``slowdown`` (--inject-slowdown): after
+    each step the thread spins for ``share / (1 - share)`` of the step's time, so tokens come
+    as from a device that much slower (spinning, not sleeping, as loadgen.backends.slowed
+    explains)."""
 
     name = "onnxruntime"
 
     def __init__(self, model_path: str, variant: str, threads: int | None,
-                 device_kind: str = "cpu", concurrency: int = 1) -> None:
+                 device_kind: str = "cpu", concurrency: int = 1, slowdown: float = 0.0) -> None:
         import onnxruntime as ort
 
         from loadgen.backends.ort import (
@@ -47,8 +62,12 @@ class OrtGenerator:
         )
         from loadgen.models.decoder import past_names
 
+        if not 0.0 <= slowdown < 0.9:
+            raise ValueError(f"slowdown share must be in [0, 0.9), got {slowdown}")
         self.cfg = VARIANTS[variant]
         self.concurrency = concurrency
+        self.slowdown = slowdown
+        self._spin_factor = slowdown / (1.0 - slowdown)
         providers = choose_providers(device_kind, ort.get_available_providers())
         if device_kind != "cpu":
             preload_cuda_libraries(ort)  # as the inference backend: the CUDA wheels' libraries
@@ -66,7 +85,10 @@ class OrtGenerator:
         feeds: dict[str, np.ndarray] = {"input_ids": prompt.reshape(1, -1)}
         feeds.update(dict.fromkeys(self.past_names, self.empty_past))
         for _ in range(max_new):
+            started = time.perf_counter()
             out = self.session.run(None, feeds)
+            if self._spin_factor:
+                spin((time.perf_counter() - started) * self._spin_factor)
             yield int(out[0][0])
             feeds = {"input_ids": out[0].reshape(1, 1)}
             feeds.update(zip(self.past_names, out[2:], strict=True))
@@ -83,8 +105,11 @@ class OrtGenerator:
         return tokens
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "execution_provider": self.provider,
-                "intra_op_threads": self.threads, "concurrency": self.concurrency}
+        described = {"name": self.name, "execution_provider": self.provider,
+                     "intra_op_threads": self.threads, "concurrency": self.concurrency}
+        if self.slowdown:
+            described["injected_slowdown"] = self.slowdown
+        return described
 
     def close(self) -> None:
         del self.session

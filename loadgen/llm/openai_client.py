@@ -43,9 +43,13 @@ def thread_connection(local: threading.local, host: str, port: int | None, https
 class LoopbackServer:
     """vgpu's OpenAI-compatible server for the tiny model, in its own process."""
 
-    def __init__(self, variant: str, cache_dir: str | None, threads: int = 1) -> None:
+    def __init__(self, variant: str, cache_dir: str | None, threads: int = 1,
+                 slowdown: float = 0.0) -> None:
         command = [sys.executable, "-m", "loadgen.llm.server", "--variant", variant,
                    "--threads", str(threads)]
+        if slowdown:
+            command += ["--slowdown", repr(slowdown)]
+        self.slowdown = slowdown
         if cache_dir:
             command += ["--cache-dir", cache_dir]
         self.process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
@@ -142,9 +146,12 @@ class OpenAIGenerator:
         return self.server.cpu_seconds() if self.server is not None else None
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "execution_provider": "http-sse", "url": self.url,
-                "model": self.model, "in_flight": self.concurrency,
-                "loopback_server": self.server is not None}
+        described = {"name": self.name, "execution_provider": "http-sse", "url": self.url,
+                     "model": self.model, "in_flight": self.concurrency,
+                     "loopback_server": self.server is not None}
+        if self.server is not None and self.server.slowdown:
+            described["injected_slowdown"] = self.server.slowdown
+        return described
 
     def close(self) -> None:
         if self.server is not None:

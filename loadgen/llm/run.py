@@ -21,7 +21,7 @@ from loadgen.contract import (
 )
 from loadgen.device import bind_device
 from loadgen.gate import ACCURACY_LOG
-from loadgen.llm.engines import TokenGenerator
+from loadgen.llm.engines import TokenGenerator, refuse_slowdown
 from loadgen.llm.gate import run_token_gate
 from loadgen.llm.prompts import make_prompts, warmup_prompt
 from loadgen.llm.sut import TokenSut
@@ -77,6 +77,8 @@ def open_generator(spec: Spec) -> TokenGenerator:
     worker thread each), backend.in_flight the same for an endpoint."""
     variant = spec.model.variant or "tiny"
     b = spec.backend
+    if b.name in ("torch", "openai"):
+        refuse_slowdown(spec.slowdown, b.name)
     if b.name == "torch":
         from loadgen.llm.torch_engine import TorchGenerator
 
@@ -91,7 +93,8 @@ def open_generator(spec: Spec) -> TokenGenerator:
     from loadgen.models import build_model
 
     path = build_model(LLM_MODEL, variant, spec.model.precision, spec.cache_dir)
-    return OrtGenerator(str(path), variant, b.threads, spec.device.kind, spec.batch_size)
+    return OrtGenerator(str(path), variant, b.threads, spec.device.kind, spec.batch_size,
+                        spec.slowdown)
 
 
 def _warm_up(generator: TokenGenerator, spec: Spec, llm: LlmSpec) -> float | None:

@@ -154,10 +154,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variant", default="tiny")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--cache-dir", default=None)
+    parser.add_argument("--slowdown", type=float, default=0.0,
+                        help="share of each step's time added as busy waiting (calibration)")
     args = parser.parse_args(argv)
     path = build_model("llm", args.variant, "fp32", args.cache_dir)
     server = CompletionServer((args.host, args.port),
-                              OrtGenerator(str(path), args.variant, args.threads))
+                              OrtGenerator(str(path), args.variant, args.threads,
+                                           slowdown=args.slowdown))
     host, port = server.server_address[:2]
     print(f"{READY_LINE}http://{host}:{port}", flush=True)
     with contextlib.suppress(KeyboardInterrupt):
