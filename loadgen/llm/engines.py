@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from loadgen.backends.slowed import spin
+from loadgen.backends.slowed import spin_without_gil
 from loadgen.llm_sizes import VARIANTS
 
 FirstToken = Callable[[int], None]
@@ -46,7 +46,8 @@ class OrtGenerator:
     feeding the present key/values back as the past. ``slowdown`` (--inject-slowdown): after
     each step the thread spins for ``share / (1 - share)`` of the step's time, so tokens come
     as from a device that much slower (spinning, not sleeping, as loadgen.backends.slowed
-    explains)."""
+    explains; with the GIL released, since the loopback server steps many sequences on
+    threads of one process)."""
 
     name = "onnxruntime"
 
@@ -88,7 +89,7 @@ class OrtGenerator:
             started = time.perf_counter()
             out = self.session.run(None, feeds)
             if self._spin_factor:
-                spin((time.perf_counter() - started) * self._spin_factor)
+                spin_without_gil((time.perf_counter() - started) * self._spin_factor)
             yield int(out[0][0])
             feeds = {"input_ids": out[0].reshape(1, 1)}
             feeds.update(zip(self.past_names, out[2:], strict=True))

@@ -33,7 +33,7 @@ def tiny_model(model_cache: Path) -> Path:
 def test_every_step_spins_its_share_and_the_answer_is_unchanged(
         tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     spun: list[float] = []
-    monkeypatch.setattr(engines, "spin", spun.append)
+    monkeypatch.setattr(engines, "spin_without_gil", spun.append)
     plain = OrtGenerator(str(tiny_model), "tiny", 1)
     expected = plain.generate(PROMPT, 12)
     assert spun == [] and "injected_slowdown" not in plain.describe()
@@ -70,3 +70,4 @@ def test_an_engine_that_cannot_be_slowed_refuses_the_run(model_cache: Path,
         "cache_dir": str(model_cache), "llm": LLM.to_json(), "slowdown": 0.1})
     with pytest.raises(RunFailed, match="injected slowdown slows the onnxruntime engine"):
         open_generator(spec)
+
