@@ -12,6 +12,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from loadgen.backends.slowed import spin_without_gil
+from loadgen.errors import RunFailed
 from loadgen.llm_sizes import VARIANTS
 
 FirstToken = Callable[[int], None]
@@ -35,8 +36,6 @@ def refuse_slowdown(spec_slowdown: float, backend: str) -> None:
     """Only vgpu's ONNX Runtime engine can be slowed on purpose: a run of another engine
     labelled as slowed would measure nothing it says."""
     if spec_slowdown:
-        from loadgen.errors import RunFailed
-
         raise RunFailed(f"an injected slowdown slows the onnxruntime engine of the tiny "
                         f"model, not backend {backend!r}: leave --inject-slowdown out")
 
