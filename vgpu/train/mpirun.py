@@ -134,8 +134,9 @@ def is_root(node: TrainNode) -> bool:
 
 
 # Open MPI's words when its daemons on the other nodes did not start or call back; the
-# last is the routing layer's "internal error" text (exit 213) when a daemon's start by the
-# rsh agent failed on a busy machine
+# last is the routing layer's "internal error" text (exit 213). It was seen on the launch
+# right after a failed one, where a third attempt is not made: counting it here has not
+# been seen to help
 DAEMON_START_FAILED = ("unable to reliably start one or more daemons",
                        "lost communication with a remote daemon",
                        "set the MCA param routed=direct")
