@@ -16,6 +16,7 @@ pytest.importorskip("mpi4py", reason="the mpi extra (mpi4py) is not installed")
 from tests.labs.netns import NetnsLab, netns_available
 from tests.train.labnodes import link_scenario
 from tests.train.mpi_lab import lab_cidr, netns_mpi_nodes, netns_rsh_agent
+from vgpu.errors import RemoteError
 from vgpu.model import load_scenario
 from vgpu.model.scenario import TrainingWorkload
 from vgpu.results.store.result_store import ResultStore
@@ -108,3 +109,25 @@ def test_daemons_that_fail_to_start_once_are_started_again(tmp_path: Path) -> No
     assert marker.exists()
     assert run.record["world_size"] == 2
     assert "mpirun exit" in run.record["relaunched_after"]
+
+
+def test_daemons_that_never_start_end_in_an_error_after_three_launches(tmp_path: Path) -> None:
+    """An rsh agent that always fails: vgpu launches three times, pausing between, then
+    says how many launches it made and what the first one printed."""
+    with NetnsLab(2) as net:
+        launcher, nodes = netns_mpi_nodes(net, tmp_path / "work")
+        calls = tmp_path / "calls"
+        dead = tmp_path / "dead-rsh"
+        dead.write_text(f"#!/bin/bash\necho call >> {calls}\nexit 255\n")
+        dead.chmod(0o755)
+        settings = MpiProbeSettings(sizes_bytes=(1024,), iterations=2, large_iterations=1,
+                                    launcher=launcher, rsh_agent=str(dead),
+                                    interface=lab_cidr(net))
+        with (ResultStore.open(tmp_path / "results.db") as store,
+              pytest.raises(RemoteError) as raised):
+            run_mpi_probe(link_scenario(tmp_path, MBIT), nodes, tmp_path / "out",
+                          store=store, target_kind="bare-metal", settings=settings)
+    assert "launch 3 of 3" in str(raised.value)
+    assert "started again after 2 failed launch(es)" in str(raised.value)
+    assert len(calls.read_text().split()) >= 3
+    assert not (tmp_path / "out" / "result.json").exists()

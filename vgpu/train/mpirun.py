@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -134,49 +135,59 @@ def is_root(node: TrainNode) -> bool:
 
 
 # Open MPI's words when its daemons on the other nodes did not start or call back; the
-# last is the routing layer's "internal error" text (exit 213). It was seen on the launch
-# right after a failed one, where a third attempt is not made: counting it here has not
-# been seen to help
+# last is the routing layer's "internal error" text (exit 213), seen on a launch that
+# followed a failed one within a second
 DAEMON_START_FAILED = ("unable to reliably start one or more daemons",
                        "lost communication with a remote daemon",
                        "set the MCA param routed=direct")
 MPIRUN_CRASHED = 139  # mpirun's own segfault, seen on its error path after a daemon failed
+LAUNCHES = 3  # a launch whose daemons did not start is made again, this many in all
+# seconds before launch N+1: the daemons a failed launch did start need time to see their
+# mpirun gone and end, and a node that did not answer time to recover
+RELAUNCH_PAUSE_S = (2.0, 5.0)
 
 
 def run_mpi_job(job: MpiJob, local_out: Path) -> LaunchOutcome:
     """Runs the job to the end; rank 0's record (also in ``local_out/result.json``) with
     every rank's reported failure. A launch whose daemons failed to start (no rank ran) is
-    started once more, and the record says so (``relaunched_after``). Raises RemoteError
+    made again after a pause, up to LAUNCHES in all, and the record says so
+    (``relaunched_after``). Raises RemoteError
     when no record came back."""
     stage_job(job)
     head = job.head
     as_root = is_root(head)
-    relaunched = ""
-    for attempt in (1, 2):
+    relaunched: list[str] = []
+    for attempt in range(1, LAUNCHES + 1):
+        if attempt > 1:
+            time.sleep(RELAUNCH_PAUSE_S[attempt - 2])
         done, read, failures = _attempt(job, as_root)
         if read.exit_code == 0 and read.stdout.strip():
             break
         tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-8:])
-        log = done.stderr + done.stdout
-        if (attempt == 1 and not failures
-                and (done.exit_code == MPIRUN_CRASHED
-                     or any(words in log for words in DAEMON_START_FAILED))):
-            relaunched = f"mpirun exit {done.exit_code}: {tail[-500:]}"
+        if attempt < LAUNCHES and not failures and _daemons_did_not_start(done):
+            relaunched.append(f"mpirun exit {done.exit_code}: {tail[-500:]}")
             continue
-        again = f", started again after {relaunched[:200]}" if relaunched else ""
+        again = (f", started again after {len(relaunched)} failed launch(es), the first: "
+                 f"{relaunched[0][:200]}") if relaunched else ""
         raise RemoteError(f"mpirun {job.command} on {head.name} (exit {done.exit_code}, "
-                          f"attempt {attempt}{again}) produced no result.json: "
-                          f"{failures[:2000] or tail}")
+                          f"launch {attempt} of {LAUNCHES}{again}) produced no "
+                          f"result.json: {failures[:2000] or tail}")
     record: dict[str, Any] = json.loads(read.stdout)
     if done.exit_code != 0 and record.get("status") == "ok":
         record = {**record, "status": "failed", "reason": f"mpirun exit {done.exit_code}"}
     if relaunched:
-        record = {**record, "relaunched_after": relaunched}
+        record = {**record, "relaunched_after": "\n".join(relaunched)}
     local_out.mkdir(parents=True, exist_ok=True)
     (local_out / "result.json").write_text(json.dumps(record, indent=2, sort_keys=True))
     (local_out / f"{head.name}.log").write_text(done.stdout + done.stderr)
     outcome = NodeOutcome(head.name, done.exit_code, done.stdout, done.stderr)
     return LaunchOutcome(record=record, nodes=[outcome])
+
+
+def _daemons_did_not_start(done: ShellResult) -> bool:
+    log = done.stderr + done.stdout
+    return (done.exit_code == MPIRUN_CRASHED
+            or any(words in log for words in DAEMON_START_FAILED))
 
 
 def _attempt(job: MpiJob, as_root: bool) -> tuple[ShellResult, ShellResult, str]:
