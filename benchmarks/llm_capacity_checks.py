@@ -3,7 +3,7 @@
 45 s each on a 2-core machine): identical slices are never FAILed, and a periodic stall
 FAILs the pooled ITL p99 while the mean TPOT PASSes. The suite runs the 5%-slower-step
 bench (tests/bench/test_llm_capacity_bench.py) and judges identical slices and 5 ms
-stalls on the slice simulator's virtual clock (tests/results/test_capacity_checks.py);
+stalls on the slice simulator's virtual clock (tests/results/verdict/test_capacity_checks.py);
 benchmarks/llm_capacity_twins.py measures how often identical twins PASS.
 
     .venv/bin/python -m pytest benchmarks/llm_capacity_checks.py
@@ -38,7 +38,7 @@ def test_identical_slices_are_never_failed(run_vgpu: RunVgpu, harness_cache: Pat
     assert _report_checks(tmp_path) == checks
     # On shared cores a knee flip in one repeat can leave the capacity interval across
     # the line (PASS in 4 of 5 here: benchmarks/llm_capacity_twins.py); on the virtual
-    # clock identical slices always PASS (tests/results/test_capacity_checks.py). A
+    # clock identical slices always PASS (tests/results/verdict/test_capacity_checks.py). A
     # session of identical slices is never FAILed, and an undecided check says why.
     by_metric = {c["metric"]: c for c in _checks(done.stdout)}
     capacity = by_metric["capacity_at_slo"]
@@ -57,7 +57,7 @@ def test_periodic_stalls_fail_inter_token_latency_while_mean_tpot_passes(
         run_vgpu: RunVgpu, harness_cache: Path, bare_metal: Path, tmp_path: Path) -> None:
     # a stall as long as a step: on these shared cores bare metal's own ITL p99 is ~23 ms
     # (20 ms on the virtual clock), so a 5 ms stall's gaps are within its noise in some
-    # runs (tests/results/test_capacity_checks.py judges 5 ms stalls on the virtual clock)
+    # runs (tests/results/verdict/test_capacity_checks.py judges 5 ms stalls on the virtual clock)
     done, _ = _bench(run_vgpu, harness_cache, bare_metal, tmp_path,
                      replace(PROFILE, stall_every_ms=600.0, stall_ms=10.0))
     assert done.returncode == 3, done.stdout + done.stderr

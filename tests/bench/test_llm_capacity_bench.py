@@ -28,7 +28,7 @@ from vgpu.results.views.report import Table, build_report
 # arrivals; 5% slower steps lose 10-14% of it
 # (a TPOT target amplifies a slower step), a 10 ms stall every 600 ms raises the pooled
 # ITL p99 by 35-46% and the mean TPOT by 2.6% — on the virtual clock
-# (loadgen.llm.slice_engine.simulate; tests/results/test_capacity_checks.py).
+# (loadgen.llm.slice_engine.simulate; tests/results/verdict/test_capacity_checks.py).
 PROFILE = SliceProfile(step_ms=10.0, context_us=12.0)
 # 2 runs bracket (40/s VALID, 80/s INVALID), 5 bisect to 2.5%, 1 reruns; 40/s, well below
 # the knee, stays a rate VALID every time it ran when the final point's rerun is disturbed
@@ -138,7 +138,7 @@ def _report_checks(folder: Path) -> dict[str, str]:
 @pytest.mark.side
 def test_a_slice_with_10_percent_slower_steps_fails_capacity(
         run_vgpu: RunVgpu, harness_cache: Path, bare_metal: Path, tmp_path: Path) -> None:
-    # 5% slower steps FAIL on the virtual clock (tests/results/test_capacity_checks.py);
+    # 5% slower steps FAIL on the virtual clock (tests/results/verdict/test_capacity_checks.py);
     # in real time on two shared cores their 10-14% loss sat inside four repeats' noise
     # in 2 of 6 runs (INCONCLUSIVE), so the real path is shown with twice the slowdown
     done, report = _bench(run_vgpu, harness_cache, bare_metal, tmp_path,

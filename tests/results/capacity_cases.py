@@ -1,5 +1,6 @@
 """The LLM capacity searches the capacity tests share: the load shape, the slice simulator's
-profile, the SLO, the stated margin and the search budget (tests/results/test_capacity_*)."""
+profile, the SLO, the stated margin and the search budget
+(tests/results/verdict/test_capacity_*)."""
 
 from __future__ import annotations
 

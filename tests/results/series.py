@@ -22,7 +22,7 @@ from vgpu.results.store.result_store import ResultStore
 WORKLOAD = "resnet50/tiny onnxruntime Offline"
 
 # Series noise small enough that repeats decide: for tests of the repeat-level mechanics
-# (the series level has its own tests in test_noise.py).
+# (the series level has its own tests in stats/test_noise.py).
 QUIET = NoiseLevels(repeat_cv=0.001, series_cv=0.0, series_df=100.0, series=50, repeats=150)
 
 AddSeries = Callable[..., list[int]]

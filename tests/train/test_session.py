@@ -44,7 +44,7 @@ WORKLOAD = "resnet50-train"
 @pytest.fixture(autouse=True)
 def _quiet_class(monkeypatch: pytest.MonkeyPatch) -> None:
     """The classes here are calibrated quiet: these tests are about which series and
-    metrics are judged, not the series level (tests/results/test_noise.py)."""
+    metrics are judged, not the series level (tests/results/stats/test_noise.py)."""
     monkeypatch.setattr(noise_store, "levels_for", lambda *_: QUIET)
 
 def _record(images_per_s: float, step_p99_s: float = 0.1, comm_share: float = 0.2,

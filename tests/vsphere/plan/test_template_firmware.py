@@ -21,7 +21,7 @@ from vgpu.vsphere.read.facts import VmActual
 pytestmark = [pytest.mark.vcsim,
               pytest.mark.skipif(lab_available() is not None, reason=str(lab_available()))]
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SCENARIO_8 = str(REPO / "scenarios" / "mig_7x1g.yaml")
 SCENARIO_1 = str(REPO / "scenarios" / "mig_1x7g.yaml")
 

@@ -19,7 +19,7 @@ from vgpu.model.load import load_inventory
 from vgpu.results.store.result_store import ResultStore
 from vgpu.vsphere.connect.from_inventory import target_from_inventory
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SCENARIO_8 = str(REPO / "scenarios" / "mig_7x1g.yaml")
 
 

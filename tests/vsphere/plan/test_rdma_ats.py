@@ -23,7 +23,7 @@ from vgpu.vsphere.plan.reconcile import read_state
 pytestmark = [pytest.mark.vcsim,
               pytest.mark.skipif(lab_available() is not None, reason=str(lab_available()))]
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 ATS_KEY = "PCI.LabAtsForP2P"  # the lab's stand-in key; the real one comes from the lab's study
 ATS_COMMAND = "esxcli system settings advanced set -o /PCI/LabAtsForP2P -i 1"
 NODES = ("mn2-node-1", "mn2-node-2")

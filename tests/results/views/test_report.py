@@ -22,7 +22,7 @@ from vgpu.results.views.report import Note, Table, build_report, write_report
 
 AddSeries = Callable[..., list[int]]
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 

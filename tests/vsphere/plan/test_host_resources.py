@@ -23,7 +23,7 @@ from vgpu.vsphere.plan.host_resources import cpu_problem, memory_problem
 from vgpu.vsphere.plan.reconcile import ClusterState, read_state
 from vgpu.vsphere.read.facts import GpuDevice, HostFacts, VmActual, _vm_from_props
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SCENARIO_8 = str(REPO / "scenarios" / "mig_7x1g.yaml")
 HOST = "DC0_C0_H0"
 

@@ -15,7 +15,7 @@ from tests.labs.vcsim import VcsimLab, lab_available
 from vgpu.vsphere.connect.connection import connect, resolve_placement
 from vgpu.vsphere.connect.privileges import HOST_WINDOW, ROLE_PRIVILEGES, Need, missing_privileges
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def test_the_shipped_role_is_the_privileges_the_commands_check() -> None:

@@ -21,7 +21,7 @@ from vgpu.vsphere.plan.workflow import prepare_apply
 pytestmark = [pytest.mark.vcsim,
               pytest.mark.skipif(lab_available() is not None, reason=str(lab_available()))]
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SCENARIO_6 = REPO / "scenarios" / "mig_4g_2g_1g.yaml"
 VMS = ("s6-4g", "s6-2g", "s6-1g")
 

@@ -23,7 +23,7 @@ from vgpu.results.store.series import all_series
 from vgpu.results.views.report import Table, automatic_judgements, build_report
 
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 QUICK = ("--workload", "resnet50-offline", "--runs", "2", "--duration", "0.5", "--json",
          "--no-report")
 

@@ -22,7 +22,7 @@ from vgpu.results.verdict.compare import (
     overall_verdict,
 )
 
-SCHEMA = xmlschema.XMLSchema(Path(__file__).with_name("junit.xsd"))
+SCHEMA = xmlschema.XMLSchema(Path(__file__).parents[1] / "junit.xsd")
 THROUGHPUT_BAND = band_for(higher_is_better=True, tolerance=0.02)
 LATENCY_BAND = band_for(higher_is_better=False, tolerance=0.02)
 

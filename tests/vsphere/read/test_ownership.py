@@ -24,7 +24,7 @@ from vgpu.vsphere.read.facts import VmActual, extra_config_dict, read_vm_list
 pytestmark = [pytest.mark.vcsim,
               pytest.mark.skipif(lab_available() is not None, reason=str(lab_available()))]
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SCENARIO_8 = str(REPO / "scenarios" / "mig_7x1g.yaml")
 OTHER_FOLDER, OTHER_CLUSTER, OTHER_HOST = "team-b", "DC0_C1", "team-b-esx-1"
 

@@ -28,7 +28,7 @@ START = RunStart(series_id="s1", scenario_id="6", scenario_name="mixed",
 PLATFORM = Platform(host="esx1", esxi_version="8.0.2", gpu="A100 80GB",
                     vgpu_profile="grid_a100d-4-40c", attachment="vgpu", vcpus=32,
                     memory_gb=64.5, harness_version="0.1.0", cuda_version="12.4")
-WRITER = Path(__file__).with_name("store_writer.py")
+WRITER = Path(__file__).parents[1] / "store_writer.py"
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])

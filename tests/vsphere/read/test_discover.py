@@ -19,7 +19,7 @@ from vgpu.vsphere.plan.reconcile import read_state
 pytestmark = [pytest.mark.vcsim,
               pytest.mark.skipif(lab_available() is not None, reason=str(lab_available()))]
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SCENARIO_8 = str(REPO / "scenarios" / "mig_7x1g.yaml")
 PASSWORD_ENV = "LAB_VC_PASSWORD"
 

@@ -17,7 +17,7 @@ from vgpu.vsphere.plan.reconcile import read_state
 pytestmark = [pytest.mark.vcsim,
               pytest.mark.skipif(lab_available() is not None, reason=str(lab_available()))]
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SCENARIO_8 = str(REPO / "scenarios" / "mig_7x1g.yaml")
 SCENARIO_1 = str(REPO / "scenarios" / "mig_1x7g.yaml")
 
@@ -32,7 +32,7 @@ def test_scenario_8_applies_seven_mig_vms_reapplies_as_no_op_and_destroys_only_i
 ) -> None:
     inventory = str(vcsim_lab.write_inventory(tmp_path / "inv.yaml"))
     # Another host than the scenario's: on DC0_C0_H0 the running vGPU VM would forbid the
-    # Xorg restart the scenario's assignment policy needs (test_gpu_placement.py).
+    # Xorg restart the scenario's assignment policy needs (plan/test_gpu_placement.py).
     vcsim_lab.make_foreign_vm("team-b-vm", "DC0_C0_H1", ("grid_a100d-2-20c",))
 
     code, out, err = run_cli(["apply", "--no-provision", SCENARIO_8, "-i", inventory, "--yes"])

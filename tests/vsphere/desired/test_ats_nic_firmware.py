@@ -20,7 +20,7 @@ from vgpu.sim.lab import RDMA_NIC_PORTS, LabShape
 pytestmark = [pytest.mark.vcsim,
               pytest.mark.skipif(lab_available() is not None, reason=str(lab_available()))]
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 NIC = RDMA_NIC_PORTS["sriov"]
 FIRMWARE = {"command": "mlxconfig -d {device} set ATS_ENABLED=true",
             "bridge_command": "lab-acs --bridge {bridge} --on"}

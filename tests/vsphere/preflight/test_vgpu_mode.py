@@ -2,7 +2,7 @@
 mixedSize, multiInstanceGpu). Where it is there, preflight reads MIG mode from it instead of
 inferring it from the offered types, and checks the planned GPUs against it. The simulator's
 govmomi predates the field, so these use real pyvmomi data objects; the inference path is
-covered against the simulator (test_cli_e2e, test_hgx_boards)."""
+covered against the simulator (apply/test_cli_e2e, plan/test_hgx_boards)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from vgpu.planner import build_plan
 from vgpu.vsphere.preflight.checks import mig_capable, vgpu_mode_checks
 from vgpu.vsphere.read.facts import GpuDevice, HostFacts, vgpu_modes
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 PCI = ["0000:17:00.0", "0000:37:00.0", "0000:57:00.0", "0000:77:00.0"]
 A100 = mig.gpu_model("A100-80GB")
 MIG_TYPES = ["grid_a100d-1-10c", "grid_a100d-7-80c", "grid_a100d-20c"]

@@ -26,7 +26,7 @@ from vgpu.vsphere.connect.connection import connect, resolve_placement
 pytestmark = [pytest.mark.vcsim,
               pytest.mark.skipif(lab_available() is not None, reason=str(lab_available()))]
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SCENARIO_1 = str(REPO / "scenarios" / "mig_1x7g.yaml")
 
 

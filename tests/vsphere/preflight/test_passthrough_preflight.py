@@ -16,7 +16,7 @@ from vgpu.sim.lab import LabShape, gpu_pci_ids
 pytestmark = [pytest.mark.vcsim,
               pytest.mark.skipif(lab_available() is not None, reason=str(lab_available()))]
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 PT4 = str(REPO / "scenarios" / "passthrough_4gpu.yaml")
 
 

@@ -29,7 +29,7 @@ from vgpu.results.store.series import SeriesData, load_series
 from vgpu.results.verdict.accuracy import ACCURACY_CHECK, ACCURACY_REFERENCE, accuracy_check
 from vgpu.results.verdict.judge import judge_against_baseline
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 WORKLOAD = "resnet50-offline (resnet50/tiny fp32 Offline b4 onnxruntime)"
 TARGET = 0.999
 

@@ -28,7 +28,7 @@ from vgpu.vsphere.read.facts import GpuDevice, HostFacts, VmActual
 pytestmark = [pytest.mark.vcsim,
               pytest.mark.skipif(lab_available() is not None, reason=str(lab_available()))]
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SCENARIO_8 = REPO / "scenarios" / "mig_7x1g.yaml"
 HOST = "DC0_C0_H0"
 
