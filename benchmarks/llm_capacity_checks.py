@@ -1,20 +1,27 @@
 """The LLM capacity verdict's acceptance checks on real benches, outside the test suite
-(each a bare-metal series and a VM candidate on the slice simulator through the CLI, about
-45 s each on a 2-core machine): identical slices are never FAILed, and a periodic stall
-FAILs the pooled ITL p99 while the mean TPOT PASSes. The suite runs the 5%-slower-step
-bench (tests/bench/test_llm_capacity_bench.py) and judges identical slices and 5 ms
-stalls on the slice simulator's virtual clock (tests/results/verdict/test_capacity_checks.py);
-benchmarks/llm_capacity_twins.py measures how often identical twins PASS.
+(each a bare-metal series and a VM candidate on the slice simulator through the CLI, 4
+repeats a side, about a minute each on a 2-core machine): a slice with 10% slower steps
+FAILs, identical slices are never FAILed, and a periodic stall FAILs the pooled ITL p99
+while the mean TPOT PASSes. The suite benches the 10%-slower slice with 3 repeats a side
+and requires only that it is never PASSed (tests/bench/test_llm_capacity_bench.py); it
+judges identical slices, 5% slower steps and 5 ms stalls on the slice simulator's virtual
+clock (tests/results/verdict/test_capacity_checks.py); benchmarks/llm_capacity_twins.py
+measures how often identical twins PASS.
 
     .venv/bin/python -m pytest benchmarks/llm_capacity_checks.py
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+
+# 4 repeats a side (the suite's module runs 3): with 3 (df 2) a capacity 13% lower missed
+# the family's Holm level by a hair (p = 0.0064 against 0.00625)
+os.environ.setdefault("VGPU_CAPACITY_REPEATS", "4")
 
 from tests.bench.conftest import RunVgpu, harness_cache, run_vgpu
 from tests.bench.test_llm_capacity_bench import (
@@ -27,6 +34,25 @@ from tests.bench.test_llm_capacity_bench import (
 )
 
 __all__ = ["bare_metal", "harness_cache", "run_vgpu"]
+
+
+@pytest.mark.slow
+def test_a_slice_with_10_percent_slower_steps_fails(
+        run_vgpu: RunVgpu, harness_cache: Path, bare_metal: Path, tmp_path: Path) -> None:
+    # 5% slower steps FAIL on the virtual clock; in real time on two shared cores their
+    # 10-14% loss sat inside four repeats' noise in 2 of 6 runs (INCONCLUSIVE), so the real
+    # path is shown with twice the slowdown. What the slower steps moved FAILs: the
+    # capacity at the SLO, or the token latency at the matched load (the capacity's repeats
+    # can scatter past a 10% loss on cores shared with other work; never to a PASS).
+    done, report = _bench(run_vgpu, harness_cache, bare_metal, tmp_path,
+                          replace(PROFILE, slowdown=1.10))
+    assert done.returncode == 3, done.stdout + done.stderr
+    checks = _verdict(done.stdout)
+    assert _report_checks(tmp_path) == checks
+    assert checks["capacity_at_slo"] in ("FAIL", "INCONCLUSIVE"), checks
+    assert "FAIL" in (checks["capacity_at_slo"],
+                      checks["time_per_output_token_mean_at_matched_load"]), checks
+    assert "FAIL" in report
 
 
 @pytest.mark.slow

@@ -28,7 +28,9 @@ from vgpu.results.store.series import all_series
 from vgpu.results.views import format as fmt
 from vgpu.results.views.report import automatic_judgements, build_report, write_report
 
-pytestmark = pytest.mark.slow
+# side: the browser test runs in the suite's side process, and the module's real benches
+# are made once, there, instead of once in each process
+pytestmark = [pytest.mark.slow, pytest.mark.side]
 VGPU = [sys.executable, "-m", "vgpu"]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 WORKLOADS = ("resnet50-offline", "bert-offline")
