@@ -50,6 +50,33 @@ def test_bench_input_errors_exit_2_before_anything_runs(
     assert list(tmp_path.iterdir()) == []  # no database, no report
 
 
+@pytest.mark.parametrize("backend", ["openai", "torch"])
+def test_a_slowdown_of_an_llm_engine_that_cannot_be_slowed_exits_2(
+        backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    scenario = (Path(__file__).resolve().parents[2] / "scenarios" / "mig_4g_2g_1g.yaml")
+    text = scenario.read_text().replace(
+        "  - name: llm-server\n    model: llm\n",
+        f"  - name: llm-server\n    model: llm\n    backend: {backend}\n"
+        + ("    url: http://127.0.0.1:9/v1\n" if backend == "openai" else ""))
+    assert f"backend: {backend}" in text
+    given = tmp_path / "given" / "s6.yaml"
+    given.parent.mkdir()
+    given.write_text(text)
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    code, _out, err = run_cli(["bench", str(given), "--inject-slowdown", "10"])
+    assert code == 2, err
+    assert f"{given} workloads[2].backend" in " ".join(err.split())
+    assert f"not backend {backend} (llm-server)" in err
+    assert "fix: leave --inject-slowdown out" in err
+    assert list(work.iterdir()) == []  # no database, no report
+    # the other workloads can still be slowed
+    chosen = ["--workload", "resnet50-offline", "--inject-slowdown", "10", "--runs", "0"]
+    code, _out, err = run_cli(["bench", str(given), *chosen])
+    assert code == 2 and "--runs" in err and "backend" not in err
+
+
 def test_results_without_a_database(tmp_path: Path) -> None:
     code, _out, err = run_cli(["results", "--db", str(tmp_path / "none.db")])
     assert code == 2 and "no results database here" in err

@@ -15,6 +15,7 @@ from vgpu.cli.checks import (
     budget_s,
     check_counts,
     check_positive,
+    check_slowdown,
     check_triton,
     check_workloads,
     runtime_options,
@@ -172,6 +173,7 @@ def bench(
                         or mlperf_rules)
         return
     check_workloads(sc, workload)
+    check_slowdown(sc, workload, inject_slowdown)
     deploys = check_triton(sc, workload, triton_url, triton_image)
     # The inputs are checked: load what runs the benchmark.
     from vgpu.bench.job import BenchRequest, TwinChoice, bench_with_twin

@@ -53,6 +53,29 @@ def check_workloads(sc: Scenario, wanted: list[str] | None) -> None:
                                     fix=f"use one of: {', '.join(known)}")
 
 
+# the LLM engines --inject-slowdown cannot slow: a run labelled slowed would measure nothing
+# it says (loadgen.llm.engines.refuse_slowdown refuses them again in the harness)
+UNSLOWABLE_LLM_BACKENDS = ("torch", "openai")
+
+
+def check_slowdown(sc: Scenario, wanted: list[str] | None, slowdown_pct: float | None) -> None:
+    """--inject-slowdown on a chosen LLM workload whose engine cannot be slowed: refused
+    before anything runs, naming the workload's backend field."""
+    from vgpu.model.scenario import InferenceWorkload
+
+    if not slowdown_pct:
+        return
+    for index, w in enumerate(sc.workloads):
+        if (isinstance(w, InferenceWorkload) and w.model == "llm"
+                and w.backend in UNSLOWABLE_LLM_BACKENDS and (not wanted or w.label in wanted)):
+            raise InputError.single(
+                sc.source or "scenario", f"workloads[{index}].backend",
+                f"--inject-slowdown slows the onnxruntime engine of an LLM workload, not "
+                f"backend {w.backend} ({w.label})",
+                fix="leave --inject-slowdown out, or choose the other workloads with "
+                    "--workload")
+
+
 def check_triton(sc: Scenario, wanted: list[str] | None, url: str | None,
                   image: str | None) -> bool:
     """Whether a Triton server will be deployed (a chosen workload has backend triton and
