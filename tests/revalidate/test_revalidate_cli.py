@@ -26,7 +26,7 @@ from vgpu.results.stats.noise import estimate_levels
 from vgpu.results.store.result_store import ResultStore
 from vgpu.results.store.series import SYSTEM_THROUGHPUT, load_series
 
-pytestmark = [pytest.mark.slow, pytest.mark.side]
+pytestmark = pytest.mark.slow
 SHORT = ("-w", "resnet50-offline", "--runs", "2", "--duration", "1", "--no-report")
 # Three repeats: one INVALID (a run that ended early) still leaves the two a verdict needs.
 STEADY = ("-w", "resnet50-offline", "--runs", "3", "--duration", "1", "--no-report")
@@ -57,6 +57,7 @@ def _runs(folder: Path) -> list[str]:
         return [r.scenario_id for r in store.runs()]
 
 
+@pytest.mark.side  # the longest here: it evens out the suite's two processes
 @pytest.mark.skipif(quota_available() is not None, reason=str(quota_available()))
 def test_a_baseline_captured_from_three_series_judges_with_their_spread(
     tmp_path: Path, harness_cache: Path,
