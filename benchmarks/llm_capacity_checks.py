@@ -26,6 +26,7 @@ os.environ.setdefault("VGPU_CAPACITY_REPEATS", "4")
 from tests.bench.conftest import RunVgpu, harness_cache, run_vgpu
 from tests.bench.test_llm_capacity_bench import (
     PROFILE,
+    REPEATS,
     _bench,
     _checks,
     _report_checks,
@@ -34,6 +35,8 @@ from tests.bench.test_llm_capacity_bench import (
 )
 
 __all__ = ["bare_metal", "harness_cache", "run_vgpu"]
+# the suite's module read the variable when it was imported first, in this process
+assert REPEATS == 4, f"run this file on its own: it benches {REPEATS} repeats a side, not 4"
 
 
 @pytest.mark.slow
@@ -59,7 +62,7 @@ def test_a_slice_with_10_percent_slower_steps_fails(
 def test_identical_slices_are_never_failed(run_vgpu: RunVgpu, harness_cache: Path, bare_metal: Path,
                                tmp_path: Path) -> None:
     done, _ = _bench(run_vgpu, harness_cache, bare_metal, tmp_path, PROFILE)
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.returncode in (0, 4), done.stdout + done.stderr  # PASS, or undecided
     checks = _verdict(done.stdout)
     assert _report_checks(tmp_path) == checks
     # On shared cores a knee flip in one repeat can leave the capacity interval across

@@ -4,12 +4,14 @@ flag, the field and the fix, and nothing written."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from tests.cli.invoke import run_cli
 from tests.results.series import Repeat, record_series
+from vgpu.errors import InputError
 from vgpu.results.store.records import InstanceResult
 from vgpu.results.store.result_store import ResultStore
 
@@ -50,18 +52,28 @@ def test_bench_input_errors_exit_2_before_anything_runs(
     assert list(tmp_path.iterdir()) == []  # no database, no report
 
 
-@pytest.mark.parametrize("backend", ["openai", "torch"])
-def test_a_slowdown_of_an_llm_engine_that_cannot_be_slowed_exits_2(
-        backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    scenario = (Path(__file__).resolve().parents[2] / "scenarios" / "mig_4g_2g_1g.yaml")
-    text = scenario.read_text().replace(
+def _llm_backend(tmp_path: Path, backend: str, capacity: bool = True) -> Path:
+    """Scenario 6 with its LLM workload on ``backend`` (and without its capacity search,
+    at a fixed rate, when not ``capacity``), in a folder of its own."""
+    text = (Path(__file__).resolve().parents[2] / "scenarios" / "mig_4g_2g_1g.yaml").read_text()
+    text = text.replace(
         "  - name: llm-server\n    model: llm\n",
         f"  - name: llm-server\n    model: llm\n    backend: {backend}\n"
         + ("    url: http://127.0.0.1:9/v1\n" if backend == "openai" else ""))
-    assert f"backend: {backend}" in text
+    if not capacity:
+        text = re.sub(r"    capacity: \{[^}]*\}\n", "    target_qps: 5\n", text)
+    assert f"backend: {backend}" in text and ("capacity:" in text) == capacity
     given = tmp_path / "given" / "s6.yaml"
-    given.parent.mkdir()
+    given.parent.mkdir(exist_ok=True)
     given.write_text(text)
+    return given
+
+
+@pytest.mark.parametrize(("backend", "capacity"), [("openai", True), ("openai", False),
+                                                   ("torch", False)])
+def test_a_slowdown_of_an_llm_engine_that_cannot_be_slowed_exits_2(
+        backend: str, capacity: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    given = _llm_backend(tmp_path, backend, capacity)
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)
@@ -71,10 +83,19 @@ def test_a_slowdown_of_an_llm_engine_that_cannot_be_slowed_exits_2(
     assert f"not backend {backend} (llm-server)" in err
     assert "fix: leave --inject-slowdown out" in err
     assert list(work.iterdir()) == []  # no database, no report
-    # the other workloads can still be slowed
-    chosen = ["--workload", "resnet50-offline", "--inject-slowdown", "10", "--runs", "0"]
-    code, _out, err = run_cli(["bench", str(given), *chosen])
-    assert code == 2 and "--runs" in err and "backend" not in err
+
+
+def test_slowable_workloads_pass_the_slowdown_check(tmp_path: Path) -> None:
+    from vgpu.cli.checks import check_slowdown
+    from vgpu.model import load_scenario
+
+    openai = load_scenario(_llm_backend(tmp_path, "openai"))
+    check_slowdown(openai, ["resnet50-offline", "bert-offline"], 10.0)  # the others chosen
+    check_slowdown(openai, None, None)  # no slowdown asked for
+    # torch's capacity search measures the loopback server of the ONNX Runtime engine
+    check_slowdown(load_scenario(_llm_backend(tmp_path, "torch")), None, 10.0)
+    with pytest.raises(InputError, match=r"workloads\[2\]\.backend"):
+        check_slowdown(openai, ["llm-server"], 10.0)
 
 
 def test_results_without_a_database(tmp_path: Path) -> None:

@@ -76,8 +76,8 @@ def test_the_window_gives_up_at_its_bound_with_a_note(
 def test_a_run_records_its_window_preload_and_completion_timeline(
     model_cache: Path, tmp_path: Path,
 ) -> None:
-    # a spread bound no three windows can exceed ((max - min) / mean <= 3): a window that a
-    # busy machine starves does not make this run's recording go on past three
+    # a spread bound no three windows can exceed ((max - min) / mean <= 3): this test reads
+    # what a run records, and a window a busy machine starves must not make it unstable
     doc = base_spec(model_cache, stability={"pct": 1000, "window_ms": 40, "max_windows": 3})
     record = run(parse_spec(doc, "spec.json", tmp_path), tmp_path / "out")
     assert record["status"] == "ok", record["reason"]

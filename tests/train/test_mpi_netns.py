@@ -128,6 +128,7 @@ def test_daemons_that_never_start_end_in_an_error_after_three_launches(tmp_path:
             run_mpi_probe(link_scenario(tmp_path, MBIT), nodes, tmp_path / "out",
                           store=store, target_kind="bare-metal", settings=settings)
     assert "launch 3 of 3" in str(raised.value)
-    assert "started again after 2 failed launch(es)" in str(raised.value)
+    assert "started again after 2 failed launch(es), the first: mpirun exit" in \
+        str(raised.value)
     assert len(calls.read_text().split()) >= 3
     assert not (tmp_path / "out" / "result.json").exists()

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, cast
 from vgpu.errors import InputError
 
 if TYPE_CHECKING:
-    from vgpu.model.scenario import Scenario
+    from vgpu.model.scenario import InferenceWorkload, Scenario
     from vgpu.targets.runtime import RuntimeOptions
 
 _UNITS_S = {"s": 1.0, "m": 60.0, "h": 3600.0}
@@ -53,25 +53,32 @@ def check_workloads(sc: Scenario, wanted: list[str] | None) -> None:
                                     fix=f"use one of: {', '.join(known)}")
 
 
-# the LLM engines --inject-slowdown cannot slow: a run labelled slowed would measure nothing
-# it says (loadgen.llm.engines.refuse_slowdown refuses them again in the harness)
-UNSLOWABLE_LLM_BACKENDS = ("torch", "openai")
+def _cannot_be_slowed(w: InferenceWorkload) -> bool:
+    """An LLM workload whose engine --inject-slowdown cannot slow: backend openai always (an
+    endpoint, or vgpu's loopback server under that name), torch outside a capacity search
+    (a capacity search of torch runs the loopback server of the ONNX Runtime engine, which
+    is slowed). loadgen.llm.engines.refuse_slowdown refuses them again in the harness."""
+    if w.model != "llm":
+        return False
+    searches = w.capacity is not None and w.scenario in ("Server", "Interactive")
+    return w.backend == "openai" or (w.backend == "torch" and not searches)
 
 
 def check_slowdown(sc: Scenario, wanted: list[str] | None, slowdown_pct: float | None) -> None:
     """--inject-slowdown on a chosen LLM workload whose engine cannot be slowed: refused
-    before anything runs, naming the workload's backend field."""
+    before anything runs (a run labelled slowed would measure nothing it says), naming the
+    workload's backend field."""
     from vgpu.model.scenario import InferenceWorkload
 
     if not slowdown_pct:
         return
     for index, w in enumerate(sc.workloads):
-        if (isinstance(w, InferenceWorkload) and w.model == "llm"
-                and w.backend in UNSLOWABLE_LLM_BACKENDS and (not wanted or w.label in wanted)):
+        if (isinstance(w, InferenceWorkload) and _cannot_be_slowed(w)
+                and (not wanted or w.label in wanted)):
             raise InputError.single(
                 sc.source or "scenario", f"workloads[{index}].backend",
-                f"--inject-slowdown slows the onnxruntime engine of an LLM workload, not "
-                f"backend {w.backend} ({w.label})",
+                f"--inject-slowdown slows the onnxruntime engine of an LLM workload (and a "
+                f"capacity search's loopback server), not backend {w.backend} ({w.label})",
                 fix="leave --inject-slowdown out, or choose the other workloads with "
                     "--workload")
 

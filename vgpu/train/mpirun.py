@@ -151,15 +151,15 @@ def run_mpi_job(job: MpiJob, local_out: Path) -> LaunchOutcome:
     """Runs the job to the end; rank 0's record (also in ``local_out/result.json``) with
     every rank's reported failure. A launch whose daemons failed to start (no rank ran) is
     made again after a pause, up to LAUNCHES in all, and the record says so
-    (``relaunched_after``). Raises RemoteError
-    when no record came back."""
+    (``relaunched_after``: the first failed launch's end; ``launches``: how many were
+    made). Raises RemoteError when no record came back."""
     stage_job(job)
     head = job.head
     as_root = is_root(head)
     relaunched: list[str] = []
     for attempt in range(1, LAUNCHES + 1):
         if attempt > 1:
-            time.sleep(RELAUNCH_PAUSE_S[attempt - 2])
+            time.sleep(RELAUNCH_PAUSE_S[min(attempt - 2, len(RELAUNCH_PAUSE_S) - 1)])
         done, read, failures = _attempt(job, as_root)
         if read.exit_code == 0 and read.stdout.strip():
             break
@@ -176,7 +176,8 @@ def run_mpi_job(job: MpiJob, local_out: Path) -> LaunchOutcome:
     if done.exit_code != 0 and record.get("status") == "ok":
         record = {**record, "status": "failed", "reason": f"mpirun exit {done.exit_code}"}
     if relaunched:
-        record = {**record, "relaunched_after": "\n".join(relaunched)}
+        record = {**record, "relaunched_after": relaunched[0],
+                  "launches": len(relaunched) + 1}
     local_out.mkdir(parents=True, exist_ok=True)
     (local_out / "result.json").write_text(json.dumps(record, indent=2, sort_keys=True))
     (local_out / f"{head.name}.log").write_text(done.stdout + done.stderr)

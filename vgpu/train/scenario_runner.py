@@ -281,8 +281,9 @@ def run_training_scenario(
         else:
             outcome = run_launch(launch, work_out)
         if crashed := outcome.record.get("relaunched_after"):
-            notes.append(f"warning: started twice: the first launch crashed before any "
-                         f"result ({crashed[:300]})")
+            launches = int(outcome.record.get("launches", 2))
+            notes.append(f"warning: started {launches} times: the first launch failed "
+                         f"before any result ({crashed[:300]})")
         record = {**outcome.record, "notes": notes}
         run_id = None
         if store is not None:
