@@ -58,9 +58,11 @@ def _cannot_be_slowed(w: InferenceWorkload) -> bool:
     endpoint, or vgpu's loopback server under that name), torch outside a capacity search
     (a capacity search of torch runs the loopback server of the ONNX Runtime engine, which
     is slowed). loadgen.llm.engines.refuse_slowdown refuses them again in the harness."""
+    from loadgen.llm.rules import TOKEN_SCENARIOS  # the harness's test for a search
+
     if w.model != "llm":
         return False
-    searches = w.capacity is not None and w.scenario in ("Server", "Interactive")
+    searches = w.capacity is not None and w.scenario in TOKEN_SCENARIOS
     return w.backend == "openai" or (w.backend == "torch" and not searches)
 
 
