@@ -58,7 +58,7 @@ def _cannot_be_slowed(w: InferenceWorkload) -> bool:
     endpoint, or vgpu's loopback server under that name), torch outside a capacity search
     (a capacity search of torch runs the loopback server of the ONNX Runtime engine, which
     is slowed). loadgen.llm.engines.refuse_slowdown refuses them again in the harness."""
-    from loadgen.llm.rules import TOKEN_SCENARIOS  # the harness's test for a search
+    from loadgen.contract import TOKEN_SCENARIOS  # the harness's test for a search
 
     if w.model != "llm":
         return False
