@@ -41,7 +41,10 @@ from vgpu.vsphere.apply.execute import Executor
 from vgpu.vsphere.connect.connection import connect
 from vgpu.vsphere.connect.from_inventory import target_from_inventory
 from vgpu.vsphere.desired.limits import DEFAULT_CONCURRENCY
+from vgpu.vsphere.plan.gpu_placement import apply_policy_changes
+from vgpu.vsphere.plan.host_options import apply_host_options
 from vgpu.vsphere.plan.workflow import prepare_apply, prepare_destroy
+from vgpu.vsphere.plan.xorg import put_in_effect
 
 PROFILES: dict[str, dict[str, int]] = {
     "none": {},
@@ -90,6 +93,12 @@ def _apply(inventory_path: Path, scenario_id: str,
     start = time.perf_counter()
     with connect(target_from_inventory(inventory, inventory_path)) as session:
         prep = prepare_apply(session, scenario, inventory, inventory_path)
+        # the host settings first, as `vgpu apply` does: a GPU assignment policy left unset
+        # under running vGPU VMs makes the CLI's re-apply refuse to change it
+        apply_host_options(prep.host_options)
+        apply_policy_changes(prep.policy_changes)
+        for change in prep.policy_changes:
+            put_in_effect(prep.state.hosts[change.host], [change.setting()])
         report = Executor(prep.state.placement, prep.state.hosts,
                           concurrency=concurrency).run(prep.changes)
     elapsed = time.perf_counter() - start
