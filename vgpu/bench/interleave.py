@@ -32,7 +32,7 @@ from vgpu.errors import RemoteError
 from vgpu.model.scenario import InferenceWorkload, Scenario
 from vgpu.results.store.result_store import ResultStore
 from vgpu.results.store.series import load_series
-from vgpu.results.verdict.sequential import schedule
+from vgpu.results.verdict.sequential import ONE_SIDED_ALPHA, schedule
 from vgpu.results.views.server_split import series_split
 from vgpu.targets.target import Target
 
@@ -90,7 +90,7 @@ def run_interleaved(
         outcomes[0].workloads.append(pair[0])
         outcomes[1].workloads.append(pair[1])
         _run_blocks(store, (reference, candidate), pair, repeats, listen, timeouts, budget,
-                    sequential=runs is None)
+                    sequential=runs is None, family=len(cand_workloads))
         for result in pair:
             if store.runs(series_id=result.series_id, status="ok"):
                 result.series = load_series(store, result.series_id)
@@ -110,7 +110,7 @@ def _side_outcome(side: Side, workload: InferenceWorkload) -> WorkloadOutcome:
 def _run_blocks(store: ResultStore, sides: tuple[Side, Side],
                 pair: tuple[WorkloadOutcome, WorkloadOutcome], repeats: int,
                 listen: BenchListener, timeouts: RoundTimeouts, budget: Budget | None,
-                sequential: bool) -> None:
+                sequential: bool, family: int = 1) -> None:
     for index, (side, result) in enumerate(zip(sides, pair, strict=True)):
         effective = result.workload
         if effective.scenario == "Offline" and effective.target_qps is None and \
@@ -137,7 +137,7 @@ def _run_blocks(store: ResultStore, sides: tuple[Side, Side],
     if searched and sequential:
         repeats = max(repeats, PILOT_BLOCKS)
     pacing = pacing_for(candidate.overrides, repeats, budget, step=2, always=sequential,
-                        default_cap=CAPACITY_MAX_BLOCKS if searched else None)
+                        default_cap=CAPACITY_MAX_BLOCKS if searched else None, family=family)
     if searched:
         planned = (repeats,) if pacing is None else \
             schedule(repeats, pacing.design.max_repeats, pacing.design)
@@ -151,6 +151,10 @@ def _run_blocks(store: ResultStore, sides: tuple[Side, Side],
                   "(--max-repeats, --budget)")
         pair[1].workload.notes.append(stated)
         listen.phase(f"{pair[1].workload.label}: {stated}")
+    if pacing is not None and family > 1:
+        _say(pair, listen, f"a FAIL stops the blocks at this workload's share of the 2.5%, "
+             f"{100 * ONE_SIDED_ALPHA / family:.2f}% (the command judges its {family} "
+             "workloads as one family)")
     looks = (schedule(repeats, pacing.design.max_repeats, pacing.design)
              if pacing is not None else (repeats,))
     if pacing is not None:  # fixed before the first run: a stop at the pilot's look is

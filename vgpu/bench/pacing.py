@@ -106,15 +106,16 @@ class Pacing:
 
 def pacing_for(overrides: BenchOverrides, repeats: int, budget: Budget | None,
                step: int = 1, always: bool = False,
-               default_cap: int | None = None) -> Pacing | None:
+               default_cap: int | None = None, family: int = 1) -> Pacing | None:
     """The sequential design of --until-decided / --budget (``always``: also without
     them, as an interleaved comparison without a fixed --runs is); ``step`` 2 for ABBA
     blocks (every look at complete pairs); ``default_cap`` the cap without
-    --max-repeats (else the design's default for the step)."""
+    --max-repeats (else the design's default for the step); ``family`` the workloads the
+    command judges as one family (a look's FAIL at the series' share of it)."""
     if not (always or overrides.until_decided or budget is not None):
         return None
     default = default_cap or (DEFAULT_MAX_BLOCKS if step == 2 else DEFAULT_MAX_REPEATS)
     cap = max(repeats, overrides.max_repeats or default)
     cap -= cap % step
-    return Pacing(Design(min_repeats=repeats, max_repeats=max(cap, repeats), step=step),
-                  budget)
+    return Pacing(Design(min_repeats=repeats, max_repeats=max(cap, repeats), step=step,
+                         family=max(1, family)), budget)

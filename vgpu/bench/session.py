@@ -77,7 +77,8 @@ def run_bench(
         result = WorkloadOutcome(workload=effective, series_id=uuid.uuid4().hex)
         outcome.workloads.append(result)
         series = partial(_run_series, store, scenario, targets, result, repeats, overrides,
-                         listen, timeouts, pacing_for(overrides, repeats, budget))
+                         listen, timeouts,
+                         pacing_for(overrides, repeats, budget, family=len(workloads)))
         if effective.deploys_triton:
             _with_triton(series, targets, result, listen, store.logs_root / "triton",
                          triton or TritonSetup(image=scenario.guest.triton_image))

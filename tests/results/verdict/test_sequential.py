@@ -18,12 +18,16 @@ from vgpu.results.stats.intervals import t_quantile
 from vgpu.results.stats.spending import look_level
 from vgpu.results.verdict.compare import (
     Band,
+    Check,
+    Comparison,
     at_look,
     carry_over,
     compare_paired,
     compare_samples,
+    fail_p_value,
     holm,
     holm_kept,
+    one_family,
 )
 from vgpu.results.verdict.sequential import (
     ONE_SIDED_ALPHA,
@@ -421,3 +425,59 @@ def test_a_one_sample_t_check_is_judged_at_the_t_boundary_in_look_and_stored() -
     assert look([marked], 12, 5, design).verdict == "INCONCLUSIVE"
     stored = at_look(marked, plan, 12)
     assert stored.verdict == "INCONCLUSIVE" and stored.level() == pytest.approx(own)
+
+
+def _family_of(check: Check, family: int) -> Comparison:
+    """``check`` as the command judges it: its series' comparison among ``family``
+    workloads, the others' checks clear PASSes."""
+    base = [1000.0, 1010.0, 990.0, 1005.0, 995.0, 1000.0, 1004.0, 996.0, 1002.0, 998.0]
+    other = compare_paired("other", base, base, THROUGHPUT_BAND)
+    comparisons = [Comparison("vm-vs-bare-metal", f"w{i}", "vm", "bm", [other])
+                   for i in range(family - 1)]
+    mine = Comparison("vm-vs-bare-metal", "mine", "vm", "bm", [check])
+    return one_family([mine, *comparisons])[0]
+
+
+def test_a_look_stops_on_a_fail_only_where_the_commands_family_keeps_it() -> None:
+    """Three workloads in one command: a series whose FAIL holds at its own 2.5% but not
+    at its share of the family goes on to its next look instead of stopping on a FAIL the
+    command's verdict would demote (seen on a real main job: BERT stopped at 10 blocks as a
+    FAIL and was INCONCLUSIVE in the family, "1 more block would decide"). Whenever the
+    look stops on a FAIL, the family keeps it."""
+    rng = random.Random(7)
+    plan = (4, 10, 16, 22, 28, 34, 40)
+    design = Design(max_repeats=40, step=2, schedule=plan)
+    went_on = kept = 0
+    for _ in range(200):
+        base = [1000.0 * math.exp(rng.gauss(0, 0.02)) for _ in range(10)]
+        cand = [v * math.exp(rng.gauss(math.log(0.955), 0.02)) for v in base]
+        check = compare_paired("t", cand, base, THROUGHPUT_BAND)
+        alone = look([check], 10, 2, design)
+        shared = look([check], 10, 2, replace(design, family=3))
+        stored = _family_of(at_look(check, plan, 10), 3)
+        if shared.verdict == "FAIL":
+            assert shared.stop and stored.verdict == "FAIL"
+            kept += 1
+        elif alone.verdict == "FAIL":
+            assert not shared.stop and shared.next_total == 16
+            assert stored.verdict == "INCONCLUSIVE"
+            assert "share of the command's 2.5% (split over the 3 workloads" in \
+                stored.checks[0].reason
+            went_on += 1
+    assert kept > 10 and went_on > 10  # both cases drawn
+
+
+def test_one_family_splits_the_alpha_between_its_comparisons() -> None:
+    """A command of one workload spends the whole 2.5% on it; of two, half each, with
+    Holm within each workload's own checks."""
+    base = [1000.0, 1010.0, 990.0, 1005.0, 995.0, 1000.0, 1004.0, 996.0]
+    noise = [0.01, -0.012, 0.004, 0.008, -0.01, 0.0, 0.012, -0.006]
+    marginal = compare_paired("m", [v * 0.971 * (1 + e) for v, e in
+                                    zip(base, noise, strict=True)], base, THROUGHPUT_BAND)
+    assert marginal.verdict == "FAIL"
+    p = fail_p_value(marginal)
+    assert p is not None and ONE_SIDED_ALPHA / 2 < p <= ONE_SIDED_ALPHA
+    assert _family_of(marginal, 1).verdict == "FAIL"
+    assert _family_of(marginal, 2).verdict == "INCONCLUSIVE"
+    clear = compare_paired("c", [v * 0.8 for v in base], base, THROUGHPUT_BAND)
+    assert _family_of(clear, 5).verdict == "FAIL"

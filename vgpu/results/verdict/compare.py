@@ -36,7 +36,10 @@ in all at the noise measured, or how many series per side, or `vgpu calibrate no
 Several checks in one comparison are one family: a FAIL stands only when Holm's
 step-down procedure over the checks' one-sided p-values keeps it at 2.5% (``holm``);
 PASS needs every check inside its band, which needs no correction (intersection-union).
-A command that judges several workloads makes them one family (``one_family``)."""
+A command that judges several workloads makes them one family (``one_family``): each
+workload's comparison gets an equal share of the 2.5% and Holm runs within it, so a
+series' looks, which know how many workloads the command judges but not what the later
+ones will measure, stop on a FAIL only where the command's verdict keeps it."""
 
 from __future__ import annotations
 
@@ -555,43 +558,52 @@ def holm_kept(p_values: Sequence[float], alpha: float,
     return kept
 
 
-def holm(checks: Sequence[Check]) -> list[Check]:
+def holm(checks: Sequence[Check], alpha: float = ALPHA / 2, family: int = 1) -> list[Check]:
     """The checks with Holm's step-down procedure over their FAILs: the j-th smallest
-    FAIL p-value of the m statistical checks must be <= 2.5% / (m - j + 1) (for a check
-    of a group-sequential design, its look's boundary recomputed for that share), as
-    must every smaller one; a FAIL that does not hold in the family becomes INCONCLUSIVE and says
-    why. Checks with no interval (an accuracy gate, too few repeats) are left as they
-    are."""
+    FAIL p-value of the m statistical checks must be <= ``alpha`` / (m - j + 1) (for a
+    check of a group-sequential design, its look's boundary recomputed for that share), as
+    must every smaller one; a FAIL that does not hold becomes INCONCLUSIVE and says why.
+    ``alpha``: what this comparison may spend, 2.5% alone or its share of a command's
+    ``family`` of comparisons (:func:`one_family`). Checks with no interval (an accuracy
+    gate, too few repeats) are left as they are."""
     p_values = {i: p for i, c in enumerate(checks) if (p := fail_p_value(c)) is not None}
     m = len(p_values)
-    if m < 2:
+    if m == 0 or (m == 1 and family == 1):
         return list(checks)
     kept: set[int] = set()
     for rank, index in enumerate(sorted(p_values, key=p_values.__getitem__)):
-        if p_values[index] > checks[index].level(ALPHA / 2 / (m - rank)):
+        if p_values[index] > checks[index].level(alpha / (m - rank)):
             break
         kept.add(index)
     out = []
     for index, check in enumerate(checks):
         if check.verdict == "FAIL" and index in p_values and index not in kept:
             check = replace(check, verdict="INCONCLUSIVE", reason=(
-                f"{check.reason} at its own 95%, but not once the {m} checks are judged "
-                f"as one family (Holm, p = {p_values[index]:.4f}): {advice(check)}"))
+                f"{check.reason} at its own 95%, but not {_family_words(m, family)} "
+                f"(p = {p_values[index]:.4f}): {advice(check)}"))
         out.append(check)
     return out
 
 
+def _family_words(checks: int, family: int) -> str:
+    if family == 1:
+        return f"once the {checks} checks are judged as one family (Holm)"
+    within = f", Holm over its {checks} checks" if checks > 1 else ""
+    return (f"at its workload's share of the command's 2.5% (split over the {family} "
+            f"workloads judged as one family{within})")
+
+
 def one_family(comparisons: Sequence[Comparison]) -> list[Comparison]:
-    """Comparisons that one command judges together, as one family: :func:`holm` over
-    every check of every comparison, so a command judging several workloads makes one
-    error-rate statement, not one per workload; each comparison keeps its own checks."""
-    checks = holm([check for comparison in comparisons for check in comparison.checks])
-    out, start = [], 0
-    for comparison in comparisons:
-        end = start + len(comparison.checks)
-        out.append(replace(comparison, checks=checks[start:end]))
-        start = end
-    return out
+    """Comparisons that one command judges together, as one family: each gets an equal
+    share of the 2.5% (Bonferroni between comparisons) and :func:`holm` within it, so a
+    command judging several workloads makes one error-rate statement, not one per
+    workload. The share, unlike one Holm over every check, is known to a series' looks
+    before the later workloads run (vgpu.results.verdict.sequential.Design.family)."""
+    family = len(comparisons)
+    if family < 2:
+        return list(comparisons)
+    return [replace(c, checks=holm(c.checks, ALPHA / 2 / family, family))
+            for c in comparisons]
 
 
 def overall_verdict(checks: Sequence[Check], shortfalls: Sequence[str] = ()) -> Verdict:

@@ -87,6 +87,9 @@ class Design:
     step: int = 1
     schedule: tuple[int, ...] = ()
     spending: Spending = DEFAULT_SPENDING
+    # the comparisons the command judges as one family (vgpu.results.verdict.compare.one_family):
+    # a FAIL stops the series only at its share alpha / family, as the command will judge it
+    family: int = 1
 
 
 @dataclass(frozen=True)
@@ -215,7 +218,8 @@ def look(checks: Sequence[Check], n: int, index: int, design: Design,
          confounded: Sequence[str] = ()) -> Look:
     """Look ``index`` (1-based) at a series of ``n`` repeats (blocks) judged by ``checks``.
     The first look fixes the schedule from the checks' variance; each look stops on a
-    FAIL (Holm at the look's level) or an all-PASS (no ``blocked_pass``: too few VALID
+    FAIL (Holm at the look's level, within the series' share of the command's family)
+    or an all-PASS (no ``blocked_pass``: too few VALID
     repeats), or at the last look; else it names the next look's total. A ``disturbed``
     comparison stops INCONCLUSIVE and says why; so does a ``confounded`` one (a
     carry-over found) at a look that would decide."""
@@ -247,7 +251,7 @@ def look(checks: Sequence[Check], n: int, index: int, design: Design,
 
     level = level_at(design.alpha)
     fail_ps = [fail_p_value(c) for c in stats]
-    kept = holm_kept([1.0 if p is None else p for p in fail_ps], design.alpha,
+    kept = holm_kept([1.0 if p is None else p for p in fail_ps], design.alpha / design.family,
                      levels_at=[own_level(c) for c in stats]) if stats else set()
     passes = bool(judged) and all(
         p is not None and p <= level_at(design.alpha, c.one_sample_t)
