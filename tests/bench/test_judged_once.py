@@ -104,3 +104,34 @@ def test_an_interleaved_then_a_plain_bench_judge_each_series_once(
     with ResultStore.open(db) as store:  # stored once it ran, as the verdict's reference
         chosen = store.series_reference(plain)
         assert chosen is not None and chosen.reference_series == twin
+
+
+def test_the_interleaved_workload_and_the_rest_look_at_one_familys_share(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The twin has resnet50 stored but not BERT: BERT runs interleaved with it, resnet50
+    on its own after it, and the command judges both as one family of 2. Each series'
+    looks must stop on a FAIL at that family's share, not at a family of the workloads
+    their own part of the command ran (1 each)."""
+    Counts(monkeypatch)
+    families: list[int] = []
+    made = pacing.pacing_for
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        made_pacing = made(*args, **kwargs)
+        if made_pacing is not None and "family" in kwargs:  # not the printed plan's
+            families.append(made_pacing.design.family)
+        return made_pacing
+
+    for module in (interleave, session):
+        monkeypatch.setattr(module, "pacing_for", recorded)
+    db = tmp_path / "r.db"
+    code, text = _bench(db)  # resnet50 alone, interleaved: a family of 1
+    assert code == EXIT_PASS, text
+    assert families and set(families) == {1}
+    families.clear()
+    code, text = _bench(db, "--workload", "bert-offline", "--until-decided")
+    assert "scenario 6:" in text, text  # judged (the fake BERT runs report no accuracy)
+    assert "Interleaved with its baseline" in text
+    assert "at this workload's share of the 2.5%, 1.25% (the command judges its 2 " \
+        "workloads as one family)" in text
+    assert len(families) >= 2 and set(families) == {2}, families

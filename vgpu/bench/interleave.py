@@ -90,7 +90,8 @@ def run_interleaved(
         outcomes[0].workloads.append(pair[0])
         outcomes[1].workloads.append(pair[1])
         _run_blocks(store, (reference, candidate), pair, repeats, listen, timeouts, budget,
-                    sequential=runs is None, family=len(cand_workloads))
+                    sequential=runs is None,
+                    family=candidate.overrides.family or len(cand_workloads))
         for result in pair:
             if store.runs(series_id=result.series_id, status="ok"):
                 result.series = load_series(store, result.series_id)

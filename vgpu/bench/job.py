@@ -4,6 +4,7 @@ first when the store has none to judge against, then the scenario itself."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
@@ -101,8 +102,16 @@ def bench_with_twin(sc: Scenario, request: BenchRequest, store: ResultStore, *,
     return outcome
 
 
+def family_size(scenarios: Sequence[Scenario], workloads: list[str] | None) -> int:
+    """How many workload comparisons judging ``scenarios`` makes (one family)."""
+    return sum(len(inference_workloads(sc, workloads)[0]) for sc in scenarios)
+
+
 def _twin_then_scenario(sc: Scenario, request: BenchRequest, store: ResultStore, *,
                         twin: TwinChoice, listener: JobListener) -> BenchOutcome:
+    if request.overrides.family is None:  # the interleaved part and the rest: one family
+        request = replace(request, overrides=replace(
+            request.overrides, family=family_size([sc], request.workloads)))
     prepared = prepare_targets(sc, request.targets, store.logs_root)
     try:
         plan = plan_twin(sc, stored_keys(prepared, request), store, force=twin.force,

@@ -78,7 +78,8 @@ def run_bench(
         outcome.workloads.append(result)
         series = partial(_run_series, store, scenario, targets, result, repeats, overrides,
                          listen, timeouts,
-                         pacing_for(overrides, repeats, budget, family=len(workloads)))
+                         pacing_for(overrides, repeats, budget,
+                                    family=overrides.family or len(workloads)))
         if effective.deploys_triton:
             _with_triton(series, targets, result, listen, store.logs_root / "triton",
                          triton or TritonSetup(image=scenario.guest.triton_image))

@@ -60,6 +60,10 @@ class BenchOverrides:
     # --simulated-gpu: this machine's CPU instances paced as a GPU of their planned slices
     # (loadgen.backends.simulated_device), timed by a GPU's rules
     simulated_gpu: bool = False
+    # the comparisons the command judges as one family (set by the command, not a flag):
+    # a series' looks stop on a FAIL only at its share of the 2.5%; None: this run's
+    # workloads
+    family: int | None = None
 
 
 @dataclass

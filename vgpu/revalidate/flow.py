@@ -13,7 +13,7 @@ from typing import Any, cast
 
 from rich.console import Console
 
-from vgpu.bench.job import BenchRequest, TwinChoice, bench_with_twin
+from vgpu.bench.job import BenchRequest, TwinChoice, bench_with_twin, family_size
 from vgpu.bench.outcome import BenchOutcome
 from vgpu.bench.progress import CommandListener
 from vgpu.bench.summary import render
@@ -213,8 +213,12 @@ def _run_one(sc: Scenario, request: RevalidateRequest, store: ResultStore, conso
             console.print(f"harness image held fixed: the baseline's {held.reference} "
                           f"({held.image_id})", highlight=False)
         converge(sc, request.host, held)
-        bench_request = replace(request.bench, runtime=replace(request.bench.runtime,
-                                                               held=held))
+        # every scenario's verdicts against bare metal are one family: each series' looks
+        # stop on a FAIL only at its share of it (against_bare_metal_as_one_family)
+        family = family_size(request.scenarios, request.bench.workloads)
+        bench_request = replace(request.bench,
+                                runtime=replace(request.bench.runtime, held=held),
+                                overrides=replace(request.bench.overrides, family=family))
         started = time.monotonic()
         for index in range(count):
             if index:

@@ -481,3 +481,43 @@ def test_one_family_splits_the_alpha_between_its_comparisons() -> None:
     assert _family_of(marginal, 2).verdict == "INCONCLUSIVE"
     clear = compare_paired("c", [v * 0.8 for v in base], base, THROUGHPUT_BAND)
     assert _family_of(clear, 5).verdict == "FAIL"
+
+
+def test_a_clear_fail_elsewhere_does_not_lend_its_share_to_a_marginal_one() -> None:
+    """Two workloads: one clearly slower, the other's FAIL marginal (p between 1.25% and
+    2.5%). One Holm over both checks would keep the marginal FAIL at its second step (at
+    2.5%), which its own looks, run before the other workload measured anything, could not
+    know; at its share of the family (1.25%) it is INCONCLUSIVE, as its looks judged it."""
+    base = [1000.0, 1010.0, 990.0, 1005.0, 995.0, 1000.0, 1004.0, 996.0]
+    noise = [0.01, -0.012, 0.004, 0.008, -0.01, 0.0, 0.012, -0.006]
+    marginal = compare_paired("m", [v * 0.971 * (1 + e) for v, e in
+                                    zip(base, noise, strict=True)], base, THROUGHPUT_BAND)
+    clear = compare_paired("c", [v * 0.8 for v in base], base, THROUGHPUT_BAND)
+    assert [c.verdict for c in holm([clear, marginal])] == ["FAIL", "FAIL"]  # one Holm
+    family = one_family([Comparison("vm-vs-bare-metal", name, "vm", "bm", [check])
+                         for name, check in (("clear", clear), ("marginal", marginal))])
+    assert [c.verdict for c in family] == ["FAIL", "INCONCLUSIVE"]
+    assert look([marginal], 8, 1, Design(schedule=(8,), family=2)).verdict != "FAIL"
+
+
+def test_holm_within_a_workloads_share_keeps_its_second_fail_at_half_the_share() -> None:
+    """Two workloads of two checks each, the first with two FAILs: Holm within its share
+    of 1.25% tests its second-smallest p at 1.25%. One Holm over all four checks tested
+    it at 2.5% / 3, and the FAIL the first workload's looks stopped on could be lost."""
+    base = [1000.0, 1010.0, 990.0, 1005.0, 995.0, 1000.0, 1004.0, 996.0]
+    noise = [0.01, -0.012, 0.004, 0.008, -0.01, 0.0, 0.012, -0.006]
+    clear = compare_paired("c", [v * 0.8 for v in base], base, THROUGHPUT_BAND)
+    candidates = (compare_paired("s", [v * f / 1000 * (1 + e) for v, e in
+                                       zip(base, noise, strict=True)], base, THROUGHPUT_BAND)
+                  for f in range(960, 975))
+    second = next(c for c in candidates if (p := fail_p_value(c)) is not None
+                  and ONE_SIDED_ALPHA / 3 < p <= ONE_SIDED_ALPHA / 2)
+    same = compare_paired("o", [v * (1 - e) for v, e in zip(base, noise, strict=True)],
+                          base, THROUGHPUT_BAND)
+    assert fail_p_value(same) is not None
+    assert [c.verdict for c in holm([clear, second, same, same])][:2] == \
+        ["FAIL", "INCONCLUSIVE"]  # one Holm over all four
+    family = one_family([
+        Comparison("vm-vs-bare-metal", "two", "vm", "bm", [clear, second]),
+        Comparison("vm-vs-bare-metal", "other", "vm", "bm", [same, same])])
+    assert [c.verdict for c in family[0].checks] == ["FAIL", "FAIL"]

@@ -568,7 +568,7 @@ def holm(checks: Sequence[Check], alpha: float = ALPHA / 2, family: int = 1) -> 
     gate, too few repeats) are left as they are."""
     p_values = {i: p for i, c in enumerate(checks) if (p := fail_p_value(c)) is not None}
     m = len(p_values)
-    if m == 0 or (m == 1 and family == 1):
+    if m == 0 or (m == 1 and alpha >= ALPHA / 2):  # judged at its own level already
         return list(checks)
     kept: set[int] = set()
     for rank, index in enumerate(sorted(p_values, key=p_values.__getitem__)):
