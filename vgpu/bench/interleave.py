@@ -32,7 +32,7 @@ from vgpu.errors import RemoteError
 from vgpu.model.scenario import InferenceWorkload, Scenario
 from vgpu.results.store.result_store import ResultStore
 from vgpu.results.store.series import load_series
-from vgpu.results.verdict.sequential import ONE_SIDED_ALPHA, schedule
+from vgpu.results.verdict.sequential import schedule
 from vgpu.results.views.server_split import series_split
 from vgpu.targets.target import Target
 
@@ -154,7 +154,7 @@ def _run_blocks(store: ResultStore, sides: tuple[Side, Side],
         listen.phase(f"{pair[1].workload.label}: {stated}")
     if pacing is not None and family > 1:
         _say(pair, listen, f"a FAIL stops the blocks at this workload's share of the 2.5%, "
-             f"{100 * ONE_SIDED_ALPHA / family:.2f}% (the command judges its {family} "
+             f"{100 * pacing.design.alpha / family:.2f}% (the command judges its {family} "
              "workloads as one family)")
     looks = (schedule(repeats, pacing.design.max_repeats, pacing.design)
              if pacing is not None else (repeats,))

@@ -570,11 +570,9 @@ def holm(checks: Sequence[Check], alpha: float = ALPHA / 2, family: int = 1) -> 
     m = len(p_values)
     if m == 0 or (m == 1 and alpha >= ALPHA / 2):  # judged at its own level already
         return list(checks)
-    kept: set[int] = set()
-    for rank, index in enumerate(sorted(p_values, key=p_values.__getitem__)):
-        if p_values[index] > checks[index].level(alpha / (m - rank)):
-            break
-        kept.add(index)
+    judged = list(p_values)
+    kept = {judged[k] for k in holm_kept([p_values[i] for i in judged], alpha,
+                                         levels_at=[checks[i].level for i in judged])}
     out = []
     for index, check in enumerate(checks):
         if check.verdict == "FAIL" and index in p_values and index not in kept:
