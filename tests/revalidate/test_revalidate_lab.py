@@ -135,7 +135,12 @@ def test_after_an_upgrade_the_slowed_guest_fails_beside_the_drift(
     checks = {c.metric: c for c in verdict.vs_baseline.checks}
     slowed = checks["throughput s6-2g"]  # the other guests share the freed cores
     assert slowed.verdict == "FAIL", slowed.reason
-    assert slowed.difference_pct < -30  # a quarter of a core against 0.6 of one
+    # a quarter of a core against 0.6 of one: how much of that a guest's harness loses
+    # depends on how busy the machine is, but it loses more than any guest beside it
+    assert slowed.difference_pct < -15, slowed.difference_pct
+    others = [c for m, c in checks.items() if m.startswith("throughput ") and c is not slowed]
+    assert others and all(slowed.difference_pct < c.difference_pct - 10 for c in others), [
+        (c.metric, c.difference_pct) for c in others]
     changed = {c.field: (c.reference, c.candidate) for c in verdict.vs_baseline.platform_changes}
     assert changed["esxi_build"] == ("22380479", "24022510")
     assert "535.161.05" in (changed["host_driver"][0] or "")
