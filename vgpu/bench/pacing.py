@@ -57,13 +57,18 @@ class Pacing:
         has run (vgpu.bench.judging)."""
         if not store.runs(series_id=result.series_id, status="ok"):
             return total
+        if self.looks > 0 and self._budget_spent(total, elapsed_s):
+            # decided on time alone, before the look: the look and the stored verdict
+            # both judge this look as the last, at the level that spends what is left
+            self.design = replace(self.design, max_repeats=total)
+            store.end_series_design(result.series_id, total)
         series = load_series(store, result.series_id)
         comparison = comparison_at_look(store, series,
                                         reference_for(store, scenario, result, series))
         checks = comparison.checks if comparison else []
         blocked = bool(comparison and comparison.shortfalls)
-        if self.budget is not None:
-            note = self._follow_budget(series, scenario, checks, blocked, total, elapsed_s)
+        if self.budget is not None and self.looks == 0:
+            note = self._share_budget(series, scenario, checks, blocked, total, elapsed_s)
             if note:
                 result.workload.notes.append(note)
                 listen.phase(note)
@@ -79,18 +84,20 @@ class Pacing:
         listen.phase(f"{result.workload.label}: {step.describe()}")
         return step.next_total
 
-    def _follow_budget(self, series: SeriesData, scenario: Scenario, checks: list[Check],
-                       blocked: bool, total: int, elapsed_s: float) -> str | None:
+    def _budget_spent(self, total: int, elapsed_s: float) -> bool:
+        """At a look after the first: no time is left for one more repeat before the
+        design's planned last look."""
+        if self.budget is None or total >= self.design.max_repeats:
+            return False
+        return self.budget.deadline - time.monotonic() < elapsed_s / total
+
+    def _share_budget(self, series: SeriesData, scenario: Scenario, checks: list[Check],
+                      blocked: bool, total: int, elapsed_s: float) -> str | None:
         """After the pilot: caps the series at the repeats the budget affords it and says
-        what it expects to decide. At a later look: no time left for one more repeat
-        makes this look the last."""
+        what it expects to decide."""
         assert self.budget is not None
         repeat_s = elapsed_s / total
         remaining = self.budget.deadline - time.monotonic()
-        if self.looks > 0:
-            if remaining < repeat_s:
-                self.design = replace(self.design, max_repeats=total)
-            return None
         self.budget.workloads_left -= 1
         if not checks:
             return None

@@ -19,7 +19,9 @@ from vgpu.bench.workload import BenchOverrides, effective_workload
 from vgpu.cli.checks import budget_s
 from vgpu.errors import InputError
 from vgpu.model.scenario import InferenceWorkload
+from vgpu.results.stats.intervals import ALPHA
 from vgpu.results.stats.noise import NoiseLevels, uncalibrated
+from vgpu.results.stats.spending import look_level
 from vgpu.results.store.records import InstanceResult
 from vgpu.results.store.result_store import ResultStore
 from vgpu.results.verdict import judge
@@ -183,6 +185,23 @@ def test_a_budget_running_out_makes_the_next_look_the_last(
                         f"{second} (looks at {looks})")
     assert notes[1].startswith(f"sequential repeats: look 2 at {second}: ")
     assert ("next look at" in notes[1]) == (runs > 5)
+    # the stored verdict judges the look the budget made the last as the last: at the
+    # level that spends the rest of the alpha, not at look 2's planned interim level
+    assert result.comparison is not None
+    [check] = result.comparison.checks
+    plan = tuple(int(n) for n in looks.split(", "))
+    cut = runs < plan[-1]
+    assert check.last_look == cut
+    assert check.looks == plan
+    position = plan.index(runs) if runs in plan else len(plan) - 1
+    assert check.level() == pytest.approx(look_level(plan, position, True, ALPHA / 2,
+                                                     check.spending))
+    if cut:
+        assert check.level() > look_level(plan, position, False, ALPHA / 2, check.spending)
+        assert "look 2 of 7 at 5, the last: the budget ran out" in check.reason
+    # the last look stopped on the verdict the store keeps
+    assert notes[-1].startswith(f"sequential repeats: look {len(notes)} at {runs}: "
+                                f"{result.comparison.verdict}")
 
 
 def test_a_series_level_larger_than_the_margin_stops_with_what_would_decide(

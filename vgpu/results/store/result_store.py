@@ -347,6 +347,21 @@ class ResultStore:
                 (status, reason, time.time(), sync_skew_s, run_id),
             )
 
+    def end_series_design(self, series_id: str, total: int) -> None:
+        """Mark the sequential design of every run of the series as ended at its look at
+        ``total`` (a budget that ran out before the planned last look): that look is
+        judged as the last, spending what is left of the alpha."""
+        with self._db.transaction():
+            rows = self._db.query("SELECT id, workload_detail FROM runs WHERE series_id = ?",
+                                  (series_id,))
+            for row in rows:
+                detail = json.loads(row["workload_detail"])
+                design = detail.get("design")
+                detail["design"] = {**(design if isinstance(design, dict) else {}),
+                                    "ended_at": total}
+                self._db.execute("UPDATE runs SET workload_detail = ? WHERE id = ?",
+                                 (json.dumps(detail, sort_keys=True), row["id"]))
+
     def set_aside_run(self, run_id: int, reason: str) -> None:
         """Take a finished ok run out of its series, keeping its results and logs: it is
         stored as aborted with ``reason`` (a block other load disturbed, run again)."""

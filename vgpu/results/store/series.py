@@ -154,6 +154,16 @@ class SeriesData:
         return ()
 
     @property
+    def looks_ended_at(self) -> int | None:
+        """The total at which a budget that ran out made a look the design's last (None:
+        the design ran as planned)."""
+        for run in self.runs:
+            design = run.workload_detail.get("design")
+            if isinstance(design, dict) and design.get("ended_at"):
+                return int(design["ended_at"])
+        return None
+
+    @property
     def at_offered_rate(self) -> bool:
         """A Server or Interactive series: LoadGen offered a fixed rate, so its samples/s
         is that rate, not a finding (vgpu.results.verdict.offered_rate)."""

@@ -161,6 +161,8 @@ class Check:
     looks: tuple[int, ...] = ()
     look: int = -1
     spending: Spending = "hsd"
+    # the look a budget that ran out made the last one: it spends what is left of the alpha
+    last_look: bool = False
     # its statistic is a one-sample t of its units on units - 1 df (a capacity ratio's
     # repeats): a look judges it at the t process's boundary
     # (vgpu.results.stats.spending.t_process_levels), not at the normal one's nominal level
@@ -183,7 +185,8 @@ class Check:
         design's boundary at this look, recomputed for ``alpha`` (else ``alpha``)."""
         if not self.looks:
             return alpha
-        return look_level(self.looks, self.look, self.look == len(self.looks) - 1, alpha,
+        return look_level(self.looks, self.look,
+                          self.last_look or self.look == len(self.looks) - 1, alpha,
                           self.spending, self.one_sample_t)
 
     @property
@@ -292,20 +295,23 @@ def _check(metric: str, unit: str, cand: Summary, ref_mean: float, ref: Summary 
 
 
 def at_look(check: Check, looks: Sequence[int], total: int,
-            spending: Spending = "hsd") -> Check:
+            spending: Spending = "hsd", ended_at: int | None = None) -> Check:
     """``check`` as the group-sequential design with look totals ``looks`` judges it at
-    its look at ``total`` (the first look at or past it): its interval the repeated
-    confidence interval of that look's level (Jennison and Turnbull ch. 9), its verdict
-    that interval's, so that the stored verdict says what the design said."""
+    its look at ``total`` (the first look at or past it; ``ended_at``: the look a budget
+    that ran out made the last): its interval the repeated confidence interval of that
+    look's level (Jennison and Turnbull ch. 9), its verdict that interval's, so that the
+    stored verdict says what the design said."""
     position = next((k for k, n in enumerate(looks) if n >= total), len(looks) - 1)
-    judged = replace(check, looks=tuple(looks), look=position, spending=spending)
+    judged = replace(check, looks=tuple(looks), look=position, spending=spending,
+                     last_look=ended_at == looks[position] and position < len(looks) - 1)
     if check.se_pct is None or check.df is None or check.ci_pct is None:
         return judged
     level = judged.level()
     half = t_quantile(1.0 - level, check.df) * check.se_pct
     ci = (pct_of_log(check.log_difference - half), pct_of_log(check.log_difference + half))
     confidence = (f"{100 * (1 - 2 * level):.2f}% repeated (look {position + 1} of "
-                  f"{len(looks)} at {looks[position]})")
+                  f"{len(looks)} at {looks[position]}"
+                  f"{', the last: the budget ran out' if judged.last_look else ''})")
     verdict, reason = _judge(ci, check.band, confidence)
     if check.guard and (verdict != "FAIL" or check.fail_blocked is not None):
         said = check.reason if check.verdict == "PASS" else \
@@ -705,6 +711,7 @@ def check_as_dict(check: Check) -> dict[str, object]:
         "ci95_pct": list(check.ci_pct) if check.ci_pct else None,
         "one_sided_level": check.level() if check.se_pct is not None else None,
         "looks": list(check.looks) or None,
+        "last_look": check.last_look or None,
         "mdd_pct": check.mdd_pct,
         "design": check.design,
         "se_pct": check.se_pct,

@@ -174,7 +174,8 @@ def compare_series(
     if offered and not measured_capacity(candidate) and candidate.kind != "training":
         checks.append(offered_rate_check(candidate, reference))
     if candidate.looks:  # judged at the design's last look, as its looks were
-        checks = [kept_at_look(c, at_look(c, candidate.looks, candidate.repeats_asked))
+        checks = [kept_at_look(c, at_look(c, candidate.looks, candidate.repeats_asked,
+                                          ended_at=candidate.looks_ended_at))
                   for c in checks]
     shortfalls = _shortfalls(candidate, reference)
     if not shortfalls and pairing.pairs is not None:
