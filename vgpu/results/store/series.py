@@ -143,25 +143,28 @@ class SeriesData:
         design = self.runs[0].workload_detail.get("design") if self.runs else None
         return design.get("partner") if isinstance(design, dict) else None
 
+    def _latest_design(self, key: str) -> object:
+        """``key`` of the sequential design as the series' latest run that holds it stored
+        it (vgpu.bench.pacing), else None."""
+        for run in reversed(self.runs):
+            design = run.workload_detail.get("design")
+            if isinstance(design, dict) and design.get(key):
+                return design[key]
+        return None
+
     @property
     def looks(self) -> tuple[int, ...]:
         """The look totals of the group-sequential design the series ran, as its runs
         after the first look stored them (vgpu.bench.pacing); empty: a fixed sample."""
-        for run in reversed(self.runs):
-            design = run.workload_detail.get("design")
-            if isinstance(design, dict) and design.get("looks"):
-                return tuple(int(n) for n in str(design["looks"]).split(","))
-        return ()
+        looks = self._latest_design("looks")
+        return () if looks is None else tuple(int(n) for n in str(looks).split(","))
 
     @property
     def looks_ended_at(self) -> int | None:
         """The total at which a budget that ran out made a look the design's last (None:
         the design ran as planned)."""
-        for run in self.runs:
-            design = run.workload_detail.get("design")
-            if isinstance(design, dict) and design.get("ended_at"):
-                return int(design["ended_at"])
-        return None
+        ended = self._latest_design("ended_at")
+        return None if ended is None else int(str(ended))
 
     @property
     def at_offered_rate(self) -> bool:
